@@ -1,0 +1,87 @@
+// The node-local state: what a backend receives. The brain has applied every piece of Service
+// business logic, so a backend only translates it into rules.
+
+import type { IPFamily, Protocol, ServiceType, TrafficPolicy } from "./kube.ts";
+
+export interface LocalEndpoint {
+  readonly ip: string;
+  /** The target port on the endpoint, resolved by the EndpointSlice. */
+  readonly port: number;
+  /** True when the endpoint runs on this node. */
+  readonly local: boolean;
+  readonly ready: boolean;
+  readonly serving: boolean;
+  readonly terminating: boolean;
+}
+
+export interface LocalServicePort {
+  readonly name: string;
+  readonly protocol: Protocol;
+  readonly port: number;
+  /** 0 when the port has no node port. */
+  readonly nodePort: number;
+  /** Whether the port has usable endpoints anywhere in the cluster (any family): reject vs drop. */
+  readonly hasEndpoints: boolean;
+  /** The families in which the port has usable endpoints anywhere in the cluster. */
+  readonly endpointFamilies: readonly IPFamily[];
+  /** Where this node sends ClusterIP traffic; sorted by ip then port. */
+  readonly internalEndpoints: readonly LocalEndpoint[];
+  /** Where this node sends NodePort, LoadBalancer and externalIP traffic; sorted by ip then port. */
+  readonly externalEndpoints: readonly LocalEndpoint[];
+}
+
+export interface LocalService {
+  readonly namespace: string;
+  readonly name: string;
+  readonly type: ServiceType;
+  /** One per family the service has, primary family first. */
+  readonly clusterIPs: readonly string[];
+  readonly externalIPs: readonly string[];
+  /** Load-balancer ingress IPs with ipMode VIP or unset. */
+  readonly loadBalancerIPs: readonly string[];
+  /** loadBalancerSourceRanges, trimmed and normalised; empty means every source is allowed. */
+  readonly sourceRanges: readonly string[];
+  /** ClientIP affinity timeout; 0 means no affinity. */
+  readonly sessionAffinitySeconds: number;
+  readonly internalTrafficPolicy: TrafficPolicy;
+  readonly externalTrafficPolicy: TrafficPolicy;
+  /** Set only for LoadBalancer services with externalTrafficPolicy Local; else 0. */
+  readonly healthCheckNodePort: number;
+  /** Unique local ready endpoint IPs, as a healthCheckNodePort server reports them. */
+  readonly localReadyEndpoints: number;
+  readonly ports: readonly LocalServicePort[];
+}
+
+export interface LocalState {
+  readonly node: string;
+  /** Increases by one each time this node's local state changes, and only then. */
+  readonly revision: number;
+  /**
+   * Keyed by "namespace/name". A service whose computed value did not change keeps the same
+   * object from one state to the next, so a consumer can diff by identity.
+   */
+  readonly services: ReadonlyMap<string, LocalService>;
+}
+
+export function serviceKey(s: { readonly namespace: string; readonly name: string }): string {
+  return `${s.namespace}/${s.name}`;
+}
+
+/** "ip:port", with IPv6 addresses in brackets. */
+export function endpointString(ep: { readonly ip: string; readonly port: number }): string {
+  return ep.ip.includes(":") ? `[${ep.ip}]:${ep.port}` : `${ep.ip}:${ep.port}`;
+}
+
+export function ipFamilyOf(ip: string): IPFamily {
+  return ip.includes(":") ? "IPv6" : "IPv4";
+}
+
+/** What a sink (a backend, a dump, the API server) receives: local states over time. */
+export interface LocalStateFeed {
+  /**
+   * Calls the listener with each new state, never concurrently: while the listener's promise is
+   * pending, newer states are coalesced and only the latest is delivered next. The first call
+   * carries the complete initial state. Returns a function that unsubscribes.
+   */
+  subscribe(listener: (state: LocalState) => void | Promise<void>): () => void;
+}
