@@ -1,0 +1,149 @@
+// One Service and its EndpointSlices → what this node programs for it. Each family is computed
+// on its own, as kube-proxy runs one proxier per family, and the results are concatenated.
+
+import type { EndpointSlice } from "../model/kube.ts";
+import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";
+import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
+import { categorizeEndpoints, isLocal } from "./categorize.ts";
+import { compareEndpoints, type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
+import {
+  clusterIPForFamily,
+  externalIPsForFamily,
+  loadBalancerIPsForFamily,
+  servedFamilies,
+  sourceRangesForFamily,
+} from "./service-ips.ts";
+
+export interface NodeView {
+  readonly name: string;
+  readonly labels: Labels;
+}
+
+/** What one family contributes to a service: its addresses and its merged endpoints. */
+interface FamilyView {
+  readonly family: IPFamily;
+  readonly externalIPs: readonly string[];
+  readonly loadBalancerIPs: readonly string[];
+  readonly endpoints: ReadonlyMap<string, EndpointInfo[]>;
+}
+
+/** Externally accessible services: NodePort, LoadBalancer, or any with external IPs. */
+function externallyAccessible(service: Service): boolean {
+  return service.type === "NodePort" || service.type === "LoadBalancer" || service.externalIPs.length > 0;
+}
+
+function toLocal(cache: Map<EndpointInfo, LocalEndpoint>, ep: EndpointInfo, nodeName: string): LocalEndpoint {
+  let out = cache.get(ep);
+  if (out === undefined) {
+    out = {
+      ip: ep.ip,
+      port: ep.port,
+      local: isLocal(ep, nodeName),
+      ready: ep.ready,
+      serving: ep.serving,
+      terminating: ep.terminating,
+    };
+    cache.set(ep, out);
+  }
+  return out;
+}
+
+function computePort(
+  service: Service,
+  port: ServicePort,
+  families: readonly FamilyView[],
+  node: NodeView,
+  cache: Map<EndpointInfo, LocalEndpoint>,
+): LocalServicePort {
+  const zone = node.labels[LABEL_ZONE] ?? "";
+  const internalLocal = service.internalTrafficPolicy === "Local";
+  const externalLocal = externallyAccessible(service) && service.externalTrafficPolicy === "Local";
+  const internal: LocalEndpoint[] = [];
+  const external: LocalEndpoint[] = [];
+  const endpointFamilies: IPFamily[] = [];
+  for (const view of families) {
+    const endpoints = view.endpoints.get(portKey(port.name, port.protocol)) ?? [];
+    const portExternal =
+      port.nodePort !== 0 || view.loadBalancerIPs.length > 0 || view.externalIPs.length > 0;
+    const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = categorizeEndpoints(
+      endpoints,
+      {
+        usesCluster: !internalLocal || portExternal,
+        usesLocal: internalLocal || (externalLocal && portExternal),
+      },
+      node.name,
+      zone,
+    );
+    for (const ep of internalLocal ? localEndpoints : clusterEndpoints)
+      internal.push(toLocal(cache, ep, node.name));
+    if (portExternal) {
+      for (const ep of externalLocal ? localEndpoints : clusterEndpoints)
+        external.push(toLocal(cache, ep, node.name));
+    }
+    if (hasAnyEndpoints) endpointFamilies.push(view.family);
+  }
+  if (families.length > 1) {
+    internal.sort(compareEndpoints);
+    external.sort(compareEndpoints);
+  }
+  return {
+    name: port.name,
+    protocol: port.protocol,
+    port: port.port,
+    nodePort: port.nodePort,
+    hasEndpoints: endpointFamilies.length > 0,
+    endpointFamilies,
+    internalEndpoints: internal,
+    externalEndpoints: external,
+  };
+}
+
+/** Unique IPs of local, ready endpoints over every port: what a healthCheckNodePort reports. */
+function countLocalReady(families: readonly FamilyView[], nodeName: string): number {
+  const ips = new Set<string>();
+  for (const view of families) {
+    for (const endpoints of view.endpoints.values()) {
+      for (const ep of endpoints) if (ep.ready && isLocal(ep, nodeName)) ips.add(ep.ip);
+    }
+  }
+  return ips.size;
+}
+
+/**
+ * undefined when this node programs nothing for the service: headless (clusterIP "" or "None"),
+ * ExternalName, or no cluster IP in any family.
+ */
+export function computeLocalService(
+  service: Service,
+  slices: readonly EndpointSlice[],
+  node: NodeView,
+): LocalService | undefined {
+  if (service.type === "ExternalName" || service.clusterIP === "" || service.clusterIP === "None")
+    return undefined;
+  const served = servedFamilies(service);
+  if (served.length === 0) return undefined;
+  const families: FamilyView[] = served.map((family) => ({
+    family,
+    externalIPs: externalIPsForFamily(service, family),
+    loadBalancerIPs: loadBalancerIPsForFamily(service, family),
+    endpoints: mergeEndpoints(slices, family),
+  }));
+  const cache = new Map<EndpointInfo, LocalEndpoint>();
+  const healthChecked = service.type === "LoadBalancer" && service.externalTrafficPolicy === "Local";
+  return {
+    namespace: service.metadata.namespace,
+    name: service.metadata.name,
+    type: service.type,
+    clusterIPs: served.map((family) => clusterIPForFamily(service, family)),
+    externalIPs: families.flatMap((view) => view.externalIPs),
+    loadBalancerIPs: families.flatMap((view) => view.loadBalancerIPs),
+    sourceRanges: served.flatMap((family) => sourceRangesForFamily(service, family)),
+    sessionAffinitySeconds:
+      service.sessionAffinity === "ClientIP" ? service.sessionAffinityTimeoutSeconds : 0,
+    internalTrafficPolicy: service.internalTrafficPolicy,
+    externalTrafficPolicy: service.externalTrafficPolicy,
+    healthCheckNodePort: healthChecked ? service.healthCheckNodePort : 0,
+    localReadyEndpoints: countLocalReady(families, node.name),
+    ports: service.ports.map((port) => computePort(service, port, families, node, cache)),
+  };
+}

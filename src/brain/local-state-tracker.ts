@@ -1,0 +1,70 @@
+// This node's LocalState over time: recompute only the services a StoreChange names, keep the
+// old object for every service whose result is structurally equal, and bump the revision only
+// when something this node programs changed.
+
+import { LABEL_ZONE } from "../model/kube.ts";
+import type { LocalService, LocalState } from "../model/local.ts";
+import { sameLocalService } from "./local-equal.ts";
+import { computeLocalService, type NodeView } from "./local-service.ts";
+import type { ClusterStore, StoreChange } from "./store.ts";
+
+const NO_LABELS = Object.freeze({});
+
+export class LocalStateTracker {
+  readonly #store: ClusterStore;
+  readonly #nodeName: string;
+  #state: LocalState;
+  /** This node's zone label as last computed with: a change of it recomputes everything. */
+  #zone: string | undefined;
+
+  constructor(store: ClusterStore, nodeName: string) {
+    this.#store = store;
+    this.#nodeName = nodeName;
+    this.#state = { node: nodeName, revision: 0, services: new Map() };
+  }
+
+  get state(): LocalState {
+    return this.#state;
+  }
+
+  /** Recomputes what changed for this node; returns the same LocalState object if nothing did. */
+  update(change: StoreChange): LocalState {
+    const node = this.#nodeView();
+    const zone = node.labels[LABEL_ZONE] ?? "";
+    const everything = change.nodes.has(this.#nodeName) || this.#zone !== zone;
+    this.#zone = zone;
+    const previous = this.#state.services;
+    const keys = everything ? this.#allKeys() : change.services;
+    let next: Map<string, LocalService> | undefined;
+    for (const key of keys) {
+      const before = previous.get(key);
+      const service = this.#store.service(key);
+      const after =
+        service === undefined ? undefined : computeLocalService(service, this.#store.slicesOf(key), node);
+      if (after === undefined) {
+        if (before === undefined) continue;
+        next ??= new Map(previous);
+        next.delete(key);
+      } else if (before === undefined || !sameLocalService(before, after)) {
+        next ??= new Map(previous);
+        next.set(key, after);
+      }
+    }
+    if (next !== undefined) {
+      this.#state = { node: this.#nodeName, revision: this.#state.revision + 1, services: next };
+    }
+    return this.#state;
+  }
+
+  #nodeView(): NodeView {
+    return { name: this.#nodeName, labels: this.#store.node(this.#nodeName)?.metadata.labels ?? NO_LABELS };
+  }
+
+  /** Every service in the store, plus those in the state (which may have left the store). */
+  #allKeys(): Set<string> {
+    const keys = new Set(this.#state.services.keys());
+    for (const service of this.#store.services())
+      keys.add(`${service.metadata.namespace}/${service.metadata.name}`);
+    return keys;
+  }
+}

@@ -1,0 +1,51 @@
+// A Service's addresses for one IP family. kube-proxy runs one proxier per family, and each
+// looks only at its own family's addresses; these functions are that per-family view.
+
+import { familyOfAddress, parseCidr } from "../model/ip.ts";
+import type { IPFamily, Service } from "../model/kube.ts";
+
+const FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
+
+/**
+ * The cluster IP of this family, or "" when the service has none in it. spec.clusterIPs is read
+ * by the index of the family in spec.ipFamilies; a service without ipFamilies (written by an
+ * older API server) falls back to spec.clusterIP when its family matches.
+ */
+export function clusterIPForFamily(service: Service, family: IPFamily): string {
+  if (service.ipFamilies.length === 0) {
+    return familyOfAddress(service.clusterIP) === family ? service.clusterIP : "";
+  }
+  const ip = service.clusterIPs[service.ipFamilies.indexOf(family)] ?? "";
+  return familyOfAddress(ip) === family ? ip : "";
+}
+
+/** The families in which the service has a cluster IP, primary (spec.ipFamilies order) first. */
+export function servedFamilies(service: Service): IPFamily[] {
+  const order = service.ipFamilies.length > 0 ? service.ipFamilies : FAMILIES;
+  return order.filter((family) => clusterIPForFamily(service, family) !== "");
+}
+
+export function externalIPsForFamily(service: Service, family: IPFamily): string[] {
+  return service.externalIPs.filter((ip) => familyOfAddress(ip) === family);
+}
+
+/**
+ * Load-balancer ingress IPs this node programs: ipMode VIP or unset. With ipMode Proxy the load
+ * balancer delivers to the node IP and node port, so the ingress IP gets no rules; hostname-only
+ * ingress points have nothing to program either.
+ */
+export function loadBalancerIPsForFamily(service: Service, family: IPFamily): string[] {
+  return service.loadBalancerIngress
+    .filter((ing) => ing.ip !== "" && ing.ipMode !== "Proxy" && familyOfAddress(ing.ip) === family)
+    .map((ing) => ing.ip);
+}
+
+/** loadBalancerSourceRanges of this family, trimmed (the API lets padding through) and with host bits cleared. */
+export function sourceRangesForFamily(service: Service, family: IPFamily): string[] {
+  const out: string[] = [];
+  for (const raw of service.loadBalancerSourceRanges) {
+    const cidr = parseCidr(raw.trim());
+    if (cidr !== undefined && cidr.family === family && !out.includes(cidr.text)) out.push(cidr.text);
+  }
+  return out;
+}

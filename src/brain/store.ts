@@ -1,0 +1,245 @@
+// The cluster-wide store the sources write into: the selected Services, their EndpointSlices
+// grouped by service, and Nodes. It tells listeners which services and nodes changed, in one
+// batch per macrotask, and only once every source has synced.
+
+import { isDeepStrictEqual } from "node:util";
+import type { ClusterSink } from "../model/global.ts";
+import {
+  type EndpointSlice,
+  type KubeKind,
+  type KubeObject,
+  type Node,
+  objectKey,
+  type Service,
+} from "../model/kube.ts";
+import { type Logger, silentLogger } from "../observability/log.ts";
+import { isSelected } from "./selection.ts";
+
+export interface StoreChange {
+  /** "ns/name" of services whose Service or EndpointSlices changed. */
+  readonly services: ReadonlySet<string>;
+  /** Names of nodes whose Node object changed. */
+  readonly nodes: ReadonlySet<string>;
+}
+
+export interface ClusterStoreOptions {
+  /** Serve only objects labelled service.kubernetes.io/service-proxy-name=<this>; "" or unset: unlabelled ones. */
+  readonly serviceProxyName?: string;
+  readonly log?: Logger;
+}
+
+const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
+
+export class ClusterStore implements ClusterSink {
+  readonly #serviceProxyName: string;
+  readonly #log: Logger;
+  readonly #services = new Map<string, Service>();
+  readonly #slices = new Map<string, EndpointSlice>();
+  /** service key → slice key → slice */
+  readonly #slicesByService = new Map<string, Map<string, EndpointSlice>>();
+  /** service key → the slices as a list, built on first read after a change. */
+  readonly #sliceLists = new Map<string, readonly EndpointSlice[]>();
+  readonly #nodes = new Map<string, Node>();
+  readonly #listeners = new Set<(change: StoreChange) => void>();
+  #synced = false;
+  #pendingServices = new Set<string>();
+  #pendingNodes = new Set<string>();
+  #flushScheduled = false;
+  /** The sync batch is delivered even when the store is empty. */
+  #syncBatchPending = false;
+
+  constructor(options: ClusterStoreOptions = {}) {
+    this.#serviceProxyName = options.serviceProxyName ?? "";
+    this.#log = options.log ?? silentLogger;
+  }
+
+  get isSynced(): boolean {
+    return this.#synced;
+  }
+
+  /**
+   * Batched: called at most once per macrotask with everything that changed. Nothing is reported
+   * before sync; the batch at sync names every service and node in the store.
+   */
+  subscribe(listener: (change: StoreChange) => void): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  service(key: string): Service | undefined {
+    return this.#services.get(key);
+  }
+
+  slicesOf(serviceKey: string): readonly EndpointSlice[] {
+    let list = this.#sliceLists.get(serviceKey);
+    if (list === undefined) {
+      const slices = this.#slicesByService.get(serviceKey);
+      if (slices === undefined) return NO_SLICES;
+      list = [...slices.values()];
+      this.#sliceLists.set(serviceKey, list);
+    }
+    return list;
+  }
+
+  node(name: string): Node | undefined {
+    return this.#nodes.get(name);
+  }
+
+  services(): Iterable<Service> {
+    return this.#services.values();
+  }
+
+  slices(): Iterable<EndpointSlice> {
+    return this.#slices.values();
+  }
+
+  nodes(): Iterable<Node> {
+    return this.#nodes.values();
+  }
+
+  upsert(object: KubeObject): void {
+    const key = objectKey(object.metadata);
+    if (!isSelected(object, this.#serviceProxyName)) {
+      this.delete(object.kind, key);
+      return;
+    }
+    switch (object.kind) {
+      case "Service":
+        if (isDeepStrictEqual(this.#services.get(key), object)) return;
+        this.#services.set(key, object);
+        this.#serviceChanged(key);
+        return;
+      case "EndpointSlice":
+        this.#upsertSlice(key, object);
+        return;
+      case "Node":
+        if (isDeepStrictEqual(this.#nodes.get(key), object)) return;
+        this.#nodes.set(key, object);
+        this.#nodeChanged(key);
+        return;
+    }
+  }
+
+  delete(kind: KubeKind, key: string): void {
+    switch (kind) {
+      case "Service":
+        if (this.#services.delete(key)) this.#serviceChanged(key);
+        return;
+      case "EndpointSlice":
+        this.#deleteSlice(key);
+        return;
+      case "Node":
+        if (this.#nodes.delete(key)) this.#nodeChanged(key);
+        return;
+    }
+  }
+
+  replace(kind: KubeKind, objects: readonly KubeObject[]): void {
+    const listed = new Set<string>();
+    for (const object of objects) {
+      if (object.kind !== kind) {
+        this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
+        continue;
+      }
+      listed.add(objectKey(object.metadata));
+      this.upsert(object);
+    }
+    for (const key of [...this.#keysOf(kind)]) {
+      if (!listed.has(key)) this.delete(kind, key);
+    }
+  }
+
+  synced(): void {
+    if (this.#synced) return;
+    this.#synced = true;
+    this.#syncBatchPending = true;
+    this.#pendingServices = new Set(this.#services.keys());
+    this.#pendingNodes = new Set(this.#nodes.keys());
+    this.#log.debug({ services: this.#services.size, nodes: this.#nodes.size }, "store synced");
+    this.#scheduleFlush();
+  }
+
+  #keysOf(kind: KubeKind): Iterable<string> {
+    switch (kind) {
+      case "Service":
+        return this.#services.keys();
+      case "EndpointSlice":
+        return this.#slices.keys();
+      case "Node":
+        return this.#nodes.keys();
+    }
+  }
+
+  #upsertSlice(key: string, slice: EndpointSlice): void {
+    const previous = this.#slices.get(key);
+    if (isDeepStrictEqual(previous, slice)) return;
+    const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
+    if (previous !== undefined) this.#removeFromService(key, previous);
+    this.#slices.set(key, slice);
+    let group = this.#slicesByService.get(serviceKey);
+    if (group === undefined) {
+      group = new Map();
+      this.#slicesByService.set(serviceKey, group);
+    }
+    group.set(key, slice);
+    this.#sliceLists.delete(serviceKey);
+    this.#serviceChanged(serviceKey);
+  }
+
+  #deleteSlice(key: string): void {
+    const previous = this.#slices.get(key);
+    if (previous === undefined) return;
+    this.#slices.delete(key);
+    this.#removeFromService(key, previous);
+  }
+
+  /** Takes a slice out of its service's group; the service it belonged to has changed. */
+  #removeFromService(key: string, slice: EndpointSlice): void {
+    const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
+    const group = this.#slicesByService.get(serviceKey);
+    group?.delete(key);
+    if (group?.size === 0) this.#slicesByService.delete(serviceKey);
+    this.#sliceLists.delete(serviceKey);
+    this.#serviceChanged(serviceKey);
+  }
+
+  #serviceChanged(key: string): void {
+    if (!this.#synced) return;
+    this.#pendingServices.add(key);
+    this.#scheduleFlush();
+  }
+
+  #nodeChanged(name: string): void {
+    if (!this.#synced) return;
+    this.#pendingNodes.add(name);
+    this.#scheduleFlush();
+  }
+
+  #scheduleFlush(): void {
+    if (this.#flushScheduled) return;
+    this.#flushScheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  /**
+   * Delivers the pending batch now. The store calls this itself once per macrotask; a caller
+   * that drives the store synchronously (a benchmark, a test) may call it directly.
+   */
+  flush(): void {
+    this.#flushScheduled = false;
+    if (this.#pendingServices.size === 0 && this.#pendingNodes.size === 0 && !this.#syncBatchPending) return;
+    this.#syncBatchPending = false;
+    const change: StoreChange = { services: this.#pendingServices, nodes: this.#pendingNodes };
+    this.#pendingServices = new Set();
+    this.#pendingNodes = new Set();
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener(change);
+      } catch (err) {
+        this.#log.error({ err }, "store listener failed");
+      }
+    }
+  }
+}

@@ -1,0 +1,36 @@
+// IP and CIDR checks shared by validation and the brain. node:net decides what an address is
+// (strict dotted quads, no zone ids); ipaddr.js does the prefix arithmetic.
+
+import { isIPv4, isIPv6 } from "node:net";
+import ipaddr from "ipaddr.js";
+import type { IPFamily } from "./kube.ts";
+
+/** The family of a literal IP address, or undefined when the string is not one. */
+export function familyOfAddress(text: string): IPFamily | undefined {
+  if (isIPv4(text)) return "IPv4";
+  if (isIPv6(text) && !text.includes("%")) return "IPv6";
+  return undefined;
+}
+
+export interface Cidr {
+  readonly family: IPFamily;
+  /** Network address and prefix, host bits cleared: "10.0.0.0/8", "2001:db8::/32". */
+  readonly text: string;
+}
+
+/** Parses "addr/prefix" (no surrounding whitespace); undefined when it is not a CIDR. */
+export function parseCidr(text: string): Cidr | undefined {
+  const slash = text.indexOf("/");
+  if (slash < 0) return undefined;
+  const address = text.slice(0, slash);
+  const prefixText = text.slice(slash + 1);
+  const family = familyOfAddress(address);
+  if (family === undefined || !/^\d{1,3}$/.test(prefixText)) return undefined;
+  const prefix = Number(prefixText);
+  if (prefix > (family === "IPv4" ? 32 : 128)) return undefined;
+  const network =
+    family === "IPv4"
+      ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${prefix}`)
+      : ipaddr.IPv6.networkAddressFromCIDR(`${address}/${prefix}`);
+  return { family, text: `${network.toString()}/${prefix}` };
+}

@@ -1,0 +1,263 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { setImmediate as nextMacrotask } from "node:timers/promises";
+import { ClusterStore, type StoreChange } from "../../../src/brain/store.ts";
+import type { KubeObject } from "../../../src/model/kube.ts";
+import { ep, node, slice, svc } from "./fixtures.ts";
+
+const PROXY_NAME = "service.kubernetes.io/service-proxy-name";
+const HEADLESS = "service.kubernetes.io/headless";
+const SERVICE_NAME = "kubernetes.io/service-name";
+
+/** A synced store and the changes it reports, one entry per batch. */
+async function syncedStore(objects: readonly KubeObject[], serviceProxyName?: string) {
+  const store = new ClusterStore(serviceProxyName === undefined ? {} : { serviceProxyName });
+  for (const o of objects) store.upsert(o);
+  store.synced();
+  const batches: StoreChange[] = [];
+  store.subscribe((c) => batches.push(c));
+  await nextMacrotask();
+  batches.length = 0;
+  return { store, batches };
+}
+
+function served(store: ClusterStore): string[] {
+  return [...store.services()].map((s) => s.metadata.name).sort();
+}
+
+interface LabelRow {
+  readonly name: string;
+  readonly serviceProxyName?: string;
+  readonly objects: readonly KubeObject[];
+  readonly services: string[];
+  readonly slicesOfWeb: number;
+}
+
+const labelRows: LabelRow[] = [
+  {
+    name: "by default a service with a service-proxy-name label (any value) is ignored",
+    objects: [svc(), svc({ name: "other", labels: { [PROXY_NAME]: "" } })],
+    services: ["web"],
+    slicesOfWeb: 0,
+  },
+  {
+    name: "by default a slice with a service-proxy-name label is ignored",
+    objects: [svc(), slice([ep("203.0.113.1")], { labels: { [SERVICE_NAME]: "web", [PROXY_NAME]: "x" } })],
+    services: ["web"],
+    slicesOfWeb: 0,
+  },
+  {
+    name: "with serviceProxyName only services labelled with it are served",
+    serviceProxyName: "mine",
+    objects: [
+      svc({ name: "web", labels: { [PROXY_NAME]: "mine" } }),
+      svc({ name: "theirs", labels: { [PROXY_NAME]: "theirs" } }),
+      svc({ name: "plain" }),
+    ],
+    services: ["web"],
+    slicesOfWeb: 0,
+  },
+  {
+    name: "with serviceProxyName only slices labelled with it are served",
+    serviceProxyName: "mine",
+    objects: [
+      svc({ labels: { [PROXY_NAME]: "mine" } }),
+      slice([ep("203.0.113.1")], { name: "a", labels: { [SERVICE_NAME]: "web", [PROXY_NAME]: "mine" } }),
+      slice([ep("203.0.113.2")], { name: "b" }),
+    ],
+    services: ["web"],
+    slicesOfWeb: 1,
+  },
+  {
+    name: "slices with the headless label are ignored",
+    objects: [svc(), slice([ep("203.0.113.1")], { labels: { [SERVICE_NAME]: "web", [HEADLESS]: "" } })],
+    services: ["web"],
+    slicesOfWeb: 0,
+  },
+  {
+    name: "slices without the service-name label are ignored",
+    objects: [svc(), slice([ep("203.0.113.1")], { labels: {} })],
+    services: ["web"],
+    slicesOfWeb: 0,
+  },
+  {
+    name: "slices are grouped by namespace and service-name label",
+    objects: [
+      svc(),
+      slice([ep("203.0.113.1")], { name: "a" }),
+      slice([ep("203.0.113.2")], { name: "b" }),
+      slice([ep("203.0.113.3")], { name: "c", namespace: "other" }),
+      slice([ep("203.0.113.4")], { name: "d", service: "api" }),
+    ],
+    services: ["web"],
+    slicesOfWeb: 2,
+  },
+];
+
+describe("ClusterStore label rules", () => {
+  for (const row of labelRows) {
+    test(row.name, async () => {
+      const { store } = await syncedStore(row.objects, row.serviceProxyName);
+      assert.deepEqual(served(store), row.services);
+      assert.equal(store.slicesOf("ns/web").length, row.slicesOfWeb);
+    });
+  }
+
+  test("service-proxy-name label added later removes the service", async () => {
+    const { store, batches } = await syncedStore([svc()]);
+    store.upsert(svc({ labels: { [PROXY_NAME]: "other" }, resourceVersion: "2" }));
+    await nextMacrotask();
+    assert.deepEqual(served(store), []);
+    assert.deepEqual([...(batches[0]?.services ?? [])], ["ns/web"]);
+  });
+
+  test("service-proxy-name label removed later adds the service", async () => {
+    const { store, batches } = await syncedStore([svc({ labels: { [PROXY_NAME]: "other" } })]);
+    assert.deepEqual(served(store), []);
+    store.upsert(svc({ resourceVersion: "2" }));
+    await nextMacrotask();
+    assert.deepEqual(served(store), ["web"]);
+    assert.equal(batches.length, 1);
+  });
+
+  test("headless label added later removes the slice", async () => {
+    const { store, batches } = await syncedStore([svc(), slice([ep("203.0.113.1")])]);
+    assert.equal(store.slicesOf("ns/web").length, 1);
+    store.upsert(slice([ep("203.0.113.1")], { labels: { [SERVICE_NAME]: "web", [HEADLESS]: "" } }));
+    await nextMacrotask();
+    assert.equal(store.slicesOf("ns/web").length, 0);
+    assert.deepEqual([...(batches[0]?.services ?? [])], ["ns/web"]);
+  });
+
+  test("a slice moving to another service changes both", async () => {
+    const { store, batches } = await syncedStore([svc(), slice([ep("203.0.113.1")], { name: "s" })]);
+    store.upsert(slice([ep("203.0.113.1")], { name: "s", service: "api" }));
+    await nextMacrotask();
+    assert.deepEqual([...(batches[0]?.services ?? [])].sort(), ["ns/api", "ns/web"]);
+    assert.equal(store.slicesOf("ns/web").length, 0);
+    assert.equal(store.slicesOf("ns/api").length, 1);
+  });
+});
+
+describe("ClusterStore change batching", () => {
+  test("nothing is reported before sync; the sync batch names every service and node", async () => {
+    const store = new ClusterStore();
+    const batches: StoreChange[] = [];
+    store.subscribe((c) => batches.push(c));
+    store.upsert(svc());
+    store.upsert(node("n1"));
+    await nextMacrotask();
+    assert.equal(batches.length, 0);
+    assert.equal(store.isSynced, false);
+    store.synced();
+    await nextMacrotask();
+    assert.equal(store.isSynced, true);
+    assert.equal(batches.length, 1);
+    assert.deepEqual([...(batches[0]?.services ?? [])], ["ns/web"]);
+    assert.deepEqual([...(batches[0]?.nodes ?? [])], ["n1"]);
+  });
+
+  test("an empty store still reports its sync once", async () => {
+    const store = new ClusterStore();
+    const batches: StoreChange[] = [];
+    store.subscribe((c) => batches.push(c));
+    store.synced();
+    store.synced();
+    await nextMacrotask();
+    await nextMacrotask();
+    assert.equal(batches.length, 1);
+    assert.equal(batches[0]?.services.size, 0);
+  });
+
+  test("changes in one macrotask arrive as one batch", async () => {
+    const { store, batches } = await syncedStore([]);
+    store.upsert(svc({ name: "a" }));
+    store.upsert(svc({ name: "b" }));
+    store.upsert(slice([ep("203.0.113.1")], { service: "c" }));
+    store.upsert(node("n2"));
+    await nextMacrotask();
+    assert.equal(batches.length, 1);
+    assert.deepEqual([...(batches[0]?.services ?? [])].sort(), ["ns/a", "ns/b", "ns/c"]);
+    assert.deepEqual([...(batches[0]?.nodes ?? [])], ["n2"]);
+  });
+
+  test("an identical upsert (same resourceVersion, deep-equal) reports nothing", async () => {
+    const { store, batches } = await syncedStore([svc(), slice([ep("203.0.113.1")]), node("n1")]);
+    store.upsert(svc());
+    store.upsert(slice([ep("203.0.113.1")]));
+    store.upsert(node("n1"));
+    await nextMacrotask();
+    assert.equal(batches.length, 0);
+  });
+
+  test("a label-only update is reported (the tracker decides it is irrelevant)", async () => {
+    const { store, batches } = await syncedStore([svc()]);
+    store.upsert(svc({ labels: { team: "a" }, resourceVersion: "2" }));
+    await nextMacrotask();
+    assert.equal(batches.length, 1);
+  });
+
+  test("delete of an unknown object reports nothing", async () => {
+    const { store, batches } = await syncedStore([svc()]);
+    store.delete("Service", "ns/nope");
+    store.delete("EndpointSlice", "ns/nope");
+    store.delete("Node", "nope");
+    await nextMacrotask();
+    assert.equal(batches.length, 0);
+  });
+
+  test("deleting a slice reports its service", async () => {
+    const { store, batches } = await syncedStore([svc(), slice([ep("203.0.113.1")], { name: "s" })]);
+    store.delete("EndpointSlice", "ns/s");
+    await nextMacrotask();
+    assert.deepEqual([...(batches[0]?.services ?? [])], ["ns/web"]);
+    assert.deepEqual(store.slicesOf("ns/web"), []);
+  });
+
+  test("replace with identical objects reports nothing; missing ones are deleted", async () => {
+    const { store, batches } = await syncedStore([svc({ name: "a" }), svc({ name: "b" })]);
+    store.replace("Service", [svc({ name: "a" }), svc({ name: "b" })]);
+    await nextMacrotask();
+    assert.equal(batches.length, 0);
+    store.replace("Service", [svc({ name: "a" })]);
+    await nextMacrotask();
+    assert.deepEqual([...(batches[0]?.services ?? [])], ["ns/b"]);
+    assert.deepEqual(served(store), ["a"]);
+  });
+
+  test("replace of slices deletes the ones not listed", async () => {
+    const { store } = await syncedStore([
+      svc(),
+      slice([ep("203.0.113.1")], { name: "s1" }),
+      slice([ep("203.0.113.2")], { name: "s2" }),
+    ]);
+    store.replace("EndpointSlice", [slice([ep("203.0.113.2")], { name: "s2" })]);
+    assert.deepEqual(
+      store.slicesOf("ns/web").map((s) => s.metadata.name),
+      ["s2"],
+    );
+  });
+
+  test("an unsubscribed listener hears nothing more", async () => {
+    const { store } = await syncedStore([]);
+    let calls = 0;
+    const off = store.subscribe(() => calls++);
+    off();
+    store.upsert(svc());
+    await nextMacrotask();
+    assert.equal(calls, 0);
+  });
+
+  test("a throwing listener does not stop the others", async () => {
+    const { store, batches } = await syncedStore([]);
+    store.subscribe(() => {
+      throw new Error("boom");
+    });
+    let later = 0;
+    store.subscribe(() => later++);
+    store.upsert(svc());
+    await nextMacrotask();
+    assert.equal(batches.length, 1);
+    assert.equal(later, 1);
+  });
+});
