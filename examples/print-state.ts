@@ -1,0 +1,16 @@
+// A complete kpng backend: prints each service and its endpoints whenever the node's state
+// changes.   node examples/print-state.ts --api unix:///run/kpng/proxy.sock --node-name node-1
+
+import { run } from "../src/client/run.ts";
+import { endpointString } from "../src/model/local.ts";
+
+await run((services, state) => {
+  console.log(`# node ${state.node}, revision ${state.revision}, ${services.length} services`);
+  for (const svc of services) {
+    console.log(`${svc.namespace}/${svc.name} ${svc.type} ${svc.clusterIPs.join(",")}`);
+    for (const port of svc.ports) {
+      const eps = port.internalEndpoints.map((ep) => endpointString(ep) + (ep.local ? " (local)" : ""));
+      console.log(`  ${port.protocol}/${port.port} -> ${eps.join(" ") || "(no endpoints)"}`);
+    }
+  }
+});

@@ -1,0 +1,242 @@
+// The global state as globalv1 serves it: one unit per service (the Service and its
+// EndpointSlices) and per node, a server-wide revision, and a bounded log of the units that
+// changed, from which each stream (or resuming client) gets its delta.
+
+import type { EndpointSlice, Node, Service } from "../model/kube.ts";
+import { deleteFrame, type Frame, sameBytes, type WireValue, wireValue } from "./frames.ts";
+import { Set as WireSet } from "./gen/api/localv1/api.ts";
+import {
+  encodeEndpointInfos,
+  encodeEndpointSliceInfo,
+  encodeNodeInfo,
+  encodeServiceInfo,
+} from "./global-codec.ts";
+import type { Revisioned } from "./revision-session.ts";
+
+/** What the global API reads from the brain's ClusterStore. */
+export interface GlobalStoreView {
+  readonly isSynced: boolean;
+  subscribe(
+    listener: (change: { services: ReadonlySet<string>; nodes: ReadonlySet<string> }) => void,
+  ): () => void;
+  service(key: string): Service | undefined;
+  slicesOf(serviceKey: string): readonly EndpointSlice[];
+  node(name: string): Node | undefined;
+  services(): Iterable<Service>;
+  nodes(): Iterable<Node>;
+  slices(): Iterable<EndpointSlice>;
+}
+
+type Unit =
+  | {
+      readonly kind: "service";
+      readonly service: Service | undefined;
+      readonly slices: readonly EndpointSlice[];
+    }
+  | { readonly kind: "node"; readonly node: Node };
+
+/** kpng clients get one EndpointInfo per endpoint; ours ask for whole slices. */
+export type GlobalFlavor = "kpng" | "objects";
+
+interface Entry {
+  readonly set: WireSet;
+  readonly value: WireValue;
+}
+
+const caches: Record<GlobalFlavor, WeakMap<Unit, ReadonlyMap<string, Entry>>> = {
+  kpng: new WeakMap(),
+  objects: new WeakMap(),
+};
+
+function entriesOf(unit: Unit, flavor: GlobalFlavor): ReadonlyMap<string, Entry> {
+  let entries = caches[flavor].get(unit);
+  if (entries !== undefined) return entries;
+  const out = new Map<string, Entry>();
+  const add = (set: WireSet, path: string, bytes: Uint8Array) =>
+    out.set(path, { set, value: wireValue(set, path, bytes) });
+  if (unit.kind === "node") {
+    add(WireSet.GlobalNodeInfos, `|${unit.node.metadata.name}||`, encodeNodeInfo(unit.node));
+  } else {
+    const s = unit.service;
+    if (s !== undefined)
+      add(WireSet.GlobalServiceInfos, `${s.metadata.namespace}|${s.metadata.name}||`, encodeServiceInfo(s));
+    for (const slice of unit.slices) {
+      const prefix = `${slice.metadata.namespace}|${slice.serviceName}|${slice.metadata.name}|`;
+      if (flavor === "objects") add(WireSet.GlobalEndpointSlices, prefix, encodeEndpointSliceInfo(slice));
+      else
+        for (const [key, bytes] of encodeEndpointInfos(slice))
+          add(WireSet.GlobalEndpointInfos, prefix + key, bytes);
+    }
+  }
+  entries = out;
+  caches[flavor].set(unit, entries);
+  return entries;
+}
+
+// kpng's global order: nodes set, services set, endpoints set, endpoints deleted, services
+// deleted, nodes deleted.
+const setRank = new Map<WireSet, number>([
+  [WireSet.GlobalNodeInfos, 0],
+  [WireSet.GlobalServiceInfos, 1],
+  [WireSet.GlobalEndpointInfos, 2],
+  [WireSet.GlobalEndpointSlices, 2],
+]);
+
+function changeFrames(
+  keys: Iterable<string>,
+  before: (k: string) => Unit | undefined,
+  after: (k: string) => Unit | undefined,
+  flavor: GlobalFlavor,
+): Frame[] {
+  const sets: [number, string, Frame][] = [];
+  const deletes: [number, string, Frame][] = [];
+  const none: ReadonlyMap<string, Entry> = new Map();
+  for (const key of keys) {
+    const old = before(key);
+    const cur = after(key);
+    if (old === cur) continue;
+    const oldEntries = old === undefined ? none : entriesOf(old, flavor);
+    const curEntries = cur === undefined ? none : entriesOf(cur, flavor);
+    for (const [path, e] of curEntries) {
+      const prev = oldEntries.get(path);
+      if (prev === undefined || !sameBytes(prev.value.bytes, e.value.bytes)) {
+        sets.push([setRank.get(e.set) ?? 3, path, e.value.frame]);
+      }
+    }
+    for (const [path, e] of oldEntries) {
+      if (!curEntries.has(path)) deletes.push([setRank.get(e.set) ?? 3, path, deleteFrame(e.set, path)]);
+    }
+  }
+  const byRankThenPath = (a: [number, string, Frame], b: [number, string, Frame]) =>
+    a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+  sets.sort(byRankThenPath);
+  deletes.sort((a, b) => -byRankThenPath(a, b));
+  return [...sets, ...deletes].map(([, , f]) => f);
+}
+
+interface LogEntry {
+  readonly from: number;
+  readonly previous: ReadonlyMap<string, Unit | undefined>;
+}
+
+export interface GlobalHubOptions {
+  readonly maxLogRevisions?: number;
+  readonly maxLogEntries?: number;
+}
+
+/** Shared by every globalv1 stream; one per server. */
+export class GlobalStates {
+  readonly #store: GlobalStoreView;
+  readonly #units = new Map<string, Unit>();
+  readonly #log: LogEntry[] = [];
+  #logEntries = 0;
+  #revision: number | undefined;
+  readonly #listeners = new Set<() => void>();
+  readonly #unsubscribe: () => void;
+  readonly #maxRevisions: number;
+  readonly #maxEntries: number;
+  readonly #nextRevision: () => number;
+
+  constructor(store: GlobalStoreView, nextRevision: () => number, options: GlobalHubOptions = {}) {
+    this.#store = store;
+    this.#nextRevision = nextRevision;
+    this.#maxRevisions = options.maxLogRevisions ?? 256;
+    this.#maxEntries = options.maxLogEntries ?? 50_000;
+    this.#unsubscribe = store.subscribe((change) => this.#apply(change.services, change.nodes));
+    if (store.isSynced) this.#loadAll();
+  }
+
+  get revision(): number | undefined {
+    return this.#revision;
+  }
+
+  view(flavor: GlobalFlavor): Revisioned {
+    const states = this;
+    return {
+      get revision() {
+        return states.revision;
+      },
+      onChange: (l) => this.onChange(l),
+      framesSince: (rev) => this.framesSince(rev, flavor),
+      allFrames: () =>
+        changeFrames(
+          this.#units.keys(),
+          () => undefined,
+          (k) => this.#units.get(k),
+          flavor,
+        ),
+    };
+  }
+
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  framesSince(revision: number, flavor: GlobalFlavor): Frame[] | undefined {
+    if (this.#revision === undefined) return undefined;
+    if (revision === this.#revision) return [];
+    const start = this.#log.findIndex((e) => e.from === revision);
+    if (start < 0) return undefined;
+    const before = new Map<string, Unit | undefined>();
+    for (let i = start; i < this.#log.length; i++) {
+      for (const [k, v] of this.#log[i]?.previous ?? []) if (!before.has(k)) before.set(k, v);
+    }
+    return changeFrames(
+      before.keys(),
+      (k) => before.get(k),
+      (k) => this.#units.get(k),
+      flavor,
+    );
+  }
+
+  close(): void {
+    this.#unsubscribe();
+  }
+
+  #loadAll(): void {
+    const services = new Set<string>();
+    for (const s of this.#store.services()) services.add(`${s.metadata.namespace}/${s.metadata.name}`);
+    for (const s of this.#store.slices()) services.add(`${s.metadata.namespace}/${s.serviceName}`);
+    const nodes = new Set<string>();
+    for (const n of this.#store.nodes()) nodes.add(n.metadata.name);
+    this.#apply(services, nodes);
+  }
+
+  #apply(services: ReadonlySet<string>, nodes: ReadonlySet<string>): void {
+    const previous = new Map<string, Unit | undefined>();
+    for (const key of services) {
+      const unitKey = `svc:${key}`;
+      const old = this.#units.get(unitKey);
+      const service = this.#store.service(key);
+      const slices = this.#store.slicesOf(key);
+      if (old?.kind === "service" && old.service === service && old.slices === slices) continue;
+      previous.set(unitKey, old);
+      if (service === undefined && slices.length === 0) this.#units.delete(unitKey);
+      else this.#units.set(unitKey, { kind: "service", service, slices });
+    }
+    for (const name of nodes) {
+      const unitKey = `node:${name}`;
+      const old = this.#units.get(unitKey);
+      const node = this.#store.node(name);
+      if (old?.kind === "node" ? old.node === node : node === undefined) continue;
+      previous.set(unitKey, old);
+      if (node === undefined) this.#units.delete(unitKey);
+      else this.#units.set(unitKey, { kind: "node", node });
+    }
+    const first = this.#revision === undefined;
+    if (!first && previous.size === 0) return;
+    const revision = this.#nextRevision();
+    if (!first) {
+      this.#log.push({ from: this.#revision!, previous });
+      this.#logEntries += previous.size;
+      while (this.#log.length > this.#maxRevisions || this.#logEntries > this.#maxEntries) {
+        const dropped = this.#log.shift();
+        if (dropped === undefined) break;
+        this.#logEntries -= dropped.previous.size;
+      }
+    }
+    this.#revision = revision;
+    for (const l of [...this.#listeners]) l();
+  }
+}

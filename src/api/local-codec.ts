@@ -1,0 +1,207 @@
+// LocalService ↔ localv1 wire values. A service travels as one Service value plus one Endpoint
+// value per endpoint IP (key "namespace/service/<ip>"): the IP is unique per endpoint and
+// family, unlike kpng's pod name, so a dual-stack pod gives two values that never collide.
+
+import type { IPFamily, Protocol as KubeProtocol, ServiceType } from "../model/kube.ts";
+import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
+import {
+  Endpoint,
+  type EndpointPortScope,
+  type PortMapping,
+  Protocol,
+  Service,
+} from "./gen/api/localv1/api.ts";
+import { ipSetAll, toIPSet } from "./ipset.ts";
+
+/** A service as it goes on the wire: its Service value and its Endpoint values by key. */
+export interface WireService {
+  readonly service: Service;
+  /** Keyed by endpoint IP. */
+  readonly endpoints: ReadonlyMap<string, Endpoint>;
+}
+
+const protocolToWire: Record<KubeProtocol, Protocol> = {
+  TCP: Protocol.TCP,
+  UDP: Protocol.UDP,
+  SCTP: Protocol.SCTP,
+};
+
+export function encodeLocalService(svc: LocalService): WireService {
+  return { service: encodeServiceValue(svc), endpoints: encodeEndpoints(svc) };
+}
+
+function encodeServiceValue(svc: LocalService): Service {
+  return {
+    Namespace: svc.namespace,
+    Name: svc.name,
+    Type: svc.type,
+    Labels: {},
+    Annotations: {},
+    IPs: {
+      ClusterIPs: toIPSet(svc.clusterIPs),
+      ExternalIPs: toIPSet(svc.externalIPs),
+      LoadBalancerIPs: toIPSet(svc.loadBalancerIPs),
+      Headless: svc.clusterIPs.length === 0,
+    },
+    IPFilters:
+      svc.sourceRanges.length === 0
+        ? []
+        : [{ TargetIPs: toIPSet(svc.loadBalancerIPs), SourceRanges: [...svc.sourceRanges] }],
+    MapIP: false,
+    Ports: svc.ports.map(encodePort),
+    ExternalTrafficToLocal: svc.externalTrafficPolicy === "Local",
+    InternalTrafficToLocal: svc.internalTrafficPolicy === "Local",
+    SessionAffinity:
+      svc.sessionAffinitySeconds > 0
+        ? { $case: "ClientIP", value: { TimeoutSeconds: svc.sessionAffinitySeconds } }
+        : undefined,
+    HealthCheckNodePort: svc.healthCheckNodePort,
+    LocalReadyEndpoints: svc.localReadyEndpoints,
+    ClusterIPsOrdered: [...svc.clusterIPs],
+    ExternalIPsOrdered: [...svc.externalIPs],
+    LoadBalancerIPsOrdered: [...svc.loadBalancerIPs],
+  };
+}
+
+function encodePort(port: LocalServicePort): PortMapping {
+  return {
+    Name: port.name,
+    Protocol: protocolToWire[port.protocol],
+    Port: port.port,
+    NodePort: port.nodePort,
+    // kpng clients resolve an unnamed port through TargetPort; give it when it is unambiguous.
+    TargetPort: port.name === "" ? (singleTargetPort(port) ?? 0) : 0,
+    TargetPortName: "",
+    HasEndpoints: port.hasEndpoints,
+    HasIPv4Endpoints: port.endpointFamilies.includes("IPv4"),
+    HasIPv6Endpoints: port.endpointFamilies.includes("IPv6"),
+  };
+}
+
+function singleTargetPort(port: LocalServicePort): number | undefined {
+  const ports = new Set<number>();
+  for (const ep of port.internalEndpoints) ports.add(ep.port);
+  for (const ep of port.externalEndpoints) ports.add(ep.port);
+  return ports.size === 1 ? ports.values().next().value : undefined;
+}
+
+function encodeEndpoints(svc: LocalService): Map<string, Endpoint> {
+  const byIP = new Map<string, Endpoint>();
+  const scopeOf = (ep: LocalEndpoint, portName: string): EndpointPortScope => {
+    let wire = byIP.get(ep.ip);
+    if (wire === undefined) {
+      wire = {
+        Hostname: "",
+        IPs: toIPSet([ep.ip]),
+        Local: ep.local,
+        PortOverrides: [],
+        Scopes: { Internal: false, External: false },
+        Conditions: { Ready: ep.ready, Serving: ep.serving, Terminating: ep.terminating },
+        PortScopes: [],
+      };
+      byIP.set(ep.ip, wire);
+    }
+    let scope = wire.PortScopes.find((s) => s.Name === portName && s.Port === ep.port);
+    if (scope === undefined) {
+      scope = { Name: portName, Port: ep.port, Internal: false, External: false };
+      wire.PortScopes.push(scope);
+      wire.PortOverrides.push({ Name: portName, Port: ep.port });
+    }
+    return scope;
+  };
+  for (const port of svc.ports) {
+    for (const ep of port.internalEndpoints) scopeOf(ep, port.name).Internal = true;
+    for (const ep of port.externalEndpoints) scopeOf(ep, port.name).External = true;
+  }
+  for (const wire of byIP.values()) {
+    wire.Scopes = {
+      Internal: wire.PortScopes.some((s) => s.Internal),
+      External: wire.PortScopes.some((s) => s.External),
+    };
+  }
+  return byIP;
+}
+
+export function encodeServiceBytes(service: Service): Uint8Array {
+  return Service.encode(service).finish();
+}
+
+export function encodeEndpointBytes(endpoint: Endpoint): Uint8Array {
+  return Endpoint.encode(endpoint).finish();
+}
+
+const protocolFromWire = new Map<number, KubeProtocol>([
+  [Protocol.TCP, "TCP"],
+  [Protocol.UDP, "UDP"],
+  [Protocol.SCTP, "SCTP"],
+]);
+
+const serviceTypes = new Set<string>(["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"]);
+
+/** Rebuilds a LocalService from its wire values; throws with a reason on a value we cannot read. */
+export function decodeLocalService(service: Service, endpoints: Iterable<Endpoint>): LocalService {
+  if (!serviceTypes.has(service.Type)) throw new Error(`unknown service type "${service.Type}"`);
+  const eps = [...endpoints];
+  const ports = service.Ports.map((port) => decodePort(port, eps));
+  const ordered = (list: readonly string[], set: Parameters<typeof ipSetAll>[0]) =>
+    list.length > 0 ? [...list] : ipSetAll(set);
+  return {
+    namespace: service.Namespace,
+    name: service.Name,
+    type: service.Type as ServiceType,
+    clusterIPs: ordered(service.ClusterIPsOrdered, service.IPs?.ClusterIPs),
+    externalIPs: ordered(service.ExternalIPsOrdered, service.IPs?.ExternalIPs),
+    loadBalancerIPs: ordered(service.LoadBalancerIPsOrdered, service.IPs?.LoadBalancerIPs),
+    sourceRanges: service.IPFilters.flatMap((f) => f.SourceRanges),
+    sessionAffinitySeconds:
+      service.SessionAffinity?.$case === "ClientIP" ? service.SessionAffinity.value.TimeoutSeconds : 0,
+    internalTrafficPolicy: service.InternalTrafficToLocal ? "Local" : "Cluster",
+    externalTrafficPolicy: service.ExternalTrafficToLocal ? "Local" : "Cluster",
+    healthCheckNodePort: service.HealthCheckNodePort,
+    localReadyEndpoints: service.LocalReadyEndpoints,
+    ports,
+  };
+}
+
+function decodePort(port: PortMapping, endpoints: readonly Endpoint[]): LocalServicePort {
+  const protocol = protocolFromWire.get(port.Protocol);
+  if (protocol === undefined) throw new Error(`port "${port.Name}": unknown protocol ${port.Protocol}`);
+  const internal: LocalEndpoint[] = [];
+  const external: LocalEndpoint[] = [];
+  for (const ep of endpoints) {
+    const ip = ep.IPs?.V4[0] ?? ep.IPs?.V6[0];
+    if (ip === undefined) continue;
+    for (const scope of ep.PortScopes) {
+      if (scope.Name !== port.Name) continue;
+      const local: LocalEndpoint = {
+        ip,
+        port: scope.Port,
+        local: ep.Local,
+        ready: ep.Conditions?.Ready ?? true,
+        serving: ep.Conditions?.Serving ?? true,
+        terminating: ep.Conditions?.Terminating ?? false,
+      };
+      if (scope.Internal) internal.push(local);
+      if (scope.External) external.push(local);
+    }
+  }
+  const families: IPFamily[] = [];
+  if (port.HasIPv4Endpoints) families.push("IPv4");
+  if (port.HasIPv6Endpoints) families.push("IPv6");
+  return {
+    name: port.Name,
+    protocol,
+    port: port.Port,
+    nodePort: port.NodePort,
+    hasEndpoints: port.HasEndpoints,
+    endpointFamilies: families,
+    internalEndpoints: internal.sort(compareEndpoints),
+    externalEndpoints: external.sort(compareEndpoints),
+  };
+}
+
+/** The order of LocalServicePort endpoint lists: by ip, then port. */
+export function compareEndpoints(a: LocalEndpoint, b: LocalEndpoint): number {
+  if (a.ip !== b.ip) return a.ip < b.ip ? -1 : 1;
+  return a.port - b.port;
+}

@@ -1,0 +1,190 @@
+// One node's local states as the server serves them: the latest state with its wire revision,
+// and a bounded log of what changed, so a stream (or a client resuming after a reconnect) that
+// holds an older revision gets only the difference.
+//
+// Wire revisions come from one counter for the whole server, not from the brain's per-node
+// LocalState.revision: a node whose tracker is dropped and created again starts its own count
+// again, and a client's old revision must never be mistaken for the new tracker's.
+
+import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
+import type { Frame } from "./frames.ts";
+import { fullDelta, type LocalDelta, localChangeFrames } from "./local-diff.ts";
+import type { Revisioned } from "./revision-session.ts";
+
+export interface NodeSnapshot {
+  readonly revision: number;
+  readonly state: LocalState;
+}
+
+interface LogEntry {
+  /** The revision this entry leads from; entries are contiguous (each from = previous's to). */
+  readonly from: number;
+  /** The value each changed service had before this revision (undefined: it did not exist). */
+  readonly previous: ReadonlyMap<string, LocalService | undefined>;
+}
+
+export interface HubOptions {
+  /** Most revisions kept per node for resume. */
+  readonly maxLogRevisions?: number;
+  /** Most service entries kept in one node's log, over all its revisions. */
+  readonly maxLogEntries?: number;
+  /** How long a node nobody watches is kept (for resume) before it is dropped. */
+  readonly idleNodeMs?: number;
+  /** The revision counter; the server shares one between all its states. */
+  readonly nextRevision?: () => number;
+}
+
+type RevisionSource = () => number;
+
+export class NodeStates implements Revisioned {
+  readonly nodeName: string;
+  #current: NodeSnapshot | undefined;
+  readonly #log: LogEntry[] = [];
+  #logEntries = 0;
+  readonly #listeners = new Set<() => void>();
+  readonly #nextRevision: RevisionSource;
+  readonly #maxRevisions: number;
+  readonly #maxEntries: number;
+
+  constructor(nodeName: string, nextRevision: RevisionSource, maxRevisions: number, maxEntries: number) {
+    this.nodeName = nodeName;
+    this.#nextRevision = nextRevision;
+    this.#maxRevisions = maxRevisions;
+    this.#maxEntries = maxEntries;
+  }
+
+  /** Undefined until the brain has delivered this node's first state. */
+  get current(): NodeSnapshot | undefined {
+    return this.#current;
+  }
+
+  get revision(): number | undefined {
+    return this.#current?.revision;
+  }
+
+  framesSince(revision: number): Frame[] | undefined {
+    const delta = this.deltaSince(revision);
+    return delta === undefined ? undefined : localChangeFrames(delta);
+  }
+
+  allFrames(): Frame[] {
+    return localChangeFrames(fullDelta(new Map(), this.#current?.state.services ?? new Map()));
+  }
+
+  /** Calls the listener after each new state. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Records a new state from the brain. */
+  push(state: LocalState): void {
+    const previous = this.#current;
+    if (previous !== undefined && previous.state.services === state.services) return;
+    const revision = this.#nextRevision();
+    if (previous !== undefined) {
+      const changed = new Map<string, LocalService | undefined>();
+      const before = previous.state.services;
+      for (const [k, v] of state.services) if (before.get(k) !== v) changed.set(k, before.get(k));
+      for (const [k, v] of before) if (!state.services.has(k)) changed.set(k, v);
+      this.#log.push({ from: previous.revision, previous: changed });
+      this.#logEntries += changed.size;
+      while (
+        this.#log.length > this.#maxRevisions ||
+        (this.#logEntries > this.#maxEntries && this.#log.length > 0)
+      ) {
+        this.#logEntries -= this.#log.shift()?.previous.size ?? 0;
+      }
+    }
+    this.#current = { revision, state };
+    for (const listener of [...this.#listeners]) listener();
+  }
+
+  /**
+   * The delta from the state at `revision` to the current one, or undefined when that revision
+   * is not (or no longer) known here.
+   */
+  deltaSince(revision: number): LocalDelta | undefined {
+    const current = this.#current;
+    if (current === undefined) return undefined;
+    if (revision === current.revision) return { keys: [], before: () => undefined, after: () => undefined };
+    const start = this.#log.findIndex((e) => e.from === revision);
+    if (start < 0) return undefined;
+    const before = new Map<string, LocalService | undefined>();
+    for (let i = start; i < this.#log.length; i++) {
+      for (const [k, v] of this.#log[i]?.previous ?? []) if (!before.has(k)) before.set(k, v);
+    }
+    const services = current.state.services;
+    return { keys: before.keys(), before: (k) => before.get(k), after: (k) => services.get(k) };
+  }
+}
+
+export type LocalFeedFactory = (nodeName: string) => LocalStateFeed;
+
+interface HubEntry {
+  readonly states: NodeStates;
+  readonly unsubscribe: () => void;
+  users: number;
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+/** The NodeStates of every node someone watches, fed by the brain, shared between streams. */
+export class LocalStateHub {
+  readonly #feedOf: LocalFeedFactory;
+  readonly #nodes = new Map<string, HubEntry>();
+  readonly #options: Required<Omit<HubOptions, "nextRevision">>;
+  readonly #nextRevision: () => number;
+
+  constructor(feedOf: LocalFeedFactory, options: HubOptions = {}) {
+    this.#feedOf = feedOf;
+    let revision = 0;
+    this.#nextRevision = options.nextRevision ?? (() => ++revision);
+    this.#options = {
+      maxLogRevisions: options.maxLogRevisions ?? 256,
+      maxLogEntries: options.maxLogEntries ?? 50_000,
+      idleNodeMs: options.idleNodeMs ?? 5 * 60_000,
+    };
+  }
+
+  get nodeCount(): number {
+    return this.#nodes.size;
+  }
+
+  acquire(nodeName: string): NodeStates {
+    let entry = this.#nodes.get(nodeName);
+    if (entry === undefined) {
+      const states = new NodeStates(
+        nodeName,
+        this.#nextRevision,
+        this.#options.maxLogRevisions,
+        this.#options.maxLogEntries,
+      );
+      const unsubscribe = this.#feedOf(nodeName).subscribe((state) => states.push(state));
+      entry = { states, unsubscribe, users: 0, idleTimer: undefined };
+      this.#nodes.set(nodeName, entry);
+    }
+    if (entry.idleTimer !== undefined) clearTimeout(entry.idleTimer);
+    entry.idleTimer = undefined;
+    entry.users++;
+    return entry.states;
+  }
+
+  release(nodeName: string): void {
+    const entry = this.#nodes.get(nodeName);
+    if (entry === undefined || --entry.users > 0) return;
+    entry.idleTimer = setTimeout(() => this.#drop(nodeName), this.#options.idleNodeMs);
+    entry.idleTimer.unref();
+  }
+
+  close(): void {
+    for (const name of [...this.#nodes.keys()]) this.#drop(name);
+  }
+
+  #drop(nodeName: string): void {
+    const entry = this.#nodes.get(nodeName);
+    if (entry === undefined) return;
+    if (entry.idleTimer !== undefined) clearTimeout(entry.idleTimer);
+    entry.unsubscribe();
+    this.#nodes.delete(nodeName);
+  }
+}

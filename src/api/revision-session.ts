@@ -1,0 +1,87 @@
+// A stream's session over any revisioned state (one node's local state, or the global state):
+// the revision the client holds, and the next change set that brings it up to date — the
+// delta when the revision is still in the state's log, else Reset and everything.
+
+import { type Frame, resetFrame, syncFrame } from "./frames.ts";
+import { type ChangeSet, type WatchSession, waitFor } from "./watch-stream.ts";
+
+export interface Revisioned {
+  /** Undefined until the state is complete (the store has synced). */
+  readonly revision: number | undefined;
+  onChange(listener: () => void): () => void;
+  /** The Set/Delete ops from `revision` to now, or undefined when that revision is not in the log. */
+  framesSince(revision: number): Frame[] | undefined;
+  /** The Set ops of the whole current state. */
+  allFrames(): Frame[];
+}
+
+export interface ResumeRequest {
+  readonly InstanceID: string;
+  readonly Revision: number;
+}
+
+export class RevisionSession<Req extends ResumeRequest> implements WatchSession<Req> {
+  readonly #instanceId: string;
+  /** Picks the state a request is about; a different state than before means starting over. */
+  readonly #stateFor: (req: Req) => Revisioned;
+  readonly #release: () => void;
+  #state: Revisioned | undefined;
+  #sent: number | undefined;
+  #first = true;
+
+  constructor(instanceId: string, stateFor: (req: Req) => Revisioned, release: () => void = () => {}) {
+    this.#instanceId = instanceId;
+    this.#stateFor = stateFor;
+    this.#release = release;
+  }
+
+  async next(req: Req, signal: AbortSignal): Promise<ChangeSet | undefined> {
+    const state = this.#stateFor(req);
+    if (state !== this.#state) {
+      this.#state = state;
+      this.#sent = undefined;
+    }
+    if (
+      !(await waitFor(
+        () => state.revision !== undefined,
+        (l) => state.onChange(l),
+        signal,
+      ))
+    )
+      return undefined;
+    if (this.#first && req.InstanceID === this.#instanceId && req.Revision > 0) {
+      if (state.framesSince(req.Revision) !== undefined) this.#sent = req.Revision;
+    }
+    this.#first = false;
+    for (;;) {
+      const sent = this.#sent;
+      if (sent === undefined) return this.#full(state);
+      if (
+        !(await waitFor(
+          () => state.revision !== sent,
+          (l) => state.onChange(l),
+          signal,
+        ))
+      )
+        return undefined;
+      const revision = state.revision!;
+      const frames = state.framesSince(sent);
+      if (frames === undefined) return this.#full(state);
+      this.#sent = revision;
+      // A revision whose change is invisible on the wire is absorbed, as in kpng.
+      if (frames.length > 0) return { frames: [...frames, syncFrame(this.#instanceId, revision)] };
+    }
+  }
+
+  #full(state: Revisioned): ChangeSet {
+    const revision = state.revision!;
+    this.#sent = revision;
+    return {
+      frames: [resetFrame(this.#instanceId), ...state.allFrames(), syncFrame(this.#instanceId, revision)],
+    };
+  }
+
+  close(): void {
+    this.#release();
+  }
+}

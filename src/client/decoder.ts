@@ -1,0 +1,82 @@
+// Wire change sets → LocalState. Keeps the wire values it holds, rebuilds only the services a
+// change set touched, and keeps the previous LocalService object when the rebuilt one is equal,
+// so consumers can diff by identity as they do in-process.
+
+import { isDeepStrictEqual } from "node:util";
+import { Endpoint, Service, Set as WireSet } from "../api/gen/api/localv1/api.ts";
+import { decodeLocalService } from "../api/local-codec.ts";
+import type { LocalService, LocalState } from "../model/local.ts";
+import type { WireChangeSet } from "./watch.ts";
+
+interface Held {
+  service: Service | undefined;
+  readonly endpoints: Map<string, Endpoint>;
+}
+
+export class LocalStateDecoder {
+  readonly #node: string;
+  #held = new Map<string, Held>();
+  #services: ReadonlyMap<string, LocalService> = new Map();
+  #revision = 0;
+
+  constructor(nodeName: string) {
+    this.#node = nodeName;
+  }
+
+  get state(): LocalState {
+    return { node: this.#node, revision: this.#revision, services: this.#services };
+  }
+
+  /** Applies one change set; returns the same LocalState object's content when nothing changed. */
+  apply(changeSet: WireChangeSet): { state: LocalState; changed: boolean } {
+    const dirty = new Set<string>();
+    if (changeSet.reset) {
+      for (const key of this.#held.keys()) dirty.add(key);
+      this.#held = new Map();
+    }
+    for (const op of changeSet.ops) {
+      const parts = op.path.split("/");
+      const key = `${parts[0]}/${parts[1]}`;
+      if (op.set === WireSet.ServicesSet && parts.length === 2) {
+        const held = this.#hold(key);
+        held.service = op.op === "set" ? Service.decode(op.bytes) : undefined;
+      } else if (op.set === WireSet.EndpointsSet && parts.length === 3) {
+        const held = this.#hold(key);
+        if (op.op === "set") held.endpoints.set(parts[2]!, Endpoint.decode(op.bytes));
+        else held.endpoints.delete(parts[2]!);
+      } else {
+        continue;
+      }
+      dirty.add(key);
+    }
+    const next = new Map(this.#services);
+    let changed = false;
+    for (const key of dirty) {
+      const held = this.#held.get(key);
+      if (held?.service === undefined) {
+        if (held !== undefined && held.endpoints.size === 0) this.#held.delete(key);
+        if (next.delete(key)) changed = true;
+        continue;
+      }
+      const rebuilt = decodeLocalService(held.service, held.endpoints.values());
+      const previous = next.get(key);
+      if (previous !== undefined && isDeepStrictEqual(previous, rebuilt)) continue;
+      next.set(key, rebuilt);
+      changed = true;
+    }
+    if (changed) {
+      this.#services = next;
+      this.#revision++;
+    }
+    return { state: this.state, changed };
+  }
+
+  #hold(key: string): Held {
+    let held = this.#held.get(key);
+    if (held === undefined) {
+      held = { service: undefined, endpoints: new Map() };
+      this.#held.set(key, held);
+    }
+    return held;
+  }
+}

@@ -1,0 +1,42 @@
+// A LocalStateFeed backed by a remote brain: what `kpng local --api …` hands to a local sink,
+// so every sink runs the same against an in-process or a remote brain.
+
+import type { LocalState, LocalStateFeed } from "../model/local.ts";
+import type { Logger } from "../observability/log.ts";
+import type { TlsPaths } from "./connection.ts";
+import { LocalStateDecoder } from "./decoder.ts";
+import { watchLocal } from "./watch.ts";
+
+export interface RemoteFeedOptions {
+  readonly api: string;
+  readonly nodeName: string;
+  readonly tls?: TlsPaths;
+  readonly signal: AbortSignal;
+  readonly log?: Logger;
+}
+
+export function remoteLocalStateFeed(options: RemoteFeedOptions): LocalStateFeed {
+  return {
+    subscribe(listener: (state: LocalState) => void | Promise<void>): () => void {
+      const stop = new AbortController();
+      const signal = AbortSignal.any([stop.signal, options.signal]);
+      const decoder = new LocalStateDecoder(options.nodeName);
+      let delivered = false;
+      void watchLocal(options.nodeName, {
+        api: options.api,
+        tls: options.tls,
+        signal,
+        log: options.log,
+        onChangeSet: async (changeSet) => {
+          const { state, changed } = decoder.apply(changeSet);
+          // The first state is always delivered (even empty); later ones only when they differ.
+          if (changed || !delivered) {
+            delivered = true;
+            await listener(state);
+          }
+        },
+      });
+      return () => stop.abort();
+    },
+  };
+}

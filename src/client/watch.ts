@@ -1,0 +1,188 @@
+// A watch client for the localv1 and globalv1 APIs: one stream, one request per change set,
+// reconnecting with jittered exponential backoff, and resuming (instance id + revision of the
+// last applied change set) so a reconnect costs only what changed meanwhile.
+
+import { setTimeout as sleep } from "node:timers/promises";
+import * as grpc from "@grpc/grpc-js";
+import { GlobalWatchReq } from "../api/gen/api/globalv1/api.ts";
+import { OpItem, WatchReq, type Set as WireSet } from "../api/gen/api/localv1/api.ts";
+import { type Logger, silentLogger } from "../observability/log.ts";
+import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
+
+export type WireOp =
+  | { readonly op: "set"; readonly set: WireSet; readonly path: string; readonly bytes: Uint8Array }
+  | { readonly op: "delete"; readonly set: WireSet; readonly path: string };
+
+export interface WireChangeSet {
+  /** The ops replace everything held so far (Reset was received). */
+  readonly reset: boolean;
+  readonly ops: readonly WireOp[];
+  readonly instanceId: string;
+  readonly revision: number;
+}
+
+export interface Resume {
+  readonly instanceId: string;
+  readonly revision: number;
+}
+
+export interface WatchOptions {
+  /** --api: "unix:///path", "tcp://host:port" or "host:port". */
+  readonly api: string;
+  readonly tls?: TlsPaths;
+  /**
+   * Called with each complete change set. The next one is only requested once this resolves,
+   * so a slow consumer gets fewer, larger change sets rather than a queue.
+   */
+  readonly onChangeSet: (changeSet: WireChangeSet) => void | Promise<void>;
+  readonly signal: AbortSignal;
+  readonly log?: Logger;
+  /** Start from a known state (e.g. one kept across restarts). */
+  readonly resume?: Resume;
+  readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
+  /** Called when a stream breaks, before the backoff. */
+  readonly onDisconnect?: (err: Error) => void;
+}
+
+interface Protocol<Req> {
+  readonly path: string;
+  readonly request: (resume: Resume | undefined) => Req;
+  readonly encode: (req: Req) => Buffer;
+}
+
+function localProtocol(nodeName: string): Protocol<WatchReq> {
+  return {
+    path: "/localv1.Sets/Watch",
+    request: (r) => ({ NodeName: nodeName, InstanceID: r?.instanceId ?? "", Revision: r?.revision ?? 0 }),
+    encode: (req) => Buffer.from(WatchReq.encode(req).finish()),
+  };
+}
+
+function globalProtocol(): Protocol<GlobalWatchReq> {
+  return {
+    path: "/globalv1.Sets/Watch",
+    request: (r) => ({ InstanceID: r?.instanceId ?? "", Revision: r?.revision ?? 0, FullObjects: true }),
+    encode: (req) => Buffer.from(GlobalWatchReq.encode(req).finish()),
+  };
+}
+
+/** Watches one node's local state until the signal aborts. */
+export function watchLocal(nodeName: string, options: WatchOptions): Promise<void> {
+  return watchLoop(localProtocol(nodeName), options);
+}
+
+/** Watches the global state (whole objects) until the signal aborts. */
+export function watchGlobal(options: WatchOptions): Promise<void> {
+  return watchLoop(globalProtocol(), options);
+}
+
+async function watchLoop<Req>(protocol: Protocol<Req>, options: WatchOptions): Promise<void> {
+  const log = options.log ?? silentLogger;
+  const initialMs = options.backoff?.initialMs ?? 500;
+  const maxMs = options.backoff?.maxMs ?? 30_000;
+  const client = new grpc.Client(dialTarget(options.api), clientCredentials(options.tls), {
+    "grpc.keepalive_time_ms": 30_000,
+    "grpc.keepalive_timeout_ms": 10_000,
+    "grpc.max_receive_message_length": 64 * 1024 * 1024,
+  });
+  let resume = options.resume;
+  let delay = initialMs;
+  try {
+    while (!options.signal.aborted) {
+      const progressed = { value: false };
+      try {
+        await oneStream(client, protocol, options, resume, (r) => {
+          resume = r;
+          progressed.value = true;
+        });
+      } catch (err) {
+        if (options.signal.aborted) break;
+        options.onDisconnect?.(err as Error);
+        if (progressed.value) delay = initialMs;
+        // Full jitter: many nodes reconnecting to a restarted brain spread out.
+        const wait = Math.round(delay / 2 + (Math.random() * delay) / 2);
+        log.warn({ err: (err as Error).message, retryInMs: wait }, "watch stream broken; reconnecting");
+        delay = Math.min(delay * 2, maxMs);
+        await sleep(wait, undefined, { signal: options.signal }).catch(() => {});
+      }
+    }
+  } finally {
+    client.close();
+  }
+}
+
+function oneStream<Req>(
+  client: grpc.Client,
+  protocol: Protocol<Req>,
+  options: WatchOptions,
+  resume: Resume | undefined,
+  applied: (resume: Resume) => void,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const call = client.makeBidiStreamRequest<Req, OpItem>(
+      protocol.path,
+      protocol.encode,
+      (b: Buffer) => OpItem.decode(b),
+      new grpc.Metadata(),
+      {},
+    );
+    const onAbort = () => call.cancel();
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    let reset = false;
+    let ops: WireOp[] = [];
+    let failed = false;
+    const fail = (err: Error) => {
+      if (failed) return;
+      failed = true;
+      options.signal.removeEventListener("abort", onAbort);
+      call.cancel();
+      if (options.signal.aborted) resolve();
+      else reject(err);
+    };
+    call.on("data", (item: OpItem) => {
+      const op = item.Op;
+      switch (op?.$case) {
+        case "Reset":
+          reset = true;
+          ops = [];
+          break;
+        case "Set":
+          if (op.value.Ref !== undefined) {
+            ops.push({ op: "set", set: op.value.Ref.Set, path: op.value.Ref.Path, bytes: op.value.Bytes });
+          }
+          break;
+        case "Delete":
+          ops.push({ op: "delete", set: op.value.Set, path: op.value.Path });
+          break;
+        case "Sync": {
+          const changeSet: WireChangeSet = {
+            reset,
+            ops,
+            instanceId: op.value.InstanceID,
+            revision: op.value.Revision,
+          };
+          reset = false;
+          ops = [];
+          call.pause();
+          Promise.resolve()
+            .then(() => options.onChangeSet(changeSet))
+            .then(() => {
+              if (changeSet.instanceId !== "")
+                applied({ instanceId: changeSet.instanceId, revision: changeSet.revision });
+              call.resume();
+              call.write(
+                protocol.request({ instanceId: changeSet.instanceId, revision: changeSet.revision }),
+              );
+            })
+            .catch((err: unknown) => fail(err instanceof Error ? err : new Error(String(err))));
+          break;
+        }
+        default:
+          break;
+      }
+    });
+    call.on("error", (err: Error) => fail(err));
+    call.on("end", () => fail(new Error("server ended the watch stream")));
+    call.write(protocol.request(resume));
+  });
+}

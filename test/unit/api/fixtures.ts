@@ -1,0 +1,88 @@
+// Builders for local states and a controllable feed, shared by the API and client tests.
+
+import type {
+  LocalEndpoint,
+  LocalService,
+  LocalServicePort,
+  LocalState,
+  LocalStateFeed,
+} from "../../../src/model/local.ts";
+
+export function endpoint(ip: string, port: number, over: Partial<LocalEndpoint> = {}): LocalEndpoint {
+  return { ip, port, local: false, ready: true, serving: true, terminating: false, ...over };
+}
+
+export function servicePort(over: Partial<LocalServicePort> = {}): LocalServicePort {
+  const internal = over.internalEndpoints ?? [];
+  return {
+    name: "http",
+    protocol: "TCP",
+    port: 80,
+    nodePort: 0,
+    hasEndpoints: internal.length > 0,
+    endpointFamilies: internal.length > 0 ? ["IPv4"] : [],
+    internalEndpoints: internal,
+    externalEndpoints: internal,
+    ...over,
+  };
+}
+
+export function service(name: string, over: Partial<LocalService> = {}): LocalService {
+  return {
+    namespace: "default",
+    name,
+    type: "ClusterIP",
+    clusterIPs: ["198.51.100.10"],
+    externalIPs: [],
+    loadBalancerIPs: [],
+    sourceRanges: [],
+    sessionAffinitySeconds: 0,
+    internalTrafficPolicy: "Cluster",
+    externalTrafficPolicy: "Cluster",
+    healthCheckNodePort: 0,
+    localReadyEndpoints: 0,
+    ports: [servicePort({ internalEndpoints: [endpoint("192.0.2.1", 8080)] })],
+    ...over,
+  };
+}
+
+export function localState(node: string, revision: number, services: readonly LocalService[]): LocalState {
+  return { node, revision, services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])) };
+}
+
+/** A brain stand-in: push states per node; feeds deliver the latest, as localStateFeed does. */
+export class FakeBrain {
+  readonly #states = new Map<string, LocalState>();
+  readonly #listeners = new Map<string, Set<(s: LocalState) => void>>();
+
+  push(state: LocalState): void {
+    this.#states.set(state.node, state);
+    for (const l of this.#listeners.get(state.node) ?? []) l(state);
+  }
+
+  /** Changes one node's state by replacing/removing services; returns the new state. */
+  update(node: string, set: readonly LocalService[], remove: readonly string[] = []): LocalState {
+    const prev = this.#states.get(node) ?? localState(node, 0, []);
+    const services = new Map(prev.services);
+    for (const s of set) services.set(`${s.namespace}/${s.name}`, s);
+    for (const k of remove) services.delete(k);
+    const next = { node, revision: prev.revision + 1, services };
+    this.push(next);
+    return next;
+  }
+
+  feed = (node: string): LocalStateFeed => ({
+    subscribe: (listener) => {
+      let set = this.#listeners.get(node);
+      if (set === undefined) {
+        set = new Set();
+        this.#listeners.set(node, set);
+      }
+      const l = (s: LocalState) => void listener(s);
+      set.add(l);
+      const current = this.#states.get(node);
+      if (current !== undefined) queueMicrotask(() => l(current));
+      return () => set.delete(l);
+    },
+  });
+}
