@@ -1,0 +1,29 @@
+// Durations on the command line, written as kube-proxy and Go write them: "1s", "250ms", "1m30s".
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const PART = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+
+/**
+ * Milliseconds for a duration such as "1s", "250ms", "1m30s", "1.5s" or "0". Throws an Error that
+ * shows the accepted forms when the text is not one.
+ */
+export function parseDuration(text: string): number {
+  const trimmed = text.trim();
+  if (trimmed === "0") return 0;
+  let total = 0;
+  let at = 0;
+  PART.lastIndex = 0;
+  while (at < trimmed.length) {
+    PART.lastIndex = at;
+    const match = PART.exec(trimmed);
+    if (match === null) break;
+    total += Number(match[1]) * (UNIT_MS[match[2] ?? ""] ?? Number.NaN);
+    at = PART.lastIndex;
+  }
+  if (trimmed === "" || at !== trimmed.length || !Number.isFinite(total)) {
+    throw new Error(
+      `"${text}" is not a duration: write a number and a unit (ms, s, m, h), e.g. 1s, 250ms, 1m30s`,
+    );
+  }
+  return Math.round(total);
+}

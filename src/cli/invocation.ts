@@ -1,0 +1,47 @@
+// What a parsed command line asks for: one of the four grammar forms, with its plug-ins and
+// options. program.ts produces it, run.ts carries it out.
+
+import type {
+  GlobalSinkPlugin,
+  LocalSinkPlugin,
+  LocalSourcePlugin,
+  Options,
+  SourcePlugin,
+} from "./registry.ts";
+
+export type Invocation =
+  /** `kpng <source> … to-local <local-sink> …` */
+  | {
+      readonly form: "to-local";
+      readonly source: SourcePlugin;
+      readonly sink: LocalSinkPlugin;
+      readonly opts: Options;
+      readonly serviceProxyName: string;
+      readonly nodeName: string;
+      readonly minSyncPeriodMs: number;
+    }
+  /** `kpng <source> … <global-sink> …` */
+  | {
+      readonly form: "global";
+      readonly source: SourcePlugin;
+      readonly sink: GlobalSinkPlugin;
+      readonly opts: Options;
+      readonly serviceProxyName: string;
+    }
+  /** `kpng local … <local-sink> …` */
+  | {
+      readonly form: "local";
+      readonly localSource: LocalSourcePlugin;
+      readonly sink: LocalSinkPlugin;
+      readonly opts: Options;
+      readonly nodeName: string;
+    }
+  /** `kpng cleanup <backend> …` */
+  | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly opts: Options };
+
+export interface Plugins {
+  readonly sources: readonly SourcePlugin[];
+  readonly localSinks: readonly LocalSinkPlugin[];
+  readonly globalSinks: readonly GlobalSinkPlugin[];
+  readonly localSources: readonly LocalSourcePlugin[];
+}

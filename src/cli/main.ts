@@ -1,0 +1,46 @@
+// The kpng command. Parses the command line (program.ts), runs it (run.ts), and turns the
+// outcome into an exit code: 0 when the sink finished, 2 for a bad command line, 1 for anything else.
+
+import { CommanderError } from "commander";
+import { rootLogger } from "../observability/log.ts";
+import { globalSinks, localSinks, localSources, sources } from "./plugins.ts";
+import { buildProgram } from "./program.ts";
+import { runInvocation, UsageError } from "./run.ts";
+
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+// A second signal while stopping means "now": the conventional 128 + SIGINT.
+const EXIT_FORCED = 130;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) process.exit(EXIT_FORCED);
+    rootLogger.info({ signal }, "stopping");
+    controller.abort();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  const ctx = { signal: controller.signal, log: rootLogger };
+  const program = buildProgram(
+    { sources, localSinks, globalSinks, localSources },
+    (invocation) => runInvocation(invocation, ctx),
+    // Commander has printed its message; we only choose the exit code.
+    { configure: (root) => root.exitOverride() },
+  );
+  try {
+    await program.parseAsync([...argv], { from: "user" });
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;
+    const message = err instanceof Error ? err.message : String(err);
+    process.stderr.write(`kpng: ${err instanceof UsageError ? "error: " : ""}${message}\n`);
+    return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILURE;
+  } finally {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}
+
+// Exit explicitly: a finished sink means the work is done, even if a library keeps a handle open.
+process.exit(await main(process.argv.slice(2)));

@@ -1,0 +1,23 @@
+// Every source and sink the CLI offers. Add a plug-in by importing it and listing it here; the
+// command tree (program.ts) is built from these arrays.
+
+import { toApiPlugin } from "../api/plugin.ts";
+import { toNftPlugin } from "../backends/nft/plugin.ts";
+import { apiSourcePlugin } from "../client/api-source.ts";
+import { localSourcePlugin } from "../client/local-source-plugin.ts";
+import { toJsonGlobalSink, toJsonLocalSink } from "../sinks/json/plugins.ts";
+import { fileSourcePlugin } from "../sources/file/plugin.ts";
+import { kubeSourcePlugin } from "../sources/kube/plugin.ts";
+import type { GlobalSinkPlugin, LocalSinkPlugin, LocalSourcePlugin, SourcePlugin } from "./registry.ts";
+
+/** `kpng <source> …` */
+export const sources: SourcePlugin[] = [fileSourcePlugin, kubeSourcePlugin, apiSourcePlugin];
+
+/** `… to-local <sink>` and `kpng local … <sink>` */
+export const localSinks: LocalSinkPlugin[] = [toJsonLocalSink, toNftPlugin];
+
+/** `kpng <source> … <sink>` */
+export const globalSinks: GlobalSinkPlugin[] = [toJsonGlobalSink, toApiPlugin];
+
+/** `kpng <local-source> … <sink>`, e.g. `kpng local --api …` */
+export const localSources: LocalSourcePlugin[] = [localSourcePlugin];

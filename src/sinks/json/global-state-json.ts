@@ -1,0 +1,42 @@
+// The JSON form of the global model: every selected Service, EndpointSlice and Node, sorted by
+// key, with object keys sorted so equal states print equal documents.
+
+import type { EndpointSlice, KubeObject, Node, Service } from "../../model/kube.ts";
+import { objectKey } from "../../model/kube.ts";
+
+export interface GlobalStateView {
+  services(): Iterable<Service>;
+  slices(): Iterable<EndpointSlice>;
+  nodes(): Iterable<Node>;
+}
+
+export interface GlobalStateJson {
+  readonly services: readonly unknown[];
+  readonly endpointSlices: readonly unknown[];
+  readonly nodes: readonly unknown[];
+}
+
+export function globalStateToJson(view: GlobalStateView): GlobalStateJson {
+  return {
+    services: sortedObjects(view.services()),
+    endpointSlices: sortedObjects(view.slices()),
+    nodes: sortedObjects(view.nodes()),
+  };
+}
+
+function sortedObjects(objects: Iterable<KubeObject>): unknown[] {
+  return [...objects]
+    .map((o) => ({ key: objectKey(o.metadata), o }))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
+    .map(({ o }) => withSortedKeys(o));
+}
+
+/** A deep copy whose object keys are in sorted order (arrays keep their order). */
+export function withSortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withSortedKeys);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort())
+    out[key] = withSortedKeys((value as Record<string, unknown>)[key]);
+  return out;
+}

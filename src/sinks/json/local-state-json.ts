@@ -1,0 +1,93 @@
+// The documented JSON form of one node's local state (docs/local-state.md). Pure, so the
+// document's shape and ordering are tested without a brain.
+
+import type { IPFamily, Protocol, ServiceType, TrafficPolicy } from "../../model/kube.ts";
+import {
+  endpointString,
+  type LocalService,
+  type LocalServicePort,
+  type LocalState,
+} from "../../model/local.ts";
+import { compareEndpoints } from "./order.ts";
+
+export interface LocalStateJson {
+  readonly node: string;
+  readonly revision: number;
+  readonly services: readonly LocalServiceJson[];
+}
+
+export interface LocalServiceJson {
+  readonly namespace: string;
+  readonly name: string;
+  readonly type: ServiceType;
+  readonly clusterIPs: readonly string[];
+  readonly externalIPs: readonly string[];
+  readonly loadBalancerIPs: readonly string[];
+  readonly sourceRanges: readonly string[];
+  readonly sessionAffinitySeconds: number;
+  readonly internalTrafficPolicy: TrafficPolicy;
+  readonly externalTrafficPolicy: TrafficPolicy;
+  readonly healthCheckNodePort: number;
+  readonly localReadyEndpoints: number;
+  readonly ports: readonly LocalServicePortJson[];
+}
+
+export interface LocalServicePortJson {
+  readonly name: string;
+  readonly protocol: Protocol;
+  readonly port: number;
+  readonly nodePort: number;
+  readonly hasEndpoints: boolean;
+  readonly endpointFamilies: readonly IPFamily[];
+  /** "ip:port" strings, IPv4 before IPv6, each family in address order. */
+  readonly internalEndpoints: readonly string[];
+  readonly externalEndpoints: readonly string[];
+}
+
+/**
+ * The JSON document of a local state. Services are sorted by namespace then name; within a
+ * service, ports and IP lists keep the brain's order (spec order, primary family first) and
+ * endpoint lists are sorted, so equal states always print equal documents.
+ */
+export function localStateToJson(state: LocalState): LocalStateJson {
+  const services = [...state.services.values()].sort(
+    (a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name),
+  );
+  return { node: state.node, revision: state.revision, services: services.map(serviceToJson) };
+}
+
+function serviceToJson(s: LocalService): LocalServiceJson {
+  // Written field by field, not spread, so the key order of the document is fixed here.
+  return {
+    namespace: s.namespace,
+    name: s.name,
+    type: s.type,
+    clusterIPs: [...s.clusterIPs],
+    externalIPs: [...s.externalIPs],
+    loadBalancerIPs: [...s.loadBalancerIPs],
+    sourceRanges: [...s.sourceRanges],
+    sessionAffinitySeconds: s.sessionAffinitySeconds,
+    internalTrafficPolicy: s.internalTrafficPolicy,
+    externalTrafficPolicy: s.externalTrafficPolicy,
+    healthCheckNodePort: s.healthCheckNodePort,
+    localReadyEndpoints: s.localReadyEndpoints,
+    ports: s.ports.map(portToJson),
+  };
+}
+
+function portToJson(p: LocalServicePort): LocalServicePortJson {
+  return {
+    name: p.name,
+    protocol: p.protocol,
+    port: p.port,
+    nodePort: p.nodePort,
+    hasEndpoints: p.hasEndpoints,
+    endpointFamilies: [...p.endpointFamilies],
+    internalEndpoints: [...p.internalEndpoints].sort(compareEndpoints).map(endpointString),
+    externalEndpoints: [...p.externalEndpoints].sort(compareEndpoints).map(endpointString),
+  };
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

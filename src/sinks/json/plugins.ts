@@ -1,0 +1,40 @@
+// The to-json sinks as CLI plug-ins: `… to-local to-json` (one node's local state) and
+// `<source> to-json` (the global model).
+
+import type { Command } from "commander";
+import type { GlobalSinkPlugin, LocalSinkPlugin } from "../../cli/registry.ts";
+import { printGlobalStates } from "./print-global.ts";
+import { printLocalStates } from "./print-local.ts";
+import { streamWriter } from "./write.ts";
+
+function addOnceOption(cmd: Command): void {
+  cmd.option("--once", "print the first complete state and exit");
+}
+
+export const toJsonLocalSink: LocalSinkPlugin = {
+  name: "to-json",
+  description: "print this node's local state as JSON on stdout, one document per new state",
+  // A dump shows every state; there is no kernel to protect from bursts of changes.
+  defaultMinSyncPeriod: "0s",
+  addOptions: addOnceOption,
+  run(feed, opts, ctx) {
+    return printLocalStates(feed, {
+      once: opts.once === true,
+      write: streamWriter(process.stdout),
+      signal: ctx.signal,
+    });
+  },
+};
+
+export const toJsonGlobalSink: GlobalSinkPlugin = {
+  name: "to-json",
+  description: "print the global model (Services, EndpointSlices, Nodes) as JSON on stdout",
+  addOptions: addOnceOption,
+  run(store, opts, ctx) {
+    return printGlobalStates(store, {
+      once: opts.once === true,
+      write: streamWriter(process.stdout),
+      signal: ctx.signal,
+    });
+  },
+};

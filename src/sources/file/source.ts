@@ -1,0 +1,164 @@
+// The file source: a Kubernetes YAML/JSON file as the cluster. Each good read replaces the whole
+// state; a broken file (syntax error, unreadable, missing) keeps the last good state, so saving a
+// half-edited file never empties the proxy.
+
+import { type FSWatcher, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { basename, dirname } from "node:path";
+import type { ClusterSink, ClusterSource } from "../../model/global.ts";
+import { reportInvalidObject } from "../../observability/invalid.ts";
+import type { Logger } from "../../observability/log.ts";
+import { type ClusterFileContents, parseClusterFile } from "./parse.ts";
+
+export interface FileSourceOptions {
+  readonly path: string;
+  /** Re-read the file when it changes. */
+  readonly watch: boolean;
+  readonly log: Logger;
+  /** Quiet time after the last change event before re-reading; editors write in bursts. */
+  readonly debounceMs?: number;
+  /** The stat-polling fallback, for file systems where directory watches miss events. */
+  readonly pollIntervalMs?: number;
+}
+
+export class FileSource implements ClusterSource {
+  readonly #options: FileSourceOptions;
+  readonly #debounceMs: number;
+  #sink: ClusterSink | undefined;
+  #appliedText: string | undefined;
+  /** The last error reported, so a file that stays broken is reported once, not at every event. */
+  #brokenBecause: string | undefined;
+  #watcher: FSWatcher | undefined;
+  #polling = false;
+  #timer: NodeJS.Timeout | undefined;
+  #reloading: Promise<void> | undefined;
+  #reloadAgain = false;
+  #stopped = false;
+
+  constructor(options: FileSourceOptions) {
+    this.#options = options;
+    this.#debounceMs = options.debounceMs ?? 100;
+  }
+
+  /** Reads the file once; rejects with a message naming the file and the problem if it is broken. */
+  async start(sink: ClusterSink): Promise<void> {
+    this.#sink = sink;
+    const read = await this.#read();
+    if (!read.ok) throw new Error(read.error);
+    this.#apply(read.text, read.contents);
+    sink.synced();
+    if (this.#options.watch) this.#startWatching();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#watcher?.close();
+    this.#watcher = undefined;
+    if (this.#polling) unwatchFile(this.#options.path);
+    this.#polling = false;
+    await this.#reloading;
+  }
+
+  #startWatching(): void {
+    const { path, log } = this.#options;
+    const name = basename(path);
+    // Watching the directory, not the file, sees editors that save by writing a new file and
+    // renaming it over the old one: a watch on the old file would go silent after that.
+    try {
+      this.#watcher = watchDirectory(dirname(path), (_event, changed) => {
+        if (changed === null || changed === name) this.#scheduleReload();
+      });
+      this.#watcher.on("error", (err) => {
+        log.warn({ err: err.message }, "directory watch failed; relying on polling");
+        this.#watcher?.close();
+        this.#watcher = undefined;
+      });
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, "cannot watch the directory; relying on polling");
+    }
+    watchFile(path, { interval: this.#options.pollIntervalMs ?? 1000 }, (now, before) => {
+      if (now.mtimeMs !== before.mtimeMs || now.ino !== before.ino || now.size !== before.size) {
+        this.#scheduleReload();
+      }
+    });
+    this.#polling = true;
+  }
+
+  #scheduleReload(): void {
+    if (this.#stopped) return;
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#startReload(), this.#debounceMs);
+  }
+
+  #startReload(): void {
+    // One reload at a time; events during a reload ask for one more afterwards.
+    if (this.#reloading !== undefined) {
+      this.#reloadAgain = true;
+      return;
+    }
+    this.#reloading = this.#reload().finally(() => {
+      this.#reloading = undefined;
+      if (this.#reloadAgain && !this.#stopped) {
+        this.#reloadAgain = false;
+        this.#startReload();
+      }
+    });
+  }
+
+  async #reload(): Promise<void> {
+    const { path, log } = this.#options;
+    const read = await this.#read();
+    if (this.#stopped) return;
+    if (!read.ok) {
+      if (read.error !== this.#brokenBecause) {
+        log.error({ file: path, error: read.error }, "cannot use the file; keeping the last good state");
+      }
+      this.#brokenBecause = read.error;
+      return;
+    }
+    if (this.#brokenBecause !== undefined) log.info({ file: path }, "the file is readable again");
+    this.#brokenBecause = undefined;
+    if (read.text === this.#appliedText) return;
+    this.#apply(read.text, read.contents);
+  }
+
+  async #read(): Promise<
+    { ok: true; text: string; contents: ClusterFileContents } | { ok: false; error: string }
+  > {
+    const { path } = this.#options;
+    let text: string;
+    try {
+      text = await readFile(path, "utf8");
+    } catch (err) {
+      return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
+    }
+    const parsed = parseClusterFile(text, path);
+    return parsed.ok ? { ok: true, text, contents: parsed.contents } : parsed;
+  }
+
+  #apply(text: string, contents: ClusterFileContents): void {
+    const { log, path } = this.#options;
+    const sink = this.#sink;
+    if (sink === undefined) return;
+    for (const invalid of contents.invalid) reportInvalidObject(log, "file", invalid);
+    for (const ignored of contents.ignored)
+      log.debug({ object: ignored }, "ignoring an object of a kind a proxy does not read");
+    for (const duplicate of contents.duplicates)
+      log.warn({ object: duplicate }, "object defined twice; the last definition wins");
+    sink.replace("Service", contents.services);
+    sink.replace("EndpointSlice", contents.endpointSlices);
+    sink.replace("Node", contents.nodes);
+    this.#appliedText = text;
+    log.info(
+      {
+        file: path,
+        services: contents.services.length,
+        endpointSlices: contents.endpointSlices.length,
+        nodes: contents.nodes.length,
+        invalid: contents.invalid.length,
+      },
+      "read the cluster file",
+    );
+  }
+}

@@ -1,0 +1,170 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type {
+  LocalEndpoint,
+  LocalService,
+  LocalServicePort,
+  LocalState,
+} from "../../../../src/model/local.ts";
+import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
+
+const ep = (ip: string, port: number): LocalEndpoint => ({
+  ip,
+  port,
+  local: false,
+  ready: true,
+  serving: true,
+  terminating: false,
+});
+
+const port = (overrides: Partial<LocalServicePort> = {}): LocalServicePort => ({
+  name: "http",
+  protocol: "TCP",
+  port: 80,
+  nodePort: 0,
+  hasEndpoints: true,
+  endpointFamilies: ["IPv4"],
+  internalEndpoints: [],
+  externalEndpoints: [],
+  ...overrides,
+});
+
+const service = (namespace: string, name: string, overrides: Partial<LocalService> = {}): LocalService => ({
+  namespace,
+  name,
+  type: "ClusterIP",
+  clusterIPs: ["203.0.113.10"],
+  externalIPs: [],
+  loadBalancerIPs: [],
+  sourceRanges: [],
+  sessionAffinitySeconds: 0,
+  internalTrafficPolicy: "Cluster",
+  externalTrafficPolicy: "Cluster",
+  healthCheckNodePort: 0,
+  localReadyEndpoints: 0,
+  ports: [port()],
+  ...overrides,
+});
+
+const state = (...services: LocalService[]): LocalState => ({
+  node: "node-1",
+  revision: 7,
+  services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
+});
+
+describe("localStateToJson", () => {
+  test("the document carries the node and the revision", () => {
+    const doc = localStateToJson(state());
+    assert.deepEqual(doc, { node: "node-1", revision: 7, services: [] });
+  });
+
+  test("services are sorted by namespace, then name, whatever the map order", () => {
+    const doc = localStateToJson(state(service("shop", "b"), service("default", "z"), service("shop", "a")));
+    assert.deepEqual(
+      doc.services.map((s) => `${s.namespace}/${s.name}`),
+      ["default/z", "shop/a", "shop/b"],
+    );
+  });
+
+  const endpointCases: { name: string; endpoints: LocalEndpoint[]; want: string[] }[] = [
+    {
+      name: "endpoints print as ip:port",
+      endpoints: [ep("198.51.100.2", 8080)],
+      want: ["198.51.100.2:8080"],
+    },
+    {
+      name: "IPv6 endpoints print with the address in brackets",
+      endpoints: [ep("2001:db8:1::8", 8080)],
+      want: ["[2001:db8:1::8]:8080"],
+    },
+    {
+      name: "endpoints are in address order, not text order (.9 before .10)",
+      endpoints: [ep("198.51.100.10", 80), ep("198.51.100.9", 80)],
+      want: ["198.51.100.9:80", "198.51.100.10:80"],
+    },
+    {
+      name: "IPv4 endpoints come before IPv6 ones",
+      endpoints: [ep("2001:db8:1::1", 80), ep("198.51.100.200", 80)],
+      want: ["198.51.100.200:80", "[2001:db8:1::1]:80"],
+    },
+    {
+      name: "the same address on two ports is in port order",
+      endpoints: [ep("198.51.100.2", 9090), ep("198.51.100.2", 8080)],
+      want: ["198.51.100.2:8080", "198.51.100.2:9090"],
+    },
+    {
+      name: "no endpoints is an empty list",
+      endpoints: [],
+      want: [],
+    },
+  ];
+  for (const tc of endpointCases) {
+    test(tc.name, () => {
+      const svc = service("default", "web", {
+        ports: [port({ internalEndpoints: tc.endpoints, externalEndpoints: [...tc.endpoints].reverse() })],
+      });
+      const jsonPort = localStateToJson(state(svc)).services[0]?.ports[0];
+      assert.deepEqual(jsonPort?.internalEndpoints, tc.want);
+      assert.deepEqual(jsonPort?.externalEndpoints, tc.want);
+    });
+  }
+
+  test("every documented field is present, in the documented order", () => {
+    const svc = service("default", "lb", {
+      type: "LoadBalancer",
+      clusterIPs: ["203.0.113.13", "2001:db8:2::13"],
+      externalIPs: ["203.0.113.100"],
+      loadBalancerIPs: ["203.0.113.201"],
+      sourceRanges: ["192.0.2.0/24"],
+      sessionAffinitySeconds: 600,
+      externalTrafficPolicy: "Local",
+      healthCheckNodePort: 32081,
+      localReadyEndpoints: 1,
+      ports: [
+        port({
+          nodePort: 30081,
+          endpointFamilies: ["IPv4", "IPv6"],
+          externalEndpoints: [ep("198.51.100.20", 8080)],
+        }),
+      ],
+    });
+    const doc = localStateToJson(state(svc));
+    assert.deepEqual(Object.keys(doc), ["node", "revision", "services"]);
+    const s = doc.services[0]!;
+    assert.deepEqual(Object.keys(s), [
+      "namespace",
+      "name",
+      "type",
+      "clusterIPs",
+      "externalIPs",
+      "loadBalancerIPs",
+      "sourceRanges",
+      "sessionAffinitySeconds",
+      "internalTrafficPolicy",
+      "externalTrafficPolicy",
+      "healthCheckNodePort",
+      "localReadyEndpoints",
+      "ports",
+    ]);
+    assert.deepEqual(Object.keys(s.ports[0]!), [
+      "name",
+      "protocol",
+      "port",
+      "nodePort",
+      "hasEndpoints",
+      "endpointFamilies",
+      "internalEndpoints",
+      "externalEndpoints",
+    ]);
+    assert.deepEqual(s.clusterIPs, ["203.0.113.13", "2001:db8:2::13"], "primary family first, as given");
+    assert.equal(s.healthCheckNodePort, 32081);
+    assert.equal(s.sessionAffinitySeconds, 600);
+    assert.deepEqual(s.ports[0]?.externalEndpoints, ["198.51.100.20:8080"]);
+  });
+
+  test("equal states give byte-identical documents", () => {
+    const a = state(service("shop", "b"), service("default", "a"));
+    const b = state(service("default", "a"), service("shop", "b"));
+    assert.equal(JSON.stringify(localStateToJson(a)), JSON.stringify(localStateToJson(b)));
+  });
+});

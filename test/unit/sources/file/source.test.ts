@@ -1,0 +1,208 @@
+import assert from "node:assert/strict";
+import { mkdtemp, rename, rm, unlink, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { afterEach, beforeEach, describe, test } from "node:test";
+import { pino } from "pino";
+import type { ClusterSink } from "../../../../src/model/global.ts";
+import type { KubeKind, KubeObject } from "../../../../src/model/kube.ts";
+import { FileSource } from "../../../../src/sources/file/source.ts";
+
+/** Records what the source delivers: the latest replace per kind, and the calls in order. */
+class RecordingSink implements ClusterSink {
+  readonly calls: string[] = [];
+  readonly latest = new Map<KubeKind, string[]>();
+  #waiters: (() => void)[] = [];
+  upsert(object: KubeObject): void {
+    this.calls.push(`upsert ${object.kind}`);
+  }
+  delete(kind: KubeKind, key: string): void {
+    this.calls.push(`delete ${kind} ${key}`);
+  }
+  replace(kind: KubeKind, objects: readonly KubeObject[]): void {
+    this.calls.push(`replace ${kind}`);
+    this.latest.set(
+      kind,
+      objects.map((o) => o.metadata.name),
+    );
+    for (const wake of this.#waiters.splice(0)) wake();
+  }
+  synced(): void {
+    this.calls.push("synced");
+  }
+  /** Resolves at the next replace; rejects if none comes within the time. */
+  nextReplace(timeoutMs = 5000): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("no replace within the time")), timeoutMs);
+      this.#waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+}
+
+/** A pino logger whose JSON lines the test can read. */
+function capturingLogger() {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split("\n")) if (line !== "") lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { log: pino({ level: "debug" }, stream), lines };
+}
+
+const nodes = (...names: string[]) =>
+  names.map((n) => `apiVersion: v1\nkind: Node\nmetadata: { name: ${n} }\n`).join("---\n");
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls until the condition holds (log lines arrive asynchronously after a reload). */
+async function eventually(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    if (condition()) return;
+    await sleep(50);
+  }
+  assert.fail(`timed out waiting for: ${what}`);
+}
+
+describe("FileSource", () => {
+  let dir: string;
+  let file: string;
+  let source: FileSource | undefined;
+
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "kpng-file-source-"));
+    file = join(dir, "cluster.yaml");
+  });
+  afterEach(async () => {
+    await source?.stop();
+    source = undefined;
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const start = async (watch: boolean) => {
+    const { log, lines } = capturingLogger();
+    const sink = new RecordingSink();
+    source = new FileSource({ path: file, watch, log, debounceMs: 20, pollIntervalMs: 100 });
+    await source.start(sink);
+    return { sink, lines };
+  };
+
+  test("start replaces every kind with the file's objects, then reports synced", async () => {
+    await writeFile(file, nodes("n1", "n2"));
+    const { sink } = await start(false);
+    assert.deepEqual(sink.calls, ["replace Service", "replace EndpointSlice", "replace Node", "synced"]);
+    assert.deepEqual(sink.latest.get("Node"), ["n1", "n2"]);
+    assert.deepEqual(sink.latest.get("Service"), []);
+  });
+
+  test("invalid objects are logged by name and reason and skipped, the rest is served", async () => {
+    await writeFile(file, `${nodes("good")}---\nkind: Node\nmetadata: { labels: { a: b } }\n`);
+    const { sink, lines } = await start(false);
+    assert.deepEqual(sink.latest.get("Node"), ["good"]);
+    const warning = lines.find((l) => l.msg === "skipping invalid object");
+    assert.ok(warning, "one log line for the invalid object");
+    assert.equal(warning.kind, "Node");
+    assert.match(String(warning.reason), /cluster\.yaml:\d+/);
+  });
+
+  test("unknown kinds are ignored with a debug line only", async () => {
+    await writeFile(file, `${nodes("n")}---\napiVersion: v1\nkind: Pod\nmetadata: { name: p }\n`);
+    const { sink, lines } = await start(false);
+    assert.deepEqual(sink.latest.get("Node"), ["n"]);
+    const levels = lines.filter((l) => JSON.stringify(l).includes("Pod")).map((l) => l.level);
+    assert.deepEqual(levels, [20]);
+  });
+
+  test("a broken file at start is an error naming the file and the position", async () => {
+    await writeFile(file, "kind: Node\nmetadata: { name: [oops\n");
+    const sink = new RecordingSink();
+    source = new FileSource({ path: file, watch: false, log: pino({ level: "silent" }) });
+    await assert.rejects(source.start(sink), (err: Error) => {
+      assert.match(err.message, /cluster\.yaml:\d+:\d+: YAML syntax error/);
+      return true;
+    });
+    assert.deepEqual(sink.calls, [], "nothing delivered, not even synced");
+  });
+
+  test("a missing file at start is an error naming the file", async () => {
+    source = new FileSource({ path: file, watch: false, log: pino({ level: "silent" }) });
+    await assert.rejects(source.start(new RecordingSink()), /cannot read .*cluster\.yaml: ENOENT/);
+  });
+
+  test("with watch, a changed file replaces the state", async () => {
+    await writeFile(file, nodes("n1"));
+    const { sink } = await start(true);
+    const replaced = sink.nextReplace();
+    await writeFile(file, nodes("n1", "n2"));
+    await replaced;
+    await eventually(() => sink.latest.get("Node")?.length === 2, "the new node");
+    assert.deepEqual(sink.latest.get("Node"), ["n1", "n2"]);
+    assert.equal(sink.calls.filter((c) => c === "synced").length, 1, "synced is reported once");
+  });
+
+  test("with watch, an editor's save by rename is seen", async () => {
+    await writeFile(file, nodes("n1"));
+    const { sink } = await start(true);
+    const replaced = sink.nextReplace();
+    await writeFile(join(dir, ".cluster.yaml.swp"), nodes("renamed"));
+    await rename(join(dir, ".cluster.yaml.swp"), file);
+    await replaced;
+    await eventually(() => sink.latest.get("Node")?.[0] === "renamed", "the renamed file's node");
+  });
+
+  test("a file that breaks keeps the last good state and says so; fixing it applies the fix", async () => {
+    await writeFile(file, nodes("n1"));
+    const { sink, lines } = await start(true);
+    await writeFile(file, "kind: Node\nmetadata: { name: [oops\n");
+    await eventually(() => lines.some((l) => l.level === 50), "an error line");
+    const error = lines.find((l) => l.level === 50)!;
+    assert.match(String(error.msg), /keeping the last good state/);
+    assert.match(String(error.error), /cluster\.yaml:\d+:\d+: YAML syntax error: Flow sequence/);
+    assert.deepEqual(sink.latest.get("Node"), ["n1"], "the last good state stays");
+    const callsWhileBroken = sink.calls.length;
+
+    const replaced = sink.nextReplace();
+    await writeFile(file, nodes("n1", "fixed"));
+    await replaced;
+    await eventually(() => sink.latest.get("Node")?.length === 2, "the fixed file's nodes");
+    assert.ok(sink.calls.length > callsWhileBroken);
+    assert.ok(lines.some((l) => l.msg === "the file is readable again"));
+  });
+
+  test("a file that disappears keeps the last good state; when it is back it is applied", async () => {
+    await writeFile(file, nodes("n1"));
+    const { sink, lines } = await start(true);
+    await unlink(file);
+    await eventually(
+      () => lines.some((l) => l.level === 50 && /ENOENT/.test(String(l.error))),
+      "a missing-file error",
+    );
+    assert.deepEqual(sink.latest.get("Node"), ["n1"]);
+    const replaced = sink.nextReplace();
+    await writeFile(file, nodes("back"));
+    await replaced;
+    await eventually(() => sink.latest.get("Node")?.[0] === "back", "the restored file");
+  });
+
+  test("without watch, later changes are not read", async () => {
+    await writeFile(file, nodes("n1"));
+    const { sink } = await start(false);
+    await writeFile(file, nodes("n1", "n2"));
+    await sleep(400);
+    assert.deepEqual(sink.latest.get("Node"), ["n1"]);
+  });
+
+  test("rewriting the same content replaces nothing", async () => {
+    await writeFile(file, nodes("n1"));
+    const { sink } = await start(true);
+    const before = sink.calls.length;
+    await writeFile(file, nodes("n1"));
+    await sleep(400);
+    assert.equal(sink.calls.length, before);
+  });
+});
