@@ -1,0 +1,182 @@
+// Client requests sent from inside a namespace: TCP connect + read one line, or one UDP datagram
+// and its answer. A failure is classified, because tests need to tell a rejected connection
+// (`refused`: a RST or an ICMP port unreachable) from a dropped one (`timeout`).
+//
+// Run as a script, it reads a ProbeBatch as JSON on stdin and writes ProbeResult[] as JSON on
+// stdout, so one process (spawned with `ip netns exec`) does many requests.
+
+import dgram from "node:dgram";
+import net from "node:net";
+import { type EchoReply, parseEchoReply } from "./echo-reply.ts";
+
+export interface ProbeRequest {
+  readonly proto: "tcp" | "udp";
+  readonly host: string;
+  readonly port: number;
+  /** Default 1000 ms. */
+  readonly timeoutMs?: number;
+  /** Bind the client socket to this source address. */
+  readonly localAddress?: string;
+  /** Bind the client socket to this source port. */
+  readonly localPort?: number;
+}
+
+export type ProbeFailure = "refused" | "timeout" | "unreachable" | "reset" | "closed" | "other";
+
+export type ProbeResult =
+  | {
+      readonly ok: true;
+      /** The first line received. */
+      readonly answer: string;
+      /** The answer parsed as an echo reply, when it is one. */
+      readonly reply: EchoReply | undefined;
+      readonly ms: number;
+    }
+  | { readonly ok: false; readonly failure: ProbeFailure; readonly message: string; readonly ms: number };
+
+export interface ProbeBatch {
+  readonly requests: readonly ProbeRequest[];
+  /** How many requests run at the same time; default 16. */
+  readonly concurrency?: number;
+}
+
+/** Sends one request and never rejects: every failure becomes a classified result. */
+export function probe(req: ProbeRequest): Promise<ProbeResult> {
+  return req.proto === "tcp" ? probeTcp(req) : probeUdp(req);
+}
+
+/** Runs a batch with bounded concurrency; results are in request order. */
+export async function probeAll(batch: ProbeBatch): Promise<ProbeResult[]> {
+  const results: ProbeResult[] = new Array(batch.requests.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < batch.requests.length) {
+      const i = next++;
+      const req = batch.requests[i];
+      if (req !== undefined) results[i] = await probe(req);
+    }
+  };
+  const workers = Math.max(1, Math.min(batch.concurrency ?? 16, batch.requests.length));
+  await Promise.all(Array.from({ length: workers }, worker));
+  return results;
+}
+
+/** Maps a socket error code to the failure class tests assert on. */
+export function classifyError(code: string | undefined): ProbeFailure {
+  switch (code) {
+    case "ECONNREFUSED":
+      return "refused";
+    case "ETIMEDOUT":
+      return "timeout";
+    case "EHOSTUNREACH":
+    case "ENETUNREACH":
+    case "EHOSTDOWN":
+      return "unreachable";
+    case "ECONNRESET":
+    case "EPIPE":
+      return "reset";
+    default:
+      return "other";
+  }
+}
+
+function probeTcp(req: ProbeRequest): Promise<ProbeResult> {
+  const started = performance.now();
+  const elapsed = (): number => Math.round(performance.now() - started);
+  return new Promise((resolve) => {
+    let data = "";
+    let settled = false;
+    const socket = net.connect({
+      host: req.host,
+      port: req.port,
+      ...(req.localAddress === undefined ? {} : { localAddress: req.localAddress }),
+      ...(req.localPort === undefined ? {} : { localPort: req.localPort }),
+    });
+    const finish = (result: ProbeResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(result);
+    };
+    const timer = setTimeout(() => {
+      finish({
+        ok: false,
+        failure: "timeout",
+        message: `no answer within ${timeout(req)} ms`,
+        ms: elapsed(),
+      });
+    }, timeout(req));
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      data += chunk;
+      const newline = data.indexOf("\n");
+      if (newline >= 0) finish(answered(data.slice(0, newline), elapsed()));
+    });
+    socket.on("end", () => {
+      if (data !== "") finish(answered(data, elapsed()));
+      else finish({ ok: false, failure: "closed", message: "closed without an answer", ms: elapsed() });
+    });
+    socket.on("error", (err: NodeJS.ErrnoException) => {
+      finish({ ok: false, failure: classifyError(err.code), message: err.message, ms: elapsed() });
+    });
+  });
+}
+
+function probeUdp(req: ProbeRequest): Promise<ProbeResult> {
+  const started = performance.now();
+  const elapsed = (): number => Math.round(performance.now() - started);
+  return new Promise((resolve) => {
+    let settled = false;
+    const socket = dgram.createSocket(net.isIPv6(req.host) ? "udp6" : "udp4");
+    const finish = (result: ProbeResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.close();
+      resolve(result);
+    };
+    const timer = setTimeout(() => {
+      finish({
+        ok: false,
+        failure: "timeout",
+        message: `no answer within ${timeout(req)} ms`,
+        ms: elapsed(),
+      });
+    }, timeout(req));
+    socket.on("message", (msg) => finish(answered(msg.toString("utf8").split("\n")[0] ?? "", elapsed())));
+    // A connected UDP socket receives ICMP errors (port unreachable → ECONNREFUSED) as socket
+    // errors, which is what lets a UDP reject be told apart from a drop.
+    socket.on("error", (err: NodeJS.ErrnoException) => {
+      finish({ ok: false, failure: classifyError(err.code), message: err.message, ms: elapsed() });
+    });
+    const send = (): void => {
+      socket.connect(req.port, req.host, () => socket.send("probe\n"));
+    };
+    if (req.localAddress !== undefined || req.localPort !== undefined) {
+      socket.bind({ address: req.localAddress, port: req.localPort ?? 0 }, send);
+    } else {
+      send();
+    }
+  });
+}
+
+function answered(line: string, ms: number): ProbeResult {
+  return { ok: true, answer: line, reply: parseEchoReply(line), ms };
+}
+
+function timeout(req: ProbeRequest): number {
+  return req.timeoutMs ?? 1_000;
+}
+
+async function readStdin(): Promise<string> {
+  let text = "";
+  process.stdin.setEncoding("utf8");
+  for await (const chunk of process.stdin) text += chunk as string;
+  return text;
+}
+
+if (import.meta.main) {
+  const batch = JSON.parse(await readStdin()) as ProbeBatch;
+  process.stdout.write(`${JSON.stringify(await probeAll(batch))}\n`);
+}
