@@ -1,0 +1,139 @@
+// Where the API server and credentials come from, in kube-proxy's order: --kubeconfig, then
+// $KUBECONFIG, then the pod's service account, then ~/.kube/config; --master overrides the server
+// (and alone is enough for an unauthenticated server).
+
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { type Cluster, KubeConfig } from "@kubernetes/client-node";
+
+export interface ConnectionOptions {
+  readonly kubeconfig?: string | undefined;
+  readonly context?: string | undefined;
+  readonly master?: string | undefined;
+}
+
+/** What the loader reads from the machine; tests pass their own. */
+export interface Environment {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly fileExists: (path: string) => boolean;
+  readonly homeDir: string;
+}
+
+const SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+export const processEnvironment: Environment = {
+  env: process.env,
+  fileExists: existsSync,
+  homeDir: homedir(),
+};
+
+export interface LoadedConfig {
+  readonly config: KubeConfig;
+  /** Where it came from, for the startup log line. */
+  readonly origin: string;
+}
+
+function inPod(environment: Environment): boolean {
+  return (
+    environment.env.KUBERNETES_SERVICE_HOST !== undefined && environment.fileExists(SERVICE_ACCOUNT_TOKEN)
+  );
+}
+
+function loadBase(options: ConnectionOptions, environment: Environment): LoadedConfig | undefined {
+  const config = new KubeConfig();
+  if (options.kubeconfig) {
+    if (!environment.fileExists(options.kubeconfig)) {
+      throw new Error(`--kubeconfig: file ${options.kubeconfig} does not exist`);
+    }
+    config.loadFromFile(options.kubeconfig);
+    return { config, origin: options.kubeconfig };
+  }
+  const fromEnv = environment.env.KUBECONFIG;
+  if (fromEnv) {
+    const [first, ...more] = fromEnv.split(":").filter((f) => f !== "");
+    if (first === undefined || !environment.fileExists(first)) {
+      throw new Error(`$KUBECONFIG: file ${first ?? fromEnv} does not exist`);
+    }
+    config.loadFromFile(first);
+    for (const file of more) {
+      if (!environment.fileExists(file)) continue;
+      const extra = new KubeConfig();
+      extra.loadFromFile(file);
+      config.mergeConfig(extra, true);
+    }
+    return { config, origin: `$KUBECONFIG (${fromEnv})` };
+  }
+  if (options.master === undefined && inPod(environment)) {
+    // client-node reads the token file and CA; the address comes from our environment.
+    config.loadFromCluster();
+    const host = environment.env.KUBERNETES_SERVICE_HOST ?? "";
+    const port = environment.env.KUBERNETES_SERVICE_PORT ?? "443";
+    const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    config.loadFromOptions({
+      clusters: config.getClusters().map((c) => ({ ...c, server })),
+      contexts: config.getContexts(),
+      users: config.getUsers(),
+      currentContext: config.getCurrentContext(),
+    });
+    return { config, origin: "in-cluster service account" };
+  }
+  const home = join(environment.homeDir, ".kube", "config");
+  if (environment.fileExists(home)) {
+    config.loadFromFile(home);
+    return { config, origin: home };
+  }
+  return undefined;
+}
+
+/**
+ * client-node refuses plain http:// servers unless TLS verification is "skipped"; there is no TLS
+ * to verify on http://, so mark those clusters accordingly (https:// clusters are left alone).
+ */
+function allowPlainHttp(cluster: Cluster): Cluster {
+  return cluster.server.startsWith("http:") ? { ...cluster, skipTLSVerify: true } : cluster;
+}
+
+export function loadKubeConfig(options: ConnectionOptions, environment = processEnvironment): LoadedConfig {
+  const base = loadBase(options, environment);
+  if (!base) {
+    if (options.master === undefined) {
+      throw new Error(
+        "no API server configured: pass --kubeconfig or --master, set $KUBECONFIG, or run in a pod with a service account",
+      );
+    }
+    const config = new KubeConfig();
+    config.loadFromClusterAndUser(
+      allowPlainHttp({ name: "master", server: options.master, skipTLSVerify: false }),
+      {
+        name: "anonymous",
+      },
+    );
+    return { config, origin: `--master ${options.master}` };
+  }
+  const { config } = base;
+  if (options.context !== undefined) {
+    if (!config.getContextObject(options.context)) {
+      const known = config.getContexts().map((c) => c.name);
+      throw new Error(
+        `--context: no context ${JSON.stringify(options.context)} in ${base.origin} (has: ${known.join(", ")})`,
+      );
+    }
+    config.setCurrentContext(options.context);
+  }
+  const current = config.getCurrentCluster();
+  if (!current) throw new Error(`${base.origin}: the current context names no cluster`);
+  const server = options.master ?? current.server;
+  config.loadFromOptions({
+    clusters: config
+      .getClusters()
+      .map((c) => (c.name === current.name ? allowPlainHttp({ ...c, server }) : allowPlainHttp(c))),
+    contexts: config.getContexts(),
+    users: config.getUsers(),
+    currentContext: config.getCurrentContext(),
+  });
+  return {
+    config,
+    origin: options.master === undefined ? base.origin : `${base.origin} with --master ${server}`,
+  };
+}

@@ -1,0 +1,44 @@
+// Reflector metrics: what arrives, how often a watch had to start over, what went wrong, and how
+// long ago each resource last heard from the API server (a stuck watch shows as a growing age).
+
+import { Counter, Gauge } from "prom-client";
+import { registry } from "../../observability/metrics.ts";
+
+export const watchEventsTotal = new Counter({
+  name: "kpng_kube_watch_events_total",
+  help: "Watch events received from the Kubernetes API, by resource and event type.",
+  labelNames: ["resource", "type"] as const,
+  registers: [registry],
+});
+
+export const relistsTotal = new Counter({
+  name: "kpng_kube_lists_total",
+  help: "Complete lists of a resource, by reason (initial, expired, continue_expired, too_large_rv).",
+  labelNames: ["resource", "reason"] as const,
+  registers: [registry],
+});
+
+export const reflectorErrorsTotal = new Counter({
+  name: "kpng_kube_errors_total",
+  help: "Errors while listing or watching, by resource and reason (network, http, decode, handler, inactive).",
+  labelNames: ["resource", "reason"] as const,
+  registers: [registry],
+});
+
+const lastEventAt = new Map<string, number>();
+
+/** Called on every list page and watch event (bookmarks included). */
+export function markActivity(resource: string, now = Date.now()): void {
+  lastEventAt.set(resource, now);
+}
+
+export const lastEventAgeSeconds = new Gauge({
+  name: "kpng_kube_last_event_age_seconds",
+  help: "Seconds since the last list response or watch event (bookmarks included) for a resource.",
+  labelNames: ["resource"] as const,
+  registers: [registry],
+  collect() {
+    const now = Date.now();
+    for (const [resource, at] of lastEventAt) this.set({ resource }, (now - at) / 1000);
+  },
+});
