@@ -4,9 +4,6 @@ import { type Command, InvalidArgumentError, Option } from "commander";
 import { parseDuration } from "../../cli/duration.ts";
 import type { Options, RunContext, SourcePlugin } from "../../cli/registry.ts";
 import type { ClusterSource } from "../../model/global.ts";
-import { loadKubeConfig } from "./kubeconfig.ts";
-import { KubeSource } from "./source.ts";
-import { KubeConfigTransport } from "./transport.ts";
 
 function optionalString(opts: Options, name: string): string | undefined {
   const value = opts[name];
@@ -47,24 +44,46 @@ export const kubeSourcePlugin: SourcePlugin = {
       );
   },
   create(opts: Options, ctx: RunContext): ClusterSource {
-    const log = ctx.log.child({ component: "kube-source" });
-    const { config, origin } = loadKubeConfig({
-      kubeconfig: optionalString(opts, "kubeconfig"),
-      context: optionalString(opts, "context"),
-      master: optionalString(opts, "master"),
-    });
-    const transport = new KubeConfigTransport(config);
-    // `opts` merges the sink's options: a local sink's --node-name is the node to watch. A global
-    // sink has none and serves many nodes, so every Node is watched.
-    const nodeName = opts.watchAllNodes === true ? undefined : optionalString(opts, "nodeName");
-    const serviceProxyName = optionalString(opts, "serviceProxyName");
-    log.info(
-      { server: transport.server, config: origin, nodeName: nodeName ?? "(all)", serviceProxyName },
-      "kube source",
-    );
     const inactivityTimeoutMs =
       typeof opts.watchInactivityTimeout === "number" ? opts.watchInactivityTimeout : 60_000;
     if (inactivityTimeoutMs <= 0) throw new Error("--watch-inactivity-timeout must be more than 0");
-    return new KubeSource({ transport, log, nodeName, serviceProxyName, timings: { inactivityTimeoutMs } });
+    // The Kubernetes client library is loaded only when this source runs: it costs every other
+    // command (file sources, --help) half a second and tens of megabytes.
+    let started: ClusterSource | undefined;
+    return {
+      async start(sink) {
+        const [{ loadKubeConfig }, { KubeSource }, { KubeConfigTransport }] = await Promise.all([
+          import("./kubeconfig.ts"),
+          import("./source.ts"),
+          import("./transport.ts"),
+        ]);
+        const log = ctx.log.child({ component: "kube-source" });
+        const { config, origin } = loadKubeConfig({
+          kubeconfig: optionalString(opts, "kubeconfig"),
+          context: optionalString(opts, "context"),
+          master: optionalString(opts, "master"),
+        });
+        const transport = new KubeConfigTransport(config);
+        // `opts` merges the sink's options: a local sink's --node-name is the node to watch. A
+        // global sink has none and serves many nodes, so every Node is watched.
+        const nodeName = opts.watchAllNodes === true ? undefined : optionalString(opts, "nodeName");
+        const serviceProxyName = optionalString(opts, "serviceProxyName");
+        log.info(
+          { server: transport.server, config: origin, nodeName: nodeName ?? "(all)", serviceProxyName },
+          "kube source",
+        );
+        started = new KubeSource({
+          transport,
+          log,
+          nodeName,
+          serviceProxyName,
+          timings: { inactivityTimeoutMs },
+        });
+        await started.start(sink);
+      },
+      async stop() {
+        await started?.stop();
+      },
+    };
   },
 };
