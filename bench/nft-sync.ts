@@ -1,0 +1,235 @@
+// nft backend programming time, with the real nft in a private network namespace:
+//   - cold start of 1k, 10k and 44k ClusterIP services with 2 endpoints each;
+//   - latency of one endpoint change at 10k services (p50/p99 over 100 changes);
+// each beside `nft -f` loading a ruleset shaped like upstream kube-proxy's nftables mode (one
+// chain per service and per endpoint, `numgen … vmap { … }`, the same dispatch maps, one
+// transaction). Needs root. `node bench/nft-sync.ts [--quick]` (quick: 1k and 10k only).
+
+import { spawn, spawnSync } from "node:child_process";
+import { NftBackend } from "../src/backends/nft/backend.ts";
+import type { TableConfig } from "../src/backends/nft/fragment.ts";
+import { ExecNftRunner } from "../src/backends/nft/runner.ts";
+import type { LocalService, LocalState } from "../src/model/local.ts";
+import { silentLogger } from "../src/observability/log.ts";
+
+const NS = `kpng-bench-${process.pid}`;
+const quick = process.argv.includes("--quick");
+const SIZES = quick ? [1000, 10_000] : [1000, 10_000, 44_000];
+/** The kube-proxy-shaped load is quadratic in the kernel; give up past this. */
+const UPSTREAM_TIMEOUT_MS = 120_000;
+
+const CFG: TableConfig = {
+  family: "ip",
+  table: "kpng",
+  nodePortCIDRs: ["192.0.2.1/32"],
+  podCIDRs: ["10.0.0.0/8"],
+  masqueradeAll: false,
+  nodeIPs: ["192.0.2.1"],
+};
+
+function ipOf(base: number, i: number): string {
+  return `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+}
+
+function svc(i: number, generation = 0): LocalService {
+  const eps = [0, 1].map((e) => ({
+    ip: ipOf(e === 0 ? 11 : 12 + generation, i),
+    port: 8080,
+    local: false,
+    ready: true,
+    serving: true,
+    terminating: false,
+  }));
+  return {
+    namespace: "bench",
+    name: `svc-${i}`,
+    type: "ClusterIP",
+    clusterIPs: [ipOf(10, i)],
+    externalIPs: [],
+    loadBalancerIPs: [],
+    sourceRanges: [],
+    sessionAffinitySeconds: 0,
+    internalTrafficPolicy: "Cluster",
+    externalTrafficPolicy: "Cluster",
+    healthCheckNodePort: 0,
+    localReadyEndpoints: 0,
+    ports: [
+      {
+        name: "http",
+        protocol: "TCP",
+        port: 80,
+        nodePort: 0,
+        hasEndpoints: true,
+        endpointFamilies: ["IPv4"],
+        internalEndpoints: eps,
+        externalEndpoints: eps,
+      },
+    ],
+  };
+}
+
+function stateOf(services: LocalService[], revision: number): LocalState {
+  return { node: "bench", revision, services: new Map(services.map((s) => [`bench/${s.name}`, s])) };
+}
+
+/** A ruleset in the shape upstream kube-proxy writes (names and rules of the same form). */
+function upstreamShaped(n: number): string {
+  const t = "ip kube-proxy";
+  const out = [
+    `add table ${t}`,
+    `add map ${t} service-ips { type ipv4_addr . inet_proto . inet_service : verdict; }`,
+    `add set ${t} cluster-ips { type ipv4_addr; }`,
+    `add chain ${t} mark-for-masquerade`,
+    `add rule ${t} mark-for-masquerade mark set mark or 0x4000`,
+    `add chain ${t} services`,
+    `add rule ${t} services ip daddr . meta l4proto . th dport vmap @service-ips`,
+    `add chain ${t} nat-prerouting { type nat hook prerouting priority -100; policy accept; }`,
+    `add rule ${t} nat-prerouting jump services`,
+  ];
+  const elements: string[] = [];
+  const cips: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const h = i.toString(36).padStart(8, "0").toUpperCase();
+    const svcChain = `service-${h}-bench/svc-${i}/tcp/http`;
+    const eps = [ipOf(11, i), ipOf(12, i)];
+    const epChains = eps.map(
+      (ip) => `endpoint-${h}${ip.replaceAll(".", "")}-bench/svc-${i}/tcp/http__${ip}/8080`,
+    );
+    eps.forEach((ip, e) => {
+      out.push(`add chain ${t} ${epChains[e]}`);
+      out.push(`add rule ${t} ${epChains[e]} ip saddr ${ip} jump mark-for-masquerade`);
+      out.push(`add rule ${t} ${epChains[e]} meta l4proto tcp dnat to ${ip}:8080`);
+    });
+    out.push(`add chain ${t} ${svcChain}`);
+    out.push(
+      `add rule ${t} ${svcChain} ip daddr ${ipOf(10, i)} tcp dport 80 ip saddr != 10.0.0.0/8 jump mark-for-masquerade`,
+    );
+    out.push(
+      `add rule ${t} ${svcChain} numgen random mod 2 vmap { 0 : goto ${epChains[0]}, 1 : goto ${epChains[1]} }`,
+    );
+    elements.push(`${ipOf(10, i)} . tcp . 80 : goto ${svcChain}`);
+    cips.push(ipOf(10, i));
+  }
+  out.push(`add element ${t} service-ips { ${elements.join(", ")} }`);
+  out.push(`add element ${t} cluster-ips { ${cips.join(", ")} }`);
+  return `${out.join("\n")}\n`;
+}
+
+/** Time to run `nft -f -` with `text` in the bench namespace, or undefined past the timeout. */
+function timeNft(text: string, timeoutMs: number): Promise<number | undefined> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = spawn("ip", ["netns", "exec", NS, "nft", "-f", "-"], { stdio: ["pipe", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (b: Buffer) => {
+      stderr += b.toString();
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      if (signal === "SIGKILL") resolve(undefined);
+      else if (code !== 0) reject(new Error(`nft failed: ${stderr}`));
+      else resolve(performance.now() - start);
+    });
+    child.stdin.end(text);
+  });
+}
+
+function nftSync(args: string[]): void {
+  spawnSync("ip", ["netns", "exec", NS, "nft", ...args], { stdio: "ignore" });
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
+}
+
+const fmt = (ms: number | undefined) =>
+  ms === undefined ? `>${UPSTREAM_TIMEOUT_MS / 1000} s` : `${ms.toFixed(1)} ms`;
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) {
+    console.log("nft-sync: skipped (needs root for network namespaces)");
+    return;
+  }
+  const add = spawnSync("ip", ["netns", "add", NS]);
+  if (add.status !== 0) throw new Error(`ip netns add: ${add.stderr.toString()}`);
+  const rows: string[][] = [];
+  try {
+    const runner = new ExecNftRunner(["ip", "netns", "exec", NS, "nft"]);
+    for (const n of SIZES) {
+      const services = Array.from({ length: n }, (_, i) => svc(i));
+      const backend = new NftBackend({ runner, tables: [CFG], log: silentLogger });
+      const start = performance.now();
+      const report = await backend.sync(stateOf(services, 1));
+      const ours = performance.now() - start;
+      if (n === 10_000) {
+        const latencies: number[] = [];
+        for (let k = 0; k < 100; k++) {
+          const i = (k * 97) % n;
+          services[i] = svc(i, (k % 2) + 1);
+          const t0 = performance.now();
+          await backend.sync(stateOf(services, k + 2));
+          latencies.push(performance.now() - t0);
+        }
+        const upstreamChange = await upstreamChangeLatencies(n);
+        rows.push([
+          "10k: one endpoint change p50",
+          fmt(quantile(latencies, 0.5)),
+          fmt(quantile(upstreamChange, 0.5)),
+        ]);
+        rows.push([
+          "10k: one endpoint change p99",
+          fmt(quantile(latencies, 0.99)),
+          fmt(quantile(upstreamChange, 0.99)),
+        ]);
+      }
+      nftSync(["delete", "table", "ip", "kpng"]);
+      const upstream = await timeNft(upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
+      nftSync(["delete", "table", "ip", "kube-proxy"]);
+      rows.unshift([
+        `cold start ${n / 1000}k services (${report.transactions} tx)`,
+        fmt(ours),
+        fmt(upstream),
+      ]);
+      console.log(`  done ${n}`);
+    }
+  } finally {
+    spawnSync("ip", ["netns", "del", NS]);
+  }
+  const header = ["scenario", "kpng", "kube-proxy-shaped nft -f", "ratio"];
+  const table = rows.map((r) => {
+    const a = Number.parseFloat(r[1] ?? "");
+    const b = Number.parseFloat(r[2] ?? "");
+    const ratio = r[2]?.startsWith(">") ? `>${((b * 1000) / a).toFixed(0)}x` : `${(b / a).toFixed(1)}x`;
+    return [...r, ratio];
+  });
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => (r[i] ?? "").length)));
+  for (const r of [header, ...table]) console.log(r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  "));
+}
+
+/** One endpoint change as upstream applies it: new endpoint chain, rewritten service chain. */
+async function upstreamChangeLatencies(n: number): Promise<number[]> {
+  await timeNft(upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
+  const t = "ip kube-proxy";
+  const out: number[] = [];
+  for (let k = 0; k < 100; k++) {
+    const i = (k * 97) % n;
+    const h = i.toString(36).padStart(8, "0").toUpperCase();
+    const svcChain = `service-${h}-bench/svc-${i}/tcp/http`;
+    const ep = `endpoint-${h}-gen${k}-bench/svc-${i}/tcp/http__${ipOf(13, i)}/8080`;
+    const text = [
+      `add chain ${t} ${ep}`,
+      `add rule ${t} ${ep} ip saddr ${ipOf(13, i)} jump mark-for-masquerade`,
+      `add rule ${t} ${ep} meta l4proto tcp dnat to ${ipOf(13, i)}:8080`,
+      `flush chain ${t} ${svcChain}`,
+      `add rule ${t} ${svcChain} numgen random mod 1 vmap { 0 : goto ${ep} }`,
+    ].join("\n");
+    const ms = await timeNft(`${text}\n`, 10_000);
+    if (ms !== undefined) out.push(ms);
+  }
+  nftSync(["delete", "table", "ip", "kube-proxy"]);
+  return out;
+}
+
+await main();

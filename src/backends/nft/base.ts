@@ -1,0 +1,157 @@
+// The static skeleton of a family's table: hooks, dispatch maps and helper chains. Every service
+// adds only map elements and its own chains to it, so packet dispatch is one map lookup whatever
+// the number of services.
+
+import type { TableConfig } from "./fragment.ts";
+import { MASQUERADE_MARK, STATIC } from "./names.ts";
+
+interface StaticChain {
+  readonly name: string;
+  /** Base-chain declaration (type, hook, priority); absent for regular chains. */
+  readonly hook?: string;
+  readonly rules: readonly string[];
+}
+
+// Numeric priorities: nft 1.0.6 accepts `dstnat` only on nat-capable hooks. dstnat is -100,
+// srcnat 100. Filtering runs just before DNAT (-110) so source ranges see the original address.
+const FILTER_PRE_DNAT = -110;
+const FILTER_POST_DNAT = -90;
+
+function staticChains(cfg: TableConfig): StaticChain[] {
+  const ipk = cfg.family;
+  const loopback = cfg.family === "ip" ? "127.0.0.0/8" : "::1";
+  const toNode = `${ipk} daddr != ${loopback} ${ipk} daddr @${STATIC.nodePortIPs} fib daddr type local`;
+  const hasNodePorts = cfg.nodePortCIDRs.length > 0;
+  const base = (type: string, hook: string, prio: number) =>
+    `{ type ${type} hook ${hook} priority ${prio}; policy accept; }`;
+  return [
+    {
+      name: STATIC.services,
+      rules: [
+        `${ipk} daddr . meta l4proto . th dport vmap @${STATIC.serviceIPs}`,
+        ...(hasNodePorts ? [`${toNode} meta l4proto . th dport vmap @${STATIC.serviceNodePorts}`] : []),
+      ],
+    },
+    {
+      name: STATIC.serviceEndpointsCheck,
+      rules: [`${ipk} daddr . meta l4proto . th dport vmap @${STATIC.noEndpointServices}`],
+    },
+    {
+      name: STATIC.nodePortEndpointsCheck,
+      rules: hasNodePorts ? [`${toNode} meta l4proto . th dport vmap @${STATIC.noEndpointNodePorts}`] : [],
+    },
+    {
+      name: STATIC.firewallCheck,
+      rules: [`${ipk} daddr . meta l4proto . th dport vmap @${STATIC.firewallIPs}`],
+    },
+    // Reached only by packets that no service DNAT took: a known ClusterIP on an unknown port.
+    { name: STATIC.clusterIPsCheck, rules: [`${ipk} daddr @${STATIC.clusterIPs} reject`] },
+    { name: STATIC.markForMasquerade, rules: [`meta mark set meta mark | ${MASQUERADE_MARK}`] },
+    {
+      name: STATIC.masquerading,
+      rules: [
+        // Hairpin: an endpoint that reached itself through a service must see the node as source.
+        `ct status dnat ${ipk} saddr . ${ipk} daddr @${STATIC.hairpin} jump ${STATIC.markForMasquerade}`,
+        `meta mark & ${MASQUERADE_MARK} == 0 return`,
+        `meta mark set meta mark ^ ${MASQUERADE_MARK}`,
+        "masquerade fully-random",
+      ],
+    },
+    { name: STATIC.rejectChain, rules: ["reject"] },
+    {
+      name: "filter-prerouting",
+      hook: base("filter", "prerouting", FILTER_PRE_DNAT),
+      rules: [`ct state new jump ${STATIC.firewallCheck}`],
+    },
+    {
+      name: "filter-input",
+      hook: base("filter", "input", FILTER_PRE_DNAT),
+      rules: [
+        `ct state new jump ${STATIC.nodePortEndpointsCheck}`,
+        `ct state new jump ${STATIC.serviceEndpointsCheck}`,
+      ],
+    },
+    {
+      name: "filter-forward",
+      hook: base("filter", "forward", FILTER_PRE_DNAT),
+      rules: [
+        `ct state new jump ${STATIC.serviceEndpointsCheck}`,
+        `ct state new jump ${STATIC.clusterIPsCheck}`,
+      ],
+    },
+    {
+      name: "filter-output",
+      hook: base("filter", "output", FILTER_PRE_DNAT),
+      rules: [
+        `ct state new jump ${STATIC.serviceEndpointsCheck}`,
+        `ct state new jump ${STATIC.firewallCheck}`,
+      ],
+    },
+    {
+      name: "filter-output-post-dnat",
+      hook: base("filter", "output", FILTER_POST_DNAT),
+      rules: [`ct state new jump ${STATIC.clusterIPsCheck}`],
+    },
+    { name: "nat-prerouting", hook: base("nat", "prerouting", -100), rules: [`jump ${STATIC.services}`] },
+    { name: "nat-output", hook: base("nat", "output", -100), rules: [`jump ${STATIC.services}`] },
+    {
+      name: "nat-postrouting",
+      hook: base("nat", "postrouting", 100),
+      rules: [`jump ${STATIC.masquerading}`],
+    },
+  ];
+}
+
+/** Names of the chains the skeleton owns; everything else in the table belongs to services. */
+export function staticChainNames(cfg: TableConfig): Set<string> {
+  return new Set(staticChains(cfg).map((c) => c.name));
+}
+
+/** Names of the static sets and maps. */
+export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
+  STATIC.clusterIPs,
+  STATIC.nodePortIPs,
+  STATIC.podCIDRs,
+  STATIC.hairpin,
+  STATIC.serviceIPs,
+  STATIC.serviceNodePorts,
+  STATIC.noEndpointServices,
+  STATIC.noEndpointNodePorts,
+  STATIC.firewallIPs,
+]);
+
+/**
+ * Statements that create the skeleton, or converge an existing one in place: `add` is
+ * idempotent and each static chain is flushed and refilled within the same transaction, so a
+ * running table keeps forwarding while it is adopted.
+ */
+export function skeletonStatements(cfg: TableConfig): string[] {
+  const t = `${cfg.family} ${cfg.table}`;
+  const addr = cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr";
+  const svcKey = `${addr} . inet_proto . inet_service`;
+  const out = [
+    `add table ${t}`,
+    `add set ${t} ${STATIC.clusterIPs} { type ${addr}; }`,
+    `add set ${t} ${STATIC.nodePortIPs} { type ${addr}; flags interval; auto-merge; }`,
+    `add set ${t} ${STATIC.podCIDRs} { type ${addr}; flags interval; auto-merge; }`,
+    `add set ${t} ${STATIC.hairpin} { type ${addr} . ${addr}; }`,
+    `add map ${t} ${STATIC.serviceIPs} { type ${svcKey} : verdict; }`,
+    `add map ${t} ${STATIC.serviceNodePorts} { type inet_proto . inet_service : verdict; }`,
+    `add map ${t} ${STATIC.noEndpointServices} { type ${svcKey} : verdict; }`,
+    `add map ${t} ${STATIC.noEndpointNodePorts} { type inet_proto . inet_service : verdict; }`,
+    `add map ${t} ${STATIC.firewallIPs} { type ${svcKey} : verdict; }`,
+  ];
+  const chains = staticChains(cfg);
+  for (const c of chains)
+    out.push(c.hook ? `add chain ${t} ${c.name} ${c.hook}` : `add chain ${t} ${c.name}`);
+  for (const c of chains) {
+    out.push(`flush chain ${t} ${c.name}`);
+    for (const r of c.rules) out.push(`add rule ${t} ${c.name} ${r}`);
+  }
+  out.push(`flush set ${t} ${STATIC.nodePortIPs}`);
+  if (cfg.nodePortCIDRs.length > 0)
+    out.push(`add element ${t} ${STATIC.nodePortIPs} { ${cfg.nodePortCIDRs.join(", ")} }`);
+  out.push(`flush set ${t} ${STATIC.podCIDRs}`);
+  if (cfg.podCIDRs.length > 0) out.push(`add element ${t} ${STATIC.podCIDRs} { ${cfg.podCIDRs.join(", ")} }`);
+  return out;
+}

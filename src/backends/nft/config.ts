@@ -1,0 +1,58 @@
+// Turns the to-nft command-line options into one TableConfig per family. Pure apart from the
+// node's addresses, which are passed in.
+
+import { canonicalCIDR, canonicalIP, familyOfAddress } from "./addresses.ts";
+import type { NftFamily, TableConfig } from "./fragment.ts";
+
+export interface NftSettings {
+  readonly table: string;
+  /** "primary", or a comma list of CIDRs. */
+  readonly nodePortAddresses: string;
+  /** Comma list of pod CIDRs, possibly empty. */
+  readonly clusterCIDRs: string;
+  readonly masqueradeAll: boolean;
+}
+
+function list(text: string): string[] {
+  return text
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+}
+
+function cidrs(text: string, flag: string): string[] {
+  return list(text).map((c) => {
+    try {
+      return canonicalCIDR(c);
+    } catch {
+      throw new Error(`${flag}: "${c}" is not a CIDR (e.g. 10.244.0.0/16 or 2001:db8::/64)`);
+    }
+  });
+}
+
+/** Throws an Error naming the flag to fix when an option is wrong. */
+export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[]): TableConfig[] {
+  if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(settings.table)) {
+    throw new Error(`--table-name: "${settings.table}" is not a valid nft table name`);
+  }
+  const nodeIPs = primaryIPs.map(canonicalIP);
+  const nodePort =
+    settings.nodePortAddresses.trim() === "primary"
+      ? nodeIPs.map((ip) => `${ip}/${familyOfAddress(ip) === "ip" ? 32 : 128}`)
+      : cidrs(settings.nodePortAddresses, "--nodeport-addresses");
+  const pods = cidrs(settings.clusterCIDRs, "--cluster-cidr");
+  return (["ip", "ip6"] as NftFamily[]).map((family) => ({
+    family,
+    table: settings.table,
+    nodePortCIDRs: nodePort.filter((c) => familyOfAddress(c) === family),
+    podCIDRs: pods.filter((c) => familyOfAddress(c) === family),
+    masqueradeAll: settings.masqueradeAll,
+    nodeIPs: nodeIPs.filter((ip) => familyOfAddress(ip) === family),
+  }));
+}
+
+/** Removes kpng's tables (both families) and nothing else; missing tables are fine. */
+export function cleanupTransaction(table: string): string {
+  // nft 1.0.6 has no `destroy`: add-then-delete deletes whether or not the table existed.
+  return ["ip", "ip6"].map((f) => `add table ${f} ${table}\ndelete table ${f} ${table}`).join("\n") + "\n";
+}

@@ -1,0 +1,48 @@
+// What one service contributes to one family's table: its chains (with their rules), its
+// ClientIP affinity sets and its elements in the shared maps and sets. Fragments are plain data,
+// so the renderer stays pure and the sync can diff them.
+
+/** nft address families kpng programs: one table each. */
+export type NftFamily = "ip" | "ip6";
+
+export interface ChainSpec {
+  readonly name: string;
+  readonly rules: readonly string[];
+  /** 0 for chains that only reference static chains and sets, 1 for chains that jump to level-0 chains. */
+  readonly level: 0 | 1;
+}
+
+export interface ElementSpec {
+  /** Name of the static map or set. */
+  readonly set: string;
+  /** Canonical key text, e.g. `10.96.0.1 . tcp . 80`. */
+  readonly key: string;
+  /** Verdict for maps (`goto x`, `drop`), "" for sets. */
+  readonly value: string;
+}
+
+export interface AffinitySetSpec {
+  readonly name: string;
+  readonly timeoutSeconds: number;
+}
+
+export interface Fragment {
+  readonly chains: readonly ChainSpec[];
+  readonly affinitySets: readonly AffinitySetSpec[];
+  readonly elements: readonly ElementSpec[];
+}
+
+export const EMPTY_FRAGMENT: Fragment = { chains: [], affinitySets: [], elements: [] };
+
+/** How a table is configured: everything the renderer needs beyond the local state. */
+export interface TableConfig {
+  readonly family: NftFamily;
+  readonly table: string;
+  /** CIDRs (this family) whose local addresses accept NodePort traffic; empty: no NodePorts here. */
+  readonly nodePortCIDRs: readonly string[];
+  /** Pod CIDRs (this family): traffic from them is "from the cluster". */
+  readonly podCIDRs: readonly string[];
+  readonly masqueradeAll: boolean;
+  /** The node's own addresses in this family (used for loadBalancerSourceRanges). */
+  readonly nodeIPs: readonly string[];
+}

@@ -1,0 +1,74 @@
+// The node's own addresses, read with `ip -j` (argv array, no shell). The "primary" addresses are
+// those of the interfaces holding the default routes, else every global non-loopback address.
+
+import { spawn } from "node:child_process";
+import { familyOfAddress } from "./addresses.ts";
+
+export interface InterfaceAddresses {
+  readonly ifname: string;
+  readonly addresses: readonly { readonly ip: string; readonly scope: string }[];
+}
+
+export interface HostNetwork {
+  /** Interfaces holding a default route (both families). */
+  defaultRouteInterfaces(): Promise<string[]>;
+  interfaces(): Promise<InterfaceAddresses[]>;
+}
+
+/** The primary addresses: pure, so the rule is tested without a host. */
+export function primaryAddresses(
+  defaultIfs: readonly string[],
+  ifs: readonly InterfaceAddresses[],
+): string[] {
+  const global = (i: InterfaceAddresses) =>
+    i.ifname === "lo" ? [] : i.addresses.filter((a) => a.scope === "global").map((a) => a.ip);
+  const out: string[] = [];
+  for (const fam of ["ip", "ip6"] as const) {
+    const onDefault = ifs.filter((i) => defaultIfs.includes(i.ifname)).flatMap(global);
+    const pick = onDefault.filter((ip) => familyOfAddress(ip) === fam);
+    out.push(...(pick.length > 0 ? pick : ifs.flatMap(global).filter((ip) => familyOfAddress(ip) === fam)));
+  }
+  return out;
+}
+
+function ipJson(args: readonly string[]): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("ip", ["-j", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => err.push(b));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code !== 0)
+        return reject(new Error(`ip ${args.join(" ")}: ${Buffer.concat(err).toString().trim()}`));
+      const text = Buffer.concat(out).toString().trim();
+      resolve(text === "" ? [] : (JSON.parse(text) as unknown));
+    });
+  });
+}
+
+function records(x: unknown): Record<string, unknown>[] {
+  return Array.isArray(x)
+    ? x.filter((r): r is Record<string, unknown> => typeof r === "object" && r !== null)
+    : [];
+}
+
+export class IpCommandHost implements HostNetwork {
+  async defaultRouteInterfaces(): Promise<string[]> {
+    const out: string[] = [];
+    for (const fam of ["-4", "-6"]) {
+      for (const r of records(await ipJson([fam, "route", "show", "default"]))) {
+        if (typeof r.dev === "string") out.push(r.dev);
+      }
+    }
+    return out;
+  }
+
+  async interfaces(): Promise<InterfaceAddresses[]> {
+    return records(await ipJson(["addr", "show"])).map((i) => ({
+      ifname: String(i.ifname),
+      addresses: records(i.addr_info).map((a) => ({ ip: String(a.local), scope: String(a.scope) })),
+    }));
+  }
+}

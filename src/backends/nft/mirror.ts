@@ -1,0 +1,256 @@
+// The in-memory mirror of what kpng applied to one table, and the planner that turns a new local
+// state into the smallest set of changes against it. Services are diffed by object identity
+// first (the feed keeps unchanged services identical), then chain by chain and element by
+// element, so a sync costs O(what changed), never O(table).
+
+import type { LocalService, LocalState } from "../../model/local.ts";
+import type { AdoptedTable } from "./adopt.ts";
+import { STATIC_SET_NAMES, skeletonStatements, staticChainNames } from "./base.ts";
+import type { Fragment, TableConfig } from "./fragment.ts";
+import { EMPTY_FRAGMENT } from "./fragment.ts";
+import { STATIC } from "./names.ts";
+import { renderService } from "./render-service.ts";
+import { type ElementOp, PHASE, type Unit } from "./transaction.ts";
+
+/** A chain or set that is no longer used is flushed at once and deleted this long after. */
+export const STALE_DELETE_DELAY_MS = 1000;
+
+interface ChainState {
+  /** undefined when the chain was adopted from an existing table and its rules are unknown. */
+  rules: readonly string[] | undefined;
+  staleSince: number | undefined;
+}
+
+interface ElementState {
+  applied: string | undefined;
+  /** Which services want this key, and with which value; the first one wins. */
+  readonly owners: Map<string, string>;
+}
+
+export interface Plan {
+  /** Deletions of objects stale for long enough: run first, in their own transaction. */
+  readonly deletions: readonly string[];
+  readonly units: readonly Unit[];
+}
+
+function equalRules(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((r, i) => r === b[i]);
+}
+
+export class TableMirror {
+  readonly #cfg: TableConfig;
+  readonly #t: string;
+  readonly #staticChains: Set<string>;
+  readonly #chains = new Map<string, ChainState>();
+  readonly #sets = new Map<string, { staleSince: number | undefined }>();
+  readonly #elements = new Map<string, Map<string, ElementState>>();
+  readonly #services = new Map<string, { svc: LocalService; fragment: Fragment }>();
+  /**
+   * Hairpin elements no endpoint uses any more, with the time they became unused. They only
+   * match a connection DNATed to its own source, so they can wait: deleting them with the stale
+   * chains keeps an endpoint change to one chain rewrite and one element add.
+   */
+  readonly #staleHairpins = new Map<string, number>();
+  /** True until the first plan: the skeleton must be (re)written and unclaimed objects retired. */
+  #fresh = true;
+
+  constructor(cfg: TableConfig, adopted?: AdoptedTable) {
+    this.#cfg = cfg;
+    this.#t = `${cfg.family} ${cfg.table}`;
+    this.#staticChains = staticChainNames(cfg);
+    if (!adopted) return;
+    for (const name of adopted.chains) {
+      if (!this.#staticChains.has(name)) this.#chains.set(name, { rules: undefined, staleSince: undefined });
+    }
+    for (const name of adopted.sets) {
+      if (!STATIC_SET_NAMES.has(name)) this.#sets.set(name, { staleSince: undefined });
+    }
+    for (const [set, elements] of adopted.elements) {
+      const m = this.#elementsOf(set);
+      for (const [key, value] of elements) m.set(key, { applied: value, owners: new Map() });
+    }
+  }
+
+  /** Number of chains kpng holds for services in this table (stale ones included). */
+  get chainCount(): number {
+    return this.#chains.size;
+  }
+
+  /** True when flushed chains or sets wait for deletion. */
+  get hasStale(): boolean {
+    for (const c of this.#chains.values()) if (c.staleSince !== undefined) return true;
+    for (const s of this.#sets.values()) if (s.staleSince !== undefined) return true;
+    return this.#staleHairpins.size > 0;
+  }
+
+  #elementsOf(set: string): Map<string, ElementState> {
+    let m = this.#elements.get(set);
+    if (!m) {
+      m = new Map();
+      this.#elements.set(set, m);
+    }
+    return m;
+  }
+
+  /**
+   * Plans the changes that take the table from what was applied to `state`, and records them
+   * as applied. If applying the plan fails the mirror is wrong: the caller must discard it and
+   * rebuild from a fresh listing.
+   */
+  plan(state: LocalState, now: number): Plan {
+    const deletions = this.#expiredStale(now);
+    const units: Unit[] = [];
+    const touched = new Set<string>();
+    if (this.#fresh)
+      units.push({ phase: PHASE.skeleton, lines: skeletonStatements(this.#cfg), elements: [] });
+    for (const [key, svc] of state.services) {
+      const prev = this.#services.get(key);
+      if (prev?.svc === svc) continue;
+      const fragment = renderService(svc, this.#cfg);
+      this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, units, touched, now);
+      this.#services.set(key, { svc, fragment });
+    }
+    for (const [key, prev] of this.#services) {
+      if (state.services.has(key)) continue;
+      this.#replace(key, prev.fragment, EMPTY_FRAGMENT, units, touched, now);
+      this.#services.delete(key);
+    }
+    if (this.#fresh) this.#retireUnclaimed(units, touched, now);
+    this.#fresh = false;
+    this.#elementUnits(touched, units, now);
+    units.sort((a, b) => a.phase - b.phase);
+    return { deletions, units };
+  }
+
+  #expiredStale(now: number): string[] {
+    const out: string[] = [];
+    for (const [name, c] of this.#chains) {
+      if (c.staleSince !== undefined && now - c.staleSince >= STALE_DELETE_DELAY_MS) {
+        out.push(`delete chain ${this.#t} ${name}`);
+        this.#chains.delete(name);
+      }
+    }
+    // Sets after chains: the stale chains were the last rules that referred to them.
+    for (const [name, s] of this.#sets) {
+      if (s.staleSince !== undefined && now - s.staleSince >= STALE_DELETE_DELAY_MS) {
+        out.push(`delete set ${this.#t} ${name}`);
+        this.#sets.delete(name);
+      }
+    }
+    const hairpins = this.#elementsOf(STATIC.hairpin);
+    const expired: string[] = [];
+    for (const [key, since] of this.#staleHairpins) {
+      if (now - since < STALE_DELETE_DELAY_MS) continue;
+      this.#staleHairpins.delete(key);
+      const st = hairpins.get(key);
+      if (st && st.owners.size === 0 && st.applied !== undefined) {
+        expired.push(key);
+        hairpins.delete(key);
+      }
+    }
+    if (expired.length > 0) out.push(`delete element ${this.#t} ${STATIC.hairpin} { ${expired.join(", ")} }`);
+    return out;
+  }
+
+  #replace(
+    owner: string,
+    old: Fragment,
+    next: Fragment,
+    units: Unit[],
+    touched: Set<string>,
+    now: number,
+  ): void {
+    const t = this.#t;
+    for (const s of next.affinitySets) {
+      const st = this.#sets.get(s.name);
+      if (st) st.staleSince = undefined;
+      else {
+        this.#sets.set(s.name, { staleSince: undefined });
+        const decl = `{ type ${this.#cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr"}; flags dynamic,timeout; timeout ${s.timeoutSeconds}s; }`;
+        units.push({ phase: PHASE.sets, lines: [`add set ${t} ${s.name} ${decl}`], elements: [] });
+      }
+    }
+    const nextSets = new Set(next.affinitySets.map((s) => s.name));
+    for (const s of old.affinitySets) {
+      const st = this.#sets.get(s.name);
+      if (!nextSets.has(s.name) && st && st.staleSince === undefined) st.staleSince = now;
+    }
+    for (const c of next.chains) {
+      const st = this.#chains.get(c.name);
+      const phase = c.level === 0 ? PHASE.leafChains : PHASE.entryChains;
+      const rules = c.rules.map((r) => `add rule ${t} ${c.name} ${r}`);
+      if (!st) {
+        units.push({ phase, lines: [`add chain ${t} ${c.name}`, ...rules], elements: [] });
+      } else if (st.rules === undefined || st.staleSince !== undefined || !equalRules(st.rules, c.rules)) {
+        const flush = st.rules === undefined || st.rules.length > 0 ? [`flush chain ${t} ${c.name}`] : [];
+        units.push({ phase, lines: [...flush, ...rules], elements: [] });
+      }
+      this.#chains.set(c.name, { rules: c.rules, staleSince: undefined });
+    }
+    const nextChains = new Set(next.chains.map((c) => c.name));
+    for (const c of old.chains) {
+      if (!nextChains.has(c.name)) this.#retireChain(c.name, units, now);
+    }
+    for (const e of old.elements) {
+      this.#elementsOf(e.set).get(e.key)?.owners.delete(owner);
+      touched.add(`${e.set}\n${e.key}`);
+    }
+    for (const e of next.elements) {
+      const m = this.#elementsOf(e.set);
+      let st = m.get(e.key);
+      if (!st) {
+        st = { applied: undefined, owners: new Map() };
+        m.set(e.key, st);
+      }
+      st.owners.set(owner, e.value);
+      touched.add(`${e.set}\n${e.key}`);
+    }
+  }
+
+  #retireChain(name: string, units: Unit[], now: number): void {
+    const st = this.#chains.get(name);
+    if (!st || st.staleSince !== undefined) return;
+    if (st.rules === undefined || st.rules.length > 0) {
+      units.push({ phase: PHASE.staleFlush, lines: [`flush chain ${this.#t} ${name}`], elements: [] });
+    }
+    this.#chains.set(name, { rules: [], staleSince: now });
+  }
+
+  /** After adopting an existing table: what no service claimed is retired. */
+  #retireUnclaimed(units: Unit[], touched: Set<string>, now: number): void {
+    for (const [name, st] of this.#chains) if (st.rules === undefined) this.#retireChain(name, units, now);
+    const claimed = new Set<string>();
+    for (const { fragment } of this.#services.values())
+      for (const s of fragment.affinitySets) claimed.add(s.name);
+    for (const [name, st] of this.#sets)
+      if (!claimed.has(name) && st.staleSince === undefined) st.staleSince = now;
+    for (const [set, m] of this.#elements) {
+      for (const [key, st] of m) if (st.owners.size === 0) touched.add(`${set}\n${key}`);
+    }
+  }
+
+  #elementUnits(touched: Set<string>, units: Unit[], now: number): void {
+    for (const id of touched) {
+      const [set = "", key = ""] = id.split("\n");
+      const m = this.#elementsOf(set);
+      const st = m.get(key);
+      if (!st) continue;
+      const wanted = st.owners.values().next().value;
+      if (wanted === st.applied) {
+        if (wanted === undefined) m.delete(key);
+        if (set === STATIC.hairpin) this.#staleHairpins.delete(key);
+        continue;
+      }
+      if (set === STATIC.hairpin && wanted === undefined) {
+        if (!this.#staleHairpins.has(key)) this.#staleHairpins.set(key, now);
+        continue;
+      }
+      const ops: ElementOp[] = [];
+      if (st.applied !== undefined) ops.push({ op: "delete", set, key, value: st.applied });
+      if (wanted !== undefined) ops.push({ op: "add", set, key, value: wanted });
+      units.push({ phase: PHASE.elements, lines: [], elements: ops });
+      if (wanted === undefined) m.delete(key);
+      else st.applied = wanted;
+    }
+  }
+}

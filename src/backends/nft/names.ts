@@ -1,0 +1,71 @@
+// Names of the objects kpng creates in its nft tables. Per-service objects carry a short hash of
+// what they stand for (so two names never collide) and a readable suffix (so `nft list table`
+// can be read by a person); both stay well under nft's 255-character name limit.
+
+import { createHash } from "node:crypto";
+
+export const DEFAULT_TABLE = "kpng";
+
+/** The packet-mark bit that asks the masquerading chain to SNAT a connection. */
+export const MASQUERADE_MARK = "0x4000";
+
+/** Longest readable suffix kept in a generated name; the hash keeps truncated names unique. */
+const READABLE_MAX = 180;
+
+/** nft identifiers may hold letters, digits and `/ \ _ . -`; anything else becomes `.`. */
+function sanitize(text: string): string {
+  return text.replace(/[^A-Za-z0-9/_.-]/g, ".");
+}
+
+function shortHash(text: string): string {
+  return createHash("sha256").update(text).digest("base64url").slice(0, 8).replaceAll("-", "_");
+}
+
+/** `<prefix>-<hash8>-<readable>`: e.g. `svc-Ab3_x9Qz-default/web/tcp/80`. */
+export function objectName(prefix: string, readable: string): string {
+  const clean = sanitize(readable).slice(0, READABLE_MAX);
+  return `${prefix}-${shortHash(`${prefix}|${readable}`)}-${clean}`;
+}
+
+/** What identifies one service port inside one table: namespace/name/protocol/port. */
+export function servicePortId(ns: string, name: string, protocol: string, port: number): string {
+  return `${ns}/${name}/${protocol.toLowerCase()}/${port}`;
+}
+
+/** The per-service-port chains. */
+export const chainName = {
+  /** Load-balances over the internal endpoints (ClusterIP traffic). */
+  internal: (spId: string) => objectName("svc", spId),
+  /** Load-balances over the external endpoints when they differ from the internal ones. */
+  externalEndpoints: (spId: string) => objectName("xep", spId),
+  /** Entry point of NodePort, externalIP and load-balancer traffic. */
+  external: (spId: string) => objectName("ext", spId),
+  /** loadBalancerSourceRanges check. */
+  firewall: (spId: string) => objectName("fw", spId),
+} as const;
+
+/** ClientIP affinity set of one endpoint; the timeout is part of the name (a set's timeout is fixed). */
+export function affinitySetName(spId: string, ip: string, port: number, timeoutSeconds: number): string {
+  return objectName("aff", `${spId}/${ip}/${port}/${timeoutSeconds}`);
+}
+
+/** Chains, maps and sets that exist once per table. */
+export const STATIC = {
+  services: "services",
+  serviceEndpointsCheck: "service-endpoints-check",
+  nodePortEndpointsCheck: "nodeport-endpoints-check",
+  firewallCheck: "firewall-check",
+  clusterIPsCheck: "cluster-ips-check",
+  markForMasquerade: "mark-for-masquerade",
+  masquerading: "masquerading",
+  rejectChain: "reject-chain",
+  serviceIPs: "service-ips",
+  serviceNodePorts: "service-nodeports",
+  noEndpointServices: "no-endpoint-services",
+  noEndpointNodePorts: "no-endpoint-nodeports",
+  firewallIPs: "firewall-ips",
+  clusterIPs: "cluster-ips",
+  nodePortIPs: "nodeport-ips",
+  podCIDRs: "pod-cidrs",
+  hairpin: "hairpin-endpoints",
+} as const;

@@ -1,0 +1,192 @@
+// Pure translation of one LocalService into the chains, affinity sets and map elements of one
+// family's table. The brain already chose which endpoints serve internal and external traffic;
+// this file only encodes those choices.
+//
+// Load balancing uses one rule per endpoint (`numgen random mod (N-i) 0 … dnat`), which picks
+// each endpoint with probability 1/N, instead of an inline `numgen … vmap { … }`: every inline
+// map is an anonymous kernel set, and the kernel names anonymous sets by scanning all sets of
+// the table, which makes a cold start quadratic (measured: 10k services 11.5 s instead of 0.3 s).
+// The DNAT happens in the service chain itself, so no per-endpoint chain is needed; hairpin
+// traffic is caught by the static `hairpin-endpoints` set in the masquerading chain.
+
+import type { LocalEndpoint, LocalService, LocalServicePort } from "../../model/local.ts";
+import { canonicalIP, cidrContains, dnatTarget, familyOfAddress } from "./addresses.ts";
+import type { AffinitySetSpec, ChainSpec, ElementSpec, Fragment, TableConfig } from "./fragment.ts";
+import { EMPTY_FRAGMENT } from "./fragment.ts";
+import { affinitySetName, chainName, STATIC, servicePortId } from "./names.ts";
+
+interface Collector {
+  readonly chains: ChainSpec[];
+  readonly sets: Map<string, AffinitySetSpec>;
+  readonly elements: Map<string, ElementSpec>;
+}
+
+function addElement(c: Collector, set: string, key: string, value = ""): void {
+  const id = `${set}|${key}`;
+  if (!c.elements.has(id)) c.elements.set(id, { set, key, value });
+}
+
+export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
+  if (svc.type === "ExternalName") return EMPTY_FRAGMENT;
+  const clusterIP = svc.clusterIPs.find((ip) => familyOfAddress(ip) === cfg.family);
+  // As kube-proxy does, a family's table carries a service only when it has a ClusterIP there.
+  if (clusterIP === undefined) return EMPTY_FRAGMENT;
+  const c: Collector = { chains: [], sets: new Map(), elements: new Map() };
+  for (const port of svc.ports) renderPort(c, svc, port, canonicalIP(clusterIP), cfg);
+  return { chains: c.chains, affinitySets: [...c.sets.values()], elements: [...c.elements.values()] };
+}
+
+function ofFamily(ips: readonly string[], cfg: TableConfig): string[] {
+  return ips.filter((ip) => familyOfAddress(ip) === cfg.family).map(canonicalIP);
+}
+
+function sameEndpoints(a: readonly LocalEndpoint[], b: readonly LocalEndpoint[]): boolean {
+  return a.length === b.length && a.every((ep, i) => ep.ip === b[i]?.ip && ep.port === b[i]?.port);
+}
+
+function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip: string, cfg: TableConfig) {
+  const ipk = cfg.family;
+  const proto = port.protocol.toLowerCase();
+  const spId = servicePortId(svc.namespace, svc.name, proto, port.port);
+  const internal = port.internalEndpoints.filter((ep) => familyOfAddress(ep.ip) === cfg.family);
+  const external = port.externalEndpoints.filter((ep) => familyOfAddress(ep.ip) === cfg.family);
+  const hasAny = port.endpointFamilies.includes(cfg.family === "ip" ? "IPv4" : "IPv6");
+  // Reject (ICMP port unreachable) when nothing serves the port in this family; drop when
+  // endpoints exist but a Local policy excludes all of them.
+  const noEndpoints = hasAny ? "drop" : `goto ${STATIC.rejectChain}`;
+  const serviceKey = `${cip} . ${proto} . ${port.port}`;
+  addElement(c, STATIC.clusterIPs, cip);
+
+  let internalChain: string | undefined;
+  if (internal.length > 0) {
+    internalChain = chainName.internal(spId);
+    const rules: string[] = [];
+    const toClusterIP = `${ipk} daddr ${cip} meta l4proto ${proto} th dport ${port.port}`;
+    if (cfg.masqueradeAll) rules.push(`${toClusterIP} jump ${STATIC.markForMasquerade}`);
+    else if (cfg.podCIDRs.length > 0) {
+      rules.push(`${toClusterIP} ${ipk} saddr != @${STATIC.podCIDRs} jump ${STATIC.markForMasquerade}`);
+    }
+    rules.push(...balance(c, internal, spId, proto, svc.sessionAffinitySeconds, cfg));
+    c.chains.push({ name: internalChain, rules, level: 0 });
+    addElement(c, STATIC.serviceIPs, serviceKey, `goto ${internalChain}`);
+  } else {
+    addElement(c, STATIC.noEndpointServices, serviceKey, noEndpoints);
+  }
+
+  const nodePort = cfg.nodePortCIDRs.length > 0 ? port.nodePort : 0;
+  const externalIPs = ofFamily(svc.externalIPs, cfg);
+  const lbIPs = ofFamily(svc.loadBalancerIPs, cfg);
+  const vips = [...externalIPs, ...lbIPs];
+  if (nodePort === 0 && vips.length === 0) return;
+
+  let externalEndpointsChain: string | undefined;
+  if (external.length > 0) {
+    if (internalChain !== undefined && sameEndpoints(internal, external))
+      externalEndpointsChain = internalChain;
+    else {
+      externalEndpointsChain = chainName.externalEndpoints(spId);
+      const rules = balance(c, external, spId, proto, svc.sessionAffinitySeconds, cfg);
+      c.chains.push({ name: externalEndpointsChain, rules, level: 0 });
+    }
+  }
+  if (hasAny) {
+    const externalChain = chainName.external(spId);
+    c.chains.push({
+      name: externalChain,
+      rules: externalRules(svc, internalChain, externalEndpointsChain, cfg),
+      level: 1,
+    });
+    for (const vip of vips)
+      addElement(c, STATIC.serviceIPs, `${vip} . ${proto} . ${port.port}`, `goto ${externalChain}`);
+    if (nodePort > 0)
+      addElement(c, STATIC.serviceNodePorts, `${proto} . ${nodePort}`, `goto ${externalChain}`);
+  }
+  if (external.length === 0) {
+    for (const vip of vips)
+      addElement(c, STATIC.noEndpointServices, `${vip} . ${proto} . ${port.port}`, noEndpoints);
+    if (nodePort > 0) addElement(c, STATIC.noEndpointNodePorts, `${proto} . ${nodePort}`, noEndpoints);
+  }
+  if (lbIPs.length > 0 && svc.sourceRanges.length > 0) {
+    const fw = chainName.firewall(spId);
+    c.chains.push({ name: fw, rules: firewallRules(svc, lbIPs, cfg), level: 0 });
+    for (const lb of lbIPs)
+      addElement(c, STATIC.firewallIPs, `${lb} . ${proto} . ${port.port}`, `goto ${fw}`);
+  }
+}
+
+/**
+ * The entry chain of NodePort, externalIP and load-balancer traffic.
+ * - eTP Cluster: masquerade, then the external endpoints.
+ * - eTP Local: pod traffic short-circuits to the internal chain unmasqueraded (as if it went out
+ *   to a load balancer and back); traffic from the node itself is masqueraded and sent to the
+ *   internal chain; everything else goes to the (local) external endpoints, keeping the client IP.
+ *   kube-proxy short-circuits to its "cluster" chain; the local state's internal endpoints are
+ *   exactly that when iTP is Cluster, and when both policies are Local they are the endpoints the
+ *   brain allows for in-cluster traffic, which is the most faithful choice the state offers.
+ */
+function externalRules(
+  svc: LocalService,
+  internalChain: string | undefined,
+  externalEndpointsChain: string | undefined,
+  cfg: TableConfig,
+): string[] {
+  const rules: string[] = [];
+  if (svc.externalTrafficPolicy === "Local") {
+    if (internalChain !== undefined) {
+      if (cfg.podCIDRs.length > 0)
+        rules.push(`${cfg.family} saddr @${STATIC.podCIDRs} goto ${internalChain}`);
+      rules.push(`fib saddr type local jump ${STATIC.markForMasquerade}`);
+      rules.push(`fib saddr type local goto ${internalChain}`);
+    }
+  } else {
+    rules.push(`jump ${STATIC.markForMasquerade}`);
+  }
+  if (externalEndpointsChain !== undefined) rules.push(`goto ${externalEndpointsChain}`);
+  return rules;
+}
+
+/**
+ * loadBalancerSourceRanges: allowed sources return to the caller, everything else is dropped.
+ * When a range holds one of the node's IPs, the load-balancer IPs themselves are allowed too, so
+ * traffic the node sends to its own VIP passes. A service whose ranges are all of the other
+ * family allows no source in this family.
+ */
+function firewallRules(svc: LocalService, lbIPs: readonly string[], cfg: TableConfig): string[] {
+  const ranges = svc.sourceRanges.filter((r) => familyOfAddress(r) === cfg.family);
+  const rules = ranges.map((r) => `${cfg.family} saddr ${r} return`);
+  if (ranges.some((r) => cfg.nodeIPs.some((ip) => cidrContains(r, ip)))) {
+    for (const lb of lbIPs) rules.push(`${cfg.family} saddr ${lb} return`);
+  }
+  rules.push("drop");
+  return rules;
+}
+
+/** Uniform choice among endpoints, with ClientIP affinity first when the service asks for it. */
+function balance(
+  c: Collector,
+  endpoints: readonly LocalEndpoint[],
+  spId: string,
+  proto: string,
+  affinitySeconds: number,
+  cfg: TableConfig,
+): string[] {
+  const ipk = cfg.family;
+  const rules: string[] = [];
+  const picks: string[] = [];
+  const n = endpoints.length;
+  endpoints.forEach((ep, i) => {
+    const ip = canonicalIP(ep.ip);
+    addElement(c, STATIC.hairpin, `${ip} . ${ip}`);
+    const dnat = `meta l4proto ${proto} dnat to ${dnatTarget(ip, ep.port)}`;
+    let update = "";
+    if (affinitySeconds > 0) {
+      const set = affinitySetName(spId, ip, ep.port, affinitySeconds);
+      c.sets.set(set, { name: set, timeoutSeconds: affinitySeconds });
+      update = `update @${set} { ${ipk} saddr } `;
+      rules.push(`${ipk} saddr @${set} ${update}${dnat}`);
+    }
+    const pick = i < n - 1 ? `numgen random mod ${n - i} 0 ` : "";
+    picks.push(`${pick}${update}${dnat}`);
+  });
+  return [...rules, ...picks];
+}

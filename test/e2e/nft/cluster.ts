@@ -1,0 +1,102 @@
+// Builds the cluster file the end-to-end tests feed to `kpng file … to-nft`: Kubernetes objects
+// as JSON documents (valid YAML), written atomically so the file source sees whole files only.
+
+import { renameSync, writeFileSync } from "node:fs";
+
+export interface TestEndpoint {
+  readonly ip: string;
+  readonly node: string;
+  readonly ready?: boolean;
+  readonly serving?: boolean;
+  readonly terminating?: boolean;
+}
+
+export interface TestPort {
+  readonly name: string;
+  readonly protocol?: "TCP" | "UDP" | "SCTP";
+  readonly port: number;
+  readonly targetPort: number;
+  readonly nodePort?: number;
+}
+
+export interface TestService {
+  readonly name: string;
+  readonly type?: "ClusterIP" | "NodePort" | "LoadBalancer";
+  readonly clusterIP: string;
+  readonly ports: readonly TestPort[];
+  readonly endpoints: readonly TestEndpoint[];
+  readonly externalIPs?: readonly string[];
+  readonly loadBalancerIP?: string;
+  readonly sourceRanges?: readonly string[];
+  readonly affinitySeconds?: number;
+  readonly externalTrafficPolicy?: "Cluster" | "Local";
+  readonly internalTrafficPolicy?: "Cluster" | "Local";
+  readonly healthCheckNodePort?: number;
+}
+
+function node(name: string, ipv4: string, ipv6: string): object {
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name, labels: { "kubernetes.io/hostname": name } },
+    status: { addresses: [{ type: "InternalIP", address: ipv4 }, { type: "InternalIP", address: ipv6 }] },
+  };
+}
+
+function serviceObjects(s: TestService): object[] {
+  const v6 = s.clusterIP.includes(":");
+  const family = v6 ? "IPv6" : "IPv4";
+  const type = s.type ?? "ClusterIP";
+  const svc = {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: s.name, namespace: "default" },
+    spec: {
+      type,
+      clusterIP: s.clusterIP,
+      clusterIPs: [s.clusterIP],
+      ipFamilies: [family],
+      ports: s.ports.map((p) => ({
+        name: p.name,
+        protocol: p.protocol ?? "TCP",
+        port: p.port,
+        targetPort: p.targetPort,
+        ...(p.nodePort ? { nodePort: p.nodePort } : {}),
+      })),
+      ...(s.externalIPs ? { externalIPs: s.externalIPs } : {}),
+      ...(s.sourceRanges ? { loadBalancerSourceRanges: s.sourceRanges } : {}),
+      ...(s.affinitySeconds
+        ? { sessionAffinity: "ClientIP", sessionAffinityConfig: { clientIP: { timeoutSeconds: s.affinitySeconds } } }
+        : {}),
+      ...(type !== "ClusterIP" ? { externalTrafficPolicy: s.externalTrafficPolicy ?? "Cluster" } : {}),
+      internalTrafficPolicy: s.internalTrafficPolicy ?? "Cluster",
+      ...(s.healthCheckNodePort ? { healthCheckNodePort: s.healthCheckNodePort } : {}),
+    },
+    status: s.loadBalancerIP ? { loadBalancer: { ingress: [{ ip: s.loadBalancerIP }] } } : {},
+  };
+  const slice = {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: { name: `${s.name}-1`, namespace: "default", labels: { "kubernetes.io/service-name": s.name } },
+    addressType: family,
+    endpoints: s.endpoints.map((e) => ({
+      addresses: [e.ip],
+      nodeName: e.node,
+      conditions: { ready: e.ready ?? true, serving: e.serving ?? true, terminating: e.terminating ?? false },
+    })),
+    ports: s.ports.map((p) => ({ name: p.name, protocol: p.protocol ?? "TCP", port: p.targetPort })),
+  };
+  return [svc, slice];
+}
+
+/** Writes the cluster (two nodes plus the services) to path, atomically. */
+export function writeCluster(path: string, services: readonly TestService[]): void {
+  const docs = [
+    node("node-1", "192.0.2.1", "2001:db8::1"),
+    node("node-2", "192.0.2.50", "2001:db8::50"),
+    ...services.flatMap(serviceObjects),
+  ];
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, docs.map((d) => JSON.stringify(d)).join("\n---\n"));
+  renameSync(tmp, path);
+}

@@ -1,0 +1,208 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { NftBackend } from "../../../../src/backends/nft/backend.ts";
+import { FakeNft } from "../../../../src/backends/nft/fake-nft.ts";
+import { chainName } from "../../../../src/backends/nft/names.ts";
+import { silentLogger } from "../../../../src/observability/log.ts";
+import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
+
+function setup(over: { now?: () => number; max?: number; nft?: FakeNft } = {}) {
+  const nft = over.nft ?? new FakeNft();
+  const backend = new NftBackend({
+    runner: nft,
+    tables: [V4, V6],
+    log: silentLogger,
+    now: over.now,
+    maxStatementsPerTransaction: over.max,
+  });
+  return { nft, backend };
+}
+
+function statements(text: string): string[] {
+  return text.split("\n").filter((l) => l.trim() !== "");
+}
+
+const INT = chainName.internal("default/web/tcp/80");
+
+test("first sync builds both tables; references are all valid (checked by the fake)", async () => {
+  const { nft, backend } = setup();
+  await backend.sync(state([service()]));
+  assert.ok(nft.hasTable("ip", "kpng"));
+  assert.ok(nft.hasTable("ip6", "kpng"));
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("203.0.113.10 . tcp . 80"), `goto ${INT}`);
+  assert.deepEqual(nft.elements("ip6", "kpng", "service-ips")?.size, 0);
+});
+
+test("an unchanged state (same objects) writes nothing", async () => {
+  const { nft, backend } = setup();
+  const s = state([service()]);
+  await backend.sync(s);
+  const before = nft.transactions.length;
+  const report = await backend.sync({ ...s, revision: 2 });
+  assert.equal(report.transactions, 0);
+  assert.equal(nft.transactions.length, before);
+});
+
+test("one endpoint change among many services rewrites one chain and adds one hairpin element", async () => {
+  let now = 1_000_000;
+  const { nft, backend } = setup({ now: () => now });
+  const services = manyServices(500);
+  await backend.sync(state(services));
+  const changed = services.slice();
+  const old = changed[7]!;
+  changed[7] = { ...old, ports: [port({ internalEndpoints: [ep("10.1.0.7"), ep("10.3.0.7")] })] };
+  const report = await backend.sync(state(changed, 2));
+  assert.equal(report.transactions, 1);
+  const lines = statements(report.texts[0]!);
+  assert.ok(lines.length <= 5, `expected a small transaction, got:\n${lines.join("\n")}`);
+  assert.ok(lines.some((l) => l.startsWith("flush chain ip kpng svc-")));
+  assert.ok(lines.includes("add element ip kpng hairpin-endpoints { 10.3.0.7 . 10.3.0.7 }"));
+  // The unused hairpin element goes later, with the stale objects, off the change's path.
+  now += 1500;
+  const later = await backend.sync(state(changed, 2));
+  assert.deepEqual(statements(later.texts[0] ?? ""), ["delete element ip kpng hairpin-endpoints { 10.2.0.7 . 10.2.0.7 }"]);
+  assert.equal(nft.elements("ip", "kpng", "hairpin-endpoints")?.has("10.2.0.7 . 10.2.0.7"), false);
+});
+
+test("incremental syncs end in the same ruleset as a fresh full sync", async () => {
+  const { nft, backend } = setup();
+  const a = manyServices(50);
+  await backend.sync(state(a));
+  const b = a.slice(10).concat([service({ name: "new", sessionAffinitySeconds: 5 })]);
+  b[3] = { ...b[3]!, ports: [port({ internalEndpoints: [] })] };
+  await backend.sync(state(b, 2));
+  const fresh = setup();
+  await fresh.backend.sync(state(b, 2));
+  // Removed services leave flushed chains until they are deleted: compare after the deletion.
+  let now = Date.now() + 5000;
+  const later = setup({ nft, now: () => now });
+  await later.backend.sync(state(b, 3)); // adopts the table and converges
+  now += 1000;
+  await later.backend.sync(state(b, 3));
+  assert.equal(nft.dump(), fresh.nft.dump());
+});
+
+test("a removed service's chains are flushed now and deleted at least 1 s later", async () => {
+  let now = 1_000_000;
+  const { nft, backend } = setup({ now: () => now });
+  await backend.sync(state([service()]));
+  const report = await backend.sync(state([], 2));
+  const text = report.texts.join("");
+  assert.match(text, new RegExp(`flush chain ip kpng ${INT}`));
+  assert.doesNotMatch(text, /delete chain/);
+  assert.deepEqual(nft.rules("ip", "kpng", INT), []);
+  now += 500;
+  assert.equal((await backend.sync(state([], 2))).transactions, 0, "too early to delete");
+  now += 600;
+  const del = await backend.sync(state([], 2));
+  assert.match(del.texts.join(""), new RegExp(`delete chain ip kpng ${INT}`));
+  assert.equal(nft.rules("ip", "kpng", INT), undefined);
+  assert.equal(backend.hasStale, false);
+});
+
+test("a stale chain wanted again before deletion is refilled, not deleted", async () => {
+  let now = 1_000_000;
+  const { nft, backend } = setup({ now: () => now });
+  const svc = service();
+  await backend.sync(state([svc]));
+  await backend.sync(state([], 2));
+  await backend.sync(state([svc], 3));
+  now += 5000;
+  await backend.sync(state([svc], 3));
+  assert.equal(nft.rules("ip", "kpng", INT)?.length, 3);
+});
+
+test("a failed transaction is retried as a full resync that converges", async () => {
+  let now = 1_000_000;
+  const { nft, backend } = setup({ now: () => now });
+  await backend.sync(state([service()]));
+  nft.failNext();
+  const next = state([service({ ports: [port({ internalEndpoints: [ep("198.51.100.9")] })] })], 2);
+  await assert.rejects(backend.sync(next));
+  assert.equal(backend.needsFullSync("ip"), true);
+  await backend.sync(next);
+  now += 1500; // then the stale objects go
+  await backend.sync(next);
+  const fresh = setup();
+  await fresh.backend.sync(next);
+  assert.equal(nft.dump(), fresh.nft.dump());
+});
+
+test("a big first sync is split into bounded transactions, each valid on its own", async () => {
+  const { nft, backend } = setup({ max: 300 });
+  const report = await backend.sync(state(manyServices(400)));
+  assert.ok(report.transactions > 5, `got ${report.transactions}`);
+  // Each element in a merged `{ a, b }` statement counts as one statement.
+  const size = (t: string) =>
+    statements(t).reduce((n, l) => n + (l.includes(" element ") ? l.split(",").length : 1), 0);
+  for (const t of report.texts.slice(1)) assert.ok(size(t) <= 300, `transaction of ${size(t)} statements`);
+  const fresh = setup({ max: 1_000_000 });
+  const one = await fresh.backend.sync(state(manyServices(400)));
+  assert.equal(one.transactions, 2, "one per family");
+  assert.equal(nft.dump(), fresh.nft.dump());
+  // Chains come before the map elements that point to them.
+  const firstElements = report.texts.findIndex((t) => t.includes("add element ip kpng service-ips"));
+  const lastChain = report.texts.findLastIndex((t) => t.includes("add chain ip kpng svc-"));
+  assert.ok(lastChain <= firstElements);
+});
+
+test("restart: an existing table is adopted without flushing it", async () => {
+  const nft = new FakeNft();
+  const first = setup({ nft });
+  await first.backend.sync(state(manyServices(20)));
+  const again = setup({ nft });
+  const report = await again.backend.sync(state(manyServices(20)));
+  const text = report.texts.join("");
+  assert.doesNotMatch(text, /delete table|flush table|flush map|add element ip kpng service-ips/);
+  const changed = manyServices(19);
+  await again.backend.sync(state(changed, 2));
+  const fresh = setup();
+  await fresh.backend.sync(state(changed, 2));
+  // The removed service's flushed chain remains until deleted; everything else is identical.
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 19);
+  assert.deepEqual(nft.elements("ip", "kpng", "service-ips"), fresh.nft.elements("ip", "kpng", "service-ips"));
+});
+
+test("adoption removes elements and chains no service claims", async () => {
+  const nft = new FakeNft();
+  await nft.run(
+    "add table ip kpng\nadd chain ip kpng svc-old\nadd map ip kpng service-ips { type ipv4_addr . inet_proto . inet_service : verdict; }\n" +
+      "add element ip kpng service-ips { 203.0.113.99 . tcp . 80 : goto svc-old }\n",
+  );
+  let now = 1_000_000;
+  const { backend } = setup({ nft, now: () => now });
+  await backend.sync(state([service()]));
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.has("203.0.113.99 . tcp . 80"), false);
+  now += 2000;
+  await backend.sync(state([service()], 2));
+  assert.equal(nft.rules("ip", "kpng", "svc-old"), undefined);
+});
+
+test("the loop coalesces states, retries after a failure and stops on abort", async () => {
+  const nft = new FakeNft();
+  const backend = new NftBackend({ runner: nft, tables: [V4], log: silentLogger, minSyncPeriodMs: 0 });
+  let listener: ((s: ReturnType<typeof state>) => void) | undefined;
+  const feed = {
+    subscribe(l: (s: ReturnType<typeof state>) => void) {
+      listener = l;
+      return () => {
+        listener = undefined;
+      };
+    },
+  };
+  const ac = new AbortController();
+  nft.failNext();
+  const running = backend.run(feed, ac.signal);
+  listener?.(state([service()]));
+  listener?.(state([service({ name: "second" })], 2));
+  const deadline = Date.now() + 5000;
+  while (nft.elements("ip", "kpng", "service-ips")?.size !== 1 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  ac.abort();
+  await running;
+  assert.equal(listener, undefined, "unsubscribed");
+  assert.ok(nft.transactions.length >= 2, "retried after the injected failure");
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 1);
+  assert.ok(nft.rules("ip", "kpng", chainName.internal("default/second/tcp/80")));
+});

@@ -1,0 +1,65 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { cleanupTransaction, tableConfigs } from "../../../../src/backends/nft/config.ts";
+import { primaryAddresses } from "../../../../src/backends/nft/host.ts";
+import { parseListing } from "../../../../src/backends/nft/adopt.ts";
+
+const settings = { table: "kpng", nodePortAddresses: "primary", clusterCIDRs: "", masqueradeAll: false };
+
+test("primary nodeport addresses are the node's primary IPs, one /32 or /128 each, per family", () => {
+  const [v4, v6] = tableConfigs(settings, ["192.0.2.1", "2001:db8::1"]);
+  assert.deepEqual(v4?.nodePortCIDRs, ["192.0.2.1/32"]);
+  assert.deepEqual(v6?.nodePortCIDRs, ["2001:db8::1/128"]);
+});
+
+test("nodeport CIDRs and cluster CIDRs are split per family and normalised", () => {
+  const [v4, v6] = tableConfigs(
+    { ...settings, nodePortAddresses: "192.0.2.7/24, 2001:db8::/64", clusterCIDRs: "10.244.1.0/16,fd00::/48" },
+    [],
+  );
+  assert.deepEqual(v4?.nodePortCIDRs, ["192.0.2.0/24"]);
+  assert.deepEqual(v4?.podCIDRs, ["10.244.0.0/16"]);
+  assert.deepEqual(v6?.nodePortCIDRs, ["2001:db8::/64"]);
+  assert.deepEqual(v6?.podCIDRs, ["fd00::/48"]);
+});
+
+test("a bad CIDR or table name is refused with the flag to fix", () => {
+  assert.throws(() => tableConfigs({ ...settings, clusterCIDRs: "10.0.0.0/99" }, []), /--cluster-cidr/);
+  assert.throws(() => tableConfigs({ ...settings, nodePortAddresses: "bogus" }, []), /--nodeport-addresses/);
+  assert.throws(() => tableConfigs({ ...settings, table: "bad name" }, []), /--table-name/);
+});
+
+test("cleanup removes only kpng's two tables, whether or not they exist", () => {
+  assert.equal(
+    cleanupTransaction("kpng"),
+    "add table ip kpng\ndelete table ip kpng\nadd table ip6 kpng\ndelete table ip6 kpng\n",
+  );
+});
+
+const ifs = [
+  { ifname: "lo", addresses: [{ ip: "127.0.0.1", scope: "host" }] },
+  { ifname: "eth0", addresses: [{ ip: "192.0.2.1", scope: "global" }, { ip: "fe80::1", scope: "link" }] },
+  { ifname: "eth1", addresses: [{ ip: "198.51.100.1", scope: "global" }, { ip: "2001:db8::1", scope: "global" }] },
+];
+
+test("primary addresses: the default-route interface's, else all global ones; never loopback", () => {
+  assert.deepEqual(primaryAddresses(["eth0"], ifs), ["192.0.2.1", "2001:db8::1"]);
+  assert.deepEqual(primaryAddresses([], ifs), ["192.0.2.1", "198.51.100.1", "2001:db8::1"]);
+  assert.deepEqual(primaryAddresses(["lo"], ifs.slice(0, 1)), []);
+});
+
+test("a listing is parsed into chains, sets and canonical element keys", () => {
+  const t = parseListing({
+    nftables: [
+      { chain: { name: "svc-x" } },
+      { map: { name: "service-ips", elem: [[{ concat: ["203.0.113.1", "tcp", 80] }, { goto: { target: "svc-x" } }]] } },
+      { set: { name: "cluster-ips", elem: ["203.0.113.1"] } },
+      { set: { name: "aff-y" } },
+    ],
+  });
+  assert.deepEqual(t.chains, ["svc-x"]);
+  assert.deepEqual(t.sets, ["service-ips", "cluster-ips", "aff-y"]);
+  assert.equal(t.elements.get("service-ips")?.get("203.0.113.1 . tcp . 80"), "goto svc-x");
+  assert.equal(t.elements.get("cluster-ips")?.get("203.0.113.1"), "");
+  assert.throws(() => parseListing({}), /nftables array/);
+});

@@ -1,0 +1,184 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { renderService } from "../../../../src/backends/nft/render-service.ts";
+import type { Fragment } from "../../../../src/backends/nft/fragment.ts";
+import { chainName } from "../../../../src/backends/nft/names.ts";
+import { ep, port, service, V4, V6 } from "./fixtures.ts";
+
+const SP = "default/web/tcp/80";
+const INT = chainName.internal(SP);
+const EXT = chainName.external(SP);
+const XEP = chainName.externalEndpoints(SP);
+const FW = chainName.firewall(SP);
+
+function el(f: Fragment, set: string): Record<string, string> {
+  return Object.fromEntries(f.elements.filter((e) => e.set === set).map((e) => [e.key, e.value]));
+}
+function rules(f: Fragment, name: string): readonly string[] | undefined {
+  return f.chains.find((c) => c.name === name)?.rules;
+}
+
+interface Case {
+  readonly name: string;
+  readonly run: () => void;
+}
+
+const cases: Case[] = [
+  {
+    name: "ClusterIP with endpoints: service-ips goes to the internal chain, which balances uniformly",
+    run: () => {
+      const f = renderService(service(), V4);
+      assert.deepEqual(el(f, "service-ips"), { "203.0.113.10 . tcp . 80": `goto ${INT}` });
+      assert.deepEqual(el(f, "cluster-ips"), { "203.0.113.10": "" });
+      assert.deepEqual(rules(f, INT), [
+        "ip daddr 203.0.113.10 meta l4proto tcp th dport 80 ip saddr != @pod-cidrs jump mark-for-masquerade",
+        "numgen random mod 2 0 meta l4proto tcp dnat to 198.51.100.2:8080",
+        "meta l4proto tcp dnat to 198.51.100.3:8080",
+      ]);
+      assert.deepEqual(Object.keys(el(f, "hairpin-endpoints")), ["198.51.100.2 . 198.51.100.2", "198.51.100.3 . 198.51.100.3"]);
+    },
+  },
+  {
+    name: "no endpoints anywhere: rejected, no chain",
+    run: () => {
+      const f = renderService(service({ ports: [port({ internalEndpoints: [] })] }), V4);
+      assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.10 . tcp . 80": "goto reject-chain" });
+      assert.equal(f.chains.length, 0);
+    },
+  },
+  {
+    name: "iTP Local without local endpoints (endpoints elsewhere): dropped",
+    run: () => {
+      const p = port({ internalEndpoints: [], externalEndpoints: [], hasEndpoints: true, endpointFamilies: ["IPv4"] });
+      const f = renderService(service({ internalTrafficPolicy: "Local", ports: [p] }), V4);
+      assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.10 . tcp . 80": "drop" });
+    },
+  },
+  {
+    name: "masquerade-all masquerades every ClusterIP connection; no cluster CIDR and not all: none",
+    run: () => {
+      const all = renderService(service(), { ...V4, masqueradeAll: true });
+      assert.equal(rules(all, INT)?.[0], "ip daddr 203.0.113.10 meta l4proto tcp th dport 80 jump mark-for-masquerade");
+      const none = renderService(service(), { ...V4, podCIDRs: [] });
+      assert.ok(!rules(none, INT)?.some((r) => r.includes("mark-for-masquerade")));
+    },
+  },
+  {
+    name: "NodePort eTP Cluster: external chain masquerades then goes to the shared endpoint chain",
+    run: () => {
+      const f = renderService(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), V4);
+      assert.deepEqual(el(f, "service-nodeports"), { "tcp . 30080": `goto ${EXT}` });
+      assert.deepEqual(rules(f, EXT), ["jump mark-for-masquerade", `goto ${INT}`]);
+      assert.equal(rules(f, XEP), undefined);
+    },
+  },
+  {
+    name: "NodePort is not served in a family without nodeport addresses",
+    run: () => {
+      const f = renderService(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), { ...V4, nodePortCIDRs: [] });
+      assert.deepEqual(el(f, "service-nodeports"), {});
+    },
+  },
+  {
+    name: "eTP Local: pods and the node short-circuit to the internal chain, others go to local endpoints",
+    run: () => {
+      const local = ep("198.51.100.2", 8080, { local: true });
+      const p = port({ nodePort: 30080, externalEndpoints: [local] });
+      const f = renderService(service({ type: "NodePort", externalTrafficPolicy: "Local", ports: [p] }), V4);
+      assert.deepEqual(rules(f, EXT), [
+        `ip saddr @pod-cidrs goto ${INT}`,
+        "fib saddr type local jump mark-for-masquerade",
+        `fib saddr type local goto ${INT}`,
+        `goto ${XEP}`,
+      ]);
+      assert.deepEqual(rules(f, XEP), ["meta l4proto tcp dnat to 198.51.100.2:8080"]);
+    },
+  },
+  {
+    name: "eTP Local without local endpoints: node ports and VIPs dropped, no goto to local endpoints",
+    run: () => {
+      const p = port({ nodePort: 30080, externalEndpoints: [] });
+      const svc = service({ type: "LoadBalancer", externalTrafficPolicy: "Local", loadBalancerIPs: ["203.0.113.200"], ports: [p] });
+      const f = renderService(svc, V4);
+      assert.deepEqual(el(f, "no-endpoint-nodeports"), { "tcp . 30080": "drop" });
+      assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.200 . tcp . 80": "drop" });
+      assert.ok(!rules(f, EXT)?.some((r) => r.startsWith("goto xep")));
+    },
+  },
+  {
+    name: "externalIPs and LB IPs dispatch to the external chain",
+    run: () => {
+      const svc = service({ type: "LoadBalancer", externalIPs: ["198.51.100.200"], loadBalancerIPs: ["203.0.113.200"] });
+      const f = renderService(svc, V4);
+      assert.equal(el(f, "service-ips")["198.51.100.200 . tcp . 80"], `goto ${EXT}`);
+      assert.equal(el(f, "service-ips")["203.0.113.200 . tcp . 80"], `goto ${EXT}`);
+    },
+  },
+  {
+    name: "source ranges: firewall allows the ranges, and the LB IP when a range holds a node IP",
+    run: () => {
+      const svc = service({
+        type: "LoadBalancer",
+        loadBalancerIPs: ["203.0.113.200"],
+        sourceRanges: ["198.51.100.0/24", "192.0.2.0/24", "2001:db8::/64"],
+      });
+      const f = renderService(svc, V4);
+      assert.deepEqual(el(f, "firewall-ips"), { "203.0.113.200 . tcp . 80": `goto ${FW}` });
+      assert.deepEqual(rules(f, FW), [
+        "ip saddr 198.51.100.0/24 return",
+        "ip saddr 192.0.2.0/24 return",
+        "ip saddr 203.0.113.200 return",
+        "drop",
+      ]);
+    },
+  },
+  {
+    name: "ClientIP affinity: one dynamic set per endpoint, sticky rules before the random pick",
+    run: () => {
+      const f = renderService(service({ sessionAffinitySeconds: 3 }), V4);
+      assert.equal(f.affinitySets.length, 2);
+      assert.ok(f.affinitySets.every((s) => s.timeoutSeconds === 3));
+      const [a, b] = f.affinitySets.map((s) => s.name);
+      assert.deepEqual(rules(f, INT)?.slice(1), [
+        `ip saddr @${a} update @${a} { ip saddr } meta l4proto tcp dnat to 198.51.100.2:8080`,
+        `ip saddr @${b} update @${b} { ip saddr } meta l4proto tcp dnat to 198.51.100.3:8080`,
+        `numgen random mod 2 0 update @${a} { ip saddr } meta l4proto tcp dnat to 198.51.100.2:8080`,
+        `update @${b} { ip saddr } meta l4proto tcp dnat to 198.51.100.3:8080`,
+      ]);
+    },
+  },
+  {
+    name: "dual-stack: each family's table gets its own cluster IP and endpoints only",
+    run: () => {
+      const eps = [ep("198.51.100.2"), ep("2001:db8:1::2")];
+      const p = port({ internalEndpoints: eps, externalEndpoints: eps, endpointFamilies: ["IPv4", "IPv6"] });
+      const svc = service({ clusterIPs: ["203.0.113.10", "2001:db8:96::a"], ports: [p] });
+      const f6 = renderService(svc, V6);
+      assert.deepEqual(el(f6, "service-ips"), { "2001:db8:96::a . tcp . 80": `goto ${INT}` });
+      assert.deepEqual(rules(f6, INT)?.slice(1), ["meta l4proto tcp dnat to [2001:db8:1::2]:8080"]);
+      assert.ok(rules(renderService(svc, V4), INT)?.every((r) => !r.includes("2001")));
+    },
+  },
+  {
+    name: "a single-stack IPv4 service is absent from the IPv6 table",
+    run: () => assert.deepEqual(renderService(service(), V6).elements, []),
+  },
+  {
+    name: "IPv6 endpoints only: the IPv4 table rejects (no endpoints in its family)",
+    run: () => {
+      const p = port({ internalEndpoints: [], externalEndpoints: [], hasEndpoints: true, endpointFamilies: ["IPv6"] });
+      const f = renderService(service({ ports: [p] }), V4);
+      assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.10 . tcp . 80": "goto reject-chain" });
+    },
+  },
+  {
+    name: "UDP and SCTP ports use their protocol in keys and DNAT",
+    run: () => {
+      const f = renderService(service({ ports: [port({ protocol: "UDP", port: 53 }), port({ protocol: "SCTP", port: 9 })] }), V4);
+      assert.deepEqual(Object.keys(el(f, "service-ips")).sort(), ["203.0.113.10 . sctp . 9", "203.0.113.10 . udp . 53"]);
+      assert.ok(f.chains.every((c) => c.rules.some((r) => /meta l4proto (udp|sctp) dnat/.test(r))));
+    },
+  },
+];
+
+for (const c of cases) test(c.name, c.run);
