@@ -1,10 +1,10 @@
 // A complete kpng backend: prints each service and its endpoints whenever the node's state
 // changes.   node examples/print-state.ts --api unix:///run/kpng/proxy.sock --node-name node-1
 
-import { run } from "../src/client/run.ts";
+import { run, UsageError } from "../src/client/run.ts";
 import { endpointString } from "../src/model/local.ts";
 
-await run((services, state) => {
+const printState = run((services, state) => {
   console.log(`# node ${state.node}, revision ${state.revision}, ${services.length} services`);
   for (const svc of services) {
     console.log(`${svc.namespace}/${svc.name} ${svc.type} ${svc.clusterIPs.join(",")}`);
@@ -13,4 +13,8 @@ await run((services, state) => {
       console.log(`  ${port.protocol}/${port.port} -> ${eps.join(" ") || "(no endpoints)"}`);
     }
   }
+});
+await printState.catch((err: Error) => {
+  console.error(err instanceof UsageError ? `print-state: ${err.message}` : err);
+  process.exitCode = 2;
 });

@@ -1,13 +1,35 @@
-// Pre-encoded OpItem messages. The server writes these bytes as they are (its service
-// definitions serialize with the identity function), so a value shared by many streams is
-// encoded once, not once per stream.
+// Pre-encoded OpItem messages, each already in gRPC's length-prefixed form (a zero flag byte and
+// a 4-byte big-endian length before the OpItem bytes). The server writes these bytes as they are,
+// so a value shared by many streams and many nodes is encoded once, not once per stream. A frame
+// may also hold several such messages back to back (a service's endpoints, for a full state).
 
 import { OpItem, type Set as WireSet } from "./gen/api/localv1/api.ts";
 
 export type Frame = Buffer;
 
+export const GRPC_PREFIX_BYTES = 5;
+
+function framed(message: Uint8Array): Frame {
+  const out = Buffer.allocUnsafe(GRPC_PREFIX_BYTES + message.length);
+  out[0] = 0;
+  out.writeUInt32BE(message.length, 1);
+  out.set(message, GRPC_PREFIX_BYTES);
+  return out;
+}
+
+/** The OpItem messages in a frame, without their gRPC prefixes. */
+export function opItemsOf(frame: Frame): Buffer[] {
+  const out: Buffer[] = [];
+  for (let offset = 0; offset < frame.length; ) {
+    const length = frame.readUInt32BE(offset + 1);
+    out.push(frame.subarray(offset + GRPC_PREFIX_BYTES, offset + GRPC_PREFIX_BYTES + length));
+    offset += GRPC_PREFIX_BYTES + length;
+  }
+  return out;
+}
+
 export function setFrame(set: WireSet, path: string, bytes: Uint8Array): Frame {
-  return Buffer.from(
+  return framed(
     OpItem.encode({
       Op: { $case: "Set", value: { Ref: { Set: set, Path: path }, Bytes: Buffer.from(bytes) } },
     }).finish(),
@@ -15,17 +37,17 @@ export function setFrame(set: WireSet, path: string, bytes: Uint8Array): Frame {
 }
 
 export function deleteFrame(set: WireSet, path: string): Frame {
-  return Buffer.from(OpItem.encode({ Op: { $case: "Delete", value: { Set: set, Path: path } } }).finish());
+  return framed(OpItem.encode({ Op: { $case: "Delete", value: { Set: set, Path: path } } }).finish());
 }
 
 export function resetFrame(instanceId: string): Frame {
-  return Buffer.from(
+  return framed(
     OpItem.encode({ Op: { $case: "Reset", value: { InstanceID: instanceId, Revision: 0 } } }).finish(),
   );
 }
 
 export function syncFrame(instanceId: string, revision: number): Frame {
-  return Buffer.from(
+  return framed(
     OpItem.encode({ Op: { $case: "Sync", value: { InstanceID: instanceId, Revision: revision } } }).finish(),
   );
 }
@@ -41,5 +63,5 @@ export function wireValue(set: WireSet, path: string, bytes: Uint8Array): WireVa
 }
 
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return Buffer.compare(a, b) === 0;
+  return a === b || Buffer.compare(a, b) === 0;
 }

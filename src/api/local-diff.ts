@@ -1,6 +1,8 @@
 // The ops that take a client from one LocalState to another, in kpng's order: services set
 // first (so no endpoint arrives before its service), endpoint deletes before endpoint sets,
-// service deletes last (so no endpoint is orphaned early).
+// service deletes last (so no endpoint is orphaned early). Endpoint ops are grouped by service
+// (services in key order, each service's endpoints in path order; deletes in reverse), so a
+// full state needs one sort of the service keys, not one of every endpoint path.
 
 import type { LocalService } from "../model/local.ts";
 import { deleteFrame, type Frame, sameBytes, type WireValue, wireValue } from "./frames.ts";
@@ -10,8 +12,10 @@ import { encodeEndpointBytes, encodeLocalService, encodeServiceBytes } from "./l
 /** A service's wire values. Cached per LocalService object: unchanged services keep theirs. */
 export interface EncodedService {
   readonly service: WireValue;
-  /** By endpoint path "ns/svc/<ip>". */
+  /** By endpoint path "ns/svc/<ip>", iterated in ascending path order. */
   readonly endpoints: ReadonlyMap<string, WireValue>;
+  /** Every endpoint's Set op in path order, in one buffer: what a full state sends. */
+  readonly endpointSets: Frame;
 }
 
 const cache = new WeakMap<LocalService, EncodedService>();
@@ -21,14 +25,27 @@ export function encodedService(svc: LocalService): EncodedService {
   if (encoded === undefined) {
     const wire = encodeLocalService(svc);
     const key = `${svc.namespace}/${svc.name}`;
-    const endpoints = new Map<string, WireValue>();
-    for (const [ip, ep] of wire.endpoints) {
+    const values: [string, WireValue][] = [];
+    for (const ip of [...wire.endpoints.keys()].sort()) {
       const path = `${key}/${ip}`;
-      endpoints.set(path, wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(ep)));
+      values.push([
+        path,
+        wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(wire.endpoints.get(ip)!)),
+      ]);
+    }
+    // One buffer for the full state; each endpoint's frame becomes a view into it.
+    const endpointSets = Buffer.concat(values.map(([, v]) => v.frame));
+    const endpoints = new Map<string, WireValue>();
+    let offset = 0;
+    for (const [path, v] of values) {
+      const frame = endpointSets.subarray(offset, offset + v.frame.length);
+      offset += v.frame.length;
+      endpoints.set(path, { bytes: v.bytes, frame });
     }
     encoded = {
       service: wireValue(WireSet.ServicesSet, key, encodeServiceBytes(wire.service)),
       endpoints,
+      endpointSets,
     };
     cache.set(svc, encoded);
   }
@@ -54,41 +71,60 @@ export function fullDelta(
   return { keys, before: (k) => before.get(k), after: (k) => after.get(k) };
 }
 
-type PathFrame = readonly [path: string, frame: Frame];
+interface ServiceChange {
+  readonly key: string;
+  readonly old: EncodedService | undefined;
+  readonly cur: EncodedService | undefined;
+}
 
-const ascending = (a: PathFrame, b: PathFrame) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
-const descending = (a: PathFrame, b: PathFrame) => -ascending(a, b);
+const NO_ENDPOINTS: ReadonlyMap<string, WireValue> = new Map();
 
 /** The Set/Delete ops of one change set (without Reset or Sync). */
 export function localChangeFrames(delta: LocalDelta): Frame[] {
-  const serviceSets: PathFrame[] = [];
-  const serviceDeletes: PathFrame[] = [];
-  const endpointSets: PathFrame[] = [];
-  const endpointDeletes: PathFrame[] = [];
+  const changes: ServiceChange[] = [];
   for (const key of delta.keys) {
     const old = delta.before(key);
     const cur = delta.after(key);
     if (old === cur) continue;
-    const oldWire = old === undefined ? undefined : encodedService(old);
-    const curWire = cur === undefined ? undefined : encodedService(cur);
-    if (curWire === undefined) {
-      if (oldWire !== undefined) serviceDeletes.push([key, deleteFrame(WireSet.ServicesSet, key)]);
-    } else if (oldWire === undefined || !sameBytes(oldWire.service.bytes, curWire.service.bytes)) {
-      serviceSets.push([key, curWire.service.frame]);
-    }
-    for (const path of oldWire?.endpoints.keys() ?? []) {
-      if (!curWire?.endpoints.has(path))
-        endpointDeletes.push([path, deleteFrame(WireSet.EndpointsSet, path)]);
-    }
-    for (const [path, value] of curWire?.endpoints ?? []) {
-      const previous = oldWire?.endpoints.get(path);
-      if (previous === undefined || !sameBytes(previous.bytes, value.bytes))
-        endpointSets.push([path, value.frame]);
+    changes.push({
+      key,
+      old: old === undefined ? undefined : encodedService(old),
+      cur: cur === undefined ? undefined : encodedService(cur),
+    });
+  }
+  changes.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const out: Frame[] = [];
+  for (const { old, cur } of changes) {
+    if (cur !== undefined && (old === undefined || !sameBytes(old.service.bytes, cur.service.bytes)))
+      out.push(cur.service.frame);
+  }
+  for (let i = changes.length - 1; i >= 0; i--) {
+    const { old, cur } = changes[i]!;
+    if (old === undefined) continue;
+    const now = cur?.endpoints ?? NO_ENDPOINTS;
+    const gone = [...old.endpoints.keys()].filter((path) => !now.has(path));
+    for (let j = gone.length - 1; j >= 0; j--) out.push(deleteFrame(WireSet.EndpointsSet, gone[j]!));
+  }
+  for (const { old, cur } of changes) {
+    if (cur === undefined) continue;
+    for (const [path, value] of cur.endpoints) {
+      const previous = old?.endpoints.get(path);
+      if (previous === undefined || !sameBytes(previous.bytes, value.bytes)) out.push(value.frame);
     }
   }
-  serviceSets.sort(ascending);
-  endpointDeletes.sort(descending);
-  endpointSets.sort(ascending);
-  serviceDeletes.sort(descending);
-  return [...serviceSets, ...endpointDeletes, ...endpointSets, ...serviceDeletes].map(([, frame]) => frame);
+  for (let i = changes.length - 1; i >= 0; i--) {
+    const { key, old, cur } = changes[i]!;
+    if (cur === undefined && old !== undefined) out.push(deleteFrame(WireSet.ServicesSet, key));
+  }
+  return out;
+}
+
+/** The Set ops of a whole state: every service, then every service's endpoints. */
+export function localFullFrames(services: ReadonlyMap<string, LocalService>): Frame[] {
+  const keys = [...services.keys()].sort();
+  const out: Frame[] = [];
+  const encoded = keys.map((key) => encodedService(services.get(key)!));
+  for (const e of encoded) out.push(e.service.frame);
+  for (const e of encoded) if (e.endpointSets.length > 0) out.push(e.endpointSets);
+  return out;
 }

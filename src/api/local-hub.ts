@@ -8,7 +8,7 @@
 
 import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
 import type { Frame } from "./frames.ts";
-import { fullDelta, type LocalDelta, localChangeFrames } from "./local-diff.ts";
+import { type LocalDelta, localChangeFrames, localFullFrames } from "./local-diff.ts";
 import type { Revisioned } from "./revision-session.ts";
 
 export interface NodeSnapshot {
@@ -45,6 +45,11 @@ export class NodeStates implements Revisioned {
   readonly #nextRevision: RevisionSource;
   readonly #maxRevisions: number;
   readonly #maxEntries: number;
+  /**
+   * Change sets computed for the current revision, by the revision they start from (-1: the
+   * full state). Streams of one node at the same revision share them; a new state clears them.
+   */
+  #computed = new Map<number, Frame[] | undefined>();
 
   constructor(nodeName: string, nextRevision: RevisionSource, maxRevisions: number, maxEntries: number) {
     this.nodeName = nodeName;
@@ -63,12 +68,20 @@ export class NodeStates implements Revisioned {
   }
 
   framesSince(revision: number): Frame[] | undefined {
+    if (this.#computed.has(revision)) return this.#computed.get(revision);
     const delta = this.deltaSince(revision);
-    return delta === undefined ? undefined : localChangeFrames(delta);
+    const frames = delta === undefined ? undefined : localChangeFrames(delta);
+    this.#computed.set(revision, frames);
+    return frames;
   }
 
   allFrames(): Frame[] {
-    return localChangeFrames(fullDelta(new Map(), this.#current?.state.services ?? new Map()));
+    let frames = this.#computed.get(-1);
+    if (frames === undefined) {
+      frames = localFullFrames(this.#current?.state.services ?? new Map());
+      this.#computed.set(-1, frames);
+    }
+    return frames;
   }
 
   /** Calls the listener after each new state. */
@@ -83,10 +96,7 @@ export class NodeStates implements Revisioned {
     if (previous !== undefined && previous.state.services === state.services) return;
     const revision = this.#nextRevision();
     if (previous !== undefined) {
-      const changed = new Map<string, LocalService | undefined>();
-      const before = previous.state.services;
-      for (const [k, v] of state.services) if (before.get(k) !== v) changed.set(k, before.get(k));
-      for (const [k, v] of before) if (!state.services.has(k)) changed.set(k, v);
+      const changed = changedServices(previous.state.services, state.services);
       this.#log.push({ from: previous.revision, previous: changed });
       this.#logEntries += changed.size;
       while (
@@ -97,6 +107,7 @@ export class NodeStates implements Revisioned {
       }
     }
     this.#current = { revision, state };
+    this.#computed = new Map();
     for (const listener of [...this.#listeners]) listener();
   }
 
@@ -117,6 +128,47 @@ export class NodeStates implements Revisioned {
     const services = current.state.services;
     return { keys: before.keys(), before: (k) => before.get(k), after: (k) => services.get(k) };
   }
+}
+
+/**
+ * The previous value of every service that differs between two states. This runs per node per
+ * change, so it walks both maps in step first: the brain derives each state from the previous
+ * one (kept keys stay in place, new ones are appended), and comparing in order is several times
+ * cheaper than a lookup per key. Only if the orders differ does it fall back to lookups.
+ */
+export function changedServices(
+  before: ReadonlyMap<string, LocalService>,
+  after: ReadonlyMap<string, LocalService>,
+): Map<string, LocalService | undefined> {
+  const changed = new Map<string, LocalService | undefined>();
+  const old = before.entries();
+  let inStep = true;
+  for (const [key, value] of after) {
+    const entry = old.next();
+    if (entry.done === true) {
+      changed.set(key, undefined);
+      continue;
+    }
+    if (entry.value[0] !== key) {
+      inStep = false;
+      break;
+    }
+    if (entry.value[1] !== value) changed.set(key, entry.value[1]);
+  }
+  if (inStep && old.next().done === true) return changed;
+  changed.clear();
+  let added = 0;
+  for (const [key, value] of after) {
+    const was = before.get(key);
+    if (was === value) continue;
+    changed.set(key, was);
+    if (was === undefined) added++;
+  }
+  // Keys only in the previous state exist exactly when it had more keys than the kept ones.
+  if (before.size > after.size - added) {
+    for (const [key, value] of before) if (!after.has(key)) changed.set(key, value);
+  }
+  return changed;
 }
 
 export type LocalFeedFactory = (nodeName: string) => LocalStateFeed;

@@ -3,12 +3,11 @@
 
 import { randomBytes } from "node:crypto";
 import { chmod, rm, stat } from "node:fs/promises";
-import * as grpc from "@grpc/grpc-js";
 import type { Logger } from "../observability/log.ts";
-import type { Frame } from "./frames.ts";
 import { GlobalWatchReq } from "./gen/api/globalv1/api.ts";
 import { WatchReq } from "./gen/api/localv1/api.ts";
 import { type GlobalFlavor, GlobalStates, type GlobalStoreView } from "./global-hub.ts";
+import { GrpcServer } from "./grpc-server.ts";
 import { type HubOptions, type LocalFeedFactory, LocalStateHub, type NodeStates } from "./local-hub.ts";
 import { RevisionSession } from "./revision-session.ts";
 import { serveWatch } from "./watch-stream.ts";
@@ -36,33 +35,6 @@ export interface ApiServerOptions {
   readonly instanceId?: string;
 }
 
-// The server writes pre-encoded OpItems (frames): the response serializer is the identity.
-const identity = (b: Frame): Buffer => b;
-
-const localDefinition: grpc.ServiceDefinition = {
-  watch: {
-    path: "/localv1.Sets/Watch",
-    requestStream: true,
-    responseStream: true,
-    requestSerialize: (v: WatchReq) => Buffer.from(WatchReq.encode(v).finish()),
-    requestDeserialize: (b: Buffer) => WatchReq.decode(b),
-    responseSerialize: identity,
-    responseDeserialize: identity,
-  },
-};
-
-const globalDefinition: grpc.ServiceDefinition = {
-  watch: {
-    path: "/globalv1.Sets/Watch",
-    requestStream: true,
-    responseStream: true,
-    requestSerialize: (v: GlobalWatchReq) => Buffer.from(GlobalWatchReq.encode(v).finish()),
-    requestDeserialize: (b: Buffer) => GlobalWatchReq.decode(b),
-    responseSerialize: identity,
-    responseDeserialize: identity,
-  },
-};
-
 export interface ListenAddress {
   readonly kind: "tcp" | "unix";
   /** host:port for tcp, the socket path for unix. */
@@ -88,7 +60,7 @@ export function parseListen(spec: string): ListenAddress {
 
 export class ApiServer {
   readonly instanceId: string;
-  readonly #server: grpc.Server;
+  readonly #server: GrpcServer;
   readonly #hub: LocalStateHub;
   readonly #global: GlobalStates | undefined;
   readonly #options: ApiServerOptions;
@@ -100,11 +72,10 @@ export class ApiServer {
   constructor(options: ApiServerOptions) {
     this.#options = options;
     this.instanceId = options.instanceId ?? randomBytes(8).toString("hex");
-    this.#server = new grpc.Server({
-      "grpc.keepalive_time_ms": options.keepaliveMs ?? 30_000,
-      "grpc.keepalive_timeout_ms": options.keepaliveTimeoutMs ?? 10_000,
-      "grpc.keepalive_permit_without_calls": 1,
-      "grpc.http2.min_ping_interval_without_data_ms": 5_000,
+    this.#server = new GrpcServer({
+      tls: options.tls,
+      keepaliveMs: options.keepaliveMs ?? 30_000,
+      keepaliveTimeoutMs: options.keepaliveTimeoutMs ?? 10_000,
     });
     const nextRevision = () => ++this.#revision;
     this.#hub = new LocalStateHub(options.localFeed, { ...options.hub, nextRevision });
@@ -113,8 +84,9 @@ export class ApiServer {
         ? undefined
         : new GlobalStates(options.globalStore, nextRevision, options.hub);
     const log = options.log;
-    this.#server.addService(localDefinition, {
-      watch: (call: grpc.ServerDuplexStream<WatchReq, Frame>) => {
+    this.#server.addMethod("/localv1.Sets/Watch", {
+      decode: (b) => WatchReq.decode(b),
+      handle: (call) => {
         let node: NodeStates | undefined;
         const release = () => {
           if (node !== undefined) this.#hub.release(node.nodeName);
@@ -132,8 +104,9 @@ export class ApiServer {
     });
     const global = this.#global;
     if (global !== undefined) {
-      this.#server.addService(globalDefinition, {
-        watch: (call: grpc.ServerDuplexStream<GlobalWatchReq, Frame>) => {
+      this.#server.addMethod("/globalv1.Sets/Watch", {
+        decode: (b) => GlobalWatchReq.decode(b),
+        handle: (call) => {
           serveWatch(
             call,
             (first) => {
@@ -149,39 +122,37 @@ export class ApiServer {
   }
 
   async start(): Promise<void> {
-    const { tls } = this.#options;
-    const credentials =
-      tls === undefined
-        ? grpc.ServerCredentials.createInsecure()
-        : grpc.ServerCredentials.createSsl(
-            tls.ca ?? null,
-            [{ private_key: tls.key, cert_chain: tls.cert }],
-            tls.ca !== undefined,
-          );
     for (const spec of this.#options.listen) {
       const listen = parseListen(spec);
-      if (listen.kind === "unix") await removeStaleSocket(listen.address);
-      const port = await new Promise<number>((resolve, reject) =>
-        this.#server.bindAsync(
-          listen.kind === "unix" ? `unix://${listen.address}` : listen.address,
-          credentials,
-          (err, p) => (err ? reject(new Error(`--listen ${spec}: ${err.message}`)) : resolve(p)),
-        ),
-      );
       if (listen.kind === "unix") {
+        await removeStaleSocket(listen.address);
+        await this.#server.listen({ path: listen.address }).catch((err: Error) => {
+          throw new Error(`--listen ${spec}: ${err.message}`);
+        });
         await chmod(listen.address, 0o600);
         this.#sockets.push(listen.address);
         this.addresses.push(`unix://${listen.address}`);
       } else {
-        this.addresses.push(listen.address.replace(/:\d+$/, `:${port}`));
+        const cut = listen.address.lastIndexOf(":");
+        const host = listen.address.slice(0, cut).replace(/^\[(.*)\]$/, "$1");
+        const port = await this.#server
+          .listen({ host, port: Number(listen.address.slice(cut + 1)) })
+          .catch((err: Error) => {
+            throw new Error(`--listen ${spec}: ${err.message}`);
+          });
+        this.addresses.push(`${listen.address.slice(0, cut)}:${port}`);
       }
       this.#options.log.info({ listen: this.addresses.at(-1) }, "watch API listening");
     }
   }
 
+  /** What each open stream still holds to send: bounded however slow its client is. */
+  streams(): { readonly frames: number; readonly bytes: number }[] {
+    return this.#server.calls().map((c) => c.pending);
+  }
+
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => this.#server.tryShutdown(() => resolve()));
-    this.#server.forceShutdown();
+    await this.#server.stop();
     this.#hub.close();
     this.#global?.close();
     for (const path of this.#sockets) await rm(path, { force: true });
@@ -189,7 +160,7 @@ export class ApiServer {
 
   /** Drops every stream at once (tests use it to simulate a broken connection). */
   forceStop(): void {
-    this.#server.forceShutdown();
+    this.#server.forceStop();
     this.#hub.close();
     this.#global?.close();
   }

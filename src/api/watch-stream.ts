@@ -3,10 +3,9 @@
 // 'drain'), and start again. A client that stops asking or stops reading holds no buffer here:
 // what it missed is computed again, coalesced, from its last revision when it asks next.
 
-import { once } from "node:events";
-import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { Logger } from "../observability/log.ts";
 import type { Frame } from "./frames.ts";
+import { type GrpcServerCall, GrpcStatus } from "./grpc-stream.ts";
 
 export interface ChangeSet {
   readonly frames: readonly Frame[];
@@ -20,61 +19,55 @@ export interface WatchSession<Req> {
 }
 
 export function serveWatch<Req>(
-  call: ServerDuplexStream<Req, Frame>,
+  call: GrpcServerCall<Req>,
   openSession: (firstRequest: Req) => WatchSession<Req>,
   log: Logger,
 ): void {
   const abort = new AbortController();
-  const requests: Req[] = [];
+  let request: Req | undefined;
   let wake: (() => void) | undefined;
   let ended = false;
   const notify = () => {
     wake?.();
     wake = undefined;
   };
-  const stop = () => {
-    abort.abort();
-    notify();
-  };
-  call.on("data", (req: Req) => {
-    requests.push(req);
-    // A client never has more than one request outstanding in the protocol; keep only the last
-    // if it sends more, so a misbehaving client cannot grow this queue.
-    if (requests.length > 1) requests.splice(0, requests.length - 1);
+  // A client never has more than one request outstanding in the protocol; keep only the last if
+  // it sends more, so a misbehaving client cannot grow a queue.
+  call.onRequest((req) => {
+    request = req;
     notify();
   });
-  call.on("end", () => {
+  call.onEnd(() => {
     ended = true;
     notify();
   });
-  call.on("cancelled", stop);
-  call.on("error", stop);
-  call.on("close", stop);
+  call.onClose(() => {
+    abort.abort();
+    notify();
+  });
 
   const loop = async () => {
     let session: WatchSession<Req> | undefined;
     try {
       for (;;) {
-        while (requests.length === 0 && !ended && !abort.signal.aborted) {
+        while (request === undefined && !ended && !abort.signal.aborted) {
           await new Promise<void>((resolve) => {
             wake = resolve;
           });
         }
-        const req = requests.shift();
+        const req = request;
+        request = undefined;
         if (req === undefined || abort.signal.aborted) break;
         session ??= openSession(req);
         const changeSet = await session.next(req, abort.signal);
         if (changeSet === undefined) break;
-        for (const frame of changeSet.frames) {
-          if (abort.signal.aborted) break;
-          if (!call.write(frame)) await once(call, "drain", { signal: abort.signal });
-        }
+        await call.write(changeSet.frames, abort.signal);
       }
-      if (!abort.signal.aborted) call.end();
+      if (!abort.signal.aborted) call.finish();
     } catch (err) {
       if (!abort.signal.aborted) {
         log.warn({ err }, "watch stream failed");
-        call.destroy(err instanceof Error ? err : new Error(String(err)));
+        call.finish(GrpcStatus.INTERNAL, err instanceof Error ? err.message : String(err));
       }
     } finally {
       session?.close();

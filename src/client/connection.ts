@@ -10,11 +10,18 @@ export interface TlsPaths {
   readonly ca?: string;
 }
 
-/** The grpc-js target for an --api value. */
+/** The grpc-js target for an --api value; throws a usage error for anything else. */
 export function dialTarget(api: string): string {
-  if (api.startsWith("unix://")) return api;
-  if (api.startsWith("tcp://")) return api.slice("tcp://".length);
-  return api;
+  if (api.startsWith("unix://")) {
+    if (!api.startsWith("unix:///"))
+      throw new Error(`--api ${api}: a unix socket needs an absolute path (unix:///…)`);
+    return api;
+  }
+  const address = api.startsWith("tcp://") ? api.slice("tcp://".length) : api;
+  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/]+):(\d+)$/.exec(address);
+  if (match === null || Number(match[2]) < 1 || Number(match[2]) > 65535)
+    throw new Error(`--api ${api}: expected unix:///path, tcp://host:port or host:port`);
+  return address;
 }
 
 /** Insecure without TLS files; otherwise TLS, with a client certificate when cert and key are given. */

@@ -3,9 +3,10 @@
 // service after each change, and stops cleanly on SIGINT/SIGTERM.
 
 import { hostname } from "node:os";
-import { Command } from "commander";
+import { Command, CommanderError } from "commander";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { componentLogger } from "../observability/log.ts";
+import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
 import { remoteLocalStateFeed } from "./feed.ts";
 import { fullStateSink } from "./fullstate.ts";
 import { addApiOptions, tlsFromOptions } from "./tls-options.ts";
@@ -20,14 +21,47 @@ export interface RunOptions {
   readonly signal?: AbortSignal;
 }
 
-export async function run(handler: RunHandler, options: RunOptions = {}): Promise<void> {
-  const cmd = new Command(options.name ?? "backend")
+/** Bad command-line flags: the message says which and why. */
+export class UsageError extends Error {
+  override name = "UsageError";
+}
+
+/** Parses and checks the standard flags; throws a UsageError instead of exiting. */
+export function parseRunFlags(
+  argv: readonly string[],
+  name = "backend",
+): { api: string; nodeName: string; once: boolean; tls: TlsPaths } {
+  const cmd = new Command(name)
     .description("a kpng backend: watches one node's local state from a kpng brain")
     .option("--node-name <name>", "the node whose local state is watched", hostname())
-    .option("--once", "handle the first complete state, then exit");
+    .option("--once", "handle the first complete state, then exit")
+    .exitOverride()
+    // The error comes back as a UsageError; the caller decides how to show it.
+    .configureOutput({ outputError: () => {} });
   addApiOptions(cmd);
-  cmd.parse([...(options.argv ?? process.argv)]);
+  try {
+    cmd.parse([...argv]);
+  } catch (err) {
+    if (err instanceof CommanderError && err.code === "commander.helpDisplayed") process.exit(0);
+    if (err instanceof CommanderError) throw new UsageError(err.message.replace(/^error: /, ""));
+    throw err;
+  }
   const opts = cmd.opts<Record<string, unknown>>();
+  const api = opts.api as string;
+  const tls = tlsFromOptions(opts);
+  const nodeName = opts.nodeName as string;
+  try {
+    if (nodeName === "") throw new Error("--node-name must not be empty");
+    dialTarget(api);
+    clientCredentials(tls);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  return { api, nodeName, once: opts.once === true, tls };
+}
+
+export async function run(handler: RunHandler, options: RunOptions = {}): Promise<void> {
+  const flags = parseRunFlags(options.argv ?? process.argv, options.name);
 
   const stop = new AbortController();
   const onSignal = () => stop.abort();
@@ -37,9 +71,9 @@ export async function run(handler: RunHandler, options: RunOptions = {}): Promis
   }
   const signal = options.signal === undefined ? stop.signal : AbortSignal.any([stop.signal, options.signal]);
   const feed = remoteLocalStateFeed({
-    api: opts.api as string,
-    nodeName: opts.nodeName as string,
-    tls: tlsFromOptions(opts),
+    api: flags.api,
+    nodeName: flags.nodeName,
+    tls: flags.tls,
     signal,
     log: componentLogger("client"),
   });
@@ -52,7 +86,7 @@ export async function run(handler: RunHandler, options: RunOptions = {}): Promis
           reject(err);
           return;
         }
-        if (opts.once === true) stop.abort();
+        if (flags.once) stop.abort();
       });
       signal.addEventListener(
         "abort",

@@ -42,6 +42,18 @@ export interface WatchOptions {
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
   /** Called when a stream breaks, before the backoff. */
   readonly onDisconnect?: (err: Error) => void;
+  /** Timing, injectable for tests: the backoff wait and the jitter source (0 ≤ x < 1). */
+  readonly timing?: {
+    readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+    readonly random?: () => number;
+  };
+}
+
+const realSleep = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).catch(() => {});
+
+/** The wait before reconnect attempt n: between half and all of the exponential delay. */
+export function backoffDelay(delayMs: number, random: number): number {
+  return Math.round(delayMs / 2 + (random * delayMs) / 2);
 }
 
 interface Protocol<Req> {
@@ -80,10 +92,15 @@ async function watchLoop<Req>(protocol: Protocol<Req>, options: WatchOptions): P
   const log = options.log ?? silentLogger;
   const initialMs = options.backoff?.initialMs ?? 500;
   const maxMs = options.backoff?.maxMs ?? 30_000;
+  const wait = options.timing?.sleep ?? realSleep;
+  const random = options.timing?.random ?? Math.random;
   const client = new grpc.Client(dialTarget(options.api), clientCredentials(options.tls), {
     "grpc.keepalive_time_ms": 30_000,
     "grpc.keepalive_timeout_ms": 10_000,
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    // The channel's own reconnect backoff must not outlast ours.
+    "grpc.initial_reconnect_backoff_ms": initialMs,
+    "grpc.max_reconnect_backoff_ms": maxMs,
   });
   let resume = options.resume;
   let delay = initialMs;
@@ -99,11 +116,11 @@ async function watchLoop<Req>(protocol: Protocol<Req>, options: WatchOptions): P
         if (options.signal.aborted) break;
         options.onDisconnect?.(err as Error);
         if (progressed.value) delay = initialMs;
-        // Full jitter: many nodes reconnecting to a restarted brain spread out.
-        const wait = Math.round(delay / 2 + (Math.random() * delay) / 2);
-        log.warn({ err: (err as Error).message, retryInMs: wait }, "watch stream broken; reconnecting");
+        // Jitter: many nodes reconnecting to a restarted brain spread out.
+        const ms = backoffDelay(delay, random());
+        log.warn({ err: (err as Error).message, retryInMs: ms }, "watch stream broken; reconnecting");
         delay = Math.min(delay * 2, maxMs);
-        await sleep(wait, undefined, { signal: options.signal }).catch(() => {});
+        await wait(ms, options.signal);
       }
     }
   } finally {

@@ -60,6 +60,10 @@ export class FakeBrain {
     for (const l of this.#listeners.get(state.node) ?? []) l(state);
   }
 
+  state(node: string): LocalState | undefined {
+    return this.#states.get(node);
+  }
+
   /** Changes one node's state by replacing/removing services; returns the new state. */
   update(node: string, set: readonly LocalService[], remove: readonly string[] = []): LocalState {
     const prev = this.#states.get(node) ?? localState(node, 0, []);

@@ -17,6 +17,7 @@ const definition = protoLoader.loadSync(["api/localv1/api.proto", "api/globalv1/
 });
 const loaded = grpc.loadPackageDefinition(definition) as unknown as {
   localv1: { Sets: grpc.ServiceClientConstructor; Service: unknown; Endpoint: unknown };
+  globalv1: { Sets: grpc.ServiceClientConstructor };
 };
 
 export interface RawOp {
@@ -31,12 +32,21 @@ export interface RawOp {
 const protobuf = (await import("protobufjs")).default;
 const pbRoot = new protobuf.Root();
 pbRoot.resolvePath = (_origin, target) => `${root}${target}`;
-pbRoot.loadSync(["api/localv1/api.proto"], { keepCase: true });
+pbRoot.loadSync(["api/localv1/api.proto", "api/globalv1/api.proto"], { keepCase: true });
 const pbService = pbRoot.lookupType("localv1.Service");
 const pbEndpoint = pbRoot.lookupType("localv1.Endpoint");
 
+const valueTypes: Record<string, ReturnType<typeof pbRoot.lookupType>> = {
+  ServicesSet: pbService,
+  EndpointsSet: pbEndpoint,
+  GlobalServiceInfos: pbRoot.lookupType("globalv1.ServiceInfo"),
+  GlobalEndpointInfos: pbRoot.lookupType("globalv1.EndpointInfo"),
+  GlobalNodeInfos: pbRoot.lookupType("globalv1.NodeInfo"),
+};
+
 function decodeValue(set: string, bytes: Buffer): Record<string, unknown> {
-  const type = set === "ServicesSet" ? pbService : pbEndpoint;
+  const type = valueTypes[set];
+  if (type === undefined) throw new Error(`unexpected set ${set}`);
   return type.toObject(type.decode(bytes), { longs: Number, enums: String, defaults: false }) as Record<
     string,
     unknown
@@ -50,7 +60,22 @@ export function kpngWatch(
   changeSets: number,
   extra: Record<string, unknown> = {},
 ): Promise<RawOp[][]> {
-  const client = new loaded.localv1.Sets(target, grpc.credentials.createInsecure());
+  return watchSets(new loaded.localv1.Sets(target, grpc.credentials.createInsecure()), changeSets, {
+    NodeName: nodeName,
+    ...extra,
+  });
+}
+
+/** Opens a globalv1 watch the way kpng's `api` source does (an empty GlobalWatchReq each time). */
+export function kpngGlobalWatch(target: string, changeSets: number): Promise<RawOp[][]> {
+  return watchSets(new loaded.globalv1.Sets(target, grpc.credentials.createInsecure()), changeSets, {});
+}
+
+function watchSets(
+  client: grpc.Client,
+  changeSets: number,
+  request: Record<string, unknown>,
+): Promise<RawOp[][]> {
   return new Promise((resolve, reject) => {
     const call = (
       client as unknown as { Watch(): grpc.ClientDuplexStream<unknown, Record<string, unknown>> }
@@ -75,7 +100,7 @@ export function kpngWatch(
           resolve(result);
           return;
         }
-        call.write({ NodeName: nodeName, ...extra });
+        call.write(request);
       } else {
         current.push({ op });
       }
@@ -83,6 +108,6 @@ export function kpngWatch(
     call.on("error", (err: Error & { code?: number }) => {
       if (err.code !== grpc.status.CANCELLED) reject(err);
     });
-    call.write({ NodeName: nodeName, ...extra });
+    call.write(request);
   });
 }

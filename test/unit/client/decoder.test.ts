@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { opItemsOf } from "../../../src/api/frames.ts";
 import { OpItem } from "../../../src/api/gen/api/localv1/api.ts";
 import { fullDelta, localChangeFrames } from "../../../src/api/local-diff.ts";
 import { LocalStateDecoder } from "../../../src/client/decoder.ts";
@@ -10,13 +11,15 @@ import { endpoint, service, servicePort } from "../api/fixtures.ts";
 /** What the server would send to go from `before` to `after`, as the client receives it. */
 function changeSet(before: LocalService[], after: LocalService[], reset = false): WireChangeSet {
   const map = (l: LocalService[]) => new Map(l.map((s) => [`${s.namespace}/${s.name}`, s]));
-  const ops: WireOp[] = localChangeFrames(fullDelta(map(before), map(after))).map((frame) => {
-    const op = OpItem.decode(frame).Op;
-    if (op?.$case === "Set")
-      return { op: "set", set: op.value.Ref!.Set, path: op.value.Ref!.Path, bytes: op.value.Bytes };
-    if (op?.$case === "Delete") return { op: "delete", set: op.value.Set, path: op.value.Path };
-    throw new Error("unexpected op");
-  });
+  const ops: WireOp[] = localChangeFrames(fullDelta(map(before), map(after)))
+    .flatMap(opItemsOf)
+    .map((item) => {
+      const op = OpItem.decode(item).Op;
+      if (op?.$case === "Set")
+        return { op: "set", set: op.value.Ref!.Set, path: op.value.Ref!.Path, bytes: op.value.Bytes };
+      if (op?.$case === "Delete") return { op: "delete", set: op.value.Set, path: op.value.Path };
+      throw new Error("unexpected op");
+    });
   return { reset, ops, instanceId: "i", revision: 1 };
 }
 
