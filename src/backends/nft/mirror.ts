@@ -51,6 +51,7 @@ export class TableMirror {
    * chains keeps an endpoint change to one chain rewrite and one element add.
    */
   readonly #staleHairpins = new Map<string, number>();
+  #lastDeletion = Number.NEGATIVE_INFINITY;
   /** True until the first plan: the skeleton must be (re)written and unclaimed objects retired. */
   #fresh = true;
 
@@ -124,6 +125,9 @@ export class TableMirror {
 
   #expiredStale(now: number): string[] {
     const out: string[] = [];
+    // At most one deletion transaction per delay period: under a steady stream of changes,
+    // something expires at every sync, and a second nft run per sync would double its cost.
+    if (now - this.#lastDeletion < STALE_DELETE_DELAY_MS) return out;
     for (const [name, c] of this.#chains) {
       if (c.staleSince !== undefined && now - c.staleSince >= STALE_DELETE_DELAY_MS) {
         out.push(`delete chain ${this.#t} ${name}`);
@@ -149,6 +153,7 @@ export class TableMirror {
       }
     }
     if (expired.length > 0) out.push(`delete element ${this.#t} ${STATIC.hairpin} { ${expired.join(", ")} }`);
+    if (out.length > 0) this.#lastDeletion = now;
     return out;
   }
 

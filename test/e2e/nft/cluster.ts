@@ -39,7 +39,12 @@ function node(name: string, ipv4: string, ipv6: string): object {
     apiVersion: "v1",
     kind: "Node",
     metadata: { name, labels: { "kubernetes.io/hostname": name } },
-    status: { addresses: [{ type: "InternalIP", address: ipv4 }, { type: "InternalIP", address: ipv6 }] },
+    status: {
+      addresses: [
+        { type: "InternalIP", address: ipv4 },
+        { type: "InternalIP", address: ipv6 },
+      ],
+    },
   };
 }
 
@@ -66,7 +71,10 @@ function serviceObjects(s: TestService): object[] {
       ...(s.externalIPs ? { externalIPs: s.externalIPs } : {}),
       ...(s.sourceRanges ? { loadBalancerSourceRanges: s.sourceRanges } : {}),
       ...(s.affinitySeconds
-        ? { sessionAffinity: "ClientIP", sessionAffinityConfig: { clientIP: { timeoutSeconds: s.affinitySeconds } } }
+        ? {
+            sessionAffinity: "ClientIP",
+            sessionAffinityConfig: { clientIP: { timeoutSeconds: s.affinitySeconds } },
+          }
         : {}),
       ...(type !== "ClusterIP" ? { externalTrafficPolicy: s.externalTrafficPolicy ?? "Cluster" } : {}),
       internalTrafficPolicy: s.internalTrafficPolicy ?? "Cluster",

@@ -60,7 +60,9 @@ test("one endpoint change among many services rewrites one chain and adds one ha
   // The unused hairpin element goes later, with the stale objects, off the change's path.
   now += 1500;
   const later = await backend.sync(state(changed, 2));
-  assert.deepEqual(statements(later.texts[0] ?? ""), ["delete element ip kpng hairpin-endpoints { 10.2.0.7 . 10.2.0.7 }"]);
+  assert.deepEqual(statements(later.texts[0] ?? ""), [
+    "delete element ip kpng hairpin-endpoints { 10.2.0.7 . 10.2.0.7 }",
+  ]);
   assert.equal(nft.elements("ip", "kpng", "hairpin-endpoints")?.has("10.2.0.7 . 10.2.0.7"), false);
 });
 
@@ -160,7 +162,10 @@ test("restart: an existing table is adopted without flushing it", async () => {
   await fresh.backend.sync(state(changed, 2));
   // The removed service's flushed chain remains until deleted; everything else is identical.
   assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 19);
-  assert.deepEqual(nft.elements("ip", "kpng", "service-ips"), fresh.nft.elements("ip", "kpng", "service-ips"));
+  assert.deepEqual(
+    nft.elements("ip", "kpng", "service-ips"),
+    fresh.nft.elements("ip", "kpng", "service-ips"),
+  );
 });
 
 test("adoption removes elements and chains no service claims", async () => {

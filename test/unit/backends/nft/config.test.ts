@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { parseListing } from "../../../../src/backends/nft/adopt.ts";
 import { cleanupTransaction, tableConfigs } from "../../../../src/backends/nft/config.ts";
 import { primaryAddresses } from "../../../../src/backends/nft/host.ts";
-import { parseListing } from "../../../../src/backends/nft/adopt.ts";
 
 const settings = { table: "kpng", nodePortAddresses: "primary", clusterCIDRs: "", masqueradeAll: false };
 
@@ -14,7 +14,11 @@ test("primary nodeport addresses are the node's primary IPs, one /32 or /128 eac
 
 test("nodeport CIDRs and cluster CIDRs are split per family and normalised", () => {
   const [v4, v6] = tableConfigs(
-    { ...settings, nodePortAddresses: "192.0.2.7/24, 2001:db8::/64", clusterCIDRs: "10.244.1.0/16,fd00::/48" },
+    {
+      ...settings,
+      nodePortAddresses: "192.0.2.7/24, 2001:db8::/64",
+      clusterCIDRs: "10.244.1.0/16,fd00::/48",
+    },
     [],
   );
   assert.deepEqual(v4?.nodePortCIDRs, ["192.0.2.0/24"]);
@@ -38,8 +42,20 @@ test("cleanup removes only kpng's two tables, whether or not they exist", () => 
 
 const ifs = [
   { ifname: "lo", addresses: [{ ip: "127.0.0.1", scope: "host" }] },
-  { ifname: "eth0", addresses: [{ ip: "192.0.2.1", scope: "global" }, { ip: "fe80::1", scope: "link" }] },
-  { ifname: "eth1", addresses: [{ ip: "198.51.100.1", scope: "global" }, { ip: "2001:db8::1", scope: "global" }] },
+  {
+    ifname: "eth0",
+    addresses: [
+      { ip: "192.0.2.1", scope: "global" },
+      { ip: "fe80::1", scope: "link" },
+    ],
+  },
+  {
+    ifname: "eth1",
+    addresses: [
+      { ip: "198.51.100.1", scope: "global" },
+      { ip: "2001:db8::1", scope: "global" },
+    ],
+  },
 ];
 
 test("primary addresses: the default-route interface's, else all global ones; never loopback", () => {
@@ -52,7 +68,12 @@ test("a listing is parsed into chains, sets and canonical element keys", () => {
   const t = parseListing({
     nftables: [
       { chain: { name: "svc-x" } },
-      { map: { name: "service-ips", elem: [[{ concat: ["203.0.113.1", "tcp", 80] }, { goto: { target: "svc-x" } }]] } },
+      {
+        map: {
+          name: "service-ips",
+          elem: [[{ concat: ["203.0.113.1", "tcp", 80] }, { goto: { target: "svc-x" } }]],
+        },
+      },
       { set: { name: "cluster-ips", elem: ["203.0.113.1"] } },
       { set: { name: "aff-y" } },
     ],

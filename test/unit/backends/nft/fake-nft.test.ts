@@ -8,13 +8,25 @@ const BASE =
 const rejected: Array<{ name: string; text: string }> = [
   { name: "a rule jumping to a missing chain", text: "add rule ip t a jump nowhere" },
   { name: "a rule using a missing set", text: "add rule ip t a ip saddr @nowhere drop" },
-  { name: "a map element whose verdict targets a missing chain", text: "add element ip t m { tcp . 80 : goto nowhere }" },
+  {
+    name: "a map element whose verdict targets a missing chain",
+    text: "add element ip t m { tcp . 80 : goto nowhere }",
+  },
   { name: "deleting a missing chain", text: "delete chain ip t nowhere" },
-  { name: "deleting a chain still referenced by a rule", text: "add chain ip t b\nadd rule ip t a goto b\ndelete chain ip t b" },
-  { name: "deleting a chain still referenced by an element", text: "add chain ip t b\nadd element ip t m { tcp . 1 : goto b }\ndelete chain ip t b" },
+  {
+    name: "deleting a chain still referenced by a rule",
+    text: "add chain ip t b\nadd rule ip t a goto b\ndelete chain ip t b",
+  },
+  {
+    name: "deleting a chain still referenced by an element",
+    text: "add chain ip t b\nadd element ip t m { tcp . 1 : goto b }\ndelete chain ip t b",
+  },
   { name: "deleting a set a rule uses", text: "add rule ip t a ip saddr @s drop\ndelete set ip t s" },
   { name: "deleting a missing element", text: "delete element ip t s { 192.0.2.1 }" },
-  { name: "adding an element again with another value", text: "add element ip t m { tcp . 1 : drop }\nadd element ip t m { tcp . 1 : accept }" },
+  {
+    name: "adding an element again with another value",
+    text: "add element ip t m { tcp . 1 : drop }\nadd element ip t m { tcp . 1 : accept }",
+  },
   { name: "a statement it cannot parse", text: "frobnicate ip t" },
 ];
 
@@ -30,12 +42,16 @@ for (const c of rejected) {
 
 test("accepts a consistent transaction and lists it back as nft JSON", async () => {
   const nft = new FakeNft();
-  await nft.run(`${BASE}add chain ip t b\nadd rule ip t a goto b\nadd element ip t m { tcp . 80 : goto b, udp . 53 : drop }\n`);
+  await nft.run(
+    `${BASE}add chain ip t b\nadd rule ip t a goto b\nadd element ip t m { tcp . 80 : goto b, udp . 53 : drop }\n`,
+  );
   assert.deepEqual(nft.rules("ip", "t", "a"), ["goto b"]);
   const listing = (await nft.listTable("ip", "t")) as { nftables: unknown[] };
   assert.ok(
     listing.nftables.some(
-      (i) => JSON.stringify(i).includes('"concat":["tcp",80]') && JSON.stringify(i).includes('"goto":{"target":"b"}'),
+      (i) =>
+        JSON.stringify(i).includes('"concat":["tcp",80]') &&
+        JSON.stringify(i).includes('"goto":{"target":"b"}'),
     ),
   );
   assert.equal(await nft.listTable("ip", "missing"), undefined);

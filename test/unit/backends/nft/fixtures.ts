@@ -1,7 +1,12 @@
 // Builders for local states in the nft backend tests: a readable default plus overrides.
 
-import type { LocalEndpoint, LocalService, LocalServicePort, LocalState } from "../../../../src/model/local.ts";
 import type { TableConfig } from "../../../../src/backends/nft/fragment.ts";
+import type {
+  LocalEndpoint,
+  LocalService,
+  LocalServicePort,
+  LocalState,
+} from "../../../../src/model/local.ts";
 
 export function ep(ip: string, port = 8080, over: Partial<LocalEndpoint> = {}): LocalEndpoint {
   return { ip, port, local: false, ready: true, serving: true, terminating: false, ...over };
@@ -42,7 +47,11 @@ export function service(over: Partial<LocalService> = {}): LocalService {
 }
 
 export function state(services: readonly LocalService[], revision = 1): LocalState {
-  return { node: "node-1", revision, services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])) };
+  return {
+    node: "node-1",
+    revision,
+    services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
+  };
 }
 
 export const V4: TableConfig = {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { renderService } from "../../../../src/backends/nft/render-service.ts";
 import type { Fragment } from "../../../../src/backends/nft/fragment.ts";
 import { chainName } from "../../../../src/backends/nft/names.ts";
+import { renderService } from "../../../../src/backends/nft/render-service.ts";
 import { ep, port, service, V4, V6 } from "./fixtures.ts";
 
 const SP = "default/web/tcp/80";
@@ -35,7 +35,10 @@ const cases: Case[] = [
         "numgen random mod 2 0 meta l4proto tcp dnat to 198.51.100.2:8080",
         "meta l4proto tcp dnat to 198.51.100.3:8080",
       ]);
-      assert.deepEqual(Object.keys(el(f, "hairpin-endpoints")), ["198.51.100.2 . 198.51.100.2", "198.51.100.3 . 198.51.100.3"]);
+      assert.deepEqual(Object.keys(el(f, "hairpin-endpoints")), [
+        "198.51.100.2 . 198.51.100.2",
+        "198.51.100.3 . 198.51.100.3",
+      ]);
     },
   },
   {
@@ -49,7 +52,12 @@ const cases: Case[] = [
   {
     name: "iTP Local without local endpoints (endpoints elsewhere): dropped",
     run: () => {
-      const p = port({ internalEndpoints: [], externalEndpoints: [], hasEndpoints: true, endpointFamilies: ["IPv4"] });
+      const p = port({
+        internalEndpoints: [],
+        externalEndpoints: [],
+        hasEndpoints: true,
+        endpointFamilies: ["IPv4"],
+      });
       const f = renderService(service({ internalTrafficPolicy: "Local", ports: [p] }), V4);
       assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.10 . tcp . 80": "drop" });
     },
@@ -58,7 +66,10 @@ const cases: Case[] = [
     name: "masquerade-all masquerades every ClusterIP connection; no cluster CIDR and not all: none",
     run: () => {
       const all = renderService(service(), { ...V4, masqueradeAll: true });
-      assert.equal(rules(all, INT)?.[0], "ip daddr 203.0.113.10 meta l4proto tcp th dport 80 jump mark-for-masquerade");
+      assert.equal(
+        rules(all, INT)?.[0],
+        "ip daddr 203.0.113.10 meta l4proto tcp th dport 80 jump mark-for-masquerade",
+      );
       const none = renderService(service(), { ...V4, podCIDRs: [] });
       assert.ok(!rules(none, INT)?.some((r) => r.includes("mark-for-masquerade")));
     },
@@ -75,7 +86,10 @@ const cases: Case[] = [
   {
     name: "NodePort is not served in a family without nodeport addresses",
     run: () => {
-      const f = renderService(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), { ...V4, nodePortCIDRs: [] });
+      const f = renderService(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), {
+        ...V4,
+        nodePortCIDRs: [],
+      });
       assert.deepEqual(el(f, "service-nodeports"), {});
     },
   },
@@ -98,7 +112,12 @@ const cases: Case[] = [
     name: "eTP Local without local endpoints: node ports and VIPs dropped, no goto to local endpoints",
     run: () => {
       const p = port({ nodePort: 30080, externalEndpoints: [] });
-      const svc = service({ type: "LoadBalancer", externalTrafficPolicy: "Local", loadBalancerIPs: ["203.0.113.200"], ports: [p] });
+      const svc = service({
+        type: "LoadBalancer",
+        externalTrafficPolicy: "Local",
+        loadBalancerIPs: ["203.0.113.200"],
+        ports: [p],
+      });
       const f = renderService(svc, V4);
       assert.deepEqual(el(f, "no-endpoint-nodeports"), { "tcp . 30080": "drop" });
       assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.200 . tcp . 80": "drop" });
@@ -108,7 +127,11 @@ const cases: Case[] = [
   {
     name: "externalIPs and LB IPs dispatch to the external chain",
     run: () => {
-      const svc = service({ type: "LoadBalancer", externalIPs: ["198.51.100.200"], loadBalancerIPs: ["203.0.113.200"] });
+      const svc = service({
+        type: "LoadBalancer",
+        externalIPs: ["198.51.100.200"],
+        loadBalancerIPs: ["203.0.113.200"],
+      });
       const f = renderService(svc, V4);
       assert.equal(el(f, "service-ips")["198.51.100.200 . tcp . 80"], `goto ${EXT}`);
       assert.equal(el(f, "service-ips")["203.0.113.200 . tcp . 80"], `goto ${EXT}`);
@@ -166,7 +189,12 @@ const cases: Case[] = [
   {
     name: "IPv6 endpoints only: the IPv4 table rejects (no endpoints in its family)",
     run: () => {
-      const p = port({ internalEndpoints: [], externalEndpoints: [], hasEndpoints: true, endpointFamilies: ["IPv6"] });
+      const p = port({
+        internalEndpoints: [],
+        externalEndpoints: [],
+        hasEndpoints: true,
+        endpointFamilies: ["IPv6"],
+      });
       const f = renderService(service({ ports: [p] }), V4);
       assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.10 . tcp . 80": "goto reject-chain" });
     },
@@ -174,8 +202,14 @@ const cases: Case[] = [
   {
     name: "UDP and SCTP ports use their protocol in keys and DNAT",
     run: () => {
-      const f = renderService(service({ ports: [port({ protocol: "UDP", port: 53 }), port({ protocol: "SCTP", port: 9 })] }), V4);
-      assert.deepEqual(Object.keys(el(f, "service-ips")).sort(), ["203.0.113.10 . sctp . 9", "203.0.113.10 . udp . 53"]);
+      const f = renderService(
+        service({ ports: [port({ protocol: "UDP", port: 53 }), port({ protocol: "SCTP", port: 9 })] }),
+        V4,
+      );
+      assert.deepEqual(Object.keys(el(f, "service-ips")).sort(), [
+        "203.0.113.10 . sctp . 9",
+        "203.0.113.10 . udp . 53",
+      ]);
       assert.ok(f.chains.every((c) => c.rules.some((r) => /meta l4proto (udp|sctp) dnat/.test(r))));
     },
   },
