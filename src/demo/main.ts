@@ -14,6 +14,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { EXTERNAL_IPV4, EXTERNAL_IPV6 } from "./addresses.ts";
 import { type DemoPlan, type DemoTarget, parseClusterFile, planDemo } from "./demo-plan.ts";
+import { runCommand } from "./exec.ts";
 import { netnsUnavailableReason, removeLeftoverNamespaces } from "./netns.ts";
 import type { ProbeRequest } from "./probe.ts";
 import { probeFrom } from "./probe-from.ts";
@@ -63,17 +64,30 @@ async function main(): Promise<number> {
     say("\ninterrupted: cleaning up");
     if (process.listenerCount("SIGINT") === 0) process.exit(130);
   });
-  const reason = process.getuid?.() === 0 ? await netnsUnavailableReason() : "not root";
+  const reason =
+    process.getuid?.() === 0
+      ? ((await netnsUnavailableReason()) ?? (await nftUnavailableReason()))
+      : "not root";
   if (reason !== undefined) {
     say(
       reason === "not root"
         ? "The nft demo needs root to create network namespaces."
-        : `The nft demo needs network namespaces, which do not work here: ${reason}`,
+        : `The nft demo cannot run here: ${reason}`,
     );
     say(`Showing instead the node-local state kpng computes for ${opts.nodeName}:\n`);
     return runJsonDump(opts);
   }
   return runNftDemo(opts);
+}
+
+/** The nft backend drives the `nft` command, which a fresh machine may not have yet. */
+async function nftUnavailableReason(): Promise<string | undefined> {
+  try {
+    await runCommand(["nft", "--version"], { timeoutMs: 5000 });
+    return undefined;
+  } catch {
+    return "the nft command is missing (install the nftables package)";
+  }
 }
 
 /** `kpng file … to-local to-json --once`, its output passed through. */
