@@ -9,6 +9,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import { NftBackend } from "../src/backends/nft/backend.ts";
 import type { TableConfig } from "../src/backends/nft/fragment.ts";
+import { InteractiveNftRunner } from "../src/backends/nft/interactive-runner.ts";
 import { ExecNftRunner } from "../src/backends/nft/runner.ts";
 import type { LocalService, LocalState } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
@@ -164,8 +165,10 @@ async function main(): Promise<void> {
   const add = spawnSync("ip", ["netns", "add", NS]);
   if (add.status !== 0) throw new Error(`ip netns add: ${add.stderr.toString()}`);
   const rows: string[][] = [];
+  const command = ["ip", "netns", "exec", NS, "nft"];
+  // As the plugin runs it: small transactions through one `nft -i`, big ones through `nft -f -`.
+  const runner = new InteractiveNftRunner({ command, fallback: new ExecNftRunner(command) });
   try {
-    const runner = new ExecNftRunner(["ip", "netns", "exec", NS, "nft"]);
     for (const n of SIZES) {
       const services = Array.from({ length: n }, (_, i) => svc(i));
       const backend = new NftBackend({
@@ -209,6 +212,7 @@ async function main(): Promise<void> {
       console.log(`  done ${n}`);
     }
   } finally {
+    runner.close();
     spawnSync("ip", ["netns", "del", NS]);
   }
   const header = ["scenario", "kpng", "kube-proxy-shaped nft -f", "ratio"];

@@ -8,6 +8,7 @@ import { NftBackend } from "./backend.ts";
 import { cleanupTransaction, tableConfigs } from "./config.ts";
 import type { TableConfig } from "./fragment.ts";
 import { IpCommandHost, primaryAddresses } from "./host.ts";
+import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { TableMirror } from "./mirror.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { ExecNftRunner, type NftRunner } from "./runner.ts";
@@ -73,8 +74,12 @@ export const toNftPlugin: LocalSinkPlugin = {
   },
   async run(feed, opts, ctx: RunContext): Promise<void> {
     const tables = await configs(opts);
-    const runner = new ExecNftRunner();
     const log = ctx.log.child({ component: "nft" });
+    // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
+    const runner = new InteractiveNftRunner({
+      fallback: new ExecNftRunner(),
+      onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
+    });
     if (opts.dryRun === true) {
       // The feed may call the listener before subscribe() returns: only the first state counts.
       let done = false;
@@ -104,7 +109,11 @@ export const toNftPlugin: LocalSinkPlugin = {
       minSyncPeriodMs: duration(opts, "minSyncPeriod", 1000),
       syncPeriodMs: duration(opts, "syncPeriod", 30_000),
     });
-    await backend.run(feed, ctx.signal);
+    try {
+      await backend.run(feed, ctx.signal);
+    } finally {
+      runner.close();
+    }
   },
   async cleanup(opts, ctx): Promise<void> {
     const table = str(opts, "tableName", DEFAULT_TABLE);

@@ -1,0 +1,185 @@
+// A runner that keeps one `nft -i` process alive and feeds it small transactions, one per line:
+// starting `nft` and filling its cache costs far more than the change itself. Anything that does
+// not fit the line protocol (large or multi-line transactions, checks, listings) goes to the
+// fallback runner (`nft -f -`). If the process dies, hangs or prints what the protocol does not
+// expect, it is killed, the transaction goes to the fallback, and the next one starts a new
+// process. Each line commits atomically, so a transaction is never half applied: at worst it
+// was applied and the fallback's re-run fails, which the backend answers with a full resync.
+
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { NftFamily } from "./fragment.ts";
+import { isNftError, markerCommand, scanForMarker, toTransactionLine } from "./interactive-protocol.ts";
+import { NftError, type NftRunner } from "./runner.ts";
+
+export interface InteractiveNftRunnerOptions {
+  /** The `nft` command, possibly prefixed, e.g. `["ip", "netns", "exec", "ns1", "nft"]`. */
+  readonly command?: readonly string[];
+  /** Runs what the interactive process does not: big transactions, checks, listings. */
+  readonly fallback: NftRunner;
+  /** Transactions whose line is longer go to the fallback. */
+  readonly maxLineBytes?: number;
+  /** How long one transaction may take before the process is considered hung. */
+  readonly timeoutMs?: number;
+  /** Told when the process is given up on, with the reason (for logging). */
+  readonly onRestart?: (reason: string) => void;
+}
+
+/** Why the interactive process could not tell whether a transaction was applied. */
+class ProtocolFailure extends Error {}
+
+interface Pending {
+  readonly marker: string;
+  readonly resolve: (output: string) => void;
+  readonly reject: (e: Error) => void;
+}
+
+export class InteractiveNftRunner implements NftRunner {
+  readonly #command: readonly string[];
+  readonly #fallback: NftRunner;
+  readonly #maxLineBytes: number;
+  readonly #timeoutMs: number;
+  readonly #onRestart: (reason: string) => void;
+  #child: ChildProcessWithoutNullStreams | undefined;
+  #stderr = "";
+  #pending: Pending | undefined;
+  #seq = 0;
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  constructor(options: InteractiveNftRunnerOptions) {
+    this.#command = options.command ?? ["nft"];
+    this.#fallback = options.fallback;
+    this.#maxLineBytes = options.maxLineBytes ?? 256 * 1024;
+    this.#timeoutMs = options.timeoutMs ?? 10_000;
+    this.#onRestart = options.onRestart ?? (() => {});
+  }
+
+  /** The pid of the live `nft -i` process, if one runs (for tests and diagnostics). */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  run(text: string): Promise<void> {
+    const line = toTransactionLine(text);
+    if (line === undefined || Buffer.byteLength(line) > this.#maxLineBytes || this.#closed) {
+      return this.#serialized(() => this.#fallback.run(text));
+    }
+    if (line === "") return Promise.resolve();
+    return this.#serialized(async () => {
+      let output: string;
+      try {
+        output = await this.#send(line);
+      } catch (e) {
+        if (!(e instanceof ProtocolFailure)) throw e;
+        this.#giveUp(e.message);
+        return this.#fallback.run(text);
+      }
+      if (output === "") return;
+      if (isNftError(output)) throw new NftError(`nft failed: ${firstError(output)}`, output);
+      this.#giveUp(`unexpected output: ${output.slice(0, 200)}`);
+      return this.#fallback.run(text);
+    });
+  }
+
+  check(text: string): Promise<void> {
+    return this.#fallback.check(text);
+  }
+
+  listTable(family: NftFamily, table: string): Promise<unknown> {
+    return this.#fallback.listTable(family, table);
+  }
+
+  /** Ends the process; later transactions go to the fallback. */
+  close(): void {
+    this.#closed = true;
+    this.#kill();
+  }
+
+  /** Runs `fn` after every earlier transaction has settled: nft sees one at a time. */
+  #serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.#queue.then(fn, fn);
+    this.#queue = result.catch(() => {});
+    return result;
+  }
+
+  /** Writes one transaction line and its marker; resolves with nft's stderr output for it. */
+  #send(line: string): Promise<string> {
+    const child = this.#child ?? this.#start();
+    const marker = markerCommand(++this.#seq);
+    return new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new ProtocolFailure(`no reply within ${this.#timeoutMs} ms`)),
+        this.#timeoutMs,
+      );
+      this.#pending = {
+        marker,
+        resolve: (out) => {
+          clearTimeout(timer);
+          resolve(out);
+        },
+        reject: (e) => {
+          clearTimeout(timer);
+          reject(e);
+        },
+      };
+      child.stdin.write(`${line}\n${marker}\n`);
+    }).finally(() => {
+      this.#pending = undefined;
+    });
+  }
+
+  #start(): ChildProcessWithoutNullStreams {
+    const [cmd = "nft", ...args] = this.#command;
+    const child = spawn(cmd, [...args, "-i"], { stdio: ["pipe", "pipe", "pipe"] });
+    this.#child = child;
+    this.#stderr = "";
+    child.stdout.resume(); // nothing is expected there; never let the pipe fill up
+    child.stderr.on("data", (b: Buffer) => {
+      if (this.#child !== child) return;
+      this.#stderr += b.toString();
+      this.#onStderr();
+    });
+    const died = (why: string) => {
+      if (this.#child !== child) return;
+      this.#child = undefined;
+      this.#pending?.reject(new ProtocolFailure(why));
+    };
+    child.on("error", (e) => died(`nft -i failed: ${e.message}`));
+    child.on("exit", (code, signal) => died(`nft -i exited (${signal ?? code})`));
+    child.stdin.on("error", () => {}); // a dead process closes stdin; `exit` reports it
+    return child;
+  }
+
+  #onStderr(): void {
+    const p = this.#pending;
+    if (!p) {
+      if (this.#stderr.trim() !== "")
+        this.#giveUp(`output outside a transaction: ${this.#stderr.slice(0, 200)}`);
+      return;
+    }
+    const scan = scanForMarker(this.#stderr, p.marker);
+    if (!scan.done) {
+      if (this.#stderr.length > 1024 * 1024) p.reject(new ProtocolFailure("no marker in 1 MiB of output"));
+      return;
+    }
+    this.#stderr = scan.rest;
+    p.resolve(scan.output);
+  }
+
+  #giveUp(reason: string): void {
+    this.#onRestart(reason);
+    this.#kill();
+  }
+
+  #kill(): void {
+    const child = this.#child;
+    this.#child = undefined;
+    if (!child) return;
+    child.stdin.destroy();
+    child.kill("SIGKILL");
+  }
+}
+
+function firstError(output: string): string {
+  return output.split("\n").find((l) => l.startsWith("Error:")) ?? "unknown error";
+}
