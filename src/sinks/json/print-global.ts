@@ -2,7 +2,7 @@
 
 import type { StoreChange } from "../../brain/store.ts";
 import { type GlobalStateView, globalStateToJson } from "./global-state-json.ts";
-import { jsonDocument, type WriteText } from "./write.ts";
+import { jsonDocument, type PrintOptions, printDocuments } from "./write.ts";
 
 /** The part of the ClusterStore this sink reads. */
 export interface SubscribableGlobalState extends GlobalStateView {
@@ -10,51 +10,26 @@ export interface SubscribableGlobalState extends GlobalStateView {
   subscribe(listener: (change: StoreChange) => void): () => void;
 }
 
-export interface PrintGlobalOptions {
-  readonly once: boolean;
-  readonly write: WriteText;
-  readonly signal: AbortSignal;
-}
+export type PrintGlobalOptions = PrintOptions;
 
 export function printGlobalStates(
   store: SubscribableGlobalState,
   options: PrintGlobalOptions,
 ): Promise<void> {
-  const { once, write, signal } = options;
-  return new Promise((resolve, reject) => {
-    let finished = false;
+  return printDocuments(options, (print, isFinished) => {
     let lastPrinted: string | undefined;
     // Writes are chained so documents never interleave; a change during a write is printed after.
     let writing: Promise<void> = Promise.resolve();
-    const finish = (err?: unknown): void => {
-      if (finished) return;
-      finished = true;
-      unsubscribe();
-      signal.removeEventListener("abort", onAbort);
-      if (err === undefined) resolve();
-      else reject(err);
-    };
-    const onAbort = (): void => finish();
     const printIfChanged = (): void => {
-      if (finished || !store.isSynced) return;
+      if (isFinished() || !store.isSynced) return;
       const text = jsonDocument(globalStateToJson(store));
       // The store may report its sync after we already printed the synced state.
       if (text === lastPrinted) return;
       lastPrinted = text;
-      writing = writing.then(async () => {
-        if (finished) return;
-        try {
-          await write(text);
-        } catch (err) {
-          finish(err);
-          return;
-        }
-        if (once) finish();
-      });
+      writing = writing.then(() => print(text));
     };
     const unsubscribe = store.subscribe(printIfChanged);
-    if (signal.aborted) finish();
-    else signal.addEventListener("abort", onAbort, { once: true });
     printIfChanged();
+    return unsubscribe;
   });
 }
