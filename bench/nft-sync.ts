@@ -177,16 +177,20 @@ async function main(): Promise<void> {
         log: silentLogger,
         ...(MAX_STATEMENTS ? { maxStatementsPerTransaction: MAX_STATEMENTS } : {}),
       });
+      let current = stateOf(services, 1);
       const start = performance.now();
-      const report = await backend.sync(stateOf(services, 1));
+      const report = await backend.sync(current);
       const ours = performance.now() - start;
       if (n === 10_000) {
         const latencies: number[] = [];
         for (let k = 0; k < 100; k++) {
           const i = (k * 97) % n;
-          services[i] = svc(i, (k % 2) + 1);
+          // As the brain builds a new state: a copy of the last map with the changed service.
+          const services = new Map(current.services);
+          services.set(`bench/svc-${i}`, svc(i, (k % 2) + 1));
+          current = { node: "bench", revision: k + 2, services };
           const t0 = performance.now();
-          await backend.sync(stateOf(services, k + 2));
+          await backend.sync(current);
           latencies.push(performance.now() - t0);
         }
         const upstreamChange = skipUpstream ? [] : await upstreamChangeLatencies(n);

@@ -1,7 +1,7 @@
 // Reads what an existing kpng table holds (from `nft -j list table`), so a restarted kpng can
 // converge it in place instead of flushing it: traffic keeps flowing across restarts.
 
-import { STATIC } from "./names.ts";
+import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
 
 export interface AdoptedTable {
   readonly chains: readonly string[];
@@ -19,6 +19,7 @@ const TRACKED_SETS: ReadonlySet<string> = new Set([
   STATIC.noEndpointServices,
   STATIC.noEndpointNodePorts,
   STATIC.firewallIPs,
+  ...ENDPOINTS_MAPS,
 ]);
 
 type Json = unknown;
@@ -36,7 +37,9 @@ function keyText(x: Json): string {
   throw new Error(`unexpected element key ${JSON.stringify(x)}`);
 }
 
-function verdictText(x: Json): string {
+/** A map value as kpng writes it: a verdict (`goto x`, `drop`) or an endpoint (`10.1.0.5 . 8080`). */
+function valueText(x: Json): string {
+  if (isObject(x) && Array.isArray(x.concat)) return keyText(x);
   if (isObject(x)) {
     for (const v of ["goto", "jump"] as const) {
       const target = x[v];
@@ -44,7 +47,7 @@ function verdictText(x: Json): string {
     }
     for (const v of ["drop", "accept", "return", "continue"]) if (v in x) return v;
   }
-  throw new Error(`unexpected verdict ${JSON.stringify(x)}`);
+  throw new Error(`unexpected map value ${JSON.stringify(x)}`);
 }
 
 /** Parses the JSON listing of one table; throws with the offending fragment if it cannot. */
@@ -63,7 +66,7 @@ export function parseListing(json: Json): AdoptedTable {
     if (!TRACKED_SETS.has(set.name)) continue;
     const m = new Map<string, string>();
     for (const e of Array.isArray(set.elem) ? set.elem : []) {
-      if (Array.isArray(e)) m.set(keyText(e[0]), verdictText(e[1]));
+      if (Array.isArray(e)) m.set(keyText(e[0]), valueText(e[1]));
       else m.set(keyText(e), "");
     }
     elements.set(set.name, m);

@@ -111,6 +111,8 @@ export class NftBackend {
       }
     }
     syncDuration.observe((performance.now() - started) / 1000);
+    // Not awaited: the next transaction queues behind it anyway.
+    void this.#o.runner.prepare?.();
     return { transactions: texts.length, texts };
   }
 

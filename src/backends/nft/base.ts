@@ -3,7 +3,7 @@
 // the number of services.
 
 import type { TableConfig } from "./fragment.ts";
-import { MASQUERADE_MARK, STATIC } from "./names.ts";
+import { ENDPOINTS_MAPS, endpointsMapName, MASQUERADE_MARK, PROTOCOLS, STATIC } from "./names.ts";
 
 interface StaticChain {
   readonly name: string;
@@ -118,6 +118,7 @@ export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
   STATIC.noEndpointServices,
   STATIC.noEndpointNodePorts,
   STATIC.firewallIPs,
+  ...ENDPOINTS_MAPS,
 ]);
 
 /**
@@ -127,6 +128,7 @@ export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
  */
 export function skeletonStatements(cfg: TableConfig): string[] {
   const t = `${cfg.family} ${cfg.table}`;
+  const ipk = cfg.family;
   const addr = cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr";
   const svcKey = `${addr} . inet_proto . inet_service`;
   const out = [
@@ -141,6 +143,14 @@ export function skeletonStatements(cfg: TableConfig): string[] {
     `add map ${t} ${STATIC.noEndpointNodePorts} { type inet_proto . inet_service : verdict; }`,
     `add map ${t} ${STATIC.firewallIPs} { type ${svcKey} : verdict; }`,
   ];
+  // `typeof` because a numgen value has no named type; the modulus in it does not matter.
+  for (const p of PROTOCOLS) {
+    const value = `${ipk} daddr . ${p} dport`;
+    out.push(
+      `add map ${t} ${endpointsMapName.byAddress(p)} { typeof ${ipk} daddr . th dport . numgen random mod 1 : ${value}; }`,
+      `add map ${t} ${endpointsMapName.byNodePort(p)} { typeof th dport . numgen random mod 1 : ${value}; }`,
+    );
+  }
   const chains = staticChains(cfg);
   for (const c of chains)
     out.push(c.hook ? `add chain ${t} ${c.name} ${c.hook}` : `add chain ${t} ${c.name}`);

@@ -74,13 +74,15 @@ export class FakeNft implements NftRunner {
     const t = this.#tables.get(`${family} ${table}`);
     if (!t) return undefined;
     const items: unknown[] = [{ table: { family, name: table } }];
-    const value = (v: string) => {
-      const [verb, target] = v.split(" ");
-      return target ? { [verb ?? ""]: { target } } : { [v]: null };
-    };
+    // The shapes `nft -j` prints: numbers as numbers, concatenations as `concat`.
     const key = (k: string) => {
       const parts = k.split(" . ").map((p) => (/^\d+$/.test(p) ? Number(p) : p));
       return parts.length > 1 ? { concat: parts } : parts[0];
+    };
+    const value = (v: string) => {
+      if (v.includes(" . ")) return key(v);
+      const [verb, target] = v.split(" ");
+      return target ? { [verb ?? ""]: { target } } : { [v]: null };
     };
     for (const [name, s] of t.sets) {
       const elem = [...s.elements].map(([k, v]) => (s.isMap ? [key(k), value(v)] : key(k)));

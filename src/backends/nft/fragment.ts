@@ -1,6 +1,6 @@
-// What one service contributes to one family's table: its chains (with their rules), its
-// ClientIP affinity sets and its elements in the shared maps and sets. Fragments are plain data,
-// so the renderer stays pure and the sync can diff them.
+// What one service contributes to one family's table: its chains (with their rules), the shared
+// chains it uses, its ClientIP affinity sets and its elements in the shared maps and sets.
+// Fragments are plain data, so the renderer stays pure and the sync can diff them.
 
 /** nft address families kpng programs: one table each. */
 export type NftFamily = "ip" | "ip6";
@@ -17,7 +17,7 @@ export interface ElementSpec {
   readonly set: string;
   /** Canonical key text, e.g. `10.96.0.1 . tcp . 80`. */
   readonly key: string;
-  /** Verdict for maps (`goto x`, `drop`), "" for sets. */
+  /** Verdict (`goto x`, `drop`) or endpoint (`10.1.0.5 . 8080`) for maps, "" for sets. */
   readonly value: string;
 }
 
@@ -28,11 +28,13 @@ export interface AffinitySetSpec {
 
 export interface Fragment {
   readonly chains: readonly ChainSpec[];
+  /** `pick-<N>` chains this fragment uses; several services share each, so the mirror counts users. */
+  readonly sharedChains: readonly ChainSpec[];
   readonly affinitySets: readonly AffinitySetSpec[];
   readonly elements: readonly ElementSpec[];
 }
 
-export const EMPTY_FRAGMENT: Fragment = { chains: [], affinitySets: [], elements: [] };
+export const EMPTY_FRAGMENT: Fragment = { chains: [], sharedChains: [], affinitySets: [], elements: [] };
 
 /** How a table is configured: everything the renderer needs beyond the local state. */
 export interface TableConfig {

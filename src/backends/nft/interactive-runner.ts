@@ -89,6 +89,24 @@ export class InteractiveNftRunner implements NftRunner {
     return this.#fallback.listTable(family, table);
   }
 
+  /**
+   * Starts `nft -i` if it is not running, so that the next change does not wait for the process
+   * to start (10–40 ms). A failure only means the next transaction starts it again.
+   */
+  prepare(): Promise<void> {
+    if (this.#closed || this.#child) return Promise.resolve();
+    return this.#serialized(async () => {
+      if (this.#closed || this.#child) return;
+      try {
+        const output = await this.#send("");
+        if (output !== "") this.#giveUp(`unexpected output: ${output.slice(0, 200)}`);
+      } catch (e) {
+        if (!(e instanceof ProtocolFailure)) throw e;
+        this.#giveUp(e.message);
+      }
+    });
+  }
+
   /** Ends the process; later transactions go to the fallback. */
   close(): void {
     this.#closed = true;

@@ -6,7 +6,7 @@
 import type { LocalService, LocalState } from "../../model/local.ts";
 import type { AdoptedTable } from "./adopt.ts";
 import { STATIC_SET_NAMES, skeletonStatements, staticChainNames } from "./base.ts";
-import type { Fragment, TableConfig } from "./fragment.ts";
+import type { ChainSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { STATIC } from "./names.ts";
 import { renderService } from "./render-service.ts";
@@ -45,6 +45,8 @@ export class TableMirror {
   readonly #sets = new Map<string, { staleSince: number | undefined }>();
   readonly #elements = new Map<string, Map<string, ElementState>>();
   readonly #services = new Map<string, { svc: LocalService; fragment: Fragment }>();
+  /** How many service fragments use each shared chain. */
+  readonly #sharedUsers = new Map<string, number>();
   /**
    * Hairpin elements no endpoint uses any more, with the time they became unused. They only
    * match a connection DNATed to its own source, so they can wait: deleting them with the stale
@@ -102,20 +104,29 @@ export class TableMirror {
     const deletions = this.#expiredStale(now);
     const units: Unit[] = [];
     const touched = new Set<string>();
+    const unshared = new Set<string>();
     if (this.#fresh)
       units.push({ phase: PHASE.skeleton, lines: skeletonStatements(this.#cfg), elements: [] });
+    const before = this.#services.size;
+    let added = 0;
     for (const [key, svc] of state.services) {
       const prev = this.#services.get(key);
       if (prev?.svc === svc) continue;
+      if (prev === undefined) added++;
       const fragment = renderService(svc, this.#cfg);
-      this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, units, touched, now);
+      this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, units, touched, unshared, now);
       this.#services.set(key, { svc, fragment });
     }
-    for (const [key, prev] of this.#services) {
-      if (state.services.has(key)) continue;
-      this.#replace(key, prev.fragment, EMPTY_FRAGMENT, units, touched, now);
-      this.#services.delete(key);
+    // Every service kpng had is still there when the counts add up: no need to look for removals.
+    if (before + added !== state.services.size) {
+      for (const [key, prev] of this.#services) {
+        if (state.services.has(key)) continue;
+        this.#replace(key, prev.fragment, EMPTY_FRAGMENT, units, touched, unshared, now);
+        this.#services.delete(key);
+      }
     }
+    // Only now: another service may have started using a chain that one stopped using.
+    for (const name of unshared) if (!this.#sharedUsers.has(name)) this.#retireChain(name, units, now);
     if (this.#fresh) this.#retireUnclaimed(units, touched, now);
     this.#fresh = false;
     this.#elementUnits(touched, units, now);
@@ -163,6 +174,7 @@ export class TableMirror {
     next: Fragment,
     units: Unit[],
     touched: Set<string>,
+    unshared: Set<string>,
     now: number,
   ): void {
     const t = this.#t;
@@ -180,21 +192,23 @@ export class TableMirror {
       const st = this.#sets.get(s.name);
       if (!nextSets.has(s.name) && st && st.staleSince === undefined) st.staleSince = now;
     }
-    for (const c of next.chains) {
-      const st = this.#chains.get(c.name);
-      const phase = c.level === 0 ? PHASE.leafChains : PHASE.entryChains;
-      const rules = c.rules.map((r) => `add rule ${t} ${c.name} ${r}`);
-      if (!st) {
-        units.push({ phase, lines: [`add chain ${t} ${c.name}`, ...rules], elements: [] });
-      } else if (st.rules === undefined || st.staleSince !== undefined || !equalRules(st.rules, c.rules)) {
-        const flush = st.rules === undefined || st.rules.length > 0 ? [`flush chain ${t} ${c.name}`] : [];
-        units.push({ phase, lines: [...flush, ...rules], elements: [] });
-      }
-      this.#chains.set(c.name, { rules: c.rules, staleSince: undefined });
-    }
+    for (const c of next.chains) this.#writeChain(c, units);
     const nextChains = new Set(next.chains.map((c) => c.name));
     for (const c of old.chains) {
       if (!nextChains.has(c.name)) this.#retireChain(c.name, units, now);
+    }
+    for (const c of next.sharedChains) {
+      const users = this.#sharedUsers.get(c.name) ?? 0;
+      this.#sharedUsers.set(c.name, users + 1);
+      if (users === 0) this.#writeChain(c, units);
+    }
+    for (const c of old.sharedChains) {
+      const users = (this.#sharedUsers.get(c.name) ?? 1) - 1;
+      if (users > 0) this.#sharedUsers.set(c.name, users);
+      else {
+        this.#sharedUsers.delete(c.name);
+        unshared.add(c.name);
+      }
     }
     for (const e of old.elements) {
       this.#elementsOf(e.set).get(e.key)?.owners.delete(owner);
@@ -210,6 +224,21 @@ export class TableMirror {
       st.owners.set(owner, e.value);
       touched.add(`${e.set}\n${e.key}`);
     }
+  }
+
+  /** Creates a chain, or rewrites it when its applied rules differ or are unknown. */
+  #writeChain(c: ChainSpec, units: Unit[]): void {
+    const t = this.#t;
+    const st = this.#chains.get(c.name);
+    const phase = c.level === 0 ? PHASE.leafChains : PHASE.entryChains;
+    const rules = c.rules.map((r) => `add rule ${t} ${c.name} ${r}`);
+    if (!st) {
+      units.push({ phase, lines: [`add chain ${t} ${c.name}`, ...rules], elements: [] });
+    } else if (st.rules === undefined || st.staleSince !== undefined || !equalRules(st.rules, c.rules)) {
+      const flush = st.rules === undefined || st.rules.length > 0 ? [`flush chain ${t} ${c.name}`] : [];
+      units.push({ phase, lines: [...flush, ...rules], elements: [] });
+    }
+    this.#chains.set(c.name, { rules: c.rules, staleSince: undefined });
   }
 
   #retireChain(name: string, units: Unit[], now: number): void {
@@ -253,7 +282,9 @@ export class TableMirror {
       const ops: ElementOp[] = [];
       if (st.applied !== undefined) ops.push({ op: "delete", set, key, value: st.applied });
       if (wanted !== undefined) ops.push({ op: "add", set, key, value: wanted });
-      units.push({ phase: PHASE.elements, lines: [], elements: ops });
+      // Removals go last: when a big sync is split, no endpoint index disappears before the
+      // dispatch element that draws from it has moved to a smaller pick chain.
+      units.push({ phase: wanted === undefined ? PHASE.removals : PHASE.elements, lines: [], elements: ops });
       if (wanted === undefined) m.delete(key);
       else st.applied = wanted;
     }

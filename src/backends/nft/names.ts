@@ -44,6 +44,35 @@ export const chainName = {
   firewall: (spId: string) => objectName("fw", spId),
 } as const;
 
+/** The transport protocols a Service port can have, as nft writes them. */
+export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;
+export type Protocol = (typeof PROTOCOLS)[number];
+
+/**
+ * Chains shared by every service port of one protocol that balances over the same number of
+ * endpoints. They pick an endpoint from a map keyed by what the packet was sent to, so a service
+ * using one owns map elements only and an endpoint change never rewrites a chain.
+ */
+export const pickChainName = {
+  /** ClusterIP traffic: `<cluster IP> . port . i` in `endpoints-<proto>`. */
+  cluster: (proto: Protocol, n: number) => `pick-${proto}-${n}`,
+  /** externalIP and load-balancer traffic with eTP Cluster: `<VIP> . port . i` in `endpoints-<proto>`. */
+  external: (proto: Protocol, n: number) => `ext-pick-${proto}-${n}`,
+  /** NodePort traffic with eTP Cluster: `nodePort . i` in `nodeport-endpoints-<proto>`. */
+  nodePort: (proto: Protocol, n: number) => `nodeport-pick-${proto}-${n}`,
+} as const;
+
+/**
+ * The endpoint maps, one per protocol: nft 1.0.6 reads a map whose value is typed
+ * `ip daddr . th dport` back from the kernel as an error, so the value names the protocol.
+ */
+export const endpointsMapName = {
+  /** Keyed by destination address, port and index: for cluster IPs and VIPs. */
+  byAddress: (proto: Protocol) => `endpoints-${proto}`,
+  /** Keyed by node port and index. */
+  byNodePort: (proto: Protocol) => `nodeport-endpoints-${proto}`,
+} as const;
+
 /** ClientIP affinity set of one endpoint; the timeout is part of the name (a set's timeout is fixed). */
 export function affinitySetName(spId: string, ip: string, port: number, timeoutSeconds: number): string {
   return objectName("aff", `${spId}/${ip}/${port}/${timeoutSeconds}`);
@@ -69,3 +98,8 @@ export const STATIC = {
   podCIDRs: "pod-cidrs",
   hairpin: "hairpin-endpoints",
 } as const;
+
+export const ENDPOINTS_MAPS: readonly string[] = PROTOCOLS.flatMap((p) => [
+  endpointsMapName.byAddress(p),
+  endpointsMapName.byNodePort(p),
+]);

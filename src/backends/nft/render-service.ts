@@ -2,7 +2,12 @@
 // family's table. The brain already chose which endpoints serve internal and external traffic;
 // this file only encodes those choices.
 //
-// Load balancing uses one rule per endpoint (`numgen random mod (N-i) 0 … dnat`), which picks
+// Most service ports own no chain: the dispatch maps send them to a shared `pick-<N>` chain and
+// their endpoints are elements of an endpoints map (`pick.ts`), so an endpoint change touches map
+// elements only. Ports with ClientIP affinity need per-endpoint sticky rules, and eTP Local needs
+// to tell pods, the node and other clients apart, so those keep chains of their own.
+//
+// Those chains balance with one rule per endpoint (`numgen random mod (N-i) 0 … dnat`), which picks
 // each endpoint with probability 1/N, instead of an inline `numgen … vmap { … }`: every inline
 // map is an anonymous kernel set, and the kernel names anonymous sets by scanning all sets of
 // the table, which makes a cold start quadratic (measured: 10k services 11.5 s instead of 0.3 s).
@@ -13,10 +18,12 @@ import type { LocalEndpoint, LocalService, LocalServicePort } from "../../model/
 import { canonicalIP, cidrContains, dnatTarget, familyOfAddress } from "./addresses.ts";
 import type { AffinitySetSpec, ChainSpec, ElementSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
-import { affinitySetName, chainName, STATIC, servicePortId } from "./names.ts";
+import { affinitySetName, chainName, type Protocol, STATIC, servicePortId } from "./names.ts";
+import { endpointsMapOf, type PickKind, pickChain } from "./pick.ts";
 
 interface Collector {
   readonly chains: ChainSpec[];
+  readonly shared: Map<string, ChainSpec>;
   readonly sets: Map<string, AffinitySetSpec>;
   readonly elements: Map<string, ElementSpec>;
 }
@@ -31,9 +38,14 @@ export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
   const clusterIP = svc.clusterIPs.find((ip) => familyOfAddress(ip) === cfg.family);
   // As kube-proxy does, a family's table carries a service only when it has a ClusterIP there.
   if (clusterIP === undefined) return EMPTY_FRAGMENT;
-  const c: Collector = { chains: [], sets: new Map(), elements: new Map() };
+  const c: Collector = { chains: [], shared: new Map(), sets: new Map(), elements: new Map() };
   for (const port of svc.ports) renderPort(c, svc, port, canonicalIP(clusterIP), cfg);
-  return { chains: c.chains, affinitySets: [...c.sets.values()], elements: [...c.elements.values()] };
+  return {
+    chains: c.chains,
+    sharedChains: [...c.shared.values()],
+    affinitySets: [...c.sets.values()],
+    elements: [...c.elements.values()],
+  };
 }
 
 function ofFamily(ips: readonly string[], cfg: TableConfig): string[] {
@@ -44,13 +56,48 @@ function sameEndpoints(a: readonly LocalEndpoint[], b: readonly LocalEndpoint[])
   return a.length === b.length && a.every((ep, i) => ep.ip === b[i]?.ip && ep.port === b[i]?.port);
 }
 
+/**
+ * Sends `<address> . proto . port` (or `proto . nodePort` without an address) to the shared pick
+ * chain for this protocol and endpoint count, and lists the endpoints as `<address> . port . i`
+ * (or `nodePort . i`) in the protocol's endpoints map.
+ */
+function pickFrom(
+  c: Collector,
+  kind: PickKind,
+  proto: Protocol,
+  address: string | undefined,
+  port: number,
+  endpoints: readonly LocalEndpoint[],
+  cfg: TableConfig,
+): void {
+  const chain = pickChain(kind, proto, endpoints.length, cfg);
+  c.shared.set(chain.name, chain);
+  const [dispatchMap, target] =
+    address === undefined
+      ? [STATIC.serviceNodePorts, `${port}`]
+      : [STATIC.serviceIPs, `${address} . ${port}`];
+  addElement(
+    c,
+    dispatchMap,
+    address === undefined ? `${proto} . ${port}` : `${address} . ${proto} . ${port}`,
+    `goto ${chain.name}`,
+  );
+  const map = endpointsMapOf(kind, proto);
+  endpoints.forEach((ep, i) => {
+    const ip = canonicalIP(ep.ip);
+    addElement(c, map, `${target} . ${i}`, `${ip} . ${ep.port}`);
+    addElement(c, STATIC.hairpin, `${ip} . ${ip}`);
+  });
+}
+
 function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip: string, cfg: TableConfig) {
   const ipk = cfg.family;
-  const proto = port.protocol.toLowerCase();
+  const proto = port.protocol.toLowerCase() as Protocol;
   const spId = servicePortId(svc.namespace, svc.name, proto, port.port);
   const internal = port.internalEndpoints.filter((ep) => familyOfAddress(ep.ip) === cfg.family);
   const external = port.externalEndpoints.filter((ep) => familyOfAddress(ep.ip) === cfg.family);
   const hasAny = port.endpointFamilies.includes(cfg.family === "ip" ? "IPv4" : "IPv6");
+  const sticky = svc.sessionAffinitySeconds > 0;
   // Reject (ICMP port unreachable) when nothing serves the port in this family; drop when
   // endpoints exist but a Local policy excludes all of them.
   const noEndpoints = hasAny ? "drop" : `goto ${STATIC.rejectChain}`;
@@ -58,7 +105,11 @@ function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip
   addElement(c, STATIC.clusterIPs, cip);
 
   let internalChain: string | undefined;
-  if (internal.length > 0) {
+  if (internal.length === 0) {
+    addElement(c, STATIC.noEndpointServices, serviceKey, noEndpoints);
+  } else if (!sticky) {
+    pickFrom(c, "cluster", proto, cip, port.port, internal, cfg);
+  } else {
     internalChain = chainName.internal(spId);
     const rules: string[] = [];
     const toClusterIP = `${ipk} daddr ${cip} meta l4proto ${proto} th dport ${port.port}`;
@@ -69,8 +120,6 @@ function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip
     rules.push(...balance(c, internal, spId, proto, svc.sessionAffinitySeconds, cfg));
     c.chains.push({ name: internalChain, rules, level: 0 });
     addElement(c, STATIC.serviceIPs, serviceKey, `goto ${internalChain}`);
-  } else {
-    addElement(c, STATIC.noEndpointServices, serviceKey, noEndpoints);
   }
 
   const nodePort = cfg.nodePortCIDRs.length > 0 ? port.nodePort : 0;
@@ -79,17 +128,30 @@ function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip
   const vips = [...externalIPs, ...lbIPs];
   if (nodePort === 0 && vips.length === 0) return;
 
-  let externalEndpointsChain: string | undefined;
-  if (external.length > 0) {
-    if (internalChain !== undefined && sameEndpoints(internal, external))
-      externalEndpointsChain = internalChain;
-    else {
-      externalEndpointsChain = chainName.externalEndpoints(spId);
-      const rules = balance(c, external, spId, proto, svc.sessionAffinitySeconds, cfg);
-      c.chains.push({ name: externalEndpointsChain, rules, level: 0 });
+  if (!hasAny) {
+    // Nothing to balance over: the no-endpoint maps below reject.
+  } else if (!sticky && svc.externalTrafficPolicy === "Cluster") {
+    if (external.length > 0) {
+      for (const vip of vips) pickFrom(c, "external", proto, vip, port.port, external, cfg);
+      if (nodePort > 0) pickFrom(c, "nodePort", proto, undefined, nodePort, external, cfg);
     }
-  }
-  if (hasAny) {
+  } else {
+    if (internalChain === undefined && internal.length > 0) {
+      // The eTP Local short-circuit needs a chain over the internal endpoints; the ClusterIP
+      // itself still goes through the shared pick chain.
+      internalChain = chainName.internal(spId);
+      c.chains.push({ name: internalChain, rules: balance(c, internal, spId, proto, 0, cfg), level: 0 });
+    }
+    let externalEndpointsChain: string | undefined;
+    if (external.length > 0) {
+      if (internalChain !== undefined && sameEndpoints(internal, external))
+        externalEndpointsChain = internalChain;
+      else {
+        externalEndpointsChain = chainName.externalEndpoints(spId);
+        const rules = balance(c, external, spId, proto, svc.sessionAffinitySeconds, cfg);
+        c.chains.push({ name: externalEndpointsChain, rules, level: 0 });
+      }
+    }
     const externalChain = chainName.external(spId);
     c.chains.push({
       name: externalChain,

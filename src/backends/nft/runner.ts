@@ -20,6 +20,8 @@ export interface NftRunner {
   check(text: string): Promise<void>;
   /** The JSON listing of one table (`nft -j list table`), or undefined when it does not exist. */
   listTable(family: NftFamily, table: string): Promise<unknown>;
+  /** Gets ready for the next transaction ahead of time (a long-lived process); never fails. */
+  prepare?(): Promise<void>;
 }
 
 interface Result {

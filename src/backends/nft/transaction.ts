@@ -12,7 +12,10 @@ export type ElementOp = {
 };
 
 export interface Unit {
-  /** Order of application: skeleton, sets, leaf chains, entry chains, elements, stale flushes. */
+  /**
+   * Order of application: skeleton, sets, leaf chains, entry chains, added or replaced elements,
+   * removed elements, stale flushes.
+   */
   readonly phase: Phase;
   readonly lines: readonly string[];
   readonly elements: readonly ElementOp[];
@@ -24,7 +27,8 @@ export const PHASE = {
   leafChains: 2,
   entryChains: 3,
   elements: 4,
-  staleFlush: 5,
+  removals: 5,
+  staleFlush: 6,
 } as const;
 export type Phase = (typeof PHASE)[keyof typeof PHASE];
 

@@ -113,6 +113,24 @@ describe("interactive nft runner", { skip }, () => {
     assert.ok(fallback.runs - before <= 1);
   });
 
+  test("prepare() starts the process ahead of the next transaction, which then uses it", async () => {
+    const pid = runner.pid;
+    if (pid !== undefined) {
+      process.kill(pid, "SIGKILL");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(runner.pid, undefined);
+    const before = fallback.runs;
+    await runner.prepare();
+    const started = runner.pid;
+    assert.ok(started !== undefined && started !== pid);
+    await runner.prepare(); // already running: nothing to do
+    await runner.run("add element ip t m { 203.0.113.4 : drop }\n");
+    assert.equal(runner.pid, started);
+    assert.equal(fallback.runs, before);
+    assert.ok((await elements()).includes("203.0.113.4"));
+  });
+
   test("a multi-line transaction goes to nft -f", async () => {
     const before = fallback.runs;
     await runner.run("add chain ip t d {\n  type filter hook input priority 0; policy accept;\n}\n");

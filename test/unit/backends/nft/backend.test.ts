@@ -22,14 +22,18 @@ function statements(text: string): string[] {
   return text.split("\n").filter((l) => l.trim() !== "");
 }
 
-const INT = chainName.internal("default/web/tcp/80");
+const STICKY = chainName.internal("default/web/tcp/80");
 
 test("first sync builds both tables; references are all valid (checked by the fake)", async () => {
   const { nft, backend } = setup();
   await backend.sync(state([service()]));
   assert.ok(nft.hasTable("ip", "kpng"));
   assert.ok(nft.hasTable("ip6", "kpng"));
-  assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("203.0.113.10 . tcp . 80"), `goto ${INT}`);
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("203.0.113.10 . tcp . 80"), "goto pick-tcp-2");
+  assert.equal(
+    nft.elements("ip", "kpng", "endpoints-tcp")?.get("203.0.113.10 . 80 . 1"),
+    "198.51.100.3 . 8080",
+  );
   assert.deepEqual(nft.elements("ip6", "kpng", "service-ips")?.size, 0);
 });
 
@@ -43,7 +47,7 @@ test("an unchanged state (same objects) writes nothing", async () => {
   assert.equal(nft.transactions.length, before);
 });
 
-test("one endpoint change among many services rewrites one chain and adds one hairpin element", async () => {
+test("one endpoint change among many services replaces one map element and adds one hairpin element", async () => {
   let now = 1_000_000;
   const { nft, backend } = setup({ now: () => now });
   const services = manyServices(500);
@@ -53,10 +57,12 @@ test("one endpoint change among many services rewrites one chain and adds one ha
   changed[7] = { ...old, ports: [port({ internalEndpoints: [ep("10.1.0.7"), ep("10.3.0.7")] })] };
   const report = await backend.sync(state(changed, 2));
   assert.equal(report.transactions, 1);
-  const lines = statements(report.texts[0]!);
-  assert.ok(lines.length <= 5, `expected a small transaction, got:\n${lines.join("\n")}`);
-  assert.ok(lines.some((l) => l.startsWith("flush chain ip kpng svc-")));
-  assert.ok(lines.includes("add element ip kpng hairpin-endpoints { 10.3.0.7 . 10.3.0.7 }"));
+  // No chain is written: the kernel commits map elements without re-validating chains.
+  assert.deepEqual(statements(report.texts[0]!).sort(), [
+    "add element ip kpng endpoints-tcp { 10.96.0.7 . 80 . 1 : 10.3.0.7 . 8080 }",
+    "add element ip kpng hairpin-endpoints { 10.3.0.7 . 10.3.0.7 }",
+    "delete element ip kpng endpoints-tcp { 10.96.0.7 . 80 . 1 }",
+  ]);
   // The unused hairpin element goes later, with the stale objects, off the change's path.
   now += 1500;
   const later = await backend.sync(state(changed, 2));
@@ -87,18 +93,18 @@ test("incremental syncs end in the same ruleset as a fresh full sync", async () 
 test("a removed service's chains are flushed now and deleted at least 1 s later", async () => {
   let now = 1_000_000;
   const { nft, backend } = setup({ now: () => now });
-  await backend.sync(state([service()]));
+  await backend.sync(state([service({ sessionAffinitySeconds: 10 })]));
   const report = await backend.sync(state([], 2));
   const text = report.texts.join("");
-  assert.match(text, new RegExp(`flush chain ip kpng ${INT}`));
+  assert.match(text, new RegExp(`flush chain ip kpng ${STICKY}`));
   assert.doesNotMatch(text, /delete chain/);
-  assert.deepEqual(nft.rules("ip", "kpng", INT), []);
+  assert.deepEqual(nft.rules("ip", "kpng", STICKY), []);
   now += 500;
   assert.equal((await backend.sync(state([], 2))).transactions, 0, "too early to delete");
   now += 600;
   const del = await backend.sync(state([], 2));
-  assert.match(del.texts.join(""), new RegExp(`delete chain ip kpng ${INT}`));
-  assert.equal(nft.rules("ip", "kpng", INT), undefined);
+  assert.match(del.texts.join(""), new RegExp(`delete chain ip kpng ${STICKY}`));
+  assert.equal(nft.rules("ip", "kpng", STICKY), undefined);
   assert.equal(backend.hasStale, false);
 });
 
@@ -108,10 +114,50 @@ test("a stale chain wanted again before deletion is refilled, not deleted", asyn
   const svc = service();
   await backend.sync(state([svc]));
   await backend.sync(state([], 2));
+  assert.deepEqual(nft.rules("ip", "kpng", "pick-tcp-2"), []);
   await backend.sync(state([svc], 3));
   now += 5000;
   await backend.sync(state([svc], 3));
-  assert.equal(nft.rules("ip", "kpng", INT)?.length, 3);
+  assert.equal(nft.rules("ip", "kpng", "pick-tcp-2")?.length, 2);
+});
+
+test("a pick chain lives as long as one service uses it, even when its users change in one sync", async () => {
+  let now = 1_000_000;
+  const { nft, backend } = setup({ now: () => now });
+  const three = [ep("198.51.100.2"), ep("198.51.100.3"), ep("198.51.100.4")];
+  const a = service({ name: "a" });
+  const b = service({ name: "b", clusterIPs: ["203.0.113.11"] });
+  await backend.sync(state([a, b]));
+  // a leaves pick-2 for pick-3 and b leaves pick-2 in the same sync, c starts using it.
+  const a3 = { ...a, ports: [port({ internalEndpoints: three })] };
+  const c = service({ name: "c", clusterIPs: ["203.0.113.12"] });
+  const report = await backend.sync(state([a3, c], 2));
+  assert.doesNotMatch(report.texts.join(""), /flush chain ip kpng pick-tcp-2/);
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("203.0.113.10 . tcp . 80"), "goto pick-tcp-3");
+  assert.equal(
+    nft.elements("ip", "kpng", "endpoints-tcp")?.get("203.0.113.10 . 80 . 2"),
+    "198.51.100.4 . 8080",
+  );
+  // The last user leaves: flushed now, deleted later.
+  await backend.sync(state([a3], 3));
+  assert.deepEqual(nft.rules("ip", "kpng", "pick-tcp-2"), []);
+  now += 1500;
+  await backend.sync(state([a3], 3));
+  assert.equal(nft.rules("ip", "kpng", "pick-tcp-2"), undefined);
+  assert.equal(nft.rules("ip", "kpng", "pick-tcp-3")?.length, 2);
+});
+
+test("fewer endpoints: the dispatch element moves to the smaller pick chain before indexes go", async () => {
+  // Transactions of at most two statements, so the move and the removal are committed apart.
+  const { backend } = setup({ max: 2 });
+  const three = [ep("198.51.100.2"), ep("198.51.100.3"), ep("198.51.100.4")];
+  await backend.sync(state([service({ ports: [port({ internalEndpoints: three })] })]));
+  const report = await backend.sync(state([service()], 2));
+  const moved = report.texts.findIndex((t) =>
+    t.includes("service-ips { 203.0.113.10 . tcp . 80 : goto pick-tcp-2 }"),
+  );
+  const removed = report.texts.findIndex((t) => t.includes("endpoints-tcp { 203.0.113.10 . 80 . 2 }"));
+  assert.ok(moved >= 0 && removed > moved, report.texts.join("---\n"));
 });
 
 test("a failed transaction is retried as a full resync that converges", async () => {
@@ -144,7 +190,7 @@ test("a big first sync is split into bounded transactions, each valid on its own
   assert.equal(nft.dump(), fresh.nft.dump());
   // Chains come before the map elements that point to them.
   const firstElements = report.texts.findIndex((t) => t.includes("add element ip kpng service-ips"));
-  const lastChain = report.texts.findLastIndex((t) => t.includes("add chain ip kpng svc-"));
+  const lastChain = report.texts.findLastIndex((t) => t.includes("add chain ip kpng pick-"));
   assert.ok(lastChain <= firstElements);
 });
 
@@ -209,5 +255,5 @@ test("the loop coalesces states, retries after a failure and stops on abort", as
   assert.equal(listener, undefined, "unsubscribed");
   assert.ok(nft.transactions.length >= 2, "retried after the injected failure");
   assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 1);
-  assert.ok(nft.rules("ip", "kpng", chainName.internal("default/second/tcp/80")));
+  assert.equal(nft.elements("ip", "kpng", "endpoints-tcp")?.size, 2);
 });

@@ -76,10 +76,20 @@ test("a listing is parsed into chains, sets and canonical element keys", () => {
       },
       { set: { name: "cluster-ips", elem: ["203.0.113.1"] } },
       { set: { name: "aff-y" } },
+      // As nft 1.0.6 prints a typeof map of endpoints.
+      {
+        map: {
+          name: "endpoints-tcp",
+          type: ["ipv4_addr", "inet_service", "integer"],
+          map: "ipv4_addr . inet_service",
+          elem: [[{ concat: ["203.0.113.1", 80, 1] }, { concat: ["198.51.100.1", 8080] }]],
+        },
+      },
     ],
   });
   assert.deepEqual(t.chains, ["svc-x"]);
-  assert.deepEqual(t.sets, ["service-ips", "cluster-ips", "aff-y"]);
+  assert.deepEqual(t.sets, ["service-ips", "cluster-ips", "aff-y", "endpoints-tcp"]);
+  assert.equal(t.elements.get("endpoints-tcp")?.get("203.0.113.1 . 80 . 1"), "198.51.100.1 . 8080");
   assert.equal(t.elements.get("service-ips")?.get("203.0.113.1 . tcp . 80"), "goto svc-x");
   assert.equal(t.elements.get("cluster-ips")?.get("203.0.113.1"), "");
   assert.throws(() => parseListing({}), /nftables array/);

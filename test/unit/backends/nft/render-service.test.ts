@@ -15,8 +15,9 @@ function el(f: Fragment, set: string): Record<string, string> {
   return Object.fromEntries(f.elements.filter((e) => e.set === set).map((e) => [e.key, e.value]));
 }
 function rules(f: Fragment, name: string): readonly string[] | undefined {
-  return f.chains.find((c) => c.name === name)?.rules;
+  return [...f.chains, ...f.sharedChains].find((c) => c.name === name)?.rules;
 }
+const MASQ_NON_POD = "ip saddr != @pod-cidrs jump mark-for-masquerade";
 
 interface Case {
   readonly name: string;
@@ -25,15 +26,19 @@ interface Case {
 
 const cases: Case[] = [
   {
-    name: "ClusterIP with endpoints: service-ips goes to the internal chain, which balances uniformly",
+    name: "ClusterIP with endpoints: no chain of its own, the shared pick chain draws from its endpoint elements",
     run: () => {
       const f = renderService(service(), V4);
-      assert.deepEqual(el(f, "service-ips"), { "203.0.113.10 . tcp . 80": `goto ${INT}` });
+      assert.deepEqual(el(f, "service-ips"), { "203.0.113.10 . tcp . 80": "goto pick-tcp-2" });
       assert.deepEqual(el(f, "cluster-ips"), { "203.0.113.10": "" });
-      assert.deepEqual(rules(f, INT), [
-        "ip daddr 203.0.113.10 meta l4proto tcp th dport 80 ip saddr != @pod-cidrs jump mark-for-masquerade",
-        "numgen random mod 2 0 meta l4proto tcp dnat to 198.51.100.2:8080",
-        "meta l4proto tcp dnat to 198.51.100.3:8080",
+      assert.deepEqual(el(f, "endpoints-tcp"), {
+        "203.0.113.10 . 80 . 0": "198.51.100.2 . 8080",
+        "203.0.113.10 . 80 . 1": "198.51.100.3 . 8080",
+      });
+      assert.deepEqual(f.chains, []);
+      assert.deepEqual(rules(f, "pick-tcp-2"), [
+        MASQ_NON_POD,
+        "meta l4proto tcp dnat ip to ip daddr . th dport . numgen random mod 2 map @endpoints-tcp",
       ]);
       assert.deepEqual(Object.keys(el(f, "hairpin-endpoints")), [
         "198.51.100.2 . 198.51.100.2",
@@ -66,21 +71,26 @@ const cases: Case[] = [
     name: "masquerade-all masquerades every ClusterIP connection; no cluster CIDR and not all: none",
     run: () => {
       const all = renderService(service(), { ...V4, masqueradeAll: true });
-      assert.equal(
-        rules(all, INT)?.[0],
-        "ip daddr 203.0.113.10 meta l4proto tcp th dport 80 jump mark-for-masquerade",
-      );
+      assert.equal(rules(all, "pick-tcp-2")?.[0], "jump mark-for-masquerade");
       const none = renderService(service(), { ...V4, podCIDRs: [] });
-      assert.ok(!rules(none, INT)?.some((r) => r.includes("mark-for-masquerade")));
+      assert.equal(rules(none, "pick-tcp-2")?.length, 1);
+      assert.ok(!rules(none, "pick-tcp-2")?.some((r) => r.includes("mark-for-masquerade")));
     },
   },
   {
-    name: "NodePort eTP Cluster: external chain masquerades then goes to the shared endpoint chain",
+    name: "NodePort eTP Cluster: the node port's pick chain masquerades, then draws from the node port's elements",
     run: () => {
       const f = renderService(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), V4);
-      assert.deepEqual(el(f, "service-nodeports"), { "tcp . 30080": `goto ${EXT}` });
-      assert.deepEqual(rules(f, EXT), ["jump mark-for-masquerade", `goto ${INT}`]);
-      assert.equal(rules(f, XEP), undefined);
+      assert.deepEqual(el(f, "service-nodeports"), { "tcp . 30080": "goto nodeport-pick-tcp-2" });
+      assert.deepEqual(el(f, "nodeport-endpoints-tcp"), {
+        "30080 . 0": "198.51.100.2 . 8080",
+        "30080 . 1": "198.51.100.3 . 8080",
+      });
+      assert.deepEqual(rules(f, "nodeport-pick-tcp-2"), [
+        "jump mark-for-masquerade",
+        "meta l4proto tcp dnat ip to th dport . numgen random mod 2 map @nodeport-endpoints-tcp",
+      ]);
+      assert.deepEqual(f.chains, []);
     },
   },
   {
@@ -106,6 +116,13 @@ const cases: Case[] = [
         `goto ${XEP}`,
       ]);
       assert.deepEqual(rules(f, XEP), ["meta l4proto tcp dnat to 198.51.100.2:8080"]);
+      // The short-circuit chain does not masquerade: pods keep their address, the node is marked above.
+      assert.deepEqual(rules(f, INT), [
+        "numgen random mod 2 0 meta l4proto tcp dnat to 198.51.100.2:8080",
+        "meta l4proto tcp dnat to 198.51.100.3:8080",
+      ]);
+      // ClusterIP traffic still goes through the shared pick chain.
+      assert.equal(el(f, "service-ips")["203.0.113.10 . tcp . 80"], "goto pick-tcp-2");
     },
   },
   {
@@ -125,7 +142,7 @@ const cases: Case[] = [
     },
   },
   {
-    name: "externalIPs and LB IPs dispatch to the external chain",
+    name: "externalIPs and LB IPs with eTP Cluster: the VIP pick chain masquerades and draws from the VIP's elements",
     run: () => {
       const svc = service({
         type: "LoadBalancer",
@@ -133,8 +150,30 @@ const cases: Case[] = [
         loadBalancerIPs: ["203.0.113.200"],
       });
       const f = renderService(svc, V4);
-      assert.equal(el(f, "service-ips")["198.51.100.200 . tcp . 80"], `goto ${EXT}`);
-      assert.equal(el(f, "service-ips")["203.0.113.200 . tcp . 80"], `goto ${EXT}`);
+      assert.equal(el(f, "service-ips")["198.51.100.200 . tcp . 80"], "goto ext-pick-tcp-2");
+      assert.equal(el(f, "service-ips")["203.0.113.200 . tcp . 80"], "goto ext-pick-tcp-2");
+      assert.equal(el(f, "endpoints-tcp")["203.0.113.200 . 80 . 1"], "198.51.100.3 . 8080");
+      assert.deepEqual(rules(f, "ext-pick-tcp-2"), [
+        "jump mark-for-masquerade",
+        "meta l4proto tcp dnat ip to ip daddr . th dport . numgen random mod 2 map @endpoints-tcp",
+      ]);
+    },
+  },
+  {
+    name: "ClientIP affinity keeps chains of its own for ClusterIP and NodePort traffic",
+    run: () => {
+      const f = renderService(
+        service({ type: "NodePort", sessionAffinitySeconds: 3, ports: [port({ nodePort: 30080 })] }),
+        V4,
+      );
+      assert.deepEqual(el(f, "service-ips"), { "203.0.113.10 . tcp . 80": `goto ${INT}` });
+      assert.deepEqual(el(f, "service-nodeports"), { "tcp . 30080": `goto ${EXT}` });
+      assert.deepEqual(rules(f, EXT), ["jump mark-for-masquerade", `goto ${INT}`]);
+      assert.equal(
+        rules(f, INT)?.[0],
+        "ip daddr 203.0.113.10 meta l4proto tcp th dport 80 ip saddr != @pod-cidrs jump mark-for-masquerade",
+      );
+      assert.deepEqual(f.sharedChains, []);
     },
   },
   {
@@ -177,9 +216,15 @@ const cases: Case[] = [
       const p = port({ internalEndpoints: eps, externalEndpoints: eps, endpointFamilies: ["IPv4", "IPv6"] });
       const svc = service({ clusterIPs: ["203.0.113.10", "2001:db8:96::a"], ports: [p] });
       const f6 = renderService(svc, V6);
-      assert.deepEqual(el(f6, "service-ips"), { "2001:db8:96::a . tcp . 80": `goto ${INT}` });
-      assert.deepEqual(rules(f6, INT)?.slice(1), ["meta l4proto tcp dnat to [2001:db8:1::2]:8080"]);
-      assert.ok(rules(renderService(svc, V4), INT)?.every((r) => !r.includes("2001")));
+      assert.deepEqual(el(f6, "service-ips"), { "2001:db8:96::a . tcp . 80": "goto pick-tcp-1" });
+      assert.deepEqual(el(f6, "endpoints-tcp"), { "2001:db8:96::a . 80 . 0": "2001:db8:1::2 . 8080" });
+      assert.deepEqual(rules(f6, "pick-tcp-1"), [
+        "ip6 saddr != @pod-cidrs jump mark-for-masquerade",
+        "meta l4proto tcp dnat ip6 to ip6 daddr . th dport . numgen random mod 1 map @endpoints-tcp",
+      ]);
+      assert.deepEqual(el(renderService(svc, V4), "endpoints-tcp"), {
+        "203.0.113.10 . 80 . 0": "198.51.100.2 . 8080",
+      });
     },
   },
   {
@@ -210,7 +255,12 @@ const cases: Case[] = [
         "203.0.113.10 . sctp . 9",
         "203.0.113.10 . udp . 53",
       ]);
-      assert.ok(f.chains.every((c) => c.rules.some((r) => /meta l4proto (udp|sctp) dnat/.test(r))));
+      assert.deepEqual(el(f, "service-ips")["203.0.113.10 . udp . 53"], "goto pick-udp-2");
+      assert.deepEqual(Object.keys(el(f, "endpoints-sctp")), [
+        "203.0.113.10 . 9 . 0",
+        "203.0.113.10 . 9 . 1",
+      ]);
+      assert.match(rules(f, "pick-udp-2")?.[1] ?? "", /^meta l4proto udp dnat ip to .* map @endpoints-udp$/);
     },
   },
 ];
