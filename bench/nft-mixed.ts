@@ -1,0 +1,118 @@
+// One endpoint change at 10k services when some services keep chains of their own: a share of
+// them use ClientIP affinity (a chain and a set per endpoint) and as many are NodePort services
+// with eTP Local (three chains each); the rest are plain ClusterIP services. Prints p50/p99 of
+// 100 changes of each kind. Real nft in a private network namespace; needs root.
+//   node bench/nft-mixed.ts [--every=20]   (one service in 20 has affinity, one in 20 eTP Local)
+
+import { spawnSync } from "node:child_process";
+import { NftBackend } from "../src/backends/nft/backend.ts";
+import { InteractiveNftRunner } from "../src/backends/nft/interactive-runner.ts";
+import { ExecNftRunner } from "../src/backends/nft/runner.ts";
+import type { LocalEndpoint, LocalService } from "../src/model/local.ts";
+import { silentLogger } from "../src/observability/log.ts";
+
+const N = 10_000;
+const everyArg = process.argv.find((a) => a.startsWith("--every="));
+const EVERY = everyArg ? Number(everyArg.slice("--every=".length)) : 20;
+const NS = `kpng-bench-mixed-${process.pid}`;
+const KINDS = ["plain ClusterIP", "ClientIP affinity", "NodePort eTP Local"] as const;
+
+function ipOf(base: number, i: number): string {
+  return `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
+}
+
+function endpoint(ip: string, local: boolean): LocalEndpoint {
+  return { ip, port: 8080, local, ready: true, serving: true, terminating: false };
+}
+
+/** Service i: i % EVERY == 0 has affinity, == 1 is NodePort eTP Local, the rest are plain. */
+function svc(i: number, generation = 0): LocalService {
+  const eps = [endpoint(ipOf(11, i), true), endpoint(ipOf(12 + generation, i), false)];
+  const kind = i % EVERY;
+  const etpLocal = kind === 1;
+  return {
+    namespace: "bench",
+    name: `svc-${i}`,
+    type: etpLocal ? "NodePort" : "ClusterIP",
+    clusterIPs: [ipOf(10, i)],
+    externalIPs: [],
+    loadBalancerIPs: [],
+    sourceRanges: [],
+    sessionAffinitySeconds: kind === 0 ? 10_800 : 0,
+    internalTrafficPolicy: "Cluster",
+    externalTrafficPolicy: etpLocal ? "Local" : "Cluster",
+    healthCheckNodePort: 0,
+    localReadyEndpoints: etpLocal ? 1 : 0,
+    ports: [
+      {
+        name: "http",
+        protocol: "TCP",
+        port: 80,
+        nodePort: etpLocal ? 30000 + (i % 2000) : 0,
+        hasEndpoints: true,
+        endpointFamilies: ["IPv4"],
+        internalEndpoints: eps,
+        externalEndpoints: etpLocal ? eps.slice(0, 1) : eps,
+      },
+    ],
+  };
+}
+
+function quantile(xs: number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
+}
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) {
+    console.log("nft-mixed: skipped (needs root for network namespaces)");
+    return;
+  }
+  const add = spawnSync("ip", ["netns", "add", NS]);
+  if (add.status !== 0) throw new Error(`ip netns add: ${add.stderr.toString()}`);
+  const command = ["ip", "netns", "exec", NS, "nft"];
+  const runner = new InteractiveNftRunner({ command, fallback: new ExecNftRunner(command) });
+  try {
+    const backend = new NftBackend({
+      runner,
+      tables: [
+        {
+          family: "ip",
+          table: "kpng",
+          nodePortCIDRs: ["192.0.2.1/32"],
+          podCIDRs: ["10.0.0.0/8"],
+          masqueradeAll: false,
+          nodeIPs: ["192.0.2.1"],
+        },
+      ],
+      log: silentLogger,
+    });
+    let services = new Map(Array.from({ length: N }, (_, i) => [`bench/svc-${i}`, svc(i)]));
+    await backend.sync({ node: "bench", revision: 1, services });
+    await new Promise((r) => setTimeout(r, 1000)); // --min-sync-period after the cold start
+    const latencies: number[][] = KINDS.map(() => []);
+    for (let k = 0; k < 100 * KINDS.length; k++) {
+      const kind = k % KINDS.length;
+      // A service of this kind: plain ones sit at i % EVERY == 2.
+      const i = ((k * 97) % Math.floor(N / EVERY)) * EVERY + [2, 0, 1][kind]!;
+      services = new Map(services);
+      services.set(`bench/svc-${i}`, svc(i, (k % 2) + 1));
+      const t0 = performance.now();
+      await backend.sync({ node: "bench", revision: k + 2, services });
+      latencies[kind]!.push(performance.now() - t0);
+    }
+    const share = `${(100 / EVERY).toFixed(1)}%`;
+    console.log(`10k services, ${share} with affinity, ${share} NodePort eTP Local`);
+    KINDS.forEach((name, kind) => {
+      const xs = latencies[kind]!;
+      console.log(
+        `  one endpoint change, ${name.padEnd(18)} p50 ${quantile(xs, 0.5).toFixed(1)} ms, p99 ${quantile(xs, 0.99).toFixed(1)} ms`,
+      );
+    });
+  } finally {
+    runner.close();
+    spawnSync("ip", ["netns", "del", NS]);
+  }
+}
+
+await main();
