@@ -4,22 +4,15 @@
 // 100 changes of each kind. Real nft in a private network namespace; needs root.
 //   node bench/nft-mixed.ts [--every=20]   (one service in 20 has affinity, one in 20 eTP Local)
 
-import { spawnSync } from "node:child_process";
 import { NftBackend } from "../src/backends/nft/backend.ts";
-import { InteractiveNftRunner } from "../src/backends/nft/interactive-runner.ts";
-import { ExecNftRunner } from "../src/backends/nft/runner.ts";
 import type { LocalEndpoint, LocalService } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
+import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 
 const N = 10_000;
 const everyArg = process.argv.find((a) => a.startsWith("--every="));
 const EVERY = everyArg ? Number(everyArg.slice("--every=".length)) : 20;
-const NS = `kpng-bench-mixed-${process.pid}`;
 const KINDS = ["plain ClusterIP", "ClientIP affinity", "NodePort eTP Local"] as const;
-
-function ipOf(base: number, i: number): string {
-  return `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-}
 
 function endpoint(ip: string, local: boolean): LocalEndpoint {
   return { ip, port: 8080, local, ready: true, serving: true, terminating: false };
@@ -58,23 +51,12 @@ function svc(i: number, generation = 0): LocalService {
   };
 }
 
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
-}
-
 async function main(): Promise<void> {
-  if (process.getuid?.() !== 0) {
-    console.log("nft-mixed: skipped (needs root for network namespaces)");
-    return;
-  }
-  const add = spawnSync("ip", ["netns", "add", NS]);
-  if (add.status !== 0) throw new Error(`ip netns add: ${add.stderr.toString()}`);
-  const command = ["ip", "netns", "exec", NS, "nft"];
-  const runner = new InteractiveNftRunner({ command, fallback: new ExecNftRunner(command) });
+  const netns = openBenchNetns("nft-mixed");
+  if (!netns) return;
   try {
     const backend = new NftBackend({
-      runner,
+      runner: netns.runner,
       tables: [
         {
           family: "ip",
@@ -110,8 +92,7 @@ async function main(): Promise<void> {
       );
     });
   } finally {
-    runner.close();
-    spawnSync("ip", ["netns", "del", NS]);
+    netns.close();
   }
 }
 

@@ -10,12 +10,10 @@
 import { spawn, spawnSync } from "node:child_process";
 import { NftBackend } from "../src/backends/nft/backend.ts";
 import type { TableConfig } from "../src/backends/nft/fragment.ts";
-import { InteractiveNftRunner } from "../src/backends/nft/interactive-runner.ts";
-import { ExecNftRunner } from "../src/backends/nft/runner.ts";
 import type { LocalService, LocalState } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
+import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 
-const NS = `kpng-bench-${process.pid}`;
 const quick = process.argv.includes("--quick");
 const onlyArg = process.argv.find((a) => a.startsWith("--sizes="));
 const SIZES = onlyArg
@@ -37,10 +35,6 @@ const CFG: TableConfig = {
   masqueradeAll: false,
   nodeIPs: ["192.0.2.1"],
 };
-
-function ipOf(base: number, i: number): string {
-  return `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-}
 
 function svc(i: number, generation = 0): LocalService {
   const eps = [0, 1].map((e) => ({
@@ -126,11 +120,11 @@ function upstreamShaped(n: number): string {
   return `${out.join("\n")}\n`;
 }
 
-/** Time to run `nft -f -` with `text` in the bench namespace, or undefined past the timeout. */
-function timeNft(text: string, timeoutMs: number): Promise<number | undefined> {
+/** Time to run `nft -f -` with `text` in namespace `ns`, or undefined past the timeout. */
+function timeNft(ns: string, text: string, timeoutMs: number): Promise<number | undefined> {
   return new Promise((resolve, reject) => {
     const start = performance.now();
-    const child = spawn("ip", ["netns", "exec", NS, "nft", "-f", "-"], { stdio: ["pipe", "ignore", "pipe"] });
+    const child = spawn("ip", ["netns", "exec", ns, "nft", "-f", "-"], { stdio: ["pipe", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (b: Buffer) => {
       stderr += b.toString();
@@ -146,29 +140,18 @@ function timeNft(text: string, timeoutMs: number): Promise<number | undefined> {
   });
 }
 
-function nftSync(args: string[]): void {
-  spawnSync("ip", ["netns", "exec", NS, "nft", ...args], { stdio: "ignore" });
-}
-
-function quantile(xs: number[], q: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
+function nftSync(ns: string, args: string[]): void {
+  spawnSync("ip", ["netns", "exec", ns, "nft", ...args], { stdio: "ignore" });
 }
 
 const fmt = (ms: number | undefined) =>
   ms === undefined ? `>${UPSTREAM_TIMEOUT_MS / 1000} s` : `${ms.toFixed(1)} ms`;
 
 async function main(): Promise<void> {
-  if (process.getuid?.() !== 0) {
-    console.log("nft-sync: skipped (needs root for network namespaces)");
-    return;
-  }
-  const add = spawnSync("ip", ["netns", "add", NS]);
-  if (add.status !== 0) throw new Error(`ip netns add: ${add.stderr.toString()}`);
+  const netns = openBenchNetns("nft-sync");
+  if (!netns) return;
+  const { name: ns, runner } = netns;
   const rows: string[][] = [];
-  const command = ["ip", "netns", "exec", NS, "nft"];
-  // As the plugin runs it: small transactions through one `nft -i`, big ones through `nft -f -`.
-  const runner = new InteractiveNftRunner({ command, fallback: new ExecNftRunner(command) });
   try {
     for (const n of SIZES) {
       const services = Array.from({ length: n }, (_, i) => svc(i));
@@ -197,7 +180,7 @@ async function main(): Promise<void> {
           latencies.push(performance.now() - t0);
           if (process.env.KPNG_BENCH_TRACE) console.log(k, (performance.now() - t0).toFixed(1));
         }
-        const upstreamChange = skipUpstream ? [] : await upstreamChangeLatencies(n);
+        const upstreamChange = skipUpstream ? [] : await upstreamChangeLatencies(ns, n);
         rows.push([
           "10k: one endpoint change p50",
           fmt(quantile(latencies, 0.5)),
@@ -209,9 +192,9 @@ async function main(): Promise<void> {
           fmt(quantile(upstreamChange, 0.99)),
         ]);
       }
-      nftSync(["delete", "table", "ip", "kpng"]);
-      const upstream = skipUpstream ? Number.NaN : await timeNft(upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
-      nftSync(["delete", "table", "ip", "kube-proxy"]);
+      nftSync(ns, ["delete", "table", "ip", "kpng"]);
+      const upstream = skipUpstream ? Number.NaN : await timeNft(ns, upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
+      nftSync(ns, ["delete", "table", "ip", "kube-proxy"]);
       rows.unshift([
         `cold start ${n / 1000}k services (${report.transactions} tx)`,
         fmt(ours),
@@ -220,8 +203,7 @@ async function main(): Promise<void> {
       console.log(`  done ${n}`);
     }
   } finally {
-    runner.close();
-    spawnSync("ip", ["netns", "del", NS]);
+    netns.close();
   }
   const header = ["scenario", "kpng", "kube-proxy-shaped nft -f", "ratio"];
   const table = rows.map((r) => {
@@ -236,8 +218,8 @@ async function main(): Promise<void> {
 }
 
 /** One endpoint change as upstream applies it: new endpoint chain, rewritten service chain. */
-async function upstreamChangeLatencies(n: number): Promise<number[]> {
-  await timeNft(upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
+async function upstreamChangeLatencies(ns: string, n: number): Promise<number[]> {
+  await timeNft(ns, upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
   const t = "ip kube-proxy";
   const out: number[] = [];
   for (let k = 0; k < 100; k++) {
@@ -252,10 +234,10 @@ async function upstreamChangeLatencies(n: number): Promise<number[]> {
       `flush chain ${t} ${svcChain}`,
       `add rule ${t} ${svcChain} numgen random mod 1 vmap { 0 : goto ${ep} }`,
     ].join("\n");
-    const ms = await timeNft(`${text}\n`, 10_000);
+    const ms = await timeNft(ns, `${text}\n`, 10_000);
     if (ms !== undefined) out.push(ms);
   }
-  nftSync(["delete", "table", "ip", "kube-proxy"]);
+  nftSync(ns, ["delete", "table", "ip", "kube-proxy"]);
   return out;
 }
 
