@@ -72,20 +72,13 @@ function pickFrom(
 ): void {
   const chain = pickChain(kind, proto, endpoints.length, cfg);
   c.shared.set(chain.name, chain);
-  const [dispatchMap, target] =
-    address === undefined
-      ? [STATIC.serviceNodePorts, `${port}`]
-      : [STATIC.serviceIPs, `${address} . ${port}`];
-  addElement(
-    c,
-    dispatchMap,
-    address === undefined ? `${proto} . ${port}` : `${address} . ${proto} . ${port}`,
-    `goto ${chain.name}`,
-  );
+  const prefix = address === undefined ? "" : `${address} . `;
+  const dispatchMap = address === undefined ? STATIC.serviceNodePorts : STATIC.serviceIPs;
+  addElement(c, dispatchMap, `${prefix}${proto} . ${port}`, `goto ${chain.name}`);
   const map = endpointsMapOf(kind, proto);
   endpoints.forEach((ep, i) => {
     const ip = canonicalIP(ep.ip);
-    addElement(c, map, `${target} . ${i}`, `${ip} . ${ep.port}`);
+    addElement(c, map, `${prefix}${port} . ${i}`, `${ip} . ${ep.port}`);
     addElement(c, STATIC.hairpin, `${ip} . ${ip}`);
   });
 }
