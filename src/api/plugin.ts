@@ -3,7 +3,7 @@
 import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { localStateFeed } from "../brain/index.ts";
-import type { GlobalSinkPlugin } from "../cli/registry.ts";
+import type { GlobalSinkPlugin } from "../plugin/contracts.ts";
 import { ApiServer, type TlsFiles } from "./server.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];

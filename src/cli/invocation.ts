@@ -7,7 +7,7 @@ import type {
   LocalSourcePlugin,
   Options,
   SourcePlugin,
-} from "./registry.ts";
+} from "../plugin/contracts.ts";
 
 export type Invocation =
   /** `kpng <source> … to-local <local-sink> …` */

@@ -3,9 +3,10 @@
 
 import { CommanderError } from "commander";
 import { rootLogger } from "../observability/log.ts";
+import { UsageError } from "../plugin/usage-error.ts";
 import { globalSinks, localSinks, localSources, sources } from "./plugins.ts";
 import { buildProgram } from "./program.ts";
-import { runInvocation, UsageError } from "./run.ts";
+import { runInvocation } from "./run.ts";
 
 const EXIT_FAILURE = 1;
 const EXIT_USAGE = 2;

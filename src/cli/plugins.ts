@@ -3,12 +3,17 @@
 
 import { toApiPlugin } from "../api/plugin.ts";
 import { toNftPlugin } from "../backends/nft/plugin.ts";
-import { apiSourcePlugin } from "../client/api-source.ts";
-import { localSourcePlugin } from "../client/local-source-plugin.ts";
+import type {
+  GlobalSinkPlugin,
+  LocalSinkPlugin,
+  LocalSourcePlugin,
+  SourcePlugin,
+} from "../plugin/contracts.ts";
 import { toJsonGlobalSink, toJsonLocalSink } from "../sinks/json/plugins.ts";
+import { apiSourcePlugin } from "../sources/api/api-source.ts";
+import { localSourcePlugin } from "../sources/api/local-source-plugin.ts";
 import { fileSourcePlugin } from "../sources/file/plugin.ts";
 import { kubeSourcePlugin } from "../sources/kube/plugin.ts";
-import type { GlobalSinkPlugin, LocalSinkPlugin, LocalSourcePlugin, SourcePlugin } from "./registry.ts";
 
 /** `kpng <source> …` */
 export const sources: SourcePlugin[] = [fileSourcePlugin, kubeSourcePlugin, apiSourcePlugin];

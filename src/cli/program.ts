@@ -7,9 +7,9 @@
 
 import { hostname } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
-import { parseDuration } from "./duration.ts";
+import type { LocalSinkPlugin, Options } from "../plugin/contracts.ts";
+import { parseDuration } from "../plugin/duration.ts";
 import type { Invocation, Plugins } from "./invocation.ts";
-import type { LocalSinkPlugin, Options } from "./registry.ts";
 
 export interface ProgramOptions {
   /** Applied to the root before any sub-command exists, so sub-commands inherit it (tests use exitOverride). */

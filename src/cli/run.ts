@@ -4,13 +4,9 @@
 import { localStateFeed } from "../brain/local-state.ts";
 import { ClusterStore } from "../brain/store.ts";
 import type { ClusterSource } from "../model/global.ts";
+import type { RunContext } from "../plugin/contracts.ts";
+import { UsageError } from "../plugin/usage-error.ts";
 import type { Invocation } from "./invocation.ts";
-import type { RunContext } from "./registry.ts";
-
-/** An error in what the user asked for (a bad option value): exit code 2, message only. */
-export class UsageError extends Error {
-  override readonly name = "UsageError";
-}
 
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {

@@ -6,6 +6,7 @@ import { hostname } from "node:os";
 import { Command, CommanderError } from "commander";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { componentLogger } from "../observability/log.ts";
+import { UsageError } from "../plugin/usage-error.ts";
 import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
 import { remoteLocalStateFeed } from "./feed.ts";
 import { fullStateSink } from "./fullstate.ts";
@@ -22,9 +23,7 @@ export interface RunOptions {
 }
 
 /** Bad command-line flags: the message says which and why. */
-export class UsageError extends Error {
-  override name = "UsageError";
-}
+export { UsageError };
 
 /** Parses and checks the standard flags; throws a UsageError instead of exiting. */
 export function parseRunFlags(

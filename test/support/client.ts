@@ -1,10 +1,10 @@
-// Client requests from inside a namespace (implementation in src/demo/probe.ts): one process per
+// Client requests from inside a namespace (implementation in tools/netns/probe.ts): one process per
 // batch, results in request order, failures classified as refused / timeout / unreachable / ….
 //
 //   const [r] = await probeFrom(topo.client.ns, [{ proto: "tcp", host: "203.0.113.10", port: 80 }]);
 //   assert.equal(r.ok && r.reply?.name, "web-1");
 
-import type { ProbeResult } from "../../src/demo/probe.ts";
+import type { ProbeResult } from "../../tools/netns/probe.ts";
 
 export {
   classifyError,
@@ -14,8 +14,8 @@ export {
   type ProbeResult,
   probe,
   probeAll,
-} from "../../src/demo/probe.ts";
-export { probeFrom, probeOneFrom } from "../../src/demo/probe-from.ts";
+} from "../../tools/netns/probe.ts";
+export { probeFrom, probeOneFrom } from "../../tools/netns/probe-from.ts";
 
 /** The name of the endpoint that answered, or the failure class ("refused", "timeout", …). */
 export function outcome(result: ProbeResult): string {

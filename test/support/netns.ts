@@ -1,4 +1,4 @@
-// The network-namespace harness for end-to-end tests. The implementation lives in src/demo/ (the
+// The network-namespace harness for end-to-end tests. The implementation lives in tools/netns/ (the
 // demo builds the same topology, and src/ never imports from test/); this is the tests' entry.
 //
 //   const skip = await netnsSkipReason();
@@ -8,11 +8,11 @@
 //   });
 
 import { after, before, type TestContext } from "node:test";
-import { netnsUnavailableReason, removeLeftoverNamespaces } from "../../src/demo/netns.ts";
-import { Topology, type TopologyOptions } from "../../src/demo/topology.ts";
+import { netnsUnavailableReason, removeLeftoverNamespaces } from "../../tools/netns/netns.ts";
+import { Topology, type TopologyOptions } from "../../tools/netns/topology.ts";
 
-export * from "../../src/demo/addresses.ts";
-export { CommandError, type CommandResult, type RunOptions, runCommand } from "../../src/demo/exec.ts";
+export * from "../../tools/netns/addresses.ts";
+export { CommandError, type CommandResult, type RunOptions, runCommand } from "../../tools/netns/exec.ts";
 export {
   createVethPair,
   NAMESPACE_PREFIX,
@@ -21,15 +21,15 @@ export {
   ownNamespaces,
   removeLeftoverNamespaces,
   type VethEnd,
-} from "../../src/demo/netns.ts";
-export { type ExitInfo, Spawned, type SpawnOptions } from "../../src/demo/spawned.ts";
+} from "../../tools/netns/netns.ts";
+export { type ExitInfo, Spawned, type SpawnOptions } from "../../tools/netns/spawned.ts";
 export {
   type EchoSpec,
   type Pod,
   type PodSpec,
   Topology,
   type TopologyOptions,
-} from "../../src/demo/topology.ts";
+} from "../../tools/netns/topology.ts";
 
 /**
  * The reason to skip a suite that needs network namespaces, or false to run it: pass it as

@@ -1,9 +1,9 @@
 // `… to-local to-nft`: the nftables backend as a CLI sink, and `kpng cleanup nft`.
 
 import { type Command, Option } from "commander";
-import { parseDuration } from "../../cli/duration.ts";
-import type { LocalSinkPlugin, Options, RunContext } from "../../cli/registry.ts";
 import type { LocalState } from "../../model/local.ts";
+import type { LocalSinkPlugin, Options, RunContext } from "../../plugin/contracts.ts";
+import { parseDuration } from "../../plugin/duration.ts";
 import { NftBackend } from "./backend.ts";
 import { cleanupTransaction, tableConfigs } from "./config.ts";
 import type { TableConfig } from "./fragment.ts";

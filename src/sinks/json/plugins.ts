@@ -2,7 +2,7 @@
 // `<source> to-json` (the global model).
 
 import type { Command } from "commander";
-import type { GlobalSinkPlugin, LocalSinkPlugin } from "../../cli/registry.ts";
+import type { GlobalSinkPlugin, LocalSinkPlugin } from "../../plugin/contracts.ts";
 import { printGlobalStates } from "./print-global.ts";
 import { printLocalStates } from "./print-local.ts";
 import { streamWriter } from "./write.ts";

@@ -1,8 +1,8 @@
 // `kpng file --input cluster.yaml …`: the file source as a CLI plug-in.
 
 import type { Command } from "commander";
-import type { Options, RunContext, SourcePlugin } from "../../cli/registry.ts";
 import type { ClusterSource } from "../../model/global.ts";
+import type { Options, RunContext, SourcePlugin } from "../../plugin/contracts.ts";
 import { FileSource } from "./source.ts";
 
 export const fileSourcePlugin: SourcePlugin = {

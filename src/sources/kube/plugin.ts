@@ -1,9 +1,9 @@
 // `kpng kube …`: the Kubernetes API as a source.
 
 import { type Command, InvalidArgumentError, Option } from "commander";
-import { parseDuration } from "../../cli/duration.ts";
-import type { Options, RunContext, SourcePlugin } from "../../cli/registry.ts";
 import type { ClusterSource } from "../../model/global.ts";
+import type { Options, RunContext, SourcePlugin } from "../../plugin/contracts.ts";
+import { parseDuration } from "../../plugin/duration.ts";
 
 function optionalString(opts: Options, name: string): string | undefined {
   const value = opts[name];

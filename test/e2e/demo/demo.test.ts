@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { netnsSkipReason, runCommand, Spawned } from "../../support/netns.ts";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const DEMO = fileURLToPath(new URL("../../../src/demo/main.ts", import.meta.url));
+const DEMO = fileURLToPath(new URL("../../../tools/demo/main.ts", import.meta.url));
 const skip = await netnsSkipReason();
 
 /** The table row for a Service target, split into its columns. */

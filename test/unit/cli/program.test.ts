@@ -3,7 +3,7 @@ import { describe, test } from "node:test";
 import type { Command } from "commander";
 import type { Invocation, Plugins } from "../../../src/cli/invocation.ts";
 import { buildProgram } from "../../../src/cli/program.ts";
-import type { LocalSinkPlugin } from "../../../src/cli/registry.ts";
+import type { LocalSinkPlugin } from "../../../src/plugin/contracts.ts";
 
 const unused = () => {
   throw new Error("not used in parsing tests");

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { NftBackend } from "../../../../src/backends/nft/backend.ts";
-import { FakeNft } from "../../../../src/backends/nft/fake-nft.ts";
 import { chainName } from "../../../../src/backends/nft/names.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
+import { FakeNft } from "../../../support/fake-nft.ts";
 import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
 
 function setup(over: { now?: () => number; max?: number; nft?: FakeNft } = {}) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { parseDuration } from "../../../src/cli/duration.ts";
+import { parseDuration } from "../../../src/plugin/duration.ts";
 
 describe("parseDuration", () => {
   const valid: { name: string; text: string; ms: number }[] = [

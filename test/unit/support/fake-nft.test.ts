@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { FakeNft } from "../../../../src/backends/nft/fake-nft.ts";
+import { FakeNft } from "../../support/fake-nft.ts";
 
 const BASE =
   "add table ip t\nadd chain ip t a\nadd map ip t m { type inet_proto . inet_service : verdict; }\nadd set ip t s { type ipv4_addr; }\n";

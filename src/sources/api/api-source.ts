@@ -1,15 +1,15 @@
 // `kpng api --api <target> …`: a ClusterSource that replicates another brain's global state
 // (globalv1, whole objects), so a central brain can fan out to brains on the nodes.
 
-import { Set as WireSet } from "../api/gen/api/localv1/api.ts";
-import { decodeEndpointSliceInfo, decodeNodeInfo, decodeServiceInfo } from "../api/global-codec.ts";
-import type { SourcePlugin } from "../cli/registry.ts";
-import type { ClusterSink, ClusterSource } from "../model/global.ts";
-import type { EndpointSlice, KubeKind, KubeObject, Node, Service } from "../model/kube.ts";
-import { type Logger, silentLogger } from "../observability/log.ts";
-import type { TlsPaths } from "./connection.ts";
-import { addApiOptions, DEFAULT_API, tlsFromOptions } from "./tls-options.ts";
-import { type WireChangeSet, type WireOp, watchGlobal } from "./watch.ts";
+import { Set as WireSet } from "../../api/gen/api/localv1/api.ts";
+import { decodeEndpointSliceInfo, decodeNodeInfo, decodeServiceInfo } from "../../api/global-codec.ts";
+import type { TlsPaths } from "../../client/connection.ts";
+import { addApiOptions, DEFAULT_API, tlsFromOptions } from "../../client/tls-options.ts";
+import { type WireChangeSet, type WireOp, watchGlobal } from "../../client/watch.ts";
+import type { ClusterSink, ClusterSource } from "../../model/global.ts";
+import type { EndpointSlice, KubeKind, KubeObject, Node, Service } from "../../model/kube.ts";
+import { type Logger, silentLogger } from "../../observability/log.ts";
+import type { SourcePlugin } from "../../plugin/contracts.ts";
 
 /** The object key a globalv1 path names: "ns|name||" → "ns/name", "|node||" → "node", "ns|svc|slice|" → "ns/slice". */
 export function objectOfPath(set: WireSet, path: string): { kind: KubeKind; key: string } | undefined {

@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import type { EchoReply } from "../../../src/demo/echo-reply.ts";
-import type { ProbeResult } from "../../../src/demo/probe.ts";
-import { renderTable, summarizeAnswers, summarizeSources } from "../../../src/demo/report.ts";
+import { renderTable, summarizeAnswers, summarizeSources } from "../../../tools/demo/report.ts";
+import type { EchoReply } from "../../../tools/netns/echo-reply.ts";
+import type { ProbeResult } from "../../../tools/netns/probe.ts";
 
 function answer(name: string, client = "198.51.100.200"): ProbeResult {
   const reply: EchoReply = {

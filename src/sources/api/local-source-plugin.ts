@@ -1,8 +1,8 @@
 // `kpng local --api <target> <local-sink>`: run any local sink against a remote brain.
 
-import type { LocalSourcePlugin } from "../cli/registry.ts";
-import { remoteLocalStateFeed } from "./feed.ts";
-import { addApiOptions, DEFAULT_API, tlsFromOptions } from "./tls-options.ts";
+import { remoteLocalStateFeed } from "../../client/feed.ts";
+import { addApiOptions, DEFAULT_API, tlsFromOptions } from "../../client/tls-options.ts";
+import type { LocalSourcePlugin } from "../../plugin/contracts.ts";
 
 export const localSourcePlugin: LocalSourcePlugin = {
   name: "local",

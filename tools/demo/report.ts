@@ -1,8 +1,8 @@
 // Turns the demo's answers into a readable table: per target, which endpoints answered (and how
 // often), and the client address the endpoint saw (which shows whether the source was NATed).
 
+import type { ProbeResult } from "../netns/probe.ts";
 import type { DemoTarget } from "./demo-plan.ts";
-import type { ProbeResult } from "./probe.ts";
 
 export interface TargetOutcome {
   readonly target: DemoTarget;

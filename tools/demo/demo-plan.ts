@@ -4,7 +4,7 @@
 // is kpng's job, and the demo shows what kpng decided.
 
 import { parseAllDocuments } from "yaml";
-import type { PodSpec } from "./topology.ts";
+import type { PodSpec } from "../netns/topology.ts";
 
 /** Where a request is sent from: the client pod inside the cluster, or the external client. */
 export type RequestOrigin = "client" | "external";

@@ -2,7 +2,7 @@
 // JSON line (see echo-reply.ts) naming this server and the client address it saw, which is how
 // tests and the demo tell which endpoint answered and whether the source was NATed.
 //
-//   node src/demo/echo-server.ts --name web-1 --port 8080 [--port 8081] [--udp-port 5353]
+//   node tools/netns/echo-server.ts --name web-1 --port 8080 [--port 8081] [--udp-port 5353]
 //
 // Prints `listening {...}` on stdout once every socket is bound.
 

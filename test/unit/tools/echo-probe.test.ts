@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { isDocumentationAddress } from "../../../src/demo/addresses.ts";
-import { parseEchoReply, unmapAddress } from "../../../src/demo/echo-reply.ts";
-import { parseEchoServerArgs, startEchoServer } from "../../../src/demo/echo-server.ts";
-import { classifyError, probeAll } from "../../../src/demo/probe.ts";
+import { isDocumentationAddress } from "../../../tools/netns/addresses.ts";
+import { parseEchoReply, unmapAddress } from "../../../tools/netns/echo-reply.ts";
+import { parseEchoServerArgs, startEchoServer } from "../../../tools/netns/echo-server.ts";
+import { classifyError, probeAll } from "../../../tools/netns/probe.ts";
 
 describe("classifyError", () => {
   const cases: [string | undefined, string][] = [

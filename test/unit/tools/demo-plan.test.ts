@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { parseClusterFile, planDemo } from "../../../src/demo/demo-plan.ts";
+import { parseClusterFile, planDemo } from "../../../tools/demo/demo-plan.ts";
 
 const NODE = `
 apiVersion: v1
