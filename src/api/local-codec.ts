@@ -4,6 +4,7 @@
 
 import type { IPFamily, Protocol as KubeProtocol, ServiceType } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
+import { compareEndpoints } from "../model/order.ts";
 import {
   Endpoint,
   type EndpointPortScope,
@@ -198,10 +199,4 @@ function decodePort(port: PortMapping, endpoints: readonly Endpoint[]): LocalSer
     internalEndpoints: internal.sort(compareEndpoints),
     externalEndpoints: external.sort(compareEndpoints),
   };
-}
-
-/** The order of LocalServicePort endpoint lists: by ip, then port. */
-export function compareEndpoints(a: LocalEndpoint, b: LocalEndpoint): number {
-  if (a.ip !== b.ip) return a.ip < b.ip ? -1 : 1;
-  return a.port - b.port;
 }

@@ -2,6 +2,7 @@
 // kube-proxy's endpoint slice cache merges them.
 
 import type { EndpointSlice, IPFamily, Protocol } from "../model/kube.ts";
+import { compareEndpoints } from "../model/order.ts";
 
 /** One endpoint of one port, with the slice's conditions read with their defaults. */
 export interface EndpointInfo {
@@ -18,27 +19,6 @@ export interface EndpointInfo {
 /** Slice ports are matched to Service ports by name and protocol. */
 export function portKey(name: string, protocol: Protocol): string {
   return `${name}/${protocol}`;
-}
-
-function ipv4Number(ip: string): number {
-  let n = 0;
-  for (const octet of ip.split(".")) n = n * 256 + Number(octet);
-  return n;
-}
-
-/** IPv4 before IPv6; IPv4 numerically, IPv6 by text; then by port. */
-export function compareIPs(a: string, b: string): number {
-  if (a === b) return 0;
-  const a6 = a.includes(":");
-  const b6 = b.includes(":");
-  if (a6 !== b6) return a6 ? 1 : -1;
-  if (!a6) return ipv4Number(a) - ipv4Number(b);
-  return a < b ? -1 : 1;
-}
-
-/** By ip (see compareIPs), then port. */
-export function compareEndpoints(a: { ip: string; port: number }, b: { ip: string; port: number }): number {
-  return compareIPs(a.ip, b.ip) || a.port - b.port;
 }
 
 /**

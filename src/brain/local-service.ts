@@ -4,8 +4,9 @@
 import type { EndpointSlice } from "../model/kube.ts";
 import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
+import { compareEndpoints } from "../model/order.ts";
 import { categorizeEndpoints, isLocal } from "./categorize.ts";
-import { compareEndpoints, type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
+import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
 import {
   clusterIPForFamily,
   externalIPsForFamily,

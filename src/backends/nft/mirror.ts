@@ -109,7 +109,11 @@ export class TableMirror {
       units.push({ phase: PHASE.skeleton, lines: skeletonStatements(this.#cfg), elements: [] });
     const before = this.#services.size;
     let added = 0;
-    for (const [key, svc] of state.services) {
+    // A first plan visits services in key order, so the same state always renders the same text
+    // whichever way it arrived (in-process or over the API, whose maps are built in other orders).
+    const keys = this.#fresh ? [...state.services.keys()].sort() : state.services.keys();
+    for (const key of keys) {
+      const svc = state.services.get(key)!;
       const prev = this.#services.get(key);
       if (prev?.svc === svc) continue;
       if (prev === undefined) added++;

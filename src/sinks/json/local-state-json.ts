@@ -8,7 +8,6 @@ import {
   type LocalServicePort,
   type LocalState,
 } from "../../model/local.ts";
-import { compareEndpoints } from "./order.ts";
 
 export interface LocalStateJson {
   readonly node: string;
@@ -46,8 +45,8 @@ export interface LocalServicePortJson {
 
 /**
  * The JSON document of a local state. Services are sorted by namespace then name; within a
- * service, ports and IP lists keep the brain's order (spec order, primary family first) and
- * endpoint lists are sorted, so equal states always print equal documents.
+ * service, ports, IP lists and endpoint lists keep the model's order (spec order, primary family
+ * first; endpoints as model/order.ts sorts them), so equal states always print equal documents.
  */
 export function localStateToJson(state: LocalState): LocalStateJson {
   const services = [...state.services.values()].sort(
@@ -83,8 +82,8 @@ function portToJson(p: LocalServicePort): LocalServicePortJson {
     nodePort: p.nodePort,
     hasEndpoints: p.hasEndpoints,
     endpointFamilies: [...p.endpointFamilies],
-    internalEndpoints: [...p.internalEndpoints].sort(compareEndpoints).map(endpointString),
-    externalEndpoints: [...p.externalEndpoints].sort(compareEndpoints).map(endpointString),
+    internalEndpoints: p.internalEndpoints.map(endpointString),
+    externalEndpoints: p.externalEndpoints.map(endpointString),
   };
 }
 
