@@ -2,6 +2,7 @@
 // EndpointSlices) and per node, a server-wide revision, and a bounded log of the units that
 // changed, from which each stream (or resuming client) gets its delta.
 
+import type { ClusterView } from "../model/global.ts";
 import type { EndpointSlice, Node, Service } from "../model/kube.ts";
 import { deleteFrame, type Frame, sameBytes, type WireValue, wireValue } from "./frames.ts";
 import { Set as WireSet } from "./gen/api/localv1/api.ts";
@@ -12,20 +13,6 @@ import {
   encodeServiceInfo,
 } from "./global-codec.ts";
 import type { Revisioned } from "./revision-session.ts";
-
-/** What the global API reads from the brain's ClusterStore. */
-export interface GlobalStoreView {
-  readonly isSynced: boolean;
-  subscribe(
-    listener: (change: { services: ReadonlySet<string>; nodes: ReadonlySet<string> }) => void,
-  ): () => void;
-  service(key: string): Service | undefined;
-  slicesOf(serviceKey: string): readonly EndpointSlice[];
-  node(name: string): Node | undefined;
-  services(): Iterable<Service>;
-  nodes(): Iterable<Node>;
-  slices(): Iterable<EndpointSlice>;
-}
 
 type Unit =
   | {
@@ -126,7 +113,7 @@ export interface GlobalHubOptions {
 
 /** Shared by every globalv1 stream; one per server. */
 export class GlobalStates {
-  readonly #store: GlobalStoreView;
+  readonly #store: ClusterView;
   readonly #units = new Map<string, Unit>();
   readonly #log: LogEntry[] = [];
   #logEntries = 0;
@@ -137,7 +124,7 @@ export class GlobalStates {
   readonly #maxEntries: number;
   readonly #nextRevision: () => number;
 
-  constructor(store: GlobalStoreView, nextRevision: () => number, options: GlobalHubOptions = {}) {
+  constructor(store: ClusterView, nextRevision: () => number, options: GlobalHubOptions = {}) {
     this.#store = store;
     this.#nextRevision = nextRevision;
     this.#maxRevisions = options.maxLogRevisions ?? 256;

@@ -1,35 +1,56 @@
 // `kpng <source> to-api`: serve the brain's state over gRPC (localv1 per node, globalv1).
 
-import { readFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { localStateFeed } from "../brain/index.ts";
-import type { GlobalSinkPlugin } from "../plugin/contracts.ts";
-import { ApiServer, type TlsFiles } from "./server.ts";
+import type { GlobalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
+import { UsageError } from "../plugin/usage-error.ts";
+import { ApiServer, parseListen, type TlsFiles } from "./server.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
-async function readTls(opts: Record<string, unknown>): Promise<TlsFiles | undefined> {
-  const cert = opts.tlsCert as string | undefined;
-  const key = opts.tlsKey as string | undefined;
-  const ca = opts.tlsCa as string | undefined;
+export interface ToApiOptions {
+  readonly listen: readonly string[];
+  readonly tls: TlsFiles | undefined;
+  readonly globalApi: boolean;
+}
+
+/** Checks the listen addresses and reads the TLS files, so a mistake stops kpng before it starts. */
+export function parseToApiOptions(raw: RawOptions): ToApiOptions {
+  const listen = Array.isArray(raw.listen) ? raw.listen.map(String) : ["tcp://127.0.0.1:12090"];
+  for (const address of listen) {
+    try {
+      parseListen(address);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
+  return { listen, tls: readTls(raw), globalApi: raw.globalApi !== false };
+}
+
+function readTls(raw: RawOptions): TlsFiles | undefined {
+  const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
+  const cert = text(raw.tlsCert);
+  const key = text(raw.tlsKey);
+  const ca = text(raw.tlsCa);
   if (cert === undefined && key === undefined && ca === undefined) return undefined;
   if (cert === undefined || key === undefined)
-    throw new Error("--tls-cert and --tls-key are both needed for TLS");
-  const read = async (path: string, flag: string) => {
+    throw new UsageError("--tls-cert and --tls-key are both needed for TLS");
+  const read = (path: string, flag: string) => {
     try {
-      return await readFile(path);
+      return readFileSync(path);
     } catch (err) {
-      throw new Error(`${flag} ${path}: ${(err as Error).message}`);
+      throw new UsageError(`${flag} ${path}: ${(err as Error).message}`);
     }
   };
   return {
-    cert: await read(cert, "--tls-cert"),
-    key: await read(key, "--tls-key"),
-    ca: ca === undefined ? undefined : await read(ca, "--tls-ca"),
+    cert: read(cert, "--tls-cert"),
+    key: read(key, "--tls-key"),
+    ca: ca === undefined ? undefined : read(ca, "--tls-ca"),
   };
 }
 
-export const toApiPlugin: GlobalSinkPlugin = {
+export const toApiPlugin: GlobalSinkPlugin<ToApiOptions> = {
   name: "to-api",
   description: "serve each node's local state (localv1) and the global state (globalv1) over gRPC",
   addOptions(cmd: Command): void {
@@ -47,12 +68,13 @@ export const toApiPlugin: GlobalSinkPlugin = {
       )
       .option("--no-global-api", "serve localv1 only");
   },
+  parseOptions: parseToApiOptions,
   async run(store, opts, ctx): Promise<void> {
     const server = new ApiServer({
-      listen: (opts.listen as string[] | undefined) ?? ["tcp://127.0.0.1:12090"],
+      listen: opts.listen,
       localFeed: (nodeName) => localStateFeed(store, nodeName),
-      globalStore: opts.globalApi === false ? undefined : store,
-      tls: await readTls(opts),
+      globalStore: opts.globalApi ? store : undefined,
+      tls: opts.tls,
       log: ctx.log,
     });
     await server.start();

@@ -3,10 +3,11 @@
 
 import { randomBytes } from "node:crypto";
 import { chmod, rm, stat } from "node:fs/promises";
+import type { ClusterView } from "../model/global.ts";
 import type { Logger } from "../observability/log.ts";
 import { GlobalWatchReq } from "./gen/api/globalv1/api.ts";
 import { WatchReq } from "./gen/api/localv1/api.ts";
-import { type GlobalFlavor, GlobalStates, type GlobalStoreView } from "./global-hub.ts";
+import { type GlobalFlavor, GlobalStates } from "./global-hub.ts";
 import { GrpcServer } from "./grpc-server.ts";
 import { type HubOptions, type LocalFeedFactory, LocalStateHub, type NodeStates } from "./local-hub.ts";
 import { RevisionSession } from "./revision-session.ts";
@@ -24,7 +25,7 @@ export interface ApiServerOptions {
   readonly listen: readonly string[];
   readonly localFeed: LocalFeedFactory;
   /** Omit to serve localv1 only. */
-  readonly globalStore?: GlobalStoreView;
+  readonly globalStore?: ClusterView;
   readonly tls?: TlsFiles;
   readonly log: Logger;
   readonly hub?: HubOptions;

@@ -2,4 +2,4 @@
 
 export { computeLocalService, type NodeView } from "./local-service.ts";
 export { type LocalStateFeedOptions, LocalStateTracker, localStateFeed } from "./local-state.ts";
-export { ClusterStore, type ClusterStoreOptions, type StoreChange } from "./store.ts";
+export { ClusterStore, type ClusterStoreOptions } from "./store.ts";

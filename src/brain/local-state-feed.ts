@@ -1,88 +1,28 @@
-// A LocalStateFeed over a ClusterStore: one tracker per feed, and per listener a delivery loop
-// that never overlaps itself, keeps only the latest pending state, and waits minSyncPeriodMs
-// between deliveries.
+// A LocalStateFeed over a ClusterView: one tracker per feed, and per listener a delivery that
+// never overlaps itself and keeps only the latest pending state. Pacing (--min-sync-period) is
+// not done here: pacedFeed applies it to every feed alike.
 
+import type { ClusterView } from "../model/global.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
+import { Delivery } from "../plugin/paced-feed.ts";
 import { LocalStateTracker } from "./local-state-tracker.ts";
-import type { ClusterStore } from "./store.ts";
 
 export interface LocalStateFeedOptions {
-  /** Least time between the starts of two deliveries to a listener; default 0. */
-  readonly minSyncPeriodMs?: number;
   readonly log?: Logger;
 }
 
 type Listener = (state: LocalState) => void | Promise<void>;
 
-/** Delivers states to one listener: never concurrently, coalescing, rate-limited. */
-class Delivery {
-  readonly #listener: Listener;
-  readonly #minPeriodMs: number;
-  readonly #log: Logger;
-  #pending: LocalState | undefined;
-  #running = false;
-  #timer: NodeJS.Timeout | undefined;
-  #lastStart = Number.NEGATIVE_INFINITY;
-  #closed = false;
-
-  constructor(listener: Listener, minPeriodMs: number, log: Logger) {
-    this.#listener = listener;
-    this.#minPeriodMs = minPeriodMs;
-    this.#log = log;
-  }
-
-  offer(state: LocalState): void {
-    this.#pending = state;
-    this.#pump();
-  }
-
-  close(): void {
-    this.#closed = true;
-    this.#pending = undefined;
-    if (this.#timer !== undefined) clearTimeout(this.#timer);
-    this.#timer = undefined;
-  }
-
-  #pump(): void {
-    if (this.#closed || this.#running || this.#timer !== undefined || this.#pending === undefined) return;
-    const wait = this.#lastStart + this.#minPeriodMs - performance.now();
-    if (wait > 0) {
-      this.#timer = setTimeout(() => {
-        this.#timer = undefined;
-        this.#pump();
-      }, wait);
-      return;
-    }
-    const state = this.#pending;
-    this.#pending = undefined;
-    this.#running = true;
-    this.#lastStart = performance.now();
-    void this.#deliver(state);
-  }
-
-  async #deliver(state: LocalState): Promise<void> {
-    try {
-      await this.#listener(state);
-    } catch (err) {
-      this.#log.error({ err, revision: state.revision }, "local state listener failed");
-    } finally {
-      this.#running = false;
-      this.#pump();
-    }
-  }
-}
-
 /**
  * Emits this node's LocalState after the store has synced (the first emission even when empty),
- * then on each revision change, rate-limited to minSyncPeriodMs (default 0), coalescing.
+ * then on each revision change, coalescing.
  */
 export function localStateFeed(
-  store: ClusterStore,
+  store: ClusterView,
   nodeName: string,
   options: LocalStateFeedOptions = {},
 ): LocalStateFeed {
-  const minPeriodMs = options.minSyncPeriodMs ?? 0;
   const log = options.log ?? silentLogger;
   const deliveries = new Set<Delivery>();
   let tracker: LocalStateTracker | undefined;
@@ -105,7 +45,7 @@ export function localStateFeed(
   return {
     subscribe(listener: Listener): () => void {
       start();
-      const delivery = new Delivery(listener, minPeriodMs, log);
+      const delivery = new Delivery(listener, 0, log);
       deliveries.add(delivery);
       if (current !== undefined) delivery.offer(current);
       return () => {

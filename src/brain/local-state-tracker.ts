@@ -1,23 +1,23 @@
-// This node's LocalState over time: recompute only the services a StoreChange names, keep the
+// This node's LocalState over time: recompute only the services a ClusterChange names, keep the
 // old object for every service whose result is structurally equal, and bump the revision only
 // when something this node programs changed.
 
+import type { ClusterChange, ClusterView } from "../model/global.ts";
 import { LABEL_ZONE } from "../model/kube.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { sameLocalService } from "./local-equal.ts";
 import { computeLocalService, type NodeView } from "./local-service.ts";
-import type { ClusterStore, StoreChange } from "./store.ts";
 
 const NO_LABELS = Object.freeze({});
 
 export class LocalStateTracker {
-  readonly #store: ClusterStore;
+  readonly #store: ClusterView;
   readonly #nodeName: string;
   #state: LocalState;
   /** This node's zone label as last computed with: a change of it recomputes everything. */
   #zone: string | undefined;
 
-  constructor(store: ClusterStore, nodeName: string) {
+  constructor(store: ClusterView, nodeName: string) {
     this.#store = store;
     this.#nodeName = nodeName;
     this.#state = { node: nodeName, revision: 0, services: new Map() };
@@ -28,7 +28,7 @@ export class LocalStateTracker {
   }
 
   /** Recomputes what changed for this node; returns the same LocalState object if nothing did. */
-  update(change: StoreChange): LocalState {
+  update(change: ClusterChange): LocalState {
     const node = this.#nodeView();
     const zone = node.labels[LABEL_ZONE] ?? "";
     const everything = change.nodes.has(this.#nodeName) || this.#zone !== zone;

@@ -3,7 +3,7 @@
 // batch per macrotask, and only once every source has synced.
 
 import { isDeepStrictEqual } from "node:util";
-import type { ClusterSink } from "../model/global.ts";
+import type { ClusterChange, ClusterSink, ClusterView } from "../model/global.ts";
 import {
   type EndpointSlice,
   type KubeKind,
@@ -15,13 +15,6 @@ import {
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { isSelected } from "./selection.ts";
 
-export interface StoreChange {
-  /** "ns/name" of services whose Service or EndpointSlices changed. */
-  readonly services: ReadonlySet<string>;
-  /** Names of nodes whose Node object changed. */
-  readonly nodes: ReadonlySet<string>;
-}
-
 export interface ClusterStoreOptions {
   /** Serve only objects labelled service.kubernetes.io/service-proxy-name=<this>; "" or unset: unlabelled ones. */
   readonly serviceProxyName?: string;
@@ -30,7 +23,7 @@ export interface ClusterStoreOptions {
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
 
-export class ClusterStore implements ClusterSink {
+export class ClusterStore implements ClusterSink, ClusterView {
   readonly #serviceProxyName: string;
   readonly #log: Logger;
   readonly #services = new Map<string, Service>();
@@ -40,7 +33,7 @@ export class ClusterStore implements ClusterSink {
   /** service key → the slices as a list, built on first read after a change. */
   readonly #sliceLists = new Map<string, readonly EndpointSlice[]>();
   readonly #nodes = new Map<string, Node>();
-  readonly #listeners = new Set<(change: StoreChange) => void>();
+  readonly #listeners = new Set<(change: ClusterChange) => void>();
   #synced = false;
   #pendingServices = new Set<string>();
   #pendingNodes = new Set<string>();
@@ -61,7 +54,7 @@ export class ClusterStore implements ClusterSink {
    * Batched: called at most once per macrotask with everything that changed. Nothing is reported
    * before sync; the batch at sync names every service and node in the store.
    */
-  subscribe(listener: (change: StoreChange) => void): () => void {
+  subscribe(listener: (change: ClusterChange) => void): () => void {
     this.#listeners.add(listener);
     return () => {
       this.#listeners.delete(listener);
@@ -231,7 +224,7 @@ export class ClusterStore implements ClusterSink {
     this.#flushScheduled = false;
     if (this.#pendingServices.size === 0 && this.#pendingNodes.size === 0 && !this.#syncBatchPending) return;
     this.#syncBatchPending = false;
-    const change: StoreChange = { services: this.#pendingServices, nodes: this.#pendingNodes };
+    const change: ClusterChange = { services: this.#pendingServices, nodes: this.#pendingNodes };
     this.#pendingServices = new Set();
     this.#pendingNodes = new Set();
     for (const listener of [...this.#listeners]) {

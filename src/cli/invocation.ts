@@ -1,11 +1,11 @@
-// What a parsed command line asks for: one of the four grammar forms, with its plug-ins and
-// options. program.ts produces it, run.ts carries it out.
+// What a parsed command line asks for: one of the four grammar forms, with its plug-ins and their
+// options, already checked and typed by each plug-in's parseOptions. program.ts produces it,
+// run.ts carries it out.
 
 import type {
   GlobalSinkPlugin,
   LocalSinkPlugin,
   LocalSourcePlugin,
-  Options,
   SourcePlugin,
 } from "../plugin/contracts.ts";
 
@@ -14,8 +14,9 @@ export type Invocation =
   | {
       readonly form: "to-local";
       readonly source: SourcePlugin;
+      readonly sourceOpts: unknown;
       readonly sink: LocalSinkPlugin;
-      readonly opts: Options;
+      readonly sinkOpts: unknown;
       readonly serviceProxyName: string;
       readonly nodeName: string;
       readonly minSyncPeriodMs: number;
@@ -24,20 +25,23 @@ export type Invocation =
   | {
       readonly form: "global";
       readonly source: SourcePlugin;
+      readonly sourceOpts: unknown;
       readonly sink: GlobalSinkPlugin;
-      readonly opts: Options;
+      readonly sinkOpts: unknown;
       readonly serviceProxyName: string;
     }
   /** `kpng local … <local-sink> …` */
   | {
       readonly form: "local";
       readonly localSource: LocalSourcePlugin;
+      readonly sourceOpts: unknown;
       readonly sink: LocalSinkPlugin;
-      readonly opts: Options;
+      readonly sinkOpts: unknown;
       readonly nodeName: string;
+      readonly minSyncPeriodMs: number;
     }
   /** `kpng cleanup <backend> …` */
-  | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly opts: Options };
+  | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly sinkOpts: unknown };
 
 export interface Plugins {
   readonly sources: readonly SourcePlugin[];

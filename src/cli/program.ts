@@ -6,9 +6,11 @@
 // Parsing only: what a command line asks for is handed to `run` as an Invocation.
 
 import { hostname } from "node:os";
-import { Command, InvalidArgumentError, Option } from "commander";
-import type { LocalSinkPlugin, Options } from "../plugin/contracts.ts";
-import { parseDuration } from "../plugin/duration.ts";
+import { Command, Option } from "commander";
+import { z } from "zod";
+import type { LocalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
+import { durationFlag, parseOptionsWith } from "../plugin/options.ts";
+import { UsageError } from "../plugin/usage-error.ts";
 import type { Invocation, Plugins } from "./invocation.ts";
 
 export interface ProgramOptions {
@@ -42,29 +44,33 @@ export function buildProgram(
       .command("to-local")
       .description("compute one node's local state and hand it to a local sink");
     for (const sink of plugins.localSinks) {
-      addLocalSinkCommand(toLocal, sink, { defaultNodeName, withMinSyncPeriod: true }, (c) =>
-        run({
-          form: "to-local",
-          source,
-          sink,
-          serviceProxyName: stringOption(c.opts, "serviceProxyName"),
-          ...c,
-        }),
-      );
+      addLocalSinkCommand(toLocal, sink, defaultNodeName, run, (c) => ({
+        form: "to-local",
+        source,
+        sourceOpts: source.parseOptions(c.raw),
+        sink,
+        sinkOpts: sink.parseOptions(c.raw),
+        serviceProxyName: serviceProxyName(c.raw),
+        nodeName: c.nodeName,
+        minSyncPeriodMs: c.minSyncPeriodMs,
+      }));
     }
     for (const sink of plugins.globalSinks) {
       const sinkCmd = cmd.command(sink.name).description(sink.description);
       sink.addOptions(sinkCmd);
-      sinkCmd.action((_o: Options, c: Command) => {
-        const opts = c.optsWithGlobals<Options>();
-        return run({
-          form: "global",
-          source,
-          sink,
-          opts,
-          serviceProxyName: stringOption(opts, "serviceProxyName"),
-        });
-      });
+      sinkCmd.action((_o: RawOptions, c: Command) =>
+        usageErrorsOf(c, () => {
+          const raw = c.optsWithGlobals<RawOptions>();
+          return {
+            form: "global",
+            source,
+            sourceOpts: source.parseOptions(raw),
+            sink,
+            sinkOpts: sink.parseOptions(raw),
+            serviceProxyName: serviceProxyName(raw),
+          };
+        }).then(run),
+      );
     }
     const localSinkNames = plugins.localSinks.map((s) => s.name);
     requireSubcommand(toLocal, "a local sink", localSinkNames, "<local-sink> [sink options]");
@@ -81,10 +87,15 @@ export function buildProgram(
     const cmd = root.command(localSource.name).description(localSource.description);
     localSource.addOptions(cmd);
     for (const sink of plugins.localSinks) {
-      // The remote brain paces the stream, so there is no --min-sync-period here.
-      addLocalSinkCommand(cmd, sink, { defaultNodeName, withMinSyncPeriod: false }, ({ opts, nodeName }) =>
-        run({ form: "local", localSource, sink, opts, nodeName }),
-      );
+      addLocalSinkCommand(cmd, sink, defaultNodeName, run, (c) => ({
+        form: "local",
+        localSource,
+        sourceOpts: localSource.parseOptions(c.raw),
+        sink,
+        sinkOpts: sink.parseOptions(c.raw),
+        nodeName: c.nodeName,
+        minSyncPeriodMs: c.minSyncPeriodMs,
+      }));
     }
     const localSinkNames = plugins.localSinks.map((s) => s.name);
     requireSubcommand(cmd, "a local sink", localSinkNames, "[options] <local-sink> [sink options]");
@@ -96,35 +107,61 @@ export function buildProgram(
 }
 
 interface LocalSinkChoice {
-  readonly opts: Options;
+  readonly raw: RawOptions;
   readonly nodeName: string;
   readonly minSyncPeriodMs: number;
 }
 
+const localSinkOptions = () => {
+  return z.object({
+    nodeName: z
+      .string()
+      .transform((s) => s.trim())
+      .refine((s) => s !== "", { message: "must not be empty" }),
+    // commander supplies the sink's default when the flag is absent.
+    minSyncPeriod: durationFlag(0, ""),
+  });
+};
+
 function addLocalSinkCommand(
   parent: Command,
   sink: LocalSinkPlugin,
-  how: { readonly defaultNodeName: string; readonly withMinSyncPeriod: boolean },
-  onRun: (choice: LocalSinkChoice) => Promise<void>,
+  defaultNodeName: string,
+  run: (invocation: Invocation) => Promise<void>,
+  toInvocation: (choice: LocalSinkChoice) => Invocation,
 ): void {
   const cmd = parent.command(sink.name).description(sink.description);
-  cmd.option("--node-name <name>", "the node whose local state is served", how.defaultNodeName);
-  if (how.withMinSyncPeriod) {
-    const defaultPeriod = sink.defaultMinSyncPeriod ?? "1s";
-    cmd.addOption(
-      new Option("--min-sync-period <duration>", "the shortest time between two states handed to the sink")
-        .argParser(durationArgument)
-        .default(parseDuration(defaultPeriod), defaultPeriod),
-    );
-  }
+  cmd.option("--node-name <name>", "the node whose local state is served", defaultNodeName);
+  const defaultPeriod = sink.defaultMinSyncPeriod ?? "1s";
+  cmd.addOption(
+    new Option(
+      "--min-sync-period <duration>",
+      "the shortest time between two states handed to the sink",
+    ).default(defaultPeriod, defaultPeriod),
+  );
   sink.addOptions(cmd);
-  cmd.action((_o: Options, c: Command) => {
-    const opts = c.optsWithGlobals<Options>();
-    const nodeName = stringOption(opts, "nodeName");
-    if (nodeName === "") c.error("error: --node-name must not be empty");
-    const minSyncPeriodMs = typeof opts.minSyncPeriod === "number" ? opts.minSyncPeriod : 0;
-    return onRun({ opts, nodeName, minSyncPeriodMs });
-  });
+  const common = localSinkOptions();
+  cmd.action((_o: RawOptions, c: Command) =>
+    usageErrorsOf(c, () => {
+      const raw = c.optsWithGlobals<RawOptions>();
+      const { nodeName, minSyncPeriod } = parseOptionsWith(common, raw);
+      return toInvocation({ raw, nodeName, minSyncPeriodMs: Number(minSyncPeriod) });
+    }).then(run),
+  );
+}
+
+/**
+ * Every option is parsed (and every plug-in's parseOptions called) before anything runs; a
+ * UsageError becomes commander's usage error: message, "(add --help for usage)", exit 2.
+ */
+async function usageErrorsOf(cmd: Command, parse: () => Invocation): Promise<Invocation> {
+  // async: a synchronous throw from parse() becomes a rejection commander's parseAsync reports.
+  try {
+    return parse();
+  } catch (err) {
+    if (err instanceof UsageError) cmd.error(`error: ${err.message}`, { exitCode: 2, code: "kpng.usage" });
+    throw err;
+  }
 }
 
 function addCleanupCommand(
@@ -141,8 +178,12 @@ function addCleanupCommand(
   for (const sink of withCleanup) {
     const cmd = cleanup.command(cleanupName(sink)).description(`remove what ${sink.name} installed`);
     sink.addOptions(cmd);
-    cmd.action((_o: Options, c: Command) =>
-      run({ form: "cleanup", sink, opts: c.optsWithGlobals<Options>() }),
+    cmd.action((_o: RawOptions, c: Command) =>
+      usageErrorsOf(c, () => ({
+        form: "cleanup",
+        sink,
+        sinkOpts: sink.parseOptions(c.optsWithGlobals()),
+      })).then(run),
     );
   }
   // Reached only when the word after `cleanup` names no backend with a cleanup.
@@ -169,17 +210,9 @@ function cleanupName(sink: LocalSinkPlugin): string {
   return sink.name.replace(/^to-/, "");
 }
 
-function durationArgument(value: string): number {
-  try {
-    return parseDuration(value);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
-
-function stringOption(opts: Options, name: string): string {
-  const value = opts[name];
-  return typeof value === "string" ? value : "";
+/** The common --service-proxy-name of every source; "" serves the unlabelled Services. */
+function serviceProxyName(raw: RawOptions): string {
+  return typeof raw.serviceProxyName === "string" ? raw.serviceProxyName.trim() : "";
 }
 
 function grammarHelp(plugins: Plugins): string {

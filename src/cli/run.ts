@@ -5,53 +5,44 @@ import { localStateFeed } from "../brain/local-state.ts";
 import { ClusterStore } from "../brain/store.ts";
 import type { ClusterSource } from "../model/global.ts";
 import type { RunContext } from "../plugin/contracts.ts";
+import { pacedFeed } from "../plugin/paced-feed.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import type { Invocation } from "./invocation.ts";
 
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {
     case "to-local": {
-      const { source, sink, opts, serviceProxyName, nodeName, minSyncPeriodMs } = invocation;
+      const { source, sink, serviceProxyName, nodeName, minSyncPeriodMs } = invocation;
       const store = new ClusterStore({ serviceProxyName, log: ctx.log.child({ component: "store" }) });
-      await withSource(
-        createSource(() => source.create(opts, ctx)),
-        store,
-        () => sink.run(localStateFeed(store, nodeName, { minSyncPeriodMs }), opts, ctx),
+      await withSource(source.create(invocation.sourceOpts, { ...ctx, nodeName }), store, () =>
+        sink.run(
+          pacedFeed(localStateFeed(store, nodeName), minSyncPeriodMs, ctx.log),
+          invocation.sinkOpts,
+          ctx,
+        ),
       );
       return;
     }
     case "global": {
-      const { source, sink, opts, serviceProxyName } = invocation;
+      const { source, sink, serviceProxyName } = invocation;
       const store = new ClusterStore({ serviceProxyName, log: ctx.log.child({ component: "store" }) });
-      await withSource(
-        createSource(() => source.create(opts, ctx)),
-        store,
-        () => sink.run(store, opts, ctx),
+      await withSource(source.create(invocation.sourceOpts, { ...ctx, nodeName: undefined }), store, () =>
+        sink.run(store, invocation.sinkOpts, ctx),
       );
       return;
     }
     case "local": {
-      const { localSource, sink, opts, nodeName } = invocation;
-      // No --min-sync-period here: the remote brain paces its stream.
-      const feed = createSource(() => localSource.createFeed(opts, nodeName, ctx));
-      await sink.run(feed, opts, ctx);
+      const { localSource, sink, nodeName, minSyncPeriodMs } = invocation;
+      const feed = localSource.createFeed(invocation.sourceOpts, nodeName, ctx);
+      await sink.run(pacedFeed(feed, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
       return;
     }
     case "cleanup": {
-      const { sink, opts } = invocation;
+      const { sink } = invocation;
       if (sink.cleanup === undefined) throw new UsageError(`${sink.name} has no cleanup`);
-      await sink.cleanup(opts, ctx);
+      await sink.cleanup(invocation.sinkOpts, ctx);
       return;
     }
-  }
-}
-
-/** Plug-ins throw on bad option values (their contract); those are usage errors. */
-function createSource<T>(create: () => T): T {
-  try {
-    return create();
-  } catch (err) {
-    throw new UsageError((err as Error).message);
   }
 }
 

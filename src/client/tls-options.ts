@@ -1,7 +1,8 @@
 // The --api and --tls-* options every watch client takes (kpng local, kpng api, run()).
 
 import type { Command } from "commander";
-import type { TlsPaths } from "./connection.ts";
+import { UsageError } from "../plugin/usage-error.ts";
+import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
 
 export const DEFAULT_API = "tcp://127.0.0.1:12090";
 
@@ -18,9 +19,28 @@ export function addApiOptions(cmd: Command): void {
 }
 
 export function tlsFromOptions(opts: Record<string, unknown>): TlsPaths {
-  return {
-    cert: opts.tlsCert as string | undefined,
-    key: opts.tlsKey as string | undefined,
-    ca: opts.tlsCa as string | undefined,
-  };
+  const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
+  return { cert: text(opts.tlsCert), key: text(opts.tlsKey), ca: text(opts.tlsCa) };
+}
+
+/** The checked --api and --tls-* options. */
+export interface ApiClientOptions {
+  readonly api: string;
+  readonly tls: TlsPaths;
+}
+
+/**
+ * Reads and checks --api and --tls-* (the target's form, the TLS files readable); throws a
+ * UsageError naming the flag.
+ */
+export function apiClientOptions(opts: Record<string, unknown>): ApiClientOptions {
+  const api = typeof opts.api === "string" && opts.api.trim() !== "" ? opts.api.trim() : DEFAULT_API;
+  const tls = tlsFromOptions(opts);
+  try {
+    dialTarget(api);
+    clientCredentials(tls);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  return { api, tls };
 }

@@ -1,6 +1,6 @@
 // The global (cluster-wide) model as sources deliver it: validated objects, keyed and typed.
 
-import type { KubeKind, KubeObject } from "./kube.ts";
+import type { EndpointSlice, KubeKind, KubeObject, Node, Service } from "./kube.ts";
 
 /** Where a source delivers what it reads. The brain's ClusterStore implements it. */
 export interface ClusterSink {
@@ -22,4 +22,32 @@ export interface ClusterSource {
   /** Starts reading into the sink. Resolves once started; reading goes on until stop(). */
   start(sink: ClusterSink): Promise<void>;
   stop(): Promise<void>;
+}
+
+/** What changed in one batch of a ClusterView. */
+export interface ClusterChange {
+  /** "ns/name" of services whose Service or EndpointSlices changed. */
+  readonly services: ReadonlySet<string>;
+  /** Names of nodes whose Node object changed. */
+  readonly nodes: ReadonlySet<string>;
+}
+
+/**
+ * The cluster as the brain holds it, read-only: what the brain's computation, global sinks and
+ * the global API read. The brain's ClusterStore implements it.
+ */
+export interface ClusterView {
+  /** Every kind has been listed once; nothing is computed before. */
+  readonly isSynced: boolean;
+  /**
+   * Batched: called at most once per macrotask with everything that changed. Nothing is reported
+   * before sync; the batch at sync names every service and node.
+   */
+  subscribe(listener: (change: ClusterChange) => void): () => void;
+  service(key: string): Service | undefined;
+  slicesOf(serviceKey: string): readonly EndpointSlice[];
+  node(name: string): Node | undefined;
+  services(): Iterable<Service>;
+  slices(): Iterable<EndpointSlice>;
+  nodes(): Iterable<Node>;
 }

@@ -1,13 +1,15 @@
 // The plug-in points of the CLI grammar `kpng <source> [to-local] <sink>`. Each source and sink
-// lives with its own code and is listed once in plugins.ts; main.ts only wires them.
+// lives with its own code and is listed once in src/cli/plugins.ts. Every plug-in parses its own
+// options once, up front, into a typed object (parseOptions): a bad value is a UsageError before
+// anything starts, and run/create only ever see checked values.
 
 import type { Command } from "commander";
-import type { ClusterStore } from "../brain/store.ts";
-import type { ClusterSource } from "../model/global.ts";
+import type { ClusterSource, ClusterView } from "../model/global.ts";
 import type { LocalStateFeed } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
 
-export type Options = Record<string, unknown>;
+/** The values commander collected for a command line (every plug-in's options together). */
+export type RawOptions = Readonly<Record<string, unknown>>;
 
 export interface RunContext {
   /** Aborted on SIGINT/SIGTERM; a sink stops and cleans up what it must, then resolves. */
@@ -15,45 +17,50 @@ export interface RunContext {
   readonly log: Logger;
 }
 
-/** `kpng file …`, `kpng kube …`, `kpng api …`: where the cluster-wide objects come from. */
-export interface SourcePlugin {
+export interface SourceContext extends RunContext {
+  /** The node a local sink serves; undefined when a global sink serves every node. */
+  readonly nodeName: string | undefined;
+}
+
+interface Plugin<O> {
   readonly name: string;
   readonly description: string;
   addOptions(cmd: Command): void;
-  /** Throws an Error whose message says what to fix when an option is wrong. */
-  create(opts: Options, ctx: RunContext): ClusterSource;
+  /**
+   * This plug-in's options, checked and typed, from the raw values of the command line (which
+   * also hold other plug-ins' options: read only your own). Throws a UsageError whose message
+   * names the flag and says what to fix.
+   */
+  parseOptions(raw: RawOptions): O;
+}
+
+/** `kpng file …`, `kpng kube …`, `kpng api …`: where the cluster-wide objects come from. */
+export interface SourcePlugin<O = unknown> extends Plugin<O> {
+  create(opts: O, ctx: SourceContext): ClusterSource;
 }
 
 /** `… to-local <sink>` and `kpng local … <sink>`: consumers of one node's local state. */
-export interface LocalSinkPlugin {
-  readonly name: string;
-  readonly description: string;
-  addOptions(cmd: Command): void;
+export interface LocalSinkPlugin<O = unknown> extends Plugin<O> {
   /** Consumes the feed until ctx.signal aborts (or until done, e.g. with --once). */
-  run(feed: LocalStateFeed, opts: Options, ctx: RunContext): Promise<void>;
+  run(feed: LocalStateFeed, opts: O, ctx: RunContext): Promise<void>;
   /** Default of --min-sync-period, a duration such as "1s" (the default when unset, as kube-proxy). */
   readonly defaultMinSyncPeriod?: string;
   /**
    * `kpng cleanup <name without "to-">`: removes everything the sink installed (rules, tables),
    * then resolves. Gets the same options as the sink.
    */
-  cleanup?(opts: Options, ctx: RunContext): Promise<void>;
+  cleanup?(opts: O, ctx: RunContext): Promise<void>;
 }
 
 /** `… to-api`, `… to-json` directly after a source: consumers of the global state. */
-export interface GlobalSinkPlugin {
-  readonly name: string;
-  readonly description: string;
-  addOptions(cmd: Command): void;
-  run(store: ClusterStore, opts: Options, ctx: RunContext): Promise<void>;
+export interface GlobalSinkPlugin<O = unknown> extends Plugin<O> {
+  run(cluster: ClusterView, opts: O, ctx: RunContext): Promise<void>;
 }
 
 /** `kpng local --api …`: a source of one node's local state computed by a remote brain. */
-export interface LocalSourcePlugin {
+export interface LocalSourcePlugin<O = unknown> extends Plugin<O> {
   /** The command word, e.g. "local" for `kpng local --api … to-nft`. */
   readonly name: string;
-  readonly description: string;
-  addOptions(cmd: Command): void;
   /** The node whose state is wanted comes from the sink's --node-name. */
-  createFeed(opts: Options, nodeName: string, ctx: RunContext): LocalStateFeed;
+  createFeed(opts: O, nodeName: string, ctx: RunContext): LocalStateFeed;
 }

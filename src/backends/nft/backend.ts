@@ -1,6 +1,6 @@
 // The nft sync loop: keeps each family's table in line with the latest local state. States that
-// arrive while a sync runs are coalesced (only the latest matters); syncs are at least
-// minSyncPeriod apart; a failed sync is logged with its transaction, retried with backoff, and
+// arrive while a sync runs are coalesced (only the latest matters); the feed is already paced by
+// --min-sync-period (pacedFeed), so a new state is synced at once; a failed sync is logged with its transaction, retried with backoff, and
 // followed by a full resync from a fresh listing of the table (the mirror is no longer trusted).
 
 import { Counter, Histogram } from "prom-client";
@@ -38,7 +38,6 @@ export interface NftBackendOptions {
   /** One table per family. */
   readonly tables: readonly TableConfig[];
   readonly log: Logger;
-  readonly minSyncPeriodMs?: number;
   readonly syncPeriodMs?: number;
   readonly maxStatementsPerTransaction?: number;
   readonly now?: () => number;
@@ -58,7 +57,6 @@ export class NftBackend {
 
   constructor(options: NftBackendOptions) {
     this.#o = {
-      minSyncPeriodMs: 1000,
       syncPeriodMs: 30_000,
       maxStatementsPerTransaction: DEFAULT_MAX_STATEMENTS,
       ...options,
@@ -137,7 +135,7 @@ export class NftBackend {
         let due = Number.POSITIVE_INFINITY;
         if (latest !== undefined) {
           if (failures > 0) due = retryAt;
-          else if (dirty) due = lastStart + this.#o.minSyncPeriodMs;
+          else if (dirty) due = now;
           else if (this.hasStale) due = lastStart + STALE_DELETE_DELAY_MS;
           else due = lastStart + this.#o.syncPeriodMs;
         }

@@ -30,9 +30,12 @@ function cidrs(text: string, flag: string): string[] {
   });
 }
 
+/** What nft accepts as a table name without quoting. */
+export const TABLE_NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
+
 /** Throws an Error naming the flag to fix when an option is wrong. */
 export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[]): TableConfig[] {
-  if (!/^[A-Za-z][A-Za-z0-9_-]*$/.test(settings.table)) {
+  if (!TABLE_NAME.test(settings.table)) {
     throw new Error(`--table-name: "${settings.table}" is not a valid nft table name`);
   }
   const nodeIPs = primaryIPs.map(canonicalIP);

@@ -1,57 +1,64 @@
 // `… to-local to-nft`: the nftables backend as a CLI sink, and `kpng cleanup nft`.
 
-import { type Command, Option } from "commander";
-import type { LocalState } from "../../model/local.ts";
-import type { LocalSinkPlugin, Options, RunContext } from "../../plugin/contracts.ts";
-import { parseDuration } from "../../plugin/duration.ts";
+import type { Command } from "commander";
+import { z } from "zod";
+import type { LocalState, LocalStateFeed } from "../../model/local.ts";
+import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
+import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
+import { UsageError } from "../../plugin/usage-error.ts";
 import { NftBackend } from "./backend.ts";
-import { cleanupTransaction, tableConfigs } from "./config.ts";
+import { CheckingNftRunner } from "./check-runner.ts";
+import { cleanupTransaction, type NftSettings, TABLE_NAME, tableConfigs } from "./config.ts";
 import type { TableConfig } from "./fragment.ts";
 import { IpCommandHost, primaryAddresses } from "./host.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
-import { TableMirror } from "./mirror.ts";
 import { DEFAULT_TABLE } from "./names.ts";
-import { ExecNftRunner, type NftRunner } from "./runner.ts";
-import { packTransactions } from "./transaction.ts";
+import { ExecNftRunner } from "./runner.ts";
 
-function str(opts: Options, key: string, fallback: string): string {
-  const v = opts[key];
-  return typeof v === "string" ? v : fallback;
+const nftOptions = z.object({
+  tableName: z
+    .string()
+    .optional()
+    .default(DEFAULT_TABLE)
+    .refine((t) => TABLE_NAME.test(t), {
+      message: "not a valid nft table name: start with a letter, then letters, digits, _ or -",
+    }),
+  nodeportAddresses: z.string().optional().default("primary"),
+  clusterCidr: z.string().optional().default(""),
+  masqueradeAll: switchFlag,
+  dryRun: switchFlag,
+  syncPeriod: durationFlag(1000, "it is the periodic resync and the longest retry wait; use 1s or more")
+    .optional()
+    .default(30_000),
+});
+
+export type NftOptions = z.output<typeof nftOptions> & { readonly settings: NftSettings };
+
+/** Checks every to-nft flag, including the address lists, before anything starts. */
+export function parseNftOptions(raw: RawOptions): NftOptions {
+  const opts = parseOptionsWith(nftOptions, raw);
+  const settings: NftSettings = {
+    table: opts.tableName,
+    nodePortAddresses: opts.nodeportAddresses,
+    clusterCIDRs: opts.clusterCidr,
+    masqueradeAll: opts.masqueradeAll,
+  };
+  try {
+    // The node's own addresses are read later; checking the flags needs none.
+    tableConfigs(settings, []);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  return { ...opts, settings };
 }
 
-function duration(opts: Options, key: string, fallback: number): number {
-  const v = opts[key];
-  if (typeof v === "number") return v;
-  if (typeof v === "string") return parseDuration(v);
-  return fallback;
-}
-
-async function configs(opts: Options): Promise<TableConfig[]> {
+async function configs(settings: NftSettings): Promise<TableConfig[]> {
   const host = new IpCommandHost();
   const primary = primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
-  return tableConfigs(
-    {
-      table: str(opts, "tableName", DEFAULT_TABLE),
-      nodePortAddresses: str(opts, "nodeportAddresses", "primary"),
-      clusterCIDRs: str(opts, "clusterCidr", ""),
-      masqueradeAll: opts.masqueradeAll === true,
-    },
-    primary,
-  );
+  return tableConfigs(settings, primary);
 }
 
-/** Prints what the first state would apply to fresh tables and checks it with `nft --check`. */
-async function dryRun(state: LocalState, tables: readonly TableConfig[], runner: NftRunner): Promise<void> {
-  for (const cfg of tables) {
-    const plan = new TableMirror(cfg).plan(state, Date.now());
-    const txs = packTransactions(plan.units, cfg.family, cfg.table, Number.POSITIVE_INFINITY);
-    const text = txs.join("");
-    process.stdout.write(text);
-    await runner.check(text);
-  }
-}
-
-export const toNftPlugin: LocalSinkPlugin = {
+export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   name: "to-nft",
   description: "program the node's services into nftables (tables ip/ip6 kpng)",
   defaultMinSyncPeriod: "1s",
@@ -70,31 +77,26 @@ export const toNftPlugin: LocalSinkPlugin = {
       .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
       .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
       .option("--sync-period <duration>", "periodic resync and retry interval", "30s")
-      .addOption(new Option("--table-name <name>", "name of kpng's nft tables").default(DEFAULT_TABLE));
+      .option("--table-name <name>", "name of kpng's nft tables", DEFAULT_TABLE);
   },
+  parseOptions: parseNftOptions,
   async run(feed, opts, ctx: RunContext): Promise<void> {
-    const tables = await configs(opts);
+    const tables = await configs(opts.settings);
     const log = ctx.log.child({ component: "nft" });
+    if (opts.dryRun) {
+      const backend = new NftBackend({
+        runner: new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text)),
+        tables,
+        log,
+      });
+      await syncFirstState(feed, ctx.signal, (state) => backend.sync(state));
+      return;
+    }
     // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
     const runner = new InteractiveNftRunner({
       fallback: new ExecNftRunner(),
       onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
     });
-    if (opts.dryRun === true) {
-      // The feed may call the listener before subscribe() returns: only the first state counts.
-      let done = false;
-      let unsubscribe = () => {};
-      await new Promise<void>((resolve, reject) => {
-        unsubscribe = feed.subscribe(async (state) => {
-          if (done) return;
-          done = true;
-          await dryRun(state, tables, runner).then(resolve, reject);
-        });
-        ctx.signal.addEventListener("abort", () => resolve());
-      });
-      unsubscribe();
-      return;
-    }
     log.info(
       {
         tables: tables.map((t) => `${t.family} ${t.table}`),
@@ -106,8 +108,7 @@ export const toNftPlugin: LocalSinkPlugin = {
       runner,
       tables,
       log,
-      minSyncPeriodMs: duration(opts, "minSyncPeriod", 1000),
-      syncPeriodMs: duration(opts, "syncPeriod", 30_000),
+      syncPeriodMs: opts.syncPeriod,
     });
     try {
       await backend.run(feed, ctx.signal);
@@ -116,8 +117,27 @@ export const toNftPlugin: LocalSinkPlugin = {
     }
   },
   async cleanup(opts, ctx): Promise<void> {
-    const table = str(opts, "tableName", DEFAULT_TABLE);
+    const table = opts.tableName;
     await new ExecNftRunner().run(cleanupTransaction(table));
     ctx.log.info({ table }, "removed kpng nft tables");
   },
 };
+
+/** Runs `sync` on the first state of the feed only (the feed may call back before subscribe returns). */
+async function syncFirstState(
+  feed: LocalStateFeed,
+  signal: AbortSignal,
+  sync: (state: LocalState) => Promise<unknown>,
+): Promise<void> {
+  let done = false;
+  let unsubscribe = () => {};
+  await new Promise<void>((resolve, reject) => {
+    unsubscribe = feed.subscribe(async (state) => {
+      if (done) return;
+      done = true;
+      await sync(state).then(() => resolve(), reject);
+    });
+    signal.addEventListener("abort", () => resolve());
+  });
+  unsubscribe();
+}

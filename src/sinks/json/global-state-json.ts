@@ -1,14 +1,9 @@
 // The JSON form of the global model: every selected Service, EndpointSlice and Node, sorted by
 // key, with object keys sorted so equal states print equal documents.
 
-import type { EndpointSlice, KubeObject, Node, Service } from "../../model/kube.ts";
+import type { ClusterView } from "../../model/global.ts";
+import type { KubeObject } from "../../model/kube.ts";
 import { objectKey } from "../../model/kube.ts";
-
-export interface GlobalStateView {
-  services(): Iterable<Service>;
-  slices(): Iterable<EndpointSlice>;
-  nodes(): Iterable<Node>;
-}
 
 export interface GlobalStateJson {
   readonly services: readonly unknown[];
@@ -16,7 +11,7 @@ export interface GlobalStateJson {
   readonly nodes: readonly unknown[];
 }
 
-export function globalStateToJson(view: GlobalStateView): GlobalStateJson {
+export function globalStateToJson(view: Pick<ClusterView, "services" | "slices" | "nodes">): GlobalStateJson {
   return {
     services: sortedObjects(view.services()),
     endpointSlices: sortedObjects(view.slices()),

@@ -2,7 +2,7 @@
 // `<source> to-json` (the global model).
 
 import type { Command } from "commander";
-import type { GlobalSinkPlugin, LocalSinkPlugin } from "../../plugin/contracts.ts";
+import type { GlobalSinkPlugin, LocalSinkPlugin, RawOptions } from "../../plugin/contracts.ts";
 import { printGlobalStates } from "./print-global.ts";
 import { printLocalStates } from "./print-local.ts";
 import { streamWriter } from "./write.ts";
@@ -11,28 +11,38 @@ function addOnceOption(cmd: Command): void {
   cmd.option("--once", "print the first complete state and exit");
 }
 
-export const toJsonLocalSink: LocalSinkPlugin = {
+interface JsonSinkOptions {
+  readonly once: boolean;
+}
+
+function parseJsonSinkOptions(raw: RawOptions): JsonSinkOptions {
+  return { once: raw.once === true };
+}
+
+export const toJsonLocalSink: LocalSinkPlugin<JsonSinkOptions> = {
   name: "to-json",
   description: "print this node's local state as JSON on stdout, one document per new state",
   // A dump shows every state; there is no kernel to protect from bursts of changes.
   defaultMinSyncPeriod: "0s",
   addOptions: addOnceOption,
+  parseOptions: parseJsonSinkOptions,
   run(feed, opts, ctx) {
     return printLocalStates(feed, {
-      once: opts.once === true,
+      once: opts.once,
       write: streamWriter(process.stdout),
       signal: ctx.signal,
     });
   },
 };
 
-export const toJsonGlobalSink: GlobalSinkPlugin = {
+export const toJsonGlobalSink: GlobalSinkPlugin<JsonSinkOptions> = {
   name: "to-json",
   description: "print the global model (Services, EndpointSlices, Nodes) as JSON on stdout",
   addOptions: addOnceOption,
+  parseOptions: parseJsonSinkOptions,
   run(store, opts, ctx) {
     return printGlobalStates(store, {
-      once: opts.once === true,
+      once: opts.once,
       write: streamWriter(process.stdout),
       signal: ctx.signal,
     });

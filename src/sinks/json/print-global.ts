@@ -1,19 +1,13 @@
 // `<source> to-json`: prints the global model once the store has synced, then on each change.
 
-import type { StoreChange } from "../../brain/store.ts";
-import { type GlobalStateView, globalStateToJson } from "./global-state-json.ts";
+import type { ClusterView } from "../../model/global.ts";
+import { globalStateToJson } from "./global-state-json.ts";
 import { jsonDocument, type PrintOptions, printDocuments } from "./write.ts";
-
-/** The part of the ClusterStore this sink reads. */
-export interface SubscribableGlobalState extends GlobalStateView {
-  readonly isSynced: boolean;
-  subscribe(listener: (change: StoreChange) => void): () => void;
-}
 
 export type PrintGlobalOptions = PrintOptions;
 
 export function printGlobalStates(
-  store: SubscribableGlobalState,
+  store: Pick<ClusterView, "isSynced" | "subscribe" | "services" | "slices" | "nodes">,
   options: PrintGlobalOptions,
 ): Promise<void> {
   return printDocuments(options, (print, isFinished) => {

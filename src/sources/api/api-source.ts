@@ -4,7 +4,7 @@
 import { Set as WireSet } from "../../api/gen/api/localv1/api.ts";
 import { decodeEndpointSliceInfo, decodeNodeInfo, decodeServiceInfo } from "../../api/global-codec.ts";
 import type { TlsPaths } from "../../client/connection.ts";
-import { addApiOptions, DEFAULT_API, tlsFromOptions } from "../../client/tls-options.ts";
+import { type ApiClientOptions, addApiOptions, apiClientOptions } from "../../client/tls-options.ts";
 import { type WireChangeSet, type WireOp, watchGlobal } from "../../client/watch.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import type { EndpointSlice, KubeKind, KubeObject, Node, Service } from "../../model/kube.ts";
@@ -103,15 +103,12 @@ export function apiClusterSource(options: ApiSourceOptions): ClusterSource {
   };
 }
 
-export const apiSourcePlugin: SourcePlugin = {
+export const apiSourcePlugin: SourcePlugin<ApiClientOptions> = {
   name: "api",
   description: "replicate the global state of another kpng brain (its to-api globalv1 API)",
   addOptions: addApiOptions,
+  parseOptions: apiClientOptions,
   create(opts, ctx) {
-    return apiClusterSource({
-      api: (opts.api as string | undefined) ?? DEFAULT_API,
-      tls: tlsFromOptions(opts),
-      log: ctx.log,
-    });
+    return apiClusterSource({ api: opts.api, tls: opts.tls, log: ctx.log });
   },
 };

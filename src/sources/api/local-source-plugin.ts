@@ -1,20 +1,15 @@
 // `kpng local --api <target> <local-sink>`: run any local sink against a remote brain.
 
 import { remoteLocalStateFeed } from "../../client/feed.ts";
-import { addApiOptions, DEFAULT_API, tlsFromOptions } from "../../client/tls-options.ts";
+import { type ApiClientOptions, addApiOptions, apiClientOptions } from "../../client/tls-options.ts";
 import type { LocalSourcePlugin } from "../../plugin/contracts.ts";
 
-export const localSourcePlugin: LocalSourcePlugin = {
+export const localSourcePlugin: LocalSourcePlugin<ApiClientOptions> = {
   name: "local",
   description: "watch one node's local state from a brain's API (kpng <source> to-api)",
   addOptions: addApiOptions,
+  parseOptions: apiClientOptions,
   createFeed(opts, nodeName, ctx) {
-    return remoteLocalStateFeed({
-      api: (opts.api as string | undefined) ?? DEFAULT_API,
-      nodeName,
-      tls: tlsFromOptions(opts),
-      signal: ctx.signal,
-      log: ctx.log,
-    });
+    return remoteLocalStateFeed({ api: opts.api, nodeName, tls: opts.tls, signal: ctx.signal, log: ctx.log });
   },
 };

@@ -1,11 +1,21 @@
 // `kpng file --input cluster.yaml …`: the file source as a CLI plug-in.
 
 import type { Command } from "commander";
+import { z } from "zod";
 import type { ClusterSource } from "../../model/global.ts";
-import type { Options, RunContext, SourcePlugin } from "../../plugin/contracts.ts";
+import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
+import { parseOptionsWith, requiredText } from "../../plugin/options.ts";
 import { FileSource } from "./source.ts";
 
-export const fileSourcePlugin: SourcePlugin = {
+const fileOptions = z.object({
+  input: requiredText("the path of a file"),
+  // --no-watch sets false; absent means the default, watching.
+  watch: z.boolean().optional().default(true),
+});
+
+export type FileSourceOptions = z.output<typeof fileOptions>;
+
+export const fileSourcePlugin: SourcePlugin<FileSourceOptions> = {
   name: "file",
   description: "read Services, EndpointSlices and Nodes from a Kubernetes YAML or JSON file",
   addOptions(cmd: Command): void {
@@ -14,12 +24,11 @@ export const fileSourcePlugin: SourcePlugin = {
       .option("--watch", "re-read the file when it changes (default)")
       .option("--no-watch", "read the file once and never again");
   },
-  create(opts: Options, ctx: RunContext): ClusterSource {
-    const input = opts.input;
-    if (typeof input !== "string" || input === "") throw new Error("--input needs the path of a file");
+  parseOptions: (raw) => parseOptionsWith(fileOptions, raw),
+  create(opts: FileSourceOptions, ctx: SourceContext): ClusterSource {
     return new FileSource({
-      path: input,
-      watch: opts.watch !== false,
+      path: opts.input,
+      watch: opts.watch,
       log: ctx.log.child({ component: "file-source" }),
     });
   },

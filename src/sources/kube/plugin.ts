@@ -1,24 +1,30 @@
 // `kpng kube …`: the Kubernetes API as a source.
 
-import { type Command, InvalidArgumentError, Option } from "commander";
+import type { Command } from "commander";
+import { z } from "zod";
 import type { ClusterSource } from "../../model/global.ts";
-import type { Options, RunContext, SourcePlugin } from "../../plugin/contracts.ts";
-import { parseDuration } from "../../plugin/duration.ts";
+import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
+import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 
-function optionalString(opts: Options, name: string): string | undefined {
-  const value = opts[name];
-  return typeof value === "string" && value !== "" ? value : undefined;
-}
+const optionalText = z
+  .string()
+  .optional()
+  .transform((s) => (s === undefined || s.trim() === "" ? undefined : s.trim()));
 
-function durationArgument(value: string): number {
-  try {
-    return parseDuration(value);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
+const kubeOptions = z.object({
+  kubeconfig: optionalText,
+  context: optionalText,
+  master: optionalText,
+  serviceProxyName: optionalText,
+  watchAllNodes: switchFlag,
+  watchInactivityTimeout: durationFlag(1000, "a watch is reconnected after this much silence; use 1s or more")
+    .optional()
+    .default(60_000),
+});
 
-export const kubeSourcePlugin: SourcePlugin = {
+export type KubeSourceOptions = z.output<typeof kubeOptions>;
+
+export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
   name: "kube",
   description: "list and watch Services, EndpointSlices and Nodes from the Kubernetes API",
   addOptions(cmd: Command): void {
@@ -34,19 +40,15 @@ export const kubeSourcePlugin: SourcePlugin = {
         "watch every Node, not only the one named by the sink's --node-name (always so with a global sink)",
         false,
       )
-      .addOption(
-        new Option(
-          "--watch-inactivity-timeout <duration>",
-          "reconnect a list or watch that receives no data (not even a bookmark) for this long",
-        )
-          .argParser(durationArgument)
-          .default(60_000, "60s"),
+      .option(
+        "--watch-inactivity-timeout <duration>",
+        "reconnect a list or watch that receives no data (not even a bookmark) for this long",
+        "60s",
       );
   },
-  create(opts: Options, ctx: RunContext): ClusterSource {
-    const inactivityTimeoutMs =
-      typeof opts.watchInactivityTimeout === "number" ? opts.watchInactivityTimeout : 60_000;
-    if (inactivityTimeoutMs <= 0) throw new Error("--watch-inactivity-timeout must be more than 0");
+  parseOptions: (raw) => parseOptionsWith(kubeOptions, raw),
+  create(opts: KubeSourceOptions, ctx: SourceContext): ClusterSource {
+    const inactivityTimeoutMs = opts.watchInactivityTimeout;
     // The Kubernetes client library is loaded only when this source runs: it costs every other
     // command (file sources, --help) half a second and tens of megabytes.
     let started: ClusterSource | undefined;
@@ -59,15 +61,15 @@ export const kubeSourcePlugin: SourcePlugin = {
         ]);
         const log = ctx.log.child({ component: "kube-source" });
         const { config, origin } = loadKubeConfig({
-          kubeconfig: optionalString(opts, "kubeconfig"),
-          context: optionalString(opts, "context"),
-          master: optionalString(opts, "master"),
+          kubeconfig: opts.kubeconfig,
+          context: opts.context,
+          master: opts.master,
         });
         const transport = new KubeConfigTransport(config);
-        // `opts` merges the sink's options: a local sink's --node-name is the node to watch. A
-        // global sink has none and serves many nodes, so every Node is watched.
-        const nodeName = opts.watchAllNodes === true ? undefined : optionalString(opts, "nodeName");
-        const serviceProxyName = optionalString(opts, "serviceProxyName");
+        // A local sink names the node to watch; a global sink serves many nodes, so every Node
+        // is watched.
+        const nodeName = opts.watchAllNodes ? undefined : ctx.nodeName;
+        const serviceProxyName = opts.serviceProxyName;
         log.info(
           { server: transport.server, config: origin, nodeName: nodeName ?? "(all)", serviceProxyName },
           "kube source",

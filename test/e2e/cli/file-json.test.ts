@@ -259,6 +259,48 @@ describe("kpng command line mistakes", () => {
       message: /unknown command 'to-nowhere'.*choose one of: .*to-json/,
     },
     {
+      name: "a to-nft --sync-period that is no duration exits 2 before the source starts",
+      args: ["file", "--input", example, "to-local", "to-nft", "--sync-period", "soon"],
+      code: 2,
+      message: /--sync-period: "soon" is not a duration/,
+    },
+    {
+      name: "the same with --dry-run",
+      args: ["file", "--input", example, "to-local", "to-nft", "--dry-run", "--sync-period", "soon"],
+      code: 2,
+      message: /--sync-period: "soon" is not a duration/,
+    },
+    {
+      name: "--sync-period 0 exits 2 (it would spin)",
+      args: ["file", "--input", example, "to-local", "to-nft", "--sync-period", "0"],
+      code: 2,
+      message: /--sync-period: "0" is too short/,
+    },
+    {
+      name: "a to-nft --table-name nft cannot take exits 2",
+      args: ["file", "--input", example, "to-local", "to-nft", "--table-name", "bad name"],
+      code: 2,
+      message: /--table-name: not a valid nft table name/,
+    },
+    {
+      name: "a bad --nodeport-addresses exits 2 and names it",
+      args: ["file", "--input", example, "to-local", "to-nft", "--nodeport-addresses", "10.0.0.0/99"],
+      code: 2,
+      message: /--nodeport-addresses: "10\.0\.0\.0\/99" is not a CIDR/,
+    },
+    {
+      name: "a bad --api target of kpng local exits 2",
+      args: ["local", "--api", "unix://relative.sock", "to-json"],
+      code: 2,
+      message: /a unix socket needs an absolute path/,
+    },
+    {
+      name: "a bad --listen of to-api exits 2",
+      args: ["file", "--input", example, "to-api", "--listen", "ftp://x"],
+      code: 2,
+      message: /--listen ftp:\/\/x: expected/,
+    },
+    {
       name: "a missing file exits 1 and names it",
       args: ["file", "--input", "/nonexistent/cluster.yaml", "to-local", "to-json", "--once"],
       code: 1,
@@ -271,6 +313,8 @@ describe("kpng command line mistakes", () => {
       assert.equal(run.code, tc.code, run.stderr);
       assert.match(run.stderr, tc.message);
       assert.equal(run.stdout, "");
+      // A usage error stops kpng before anything starts: no source or sink has logged a word.
+      if (tc.code === 2) assert.doesNotMatch(run.stderr, /"msg"/);
     });
   }
 });

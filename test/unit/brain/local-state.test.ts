@@ -2,9 +2,11 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setImmediate as nextMacrotask, setTimeout as sleep } from "node:timers/promises";
 import { LocalStateTracker, localStateFeed } from "../../../src/brain/local-state.ts";
-import { ClusterStore, type StoreChange } from "../../../src/brain/store.ts";
+import { ClusterStore } from "../../../src/brain/store.ts";
+import type { ClusterChange } from "../../../src/model/global.ts";
 import type { KubeObject } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
+import { pacedFeed } from "../../../src/plugin/paced-feed.ts";
 import { ep, node, slice, svc } from "./fixtures.ts";
 
 const ZONE = "topology.kubernetes.io/zone";
@@ -14,7 +16,7 @@ async function tracked(objects: readonly KubeObject[]) {
   const store = new ClusterStore();
   for (const o of objects) store.upsert(o);
   const tracker = new LocalStateTracker(store, "n1");
-  store.subscribe((c: StoreChange) => tracker.update(c));
+  store.subscribe((c: ClusterChange) => tracker.update(c));
   store.synced();
   await nextMacrotask();
   const apply = async (edit: (s: ClusterStore) => void): Promise<LocalState> => {
@@ -303,12 +305,12 @@ describe("localStateFeed", () => {
     assert.deepEqual(seen, [0, 5]);
   });
 
-  test("minSyncPeriodMs spaces deliveries and delivers the latest state", async () => {
+  test("pacedFeed spaces deliveries and delivers the latest state", async () => {
     const store = new ClusterStore();
     store.synced();
     const times: number[] = [];
     const seen: number[] = [];
-    localStateFeed(store, "n1", { minSyncPeriodMs: 80 }).subscribe((s) => {
+    pacedFeed(localStateFeed(store, "n1"), 80).subscribe((s) => {
       times.push(performance.now());
       seen.push(s.revision);
     });

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
-import { ClusterStore, type StoreChange } from "../../../src/brain/store.ts";
+import { ClusterStore } from "../../../src/brain/store.ts";
+import type { ClusterChange } from "../../../src/model/global.ts";
 import type { KubeObject } from "../../../src/model/kube.ts";
 import { ep, node, slice, svc } from "./fixtures.ts";
 
@@ -14,7 +15,7 @@ async function syncedStore(objects: readonly KubeObject[], serviceProxyName?: st
   const store = new ClusterStore(serviceProxyName === undefined ? {} : { serviceProxyName });
   for (const o of objects) store.upsert(o);
   store.synced();
-  const batches: StoreChange[] = [];
+  const batches: ClusterChange[] = [];
   store.subscribe((c) => batches.push(c));
   await nextMacrotask();
   batches.length = 0;
@@ -142,7 +143,7 @@ describe("ClusterStore label rules", () => {
 describe("ClusterStore change batching", () => {
   test("nothing is reported before sync; the sync batch names every service and node", async () => {
     const store = new ClusterStore();
-    const batches: StoreChange[] = [];
+    const batches: ClusterChange[] = [];
     store.subscribe((c) => batches.push(c));
     store.upsert(svc());
     store.upsert(node("n1"));
@@ -159,7 +160,7 @@ describe("ClusterStore change batching", () => {
 
   test("an empty store still reports its sync once", async () => {
     const store = new ClusterStore();
-    const batches: StoreChange[] = [];
+    const batches: ClusterChange[] = [];
     store.subscribe((c) => batches.push(c));
     store.synced();
     store.synced();

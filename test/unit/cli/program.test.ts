@@ -3,7 +3,7 @@ import { describe, test } from "node:test";
 import type { Command } from "commander";
 import type { Invocation, Plugins } from "../../../src/cli/invocation.ts";
 import { buildProgram } from "../../../src/cli/program.ts";
-import type { LocalSinkPlugin } from "../../../src/plugin/contracts.ts";
+import type { LocalSinkPlugin, RawOptions } from "../../../src/plugin/contracts.ts";
 
 const unused = () => {
   throw new Error("not used in parsing tests");
@@ -13,6 +13,7 @@ const kernelSink: LocalSinkPlugin = {
   name: "to-kernel",
   description: "a backend with a cleanup",
   addOptions: (cmd: Command) => void cmd.option("--table <name>", "table", "kpng"),
+  parseOptions: (raw) => raw,
   run: unused,
   cleanup: unused,
 };
@@ -23,6 +24,7 @@ const plugins: Plugins = {
       name: "file",
       description: "a file",
       addOptions: (cmd) => void cmd.requiredOption("--input <path>", "file"),
+      parseOptions: (raw) => raw,
       create: unused,
     },
   ],
@@ -32,16 +34,26 @@ const plugins: Plugins = {
       description: "dump",
       defaultMinSyncPeriod: "0s",
       addOptions: (cmd) => void cmd.option("--once", "once"),
+      parseOptions: (raw) => raw,
       run: unused,
     },
     kernelSink,
   ],
-  globalSinks: [{ name: "to-json", description: "dump", addOptions: () => undefined, run: unused }],
+  globalSinks: [
+    {
+      name: "to-json",
+      description: "dump",
+      addOptions: () => undefined,
+      parseOptions: (raw) => raw,
+      run: unused,
+    },
+  ],
   localSources: [
     {
       name: "local",
       description: "remote",
       addOptions: (cmd) => void cmd.option("--api <addr>", "api"),
+      parseOptions: (raw) => raw,
       createFeed: unused,
     },
   ],
@@ -103,8 +115,8 @@ describe("kpng command line: the grammar forms", () => {
     assert.equal(invocation.sink.name, "to-json");
     assert.equal(invocation.nodeName, "n1");
     assert.equal(invocation.minSyncPeriodMs, 0, "to-json's own default");
-    assert.equal(invocation.opts.input, "c.yaml");
-    assert.equal(invocation.opts.once, true);
+    assert.equal((invocation.sourceOpts as RawOptions).input, "c.yaml");
+    assert.equal((invocation.sinkOpts as RawOptions).once, true);
     assert.equal(invocation.serviceProxyName, "");
   });
 
@@ -148,7 +160,10 @@ describe("kpng command line: the grammar forms", () => {
 
   test("source options may also follow the sink words", async () => {
     const { invocation } = await parse(["file", "to-local", "to-json", "--input", "late.yaml"]);
-    assert.equal(invocation?.opts.input, "late.yaml");
+    assert.equal(
+      (invocation?.form === "to-local" ? (invocation.sourceOpts as RawOptions) : {}).input,
+      "late.yaml",
+    );
   });
 
   test("<source> <global-sink> gives the global form", async () => {
@@ -157,7 +172,7 @@ describe("kpng command line: the grammar forms", () => {
     assert.equal(invocation?.form === "global" && invocation.serviceProxyName, "x");
   });
 
-  test("local <sink> gives the local-source form, without --min-sync-period", async () => {
+  test("local <sink> gives the local-source form, paced by --min-sync-period like every local sink", async () => {
     const { invocation } = await parse([
       "local",
       "--api",
@@ -170,16 +185,17 @@ describe("kpng command line: the grammar forms", () => {
     if (invocation?.form !== "local") return;
     assert.equal(invocation.localSource.name, "local");
     assert.equal(invocation.nodeName, "n2");
-    assert.equal(invocation.opts.api, "unix:///run/kpng.sock");
-    const { error } = await parse(["local", "to-json", "--min-sync-period", "1s"]);
-    assert.match(error ?? "", /unknown option '--min-sync-period'/);
+    assert.equal((invocation.sourceOpts as RawOptions).api, "unix:///run/kpng.sock");
+    assert.equal(invocation.minSyncPeriodMs, 0, "to-json's own default");
+    const paced = await parse(["local", "to-kernel", "--min-sync-period", "2s"]);
+    assert.equal(paced.invocation?.form === "local" && paced.invocation.minSyncPeriodMs, 2000);
   });
 
   test("cleanup <backend> names the sink without its to- prefix and takes its options", async () => {
     const { invocation } = await parse(["cleanup", "kernel", "--table", "t2"]);
     assert.equal(invocation?.form, "cleanup");
     assert.equal(invocation?.form === "cleanup" && invocation.sink, kernelSink);
-    assert.equal(invocation?.opts.table, "t2");
+    assert.equal((invocation?.form === "cleanup" ? (invocation.sinkOpts as RawOptions) : {}).table, "t2");
   });
 });
 
@@ -223,7 +239,7 @@ describe("kpng command line: mistakes exit non-zero and say what to fix", () => 
     {
       name: "an empty node name is refused",
       args: ["file", "--input", "c", "to-local", "to-json", "--node-name", ""],
-      message: /--node-name must not be empty/,
+      message: /--node-name: must not be empty/,
     },
     {
       name: "cleanup of a backend without a cleanup lists those that have one",

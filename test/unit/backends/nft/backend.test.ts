@@ -231,7 +231,7 @@ test("adoption removes elements and chains no service claims", async () => {
 
 test("the loop coalesces states, retries after a failure and stops on abort", async () => {
   const nft = new FakeNft();
-  const backend = new NftBackend({ runner: nft, tables: [V4], log: silentLogger, minSyncPeriodMs: 0 });
+  const backend = new NftBackend({ runner: nft, tables: [V4], log: silentLogger });
   let listener: ((s: ReturnType<typeof state>) => void) | undefined;
   const feed = {
     subscribe(l: (s: ReturnType<typeof state>) => void) {
@@ -256,4 +256,37 @@ test("the loop coalesces states, retries after a failure and stops on abort", as
   assert.ok(nft.transactions.length >= 2, "retried after the injected failure");
   assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 1);
   assert.equal(nft.elements("ip", "kpng", "endpoints-tcp")?.size, 2);
+});
+
+test("the backend adds no pacing of its own: a state that arrives after a sync is applied at once", async () => {
+  const nft = new FakeNft();
+  const backend = new NftBackend({ runner: nft, tables: [V4], log: silentLogger });
+  let listener: ((s: ReturnType<typeof state>) => void) | undefined;
+  const feed = {
+    subscribe(l: (s: ReturnType<typeof state>) => void) {
+      listener = l;
+      return () => {
+        listener = undefined;
+      };
+    },
+  };
+  const ac = new AbortController();
+  const running = backend.run(feed, ac.signal);
+  const applied = async (size: number) => {
+    const deadline = Date.now() + 2000;
+    while (nft.elements("ip", "kpng", "service-ips")?.size !== size && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    return nft.elements("ip", "kpng", "service-ips")?.size === size;
+  };
+  listener?.(state([service()]));
+  assert.ok(await applied(1));
+  const sent = performance.now();
+  listener?.(state([service(), service({ name: "second", clusterIPs: ["203.0.113.98"] })], 2));
+  assert.ok(await applied(2));
+  const waited = performance.now() - sent;
+  ac.abort();
+  await running;
+  // --min-sync-period belongs to the feed (pacedFeed); a second pacer here would wait 1 s.
+  assert.ok(waited < 500, `second state applied after ${waited.toFixed(0)} ms`);
 });

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type { StoreChange } from "../../../../src/brain/store.ts";
+import type { ClusterChange, ClusterView } from "../../../../src/model/global.ts";
 import type { EndpointSlice, Node, Service } from "../../../../src/model/kube.ts";
 import type { LocalState, LocalStateFeed } from "../../../../src/model/local.ts";
-import { printGlobalStates, type SubscribableGlobalState } from "../../../../src/sinks/json/print-global.ts";
+import { printGlobalStates } from "../../../../src/sinks/json/print-global.ts";
 import { printLocalStates } from "../../../../src/sinks/json/print-local.ts";
 
 /** A feed the test pushes states into. */
@@ -74,11 +74,11 @@ describe("printLocalStates", () => {
 });
 
 /** A store the test changes by hand. */
-class ManualStore implements SubscribableGlobalState {
+class ManualStore implements Pick<ClusterView, "isSynced" | "subscribe" | "services" | "slices" | "nodes"> {
   isSynced = false;
   nodeNames: string[] = [];
-  listener: ((c: StoreChange) => void) | undefined;
-  subscribe(listener: (c: StoreChange) => void): () => void {
+  listener: ((c: ClusterChange) => void) | undefined;
+  subscribe(listener: (c: ClusterChange) => void): () => void {
     this.listener = listener;
     return () => {
       this.listener = undefined;

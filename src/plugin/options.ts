@@ -1,0 +1,51 @@
+// Checking a plug-in's options with zod: one schema per plug-in, keyed by commander's camelCase
+// option names, and the first problem turned into a UsageError that names the flag.
+
+import { z } from "zod";
+import type { RawOptions } from "./contracts.ts";
+import { parseDuration } from "./duration.ts";
+import { UsageError } from "./usage-error.ts";
+
+/** `nodeportAddresses` → `--nodeport-addresses`. */
+export function flagOf(key: PropertyKey): string {
+  return `--${String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+}
+
+/** The schema's output for the raw options, or a UsageError naming the first bad flag. */
+export function parseOptionsWith<S extends z.ZodType>(schema: S, raw: RawOptions): z.output<S> {
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const key = issue?.path[0];
+  const message = issue?.message ?? "invalid value";
+  throw new UsageError(key === undefined ? message : `${flagOf(key)}: ${message}`);
+}
+
+/**
+ * A duration flag ("250ms", "1s", "1m30s", or milliseconds already parsed), at least `minMs`.
+ * `why` says why smaller values make no sense for this flag.
+ */
+export function durationFlag(minMs: number, why: string) {
+  return z.union([z.string(), z.number()]).transform((value, ctx) => {
+    let ms: number;
+    try {
+      ms = typeof value === "number" ? value : parseDuration(value);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+      return z.NEVER;
+    }
+    if (ms < minMs) {
+      ctx.addIssue({ code: "custom", message: `"${value}" is too short: ${why}` });
+      return z.NEVER;
+    }
+    return ms;
+  });
+}
+
+/** A text flag that must be given and not be empty. */
+export function requiredText(what: string) {
+  return z.string({ error: `needs ${what}` }).refine((s) => s.trim() !== "", { message: `needs ${what}` });
+}
+
+/** A boolean switch; commander leaves it undefined when absent. */
+export const switchFlag = z.boolean().optional().default(false);
