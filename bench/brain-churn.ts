@@ -4,7 +4,7 @@
 //
 //   ./node_modules/.bin/node --expose-gc bench/brain-churn.ts [--events N]
 
-import { LocalStateTracker } from "../src/brain/local-state.ts";
+import { LocalStateTracker } from "../src/brain/local-state-tracker.ts";
 import { ClusterStore } from "../src/brain/store.ts";
 import type { EndpointSlice, Node, Service } from "../src/model/kube.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../src/model/validate.ts";

@@ -2,7 +2,7 @@
 
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { localStateFeed } from "../brain/index.ts";
+import { localStateFeed } from "../brain/local-state-feed.ts";
 import type { GlobalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { ApiServer, parseListen, type TlsFiles } from "./server.ts";

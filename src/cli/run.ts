@@ -1,7 +1,7 @@
 // Carries out a parsed command line: starts the source, the brain and the sink, and stops the
 // source once the sink is done. Wiring only; every decision lives in the plug-ins and the brain.
 
-import { localStateFeed } from "../brain/local-state.ts";
+import { localStateFeed } from "../brain/local-state-feed.ts";
 import { ClusterStore } from "../brain/store.ts";
 import type { ClusterSource } from "../model/global.ts";
 import type { RunContext } from "../plugin/contracts.ts";

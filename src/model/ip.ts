@@ -12,6 +12,12 @@ export function familyOfAddress(text: string): IPFamily | undefined {
   return undefined;
 }
 
+/** The family of an address or a CIDR ("10.0.0.0/8"), or undefined when it is neither. */
+export function familyOf(ipOrCidr: string): IPFamily | undefined {
+  const slash = ipOrCidr.indexOf("/");
+  return familyOfAddress(slash < 0 ? ipOrCidr : ipOrCidr.slice(0, slash));
+}
+
 export interface Cidr {
   readonly family: IPFamily;
   /** Network address and prefix, host bits cleared: "10.0.0.0/8", "2001:db8::/32". */

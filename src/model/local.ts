@@ -1,6 +1,7 @@
 // The node-local state: what a backend receives. The brain has applied every piece of Service
 // business logic, so a backend only translates it into rules.
 
+import { familyOf } from "./ip.ts";
 import type { IPFamily, Protocol, ServiceType, TrafficPolicy } from "./kube.ts";
 
 export interface LocalEndpoint {
@@ -63,17 +64,21 @@ export interface LocalState {
   readonly services: ReadonlyMap<string, LocalService>;
 }
 
-export function serviceKey(s: { readonly namespace: string; readonly name: string }): string {
-  return `${s.namespace}/${s.name}`;
-}
-
 /** "ip:port", with IPv6 addresses in brackets. */
 export function endpointString(ep: { readonly ip: string; readonly port: number }): string {
-  return ep.ip.includes(":") ? `[${ep.ip}]:${ep.port}` : `${ep.ip}:${ep.port}`;
+  return familyOf(ep.ip) === "IPv6" ? `[${ep.ip}]:${ep.port}` : `${ep.ip}:${ep.port}`;
 }
 
-export function ipFamilyOf(ip: string): IPFamily {
-  return ip.includes(":") ? "IPv6" : "IPv4";
+/**
+ * The per-family view of the local model: the addresses, CIDRs or endpoints of a list that
+ * belong to one family, in the list's order. A backend programming one family's table reads
+ * its services through this, never by looking at the address text.
+ */
+export function ofFamily<T extends string | { readonly ip: string }>(
+  items: readonly T[],
+  family: IPFamily,
+): T[] {
+  return items.filter((item) => familyOf(typeof item === "string" ? item : item.ip) === family);
 }
 
 /** What a sink (a backend, a dump, the API server) receives: local states over time. */

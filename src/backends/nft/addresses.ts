@@ -2,10 +2,16 @@
 // containment, built on ipaddr.js.
 
 import ipaddr from "ipaddr.js";
+import type { IPFamily } from "../../model/kube.ts";
+import { endpointString } from "../../model/local.ts";
 import type { NftFamily } from "./fragment.ts";
 
-export function familyOfAddress(ipOrCidr: string): NftFamily {
-  return ipOrCidr.includes(":") ? "ip6" : "ip";
+/** The nft table family that holds rules for an IP family. */
+export const NFT_FAMILY: Readonly<Record<IPFamily, NftFamily>> = { IPv4: "ip", IPv6: "ip6" };
+
+/** The IP family an nft table family programs. */
+export function ipFamilyOfTable(family: NftFamily): IPFamily {
+  return family === "ip" ? "IPv4" : "IPv6";
 }
 
 /** Canonical address text (IPv6 compressed), the form nft prints back. */
@@ -40,12 +46,7 @@ export function cidrContains(cidr: string, ip: string): boolean {
   }
 }
 
-/** `ip` for IPv4 rules, `ip6` for IPv6 rules: the nft payload protocol of the family. */
-export function payloadProtocol(family: NftFamily): "ip" | "ip6" {
-  return family;
-}
-
 /** `10.0.0.1:80` or `[2001:db8::1]:80`, as `dnat to` wants it. */
 export function dnatTarget(ip: string, port: number): string {
-  return ip.includes(":") ? `[${ip}]:${port}` : `${ip}:${port}`;
+  return endpointString({ ip, port });
 }

@@ -1,7 +1,9 @@
 // Turns the to-nft command-line options into one TableConfig per family. Pure apart from the
 // node's addresses, which are passed in.
 
-import { canonicalCIDR, canonicalIP, familyOfAddress } from "./addresses.ts";
+import { familyOf } from "../../model/ip.ts";
+import { ofFamily } from "../../model/local.ts";
+import { canonicalCIDR, canonicalIP, ipFamilyOfTable } from "./addresses.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
 
 export interface NftSettings {
@@ -41,16 +43,16 @@ export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[
   const nodeIPs = primaryIPs.map(canonicalIP);
   const nodePort =
     settings.nodePortAddresses.trim() === "primary"
-      ? nodeIPs.map((ip) => `${ip}/${familyOfAddress(ip) === "ip" ? 32 : 128}`)
+      ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "IPv4" ? 32 : 128}`)
       : cidrs(settings.nodePortAddresses, "--nodeport-addresses");
   const pods = cidrs(settings.clusterCIDRs, "--cluster-cidr");
   return (["ip", "ip6"] as NftFamily[]).map((family) => ({
     family,
     table: settings.table,
-    nodePortCIDRs: nodePort.filter((c) => familyOfAddress(c) === family),
-    podCIDRs: pods.filter((c) => familyOfAddress(c) === family),
+    nodePortCIDRs: ofFamily(nodePort, ipFamilyOfTable(family)),
+    podCIDRs: ofFamily(pods, ipFamilyOfTable(family)),
     masqueradeAll: settings.masqueradeAll,
-    nodeIPs: nodeIPs.filter((ip) => familyOfAddress(ip) === family),
+    nodeIPs: ofFamily(nodeIPs, ipFamilyOfTable(family)),
   }));
 }
 

@@ -2,7 +2,7 @@
 // those of the interfaces holding the default routes, else every global non-loopback address.
 
 import { spawn } from "node:child_process";
-import { familyOfAddress } from "./addresses.ts";
+import { ofFamily } from "../../model/local.ts";
 
 export interface InterfaceAddresses {
   readonly ifname: string;
@@ -23,10 +23,10 @@ export function primaryAddresses(
   const global = (i: InterfaceAddresses) =>
     i.ifname === "lo" ? [] : i.addresses.filter((a) => a.scope === "global").map((a) => a.ip);
   const out: string[] = [];
-  for (const fam of ["ip", "ip6"] as const) {
+  for (const fam of ["IPv4", "IPv6"] as const) {
     const onDefault = ifs.filter((i) => defaultIfs.includes(i.ifname)).flatMap(global);
-    const pick = onDefault.filter((ip) => familyOfAddress(ip) === fam);
-    out.push(...(pick.length > 0 ? pick : ifs.flatMap(global).filter((ip) => familyOfAddress(ip) === fam)));
+    const pick = ofFamily(onDefault, fam);
+    out.push(...(pick.length > 0 ? pick : ofFamily(ifs.flatMap(global), fam)));
   }
   return out;
 }

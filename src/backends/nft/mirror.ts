@@ -74,11 +74,6 @@ export class TableMirror {
     }
   }
 
-  /** Number of chains kpng holds for services in this table (stale ones included). */
-  get chainCount(): number {
-    return this.#chains.size;
-  }
-
   /** True when flushed chains or sets wait for deletion. */
   get hasStale(): boolean {
     for (const c of this.#chains.values()) if (c.staleSince !== undefined) return true;

@@ -46,7 +46,7 @@ export const chainName = {
 
 /** The transport protocols a Service port can have, as nft writes them. */
 export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;
-export type Protocol = (typeof PROTOCOLS)[number];
+export type NftProtocol = (typeof PROTOCOLS)[number];
 
 /**
  * Chains shared by every service port of one protocol that balances over the same number of
@@ -55,11 +55,11 @@ export type Protocol = (typeof PROTOCOLS)[number];
  */
 export const pickChainName = {
   /** ClusterIP traffic: `<cluster IP> . port . i` in `endpoints-<proto>`. */
-  cluster: (proto: Protocol, n: number) => `pick-${proto}-${n}`,
+  cluster: (proto: NftProtocol, n: number) => `pick-${proto}-${n}`,
   /** externalIP and load-balancer traffic with eTP Cluster: `<VIP> . port . i` in `endpoints-<proto>`. */
-  external: (proto: Protocol, n: number) => `ext-pick-${proto}-${n}`,
+  external: (proto: NftProtocol, n: number) => `ext-pick-${proto}-${n}`,
   /** NodePort traffic with eTP Cluster: `nodePort . i` in `nodeport-endpoints-<proto>`. */
-  nodePort: (proto: Protocol, n: number) => `nodeport-pick-${proto}-${n}`,
+  nodePort: (proto: NftProtocol, n: number) => `nodeport-pick-${proto}-${n}`,
 } as const;
 
 /**
@@ -68,9 +68,9 @@ export const pickChainName = {
  */
 export const endpointsMapName = {
   /** Keyed by destination address, port and index: for cluster IPs and VIPs. */
-  byAddress: (proto: Protocol) => `endpoints-${proto}`,
+  byAddress: (proto: NftProtocol) => `endpoints-${proto}`,
   /** Keyed by node port and index. */
-  byNodePort: (proto: Protocol) => `nodeport-endpoints-${proto}`,
+  byNodePort: (proto: NftProtocol) => `nodeport-endpoints-${proto}`,
 } as const;
 
 /** ClientIP affinity set of one endpoint; the timeout is part of the name (a set's timeout is fixed). */

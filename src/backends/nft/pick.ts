@@ -6,18 +6,18 @@
 // 20–30 ms per commit.
 
 import type { ChainSpec, TableConfig } from "./fragment.ts";
-import { endpointsMapName, type Protocol, pickChainName, STATIC } from "./names.ts";
+import { endpointsMapName, type NftProtocol, pickChainName, STATIC } from "./names.ts";
 
 export type PickKind = keyof typeof pickChainName;
 
 /** The map a pick chain draws from, and the key prefix its elements carry before the index. */
-export function endpointsMapOf(kind: PickKind, proto: Protocol): string {
+export function endpointsMapOf(kind: PickKind, proto: NftProtocol): string {
   return kind === "nodePort" ? endpointsMapName.byNodePort(proto) : endpointsMapName.byAddress(proto);
 }
 
 // The explicit `meta l4proto` gives the DNAT its transport protocol; nft refuses a port mapping
 // without one.
-function dnatRule(kind: PickKind, proto: Protocol, n: number, cfg: TableConfig): string {
+function dnatRule(kind: PickKind, proto: NftProtocol, n: number, cfg: TableConfig): string {
   const ipk = cfg.family;
   const key = kind === "nodePort" ? "th dport" : `${ipk} daddr . th dport`;
   const map = endpointsMapOf(kind, proto);
@@ -34,7 +34,7 @@ function masqueradeRules(kind: PickKind, cfg: TableConfig): string[] {
   return cfg.podCIDRs.length > 0 ? [`${cfg.family} saddr != @${STATIC.podCIDRs} ${mark}`] : [];
 }
 
-export function pickChain(kind: PickKind, proto: Protocol, n: number, cfg: TableConfig): ChainSpec {
+export function pickChain(kind: PickKind, proto: NftProtocol, n: number, cfg: TableConfig): ChainSpec {
   return {
     name: pickChainName[kind](proto, n),
     rules: [...masqueradeRules(kind, cfg), dnatRule(kind, proto, n, cfg)],

@@ -14,11 +14,11 @@
 // The DNAT happens in the service chain itself, so no per-endpoint chain is needed; hairpin
 // traffic is caught by the static `hairpin-endpoints` set in the masquerading chain.
 
-import type { LocalEndpoint, LocalService, LocalServicePort } from "../../model/local.ts";
-import { canonicalIP, cidrContains, dnatTarget, familyOfAddress } from "./addresses.ts";
+import { type LocalEndpoint, type LocalService, type LocalServicePort, ofFamily } from "../../model/local.ts";
+import { canonicalIP, cidrContains, dnatTarget, ipFamilyOfTable } from "./addresses.ts";
 import type { AffinitySetSpec, ChainSpec, ElementSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
-import { affinitySetName, chainName, type Protocol, STATIC, servicePortId } from "./names.ts";
+import { affinitySetName, chainName, type NftProtocol, STATIC, servicePortId } from "./names.ts";
 import { endpointsMapOf, type PickKind, pickChain } from "./pick.ts";
 
 interface Collector {
@@ -34,8 +34,7 @@ function addElement(c: Collector, set: string, key: string, value = ""): void {
 }
 
 export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
-  if (svc.type === "ExternalName") return EMPTY_FRAGMENT;
-  const clusterIP = svc.clusterIPs.find((ip) => familyOfAddress(ip) === cfg.family);
+  const clusterIP = ofFamily(svc.clusterIPs, ipFamilyOfTable(cfg.family))[0];
   // As kube-proxy does, a family's table carries a service only when it has a ClusterIP there.
   if (clusterIP === undefined) return EMPTY_FRAGMENT;
   const c: Collector = { chains: [], shared: new Map(), sets: new Map(), elements: new Map() };
@@ -48,8 +47,8 @@ export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
   };
 }
 
-function ofFamily(ips: readonly string[], cfg: TableConfig): string[] {
-  return ips.filter((ip) => familyOfAddress(ip) === cfg.family).map(canonicalIP);
+function addressesOfFamily(ips: readonly string[], cfg: TableConfig): string[] {
+  return ofFamily(ips, ipFamilyOfTable(cfg.family)).map(canonicalIP);
 }
 
 function sameEndpoints(a: readonly LocalEndpoint[], b: readonly LocalEndpoint[]): boolean {
@@ -64,7 +63,7 @@ function sameEndpoints(a: readonly LocalEndpoint[], b: readonly LocalEndpoint[])
 function pickFrom(
   c: Collector,
   kind: PickKind,
-  proto: Protocol,
+  proto: NftProtocol,
   address: string | undefined,
   port: number,
   endpoints: readonly LocalEndpoint[],
@@ -85,10 +84,10 @@ function pickFrom(
 
 function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip: string, cfg: TableConfig) {
   const ipk = cfg.family;
-  const proto = port.protocol.toLowerCase() as Protocol;
+  const proto = port.protocol.toLowerCase() as NftProtocol;
   const spId = servicePortId(svc.namespace, svc.name, proto, port.port);
-  const internal = port.internalEndpoints.filter((ep) => familyOfAddress(ep.ip) === cfg.family);
-  const external = port.externalEndpoints.filter((ep) => familyOfAddress(ep.ip) === cfg.family);
+  const internal = ofFamily(port.internalEndpoints, ipFamilyOfTable(cfg.family));
+  const external = ofFamily(port.externalEndpoints, ipFamilyOfTable(cfg.family));
   const hasAny = port.endpointFamilies.includes(cfg.family === "ip" ? "IPv4" : "IPv6");
   const sticky = svc.sessionAffinitySeconds > 0;
   // Reject (ICMP port unreachable) when nothing serves the port in this family; drop when
@@ -116,8 +115,8 @@ function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip
   }
 
   const nodePort = cfg.nodePortCIDRs.length > 0 ? port.nodePort : 0;
-  const externalIPs = ofFamily(svc.externalIPs, cfg);
-  const lbIPs = ofFamily(svc.loadBalancerIPs, cfg);
+  const externalIPs = addressesOfFamily(svc.externalIPs, cfg);
+  const lbIPs = addressesOfFamily(svc.loadBalancerIPs, cfg);
   const vips = [...externalIPs, ...lbIPs];
   if (nodePort === 0 && vips.length === 0) return;
 
@@ -207,7 +206,7 @@ function externalRules(
  * family allows no source in this family.
  */
 function firewallRules(svc: LocalService, lbIPs: readonly string[], cfg: TableConfig): string[] {
-  const ranges = svc.sourceRanges.filter((r) => familyOfAddress(r) === cfg.family);
+  const ranges = ofFamily(svc.sourceRanges, ipFamilyOfTable(cfg.family));
   const rules = ranges.map((r) => `${cfg.family} saddr ${r} return`);
   if (ranges.some((r) => cfg.nodeIPs.some((ip) => cidrContains(r, ip)))) {
     for (const lb of lbIPs) rules.push(`${cfg.family} saddr ${lb} return`);

@@ -13,9 +13,9 @@ const fileOptions = z.object({
   watch: z.boolean().optional().default(true),
 });
 
-export type FileSourceOptions = z.output<typeof fileOptions>;
+type FileFlags = z.output<typeof fileOptions>;
 
-export const fileSourcePlugin: SourcePlugin<FileSourceOptions> = {
+export const fileSourcePlugin: SourcePlugin<FileFlags> = {
   name: "file",
   description: "read Services, EndpointSlices and Nodes from a Kubernetes YAML or JSON file",
   addOptions(cmd: Command): void {
@@ -25,7 +25,7 @@ export const fileSourcePlugin: SourcePlugin<FileSourceOptions> = {
       .option("--no-watch", "read the file once and never again");
   },
   parseOptions: (raw) => parseOptionsWith(fileOptions, raw),
-  create(opts: FileSourceOptions, ctx: SourceContext): ClusterSource {
+  create(opts: FileFlags, ctx: SourceContext): ClusterSource {
     return new FileSource({
       path: opts.input,
       watch: opts.watch,

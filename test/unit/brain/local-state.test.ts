@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setImmediate as nextMacrotask, setTimeout as sleep } from "node:timers/promises";
-import { LocalStateTracker, localStateFeed } from "../../../src/brain/local-state.ts";
+import { localStateFeed } from "../../../src/brain/local-state-feed.ts";
+import { LocalStateTracker } from "../../../src/brain/local-state-tracker.ts";
 import { ClusterStore } from "../../../src/brain/store.ts";
 import type { ClusterChange } from "../../../src/model/global.ts";
 import type { KubeObject } from "../../../src/model/kube.ts";
