@@ -19,7 +19,7 @@ import type { ProbeRequest } from "../netns/probe.ts";
 import { probeFrom } from "../netns/probe-from.ts";
 import type { Spawned } from "../netns/spawned.ts";
 import { Topology } from "../netns/topology.ts";
-import { type DemoPlan, type DemoTarget, parseClusterFile, planDemo } from "./demo-plan.ts";
+import { type DemoPlan, type DemoTarget, planDemo, readClusterFile } from "./demo-plan.ts";
 import { renderTable, type TargetOutcome } from "./report.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -108,7 +108,7 @@ function runJsonDump(opts: DemoOptions): Promise<number> {
 }
 
 async function runNftDemo(opts: DemoOptions): Promise<number> {
-  const plan = planDemo(parseClusterFile(readFileSync(opts.input, "utf8")), opts.nodeName);
+  const plan = planDemo(readClusterFile(readFileSync(opts.input, "utf8"), opts.input), opts.nodeName);
   if (plan.targets.length === 0) throw new Error(`${opts.input} has no Service to send requests to`);
 
   await removeLeftoverNamespaces(); // of earlier runs that were killed with SIGKILL

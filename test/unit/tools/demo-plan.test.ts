@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { describe, test } from "node:test";
-import { parseClusterFile, planDemo } from "../../../tools/demo/demo-plan.ts";
+import { planDemo, readClusterFile } from "../../../tools/demo/demo-plan.ts";
 
 const NODE = `
 apiVersion: v1
@@ -84,7 +84,7 @@ status: { loadBalancer: { ingress: [{ ip: 203.0.113.200 }, { ip: 203.0.113.202, 
   ];
   for (const tc of cases) {
     test(tc.name, () => {
-      const plan = planDemo(parseClusterFile(NODE + tc.yaml), "node-1");
+      const plan = planDemo(readClusterFile(NODE + tc.yaml), "node-1");
       assert.deepEqual(
         plan.targets.map((t) => `${t.service} ${t.via} ${t.from} ${t.proto} ${t.host}:${t.port}`),
         tc.want,
@@ -101,7 +101,7 @@ metadata: { name: dual-v4, labels: { kubernetes.io/service-name: dual } }
 addressType: IPv4
 ports: [{ port: 8080, protocol: TCP }, { port: 5353, protocol: UDP }]
 endpoints:
-  - { addresses: [198.51.100.8], targetRef: { name: dual-a } }
+  - { addresses: [198.51.100.8], targetRef: { kind: Pod, name: dual-a } }
   - { addresses: [198.51.100.9] }
 ---
 kind: EndpointSlice
@@ -109,13 +109,13 @@ metadata: { name: dual-v6, labels: { kubernetes.io/service-name: dual } }
 addressType: IPv6
 ports: [{ port: 8080 }]
 endpoints:
-  - { addresses: ["2001:db8:1::8"], targetRef: { name: dual-a } }
+  - { addresses: ["2001:db8:1::8"], targetRef: { kind: Pod, name: dual-a } }
 ---
 kind: EndpointSlice
 metadata: { name: gone, labels: { kubernetes.io/service-name: no-such-service } }
 endpoints: [{ addresses: [198.51.100.30] }]
 `;
-    const plan = planDemo(parseClusterFile(NODE + yaml), "node-1");
+    const plan = planDemo(readClusterFile(NODE + yaml), "node-1");
     assert.deepEqual(plan.pods, [
       {
         name: "dual-a",
@@ -127,7 +127,7 @@ endpoints: [{ addresses: [198.51.100.30] }]
   });
 
   test("the node IPs are the Node's InternalIPs; an unknown node has none", () => {
-    const objects = parseClusterFile(NODE);
+    const objects = readClusterFile(NODE);
     assert.deepEqual(
       [planDemo(objects, "node-1").nodeIPv4, planDemo(objects, "node-1").nodeIPv6],
       ["192.0.2.11", "2001:db8::11"],
@@ -135,15 +135,18 @@ endpoints: [{ addresses: [198.51.100.30] }]
     assert.equal(planDemo(objects, "node-9").nodeIPv4, undefined);
   });
 
-  test("kind: List is unfolded and YAML errors are reported", () => {
-    const list = parseClusterFile(`{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}]}`);
-    assert.deepEqual(list, [{ kind: "Node", metadata: { name: "n" } }]);
-    assert.throws(() => parseClusterFile("a: [1, 2"), /cluster file/);
+  test("the file source's parser reads it: kind: List is unfolded and YAML errors are reported", () => {
+    const list = readClusterFile(`{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n"}}]}`);
+    assert.deepEqual(
+      list.nodes.map((n) => n.metadata.name),
+      ["n"],
+    );
+    assert.throws(() => readClusterFile("a: [1, 2"), /cluster file/);
   });
 
   test("the bundled example gives pods and every kind of target", () => {
     const text = readFileSync(new URL("../../../examples/cluster.yaml", import.meta.url), "utf8");
-    const plan = planDemo(parseClusterFile(text), "node-1");
+    const plan = planDemo(readClusterFile(text), "node-1");
     assert.ok(plan.pods.length > 0);
     assert.deepEqual(
       new Set(plan.targets.map((t) => t.via)),
