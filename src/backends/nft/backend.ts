@@ -10,6 +10,7 @@ import { registry } from "../../observability/metrics.ts";
 import { parseListing } from "./adopt.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
+import { renderScript } from "./ops.ts";
 import { NftError, type NftRunner } from "./runner.ts";
 import { packTransactions } from "./transaction.ts";
 
@@ -91,17 +92,17 @@ export class NftBackend {
       }
       const plan = mirror.plan(state, this.#now());
       const txs = packTransactions(plan.units, cfg.family, cfg.table, this.#o.maxStatementsPerTransaction);
-      if (plan.deletions.length > 0) txs.unshift(`${plan.deletions.join("\n")}\n`);
+      if (plan.deletions.length > 0) txs.unshift(renderScript(plan.deletions, cfg.family, cfg.table));
       for (const tx of txs) {
         try {
-          await this.#o.runner.run(tx);
-          texts.push(tx);
+          await this.#o.runner.run(tx.text, tx.line);
+          texts.push(tx.text);
         } catch (e) {
           this.#mirrors.delete(cfg.family);
           syncFailures.inc();
           const stderr = e instanceof NftError ? e.stderr : String(e);
           this.#o.log.error(
-            { family: cfg.family, table: cfg.table, stderr, transaction: tx },
+            { family: cfg.family, table: cfg.table, stderr, transaction: tx.text },
             "nft transaction failed; will retry with a full resync",
           );
           throw e;

@@ -4,6 +4,7 @@
 
 import type { TableConfig } from "./fragment.ts";
 import { ENDPOINTS_MAPS, endpointsMapName, MASQUERADE_MARK, PROTOCOLS, STATIC } from "./names.ts";
+import type { NftOp } from "./ops.ts";
 
 interface StaticChain {
   readonly name: string;
@@ -122,46 +123,50 @@ export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Statements that create the skeleton, or converge an existing one in place: `add` is
+ * Operations that create the skeleton, or converge an existing one in place: `add` is
  * idempotent and each static chain is flushed and refilled within the same transaction, so a
  * running table keeps forwarding while it is adopted.
  */
-export function skeletonStatements(cfg: TableConfig): string[] {
-  const t = `${cfg.family} ${cfg.table}`;
+export function skeletonOps(cfg: TableConfig): NftOp[] {
   const ipk = cfg.family;
   const addr = cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr";
   const svcKey = `${addr} . inet_proto . inet_service`;
-  const out = [
-    `add table ${t}`,
-    `add set ${t} ${STATIC.clusterIPs} { type ${addr}; }`,
-    `add set ${t} ${STATIC.nodePortIPs} { type ${addr}; flags interval; auto-merge; }`,
-    `add set ${t} ${STATIC.podCIDRs} { type ${addr}; flags interval; auto-merge; }`,
-    `add set ${t} ${STATIC.hairpin} { type ${addr} . ${addr}; }`,
-    `add map ${t} ${STATIC.serviceIPs} { type ${svcKey} : verdict; }`,
-    `add map ${t} ${STATIC.serviceNodePorts} { type inet_proto . inet_service : verdict; }`,
-    `add map ${t} ${STATIC.noEndpointServices} { type ${svcKey} : verdict; }`,
-    `add map ${t} ${STATIC.noEndpointNodePorts} { type inet_proto . inet_service : verdict; }`,
-    `add map ${t} ${STATIC.firewallIPs} { type ${svcKey} : verdict; }`,
+  const set = (name: string, spec: string): NftOp => ({ verb: "add", kind: "set", name, spec });
+  const map = (name: string, spec: string): NftOp => ({ verb: "add", kind: "map", name, spec });
+  const out: NftOp[] = [
+    { verb: "add", kind: "table" },
+    set(STATIC.clusterIPs, `{ type ${addr}; }`),
+    set(STATIC.nodePortIPs, `{ type ${addr}; flags interval; auto-merge; }`),
+    set(STATIC.podCIDRs, `{ type ${addr}; flags interval; auto-merge; }`),
+    set(STATIC.hairpin, `{ type ${addr} . ${addr}; }`),
+    map(STATIC.serviceIPs, `{ type ${svcKey} : verdict; }`),
+    map(STATIC.serviceNodePorts, "{ type inet_proto . inet_service : verdict; }"),
+    map(STATIC.noEndpointServices, `{ type ${svcKey} : verdict; }`),
+    map(STATIC.noEndpointNodePorts, "{ type inet_proto . inet_service : verdict; }"),
+    map(STATIC.firewallIPs, `{ type ${svcKey} : verdict; }`),
   ];
   // `typeof` because a numgen value has no named type; the modulus in it does not matter.
   for (const p of PROTOCOLS) {
     const value = `${ipk} daddr . ${p} dport`;
     out.push(
-      `add map ${t} ${endpointsMapName.byAddress(p)} { typeof ${ipk} daddr . th dport . numgen random mod 1 : ${value}; }`,
-      `add map ${t} ${endpointsMapName.byNodePort(p)} { typeof th dport . numgen random mod 1 : ${value}; }`,
+      map(
+        endpointsMapName.byAddress(p),
+        `{ typeof ${ipk} daddr . th dport . numgen random mod 1 : ${value}; }`,
+      ),
+      map(endpointsMapName.byNodePort(p), `{ typeof th dport . numgen random mod 1 : ${value}; }`),
     );
   }
   const chains = staticChains(cfg);
-  for (const c of chains)
-    out.push(c.hook ? `add chain ${t} ${c.name} ${c.hook}` : `add chain ${t} ${c.name}`);
+  for (const c of chains) out.push({ verb: "add", kind: "chain", name: c.name, hook: c.hook });
   for (const c of chains) {
-    out.push(`flush chain ${t} ${c.name}`);
-    for (const r of c.rules) out.push(`add rule ${t} ${c.name} ${r}`);
+    out.push({ verb: "flush", kind: "chain", name: c.name });
+    for (const rule of c.rules) out.push({ verb: "add", kind: "rule", chain: c.name, rule });
   }
-  out.push(`flush set ${t} ${STATIC.nodePortIPs}`);
+  out.push({ verb: "flush", kind: "set", name: STATIC.nodePortIPs });
   if (cfg.nodePortCIDRs.length > 0)
-    out.push(`add element ${t} ${STATIC.nodePortIPs} { ${cfg.nodePortCIDRs.join(", ")} }`);
-  out.push(`flush set ${t} ${STATIC.podCIDRs}`);
-  if (cfg.podCIDRs.length > 0) out.push(`add element ${t} ${STATIC.podCIDRs} { ${cfg.podCIDRs.join(", ")} }`);
+    out.push({ verb: "add", kind: "element", set: STATIC.nodePortIPs, elements: cfg.nodePortCIDRs });
+  out.push({ verb: "flush", kind: "set", name: STATIC.podCIDRs });
+  if (cfg.podCIDRs.length > 0)
+    out.push({ verb: "add", kind: "element", set: STATIC.podCIDRs, elements: cfg.podCIDRs });
   return out;
 }

@@ -5,6 +5,7 @@ import { familyOf } from "../../model/ip.ts";
 import { ofFamily } from "../../model/local.ts";
 import { canonicalCIDR, canonicalIP, ipFamilyOfTable } from "./addresses.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
+import { type NftOp, renderScript } from "./ops.ts";
 
 export interface NftSettings {
   readonly table: string;
@@ -59,5 +60,9 @@ export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[
 /** Removes kpng's tables (both families) and nothing else; missing tables are fine. */
 export function cleanupTransaction(table: string): string {
   // nft 1.0.6 has no `destroy`: add-then-delete deletes whether or not the table existed.
-  return ["ip", "ip6"].map((f) => `add table ${f} ${table}\ndelete table ${f} ${table}`).join("\n") + "\n";
+  const ops: NftOp[] = [
+    { verb: "add", kind: "table" },
+    { verb: "delete", kind: "table" },
+  ];
+  return (["ip", "ip6"] as const).map((family) => renderScript(ops, family, table).text).join("");
 }

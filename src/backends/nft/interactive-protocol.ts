@@ -1,35 +1,8 @@
 // The line protocol spoken with a long-lived `nft -i`: one transaction per input line (nft
-// commits each line as one atomic batch), each followed by a marker command that always fails.
+// commits each line as one atomic batch; ops.ts renders that line), each followed by a marker
+// command that always fails.
 // Success prints nothing, so the marker's error on stderr is the only sign that nft has finished
 // the line before it; whatever nft printed on stderr before that error belongs to the transaction.
-
-/** Verbs a transaction line may use; anything else (list, include, quit…) goes to `nft -f`. */
-const WRITE_VERB = /^(add|create|insert|replace|delete|destroy|flush|reset) /;
-
-/**
- * The transaction text as one `nft -i` line (statements joined by `; `), or undefined when it
- * cannot safely be one line: a statement spanning several lines (`{` left open), a comment,
- * a quoted string, or a verb that is not a write.
- */
-export function toTransactionLine(text: string): string | undefined {
-  const statements: string[] = [];
-  for (const raw of text.split("\n")) {
-    const s = raw.trim();
-    if (s === "") continue;
-    if (/[#"\r\0]/.test(s) || !WRITE_VERB.test(s) || !bracesBalanced(s)) return undefined;
-    statements.push(s);
-  }
-  return statements.join("; ");
-}
-
-function bracesBalanced(s: string): boolean {
-  let depth = 0;
-  for (const ch of s) {
-    if (ch === "{") depth++;
-    else if (ch === "}" && --depth < 0) return false;
-  }
-  return depth === 0;
-}
 
 /** The marker for transaction number `seq`: listing a table that cannot exist. */
 export function markerCommand(seq: number): string {

@@ -8,7 +8,7 @@
 
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import type { NftFamily } from "./fragment.ts";
-import { isNftError, markerCommand, scanForMarker, toTransactionLine } from "./interactive-protocol.ts";
+import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { NftError, type NftRunner } from "./runner.ts";
 
 export interface InteractiveNftRunnerOptions {
@@ -59,8 +59,8 @@ export class InteractiveNftRunner implements NftRunner {
     return this.#child?.pid;
   }
 
-  run(text: string): Promise<void> {
-    const line = toTransactionLine(text);
+  /** Without `line` (the renderer's one-line form), the transaction goes to the fallback. */
+  run(text: string, line?: string): Promise<void> {
     if (line === undefined || Buffer.byteLength(line) > this.#maxLineBytes || this.#closed) {
       return this.#serialized(() => this.#fallback.run(text));
     }

@@ -5,10 +5,11 @@
 
 import type { LocalService, LocalState } from "../../model/local.ts";
 import type { AdoptedTable } from "./adopt.ts";
-import { STATIC_SET_NAMES, skeletonStatements, staticChainNames } from "./base.ts";
+import { STATIC_SET_NAMES, skeletonOps, staticChainNames } from "./base.ts";
 import type { ChainSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { STATIC } from "./names.ts";
+import type { NftOp } from "./ops.ts";
 import { renderService } from "./render-service.ts";
 import { type ElementOp, PHASE, type Unit } from "./transaction.ts";
 
@@ -29,7 +30,7 @@ interface ElementState {
 
 export interface Plan {
   /** Deletions of objects stale for long enough: run first, in their own transaction. */
-  readonly deletions: readonly string[];
+  readonly deletions: readonly NftOp[];
   readonly units: readonly Unit[];
 }
 
@@ -39,7 +40,6 @@ function equalRules(a: readonly string[], b: readonly string[]): boolean {
 
 export class TableMirror {
   readonly #cfg: TableConfig;
-  readonly #t: string;
   readonly #staticChains: Set<string>;
   readonly #chains = new Map<string, ChainState>();
   readonly #sets = new Map<string, { staleSince: number | undefined }>();
@@ -59,7 +59,6 @@ export class TableMirror {
 
   constructor(cfg: TableConfig, adopted?: AdoptedTable) {
     this.#cfg = cfg;
-    this.#t = `${cfg.family} ${cfg.table}`;
     this.#staticChains = staticChainNames(cfg);
     if (!adopted) return;
     for (const name of adopted.chains) {
@@ -100,8 +99,7 @@ export class TableMirror {
     const units: Unit[] = [];
     const touched = new Set<string>();
     const unshared = new Set<string>();
-    if (this.#fresh)
-      units.push({ phase: PHASE.skeleton, lines: skeletonStatements(this.#cfg), elements: [] });
+    if (this.#fresh) units.push({ phase: PHASE.skeleton, ops: skeletonOps(this.#cfg), elements: [] });
     const before = this.#services.size;
     let added = 0;
     // A first plan visits services in key order, so the same state always renders the same text
@@ -133,21 +131,21 @@ export class TableMirror {
     return { deletions, units };
   }
 
-  #expiredStale(now: number): string[] {
-    const out: string[] = [];
+  #expiredStale(now: number): NftOp[] {
+    const out: NftOp[] = [];
     // At most one deletion transaction per delay period: under a steady stream of changes,
     // something expires at every sync, and a second nft run per sync would double its cost.
     if (now - this.#lastDeletion < STALE_DELETE_DELAY_MS) return out;
     for (const [name, c] of this.#chains) {
       if (c.staleSince !== undefined && now - c.staleSince >= STALE_DELETE_DELAY_MS) {
-        out.push(`delete chain ${this.#t} ${name}`);
+        out.push({ verb: "delete", kind: "chain", name });
         this.#chains.delete(name);
       }
     }
     // Sets after chains: the stale chains were the last rules that referred to them.
     for (const [name, s] of this.#sets) {
       if (s.staleSince !== undefined && now - s.staleSince >= STALE_DELETE_DELAY_MS) {
-        out.push(`delete set ${this.#t} ${name}`);
+        out.push({ verb: "delete", kind: "set", name });
         this.#sets.delete(name);
       }
     }
@@ -162,7 +160,8 @@ export class TableMirror {
         hairpins.delete(key);
       }
     }
-    if (expired.length > 0) out.push(`delete element ${this.#t} ${STATIC.hairpin} { ${expired.join(", ")} }`);
+    if (expired.length > 0)
+      out.push({ verb: "delete", kind: "element", set: STATIC.hairpin, elements: expired });
     if (out.length > 0) this.#lastDeletion = now;
     return out;
   }
@@ -176,14 +175,17 @@ export class TableMirror {
     unshared: Set<string>,
     now: number,
   ): void {
-    const t = this.#t;
     for (const s of next.affinitySets) {
       const st = this.#sets.get(s.name);
       if (st) st.staleSince = undefined;
       else {
         this.#sets.set(s.name, { staleSince: undefined });
         const decl = `{ type ${this.#cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr"}; flags dynamic,timeout; timeout ${s.timeoutSeconds}s; }`;
-        units.push({ phase: PHASE.sets, lines: [`add set ${t} ${s.name} ${decl}`], elements: [] });
+        units.push({
+          phase: PHASE.sets,
+          ops: [{ verb: "add", kind: "set", name: s.name, spec: decl }],
+          elements: [],
+        });
       }
     }
     const nextSets = new Set(next.affinitySets.map((s) => s.name));
@@ -227,15 +229,15 @@ export class TableMirror {
 
   /** Creates a chain, or rewrites it when its applied rules differ or are unknown. */
   #writeChain(c: ChainSpec, units: Unit[]): void {
-    const t = this.#t;
     const st = this.#chains.get(c.name);
     const phase = c.level === 0 ? PHASE.leafChains : PHASE.entryChains;
-    const rules = c.rules.map((r) => `add rule ${t} ${c.name} ${r}`);
+    const rules = c.rules.map((rule): NftOp => ({ verb: "add", kind: "rule", chain: c.name, rule }));
     if (!st) {
-      units.push({ phase, lines: [`add chain ${t} ${c.name}`, ...rules], elements: [] });
+      units.push({ phase, ops: [{ verb: "add", kind: "chain", name: c.name }, ...rules], elements: [] });
     } else if (st.rules === undefined || st.staleSince !== undefined || !equalRules(st.rules, c.rules)) {
-      const flush = st.rules === undefined || st.rules.length > 0 ? [`flush chain ${t} ${c.name}`] : [];
-      units.push({ phase, lines: [...flush, ...rules], elements: [] });
+      const flush: NftOp[] =
+        st.rules === undefined || st.rules.length > 0 ? [{ verb: "flush", kind: "chain", name: c.name }] : [];
+      units.push({ phase, ops: [...flush, ...rules], elements: [] });
     }
     this.#chains.set(c.name, { rules: c.rules, staleSince: undefined });
   }
@@ -244,7 +246,7 @@ export class TableMirror {
     const st = this.#chains.get(name);
     if (!st || st.staleSince !== undefined) return;
     if (st.rules === undefined || st.rules.length > 0) {
-      units.push({ phase: PHASE.staleFlush, lines: [`flush chain ${this.#t} ${name}`], elements: [] });
+      units.push({ phase: PHASE.staleFlush, ops: [{ verb: "flush", kind: "chain", name }], elements: [] });
     }
     this.#chains.set(name, { rules: [], staleSince: now });
   }
@@ -283,7 +285,7 @@ export class TableMirror {
       if (wanted !== undefined) ops.push({ op: "add", set, key, value: wanted });
       // Removals go last: when a big sync is split, no endpoint index disappears before the
       // dispatch element that draws from it has moved to a smaller pick chain.
-      units.push({ phase: wanted === undefined ? PHASE.removals : PHASE.elements, lines: [], elements: ops });
+      units.push({ phase: wanted === undefined ? PHASE.removals : PHASE.elements, ops: [], elements: ops });
       if (wanted === undefined) m.delete(key);
       else st.applied = wanted;
     }

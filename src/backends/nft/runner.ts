@@ -14,8 +14,11 @@ export class NftError extends Error {
 }
 
 export interface NftRunner {
-  /** Applies one transaction atomically. */
-  run(text: string): Promise<void>;
+  /**
+   * Applies one transaction atomically. `text` has one statement per line; `line`, when given,
+   * is the same statements joined on one line, for a runner that feeds `nft -i`.
+   */
+  run(text: string, line?: string): Promise<void>;
   /** Checks a transaction against the current ruleset without applying it. */
   check(text: string): Promise<void>;
   /** The JSON listing of one table (`nft -j list table`), or undefined when it does not exist. */

@@ -1,8 +1,11 @@
-// Turns planned changes into nft transactions. A change is a unit of statements that must be
+// Turns planned changes into nft transactions. A change is a unit of operations that must be
 // committed together (a chain with its rules, a map element replaced by delete+add). Units are
 // packed in order into transactions of bounded size; since units are ordered so that an object
 // is always created before anything refers to it, every committed transaction leaves a
 // consistent table.
+
+import type { NftFamily } from "./fragment.ts";
+import { type NftOp, type NftScript, renderScript } from "./ops.ts";
 
 export type ElementOp = {
   readonly op: "add" | "delete";
@@ -17,7 +20,8 @@ export interface Unit {
    * removed elements, stale flushes.
    */
   readonly phase: Phase;
-  readonly lines: readonly string[];
+  /** Operations other than the element changes below, in order. */
+  readonly ops: readonly NftOp[];
   readonly elements: readonly ElementOp[];
 }
 
@@ -33,17 +37,17 @@ export const PHASE = {
 export type Phase = (typeof PHASE)[keyof typeof PHASE];
 
 export function unitSize(u: Unit): number {
-  return u.lines.length + u.elements.length;
+  return u.ops.length + u.elements.length;
 }
 
 /** Packs units (already in phase order) into transactions of at most `limit` statements each. */
 export function packTransactions(
   units: readonly Unit[],
-  family: string,
+  family: NftFamily,
   table: string,
   limit: number,
-): string[] {
-  const out: string[] = [];
+): NftScript[] {
+  const out: NftScript[] = [];
   let chunk: Unit[] = [];
   let size = 0;
   for (const u of units) {
@@ -61,13 +65,13 @@ export function packTransactions(
 }
 
 /**
- * One transaction's text. Element operations are merged into one statement per map and verb
- * (nft parses `{ a, b, c }` far faster than one command per element); all deletions come before
- * all additions, so a delete+add pair replaces a value.
+ * One transaction. Element operations are merged into one statement per map and verb (nft
+ * parses `{ a, b, c }` far faster than one command per element); all deletions come before all
+ * additions, so a delete+add pair replaces a value.
  */
-export function renderTransaction(units: readonly Unit[], family: string, table: string): string {
-  const lines: string[] = [];
-  for (const u of units) if (u.phase < PHASE.elements) lines.push(...u.lines);
+export function renderTransaction(units: readonly Unit[], family: NftFamily, table: string): NftScript {
+  const ops: NftOp[] = [];
+  for (const u of units) if (u.phase < PHASE.elements) ops.push(...u.ops);
   const deletes = new Map<string, string[]>();
   const adds = new Map<string, string[]>();
   for (const u of units) {
@@ -81,9 +85,8 @@ export function renderTransaction(units: readonly Unit[], family: string, table:
       list.push(e.op === "add" && e.value !== "" ? `${e.key} : ${e.value}` : e.key);
     }
   }
-  for (const [set, keys] of deletes)
-    lines.push(`delete element ${family} ${table} ${set} { ${keys.join(", ")} }`);
-  for (const [set, keys] of adds) lines.push(`add element ${family} ${table} ${set} { ${keys.join(", ")} }`);
-  for (const u of units) if (u.phase >= PHASE.elements) lines.push(...u.lines);
-  return `${lines.join("\n")}\n`;
+  for (const [set, elements] of deletes) ops.push({ verb: "delete", kind: "element", set, elements });
+  for (const [set, elements] of adds) ops.push({ verb: "add", kind: "element", set, elements });
+  for (const u of units) if (u.phase >= PHASE.elements) ops.push(...u.ops);
+  return renderScript(ops, family, table);
 }

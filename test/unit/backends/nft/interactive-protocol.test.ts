@@ -4,66 +4,36 @@ import {
   isNftError,
   markerCommand,
   scanForMarker,
-  toTransactionLine,
 } from "../../../../src/backends/nft/interactive-protocol.ts";
 import { renderTransaction } from "../../../../src/backends/nft/transaction.ts";
 
-describe("toTransactionLine", () => {
-  const rows: { name: string; text: string; want: string | undefined }[] = [
-    {
-      name: "statements are joined by '; ' in order",
-      text: "flush chain ip kpng a\nadd rule ip kpng a drop\n",
-      want: "flush chain ip kpng a; add rule ip kpng a drop",
-    },
-    {
-      name: "one-line blocks stay as they are",
-      text: "add set ip kpng s { type ipv4_addr; flags interval; }\nadd element ip kpng m { 1.2.3.4 : drop, 1.2.3.5 : goto x }\n",
-      want: "add set ip kpng s { type ipv4_addr; flags interval; }; add element ip kpng m { 1.2.3.4 : drop, 1.2.3.5 : goto x }",
-    },
-    {
-      name: "blank lines and surrounding spaces are dropped",
-      text: "\n  delete chain ip kpng a  \n\n",
-      want: "delete chain ip kpng a",
-    },
-    { name: "an empty transaction is an empty line", text: "\n", want: "" },
-    {
-      name: "a block spanning lines is refused",
-      text: "add chain ip kpng a {\n  type nat hook output priority 0;\n}\n",
-      want: undefined,
-    },
-    { name: "a stray closing brace is refused", text: "add rule ip kpng a } drop {\n", want: undefined },
-    {
-      name: "a comment is refused (it would swallow the rest of the line)",
-      text: "add chain ip kpng a # x\n",
-      want: undefined,
-    },
-    { name: "a quoted string is refused", text: 'add rule ip kpng a drop comment "x; y"\n', want: undefined },
-    { name: "a listing is refused", text: "list table ip kpng\n", want: undefined },
-    {
-      name: "quit is refused (it would end the process)",
-      text: "add chain ip kpng a\nquit\n",
-      want: undefined,
-    },
-    { name: "include is refused", text: "include x\n", want: undefined },
-  ];
-  for (const r of rows) test(r.name, () => assert.equal(toTransactionLine(r.text), r.want));
-
-  test("every statement the backend renders fits on one line", () => {
-    const text = renderTransaction(
+describe("renderTransaction: one rendering for nft -f and nft -i", () => {
+  test("the line holds the same statements as the text, in order", () => {
+    const script = renderTransaction(
       [
         {
           phase: 1,
-          lines: ["add set ip kpng a { type ipv4_addr; flags dynamic,timeout; timeout 10s; }"],
+          ops: [
+            {
+              verb: "add",
+              kind: "set",
+              name: "a",
+              spec: "{ type ipv4_addr; flags dynamic,timeout; timeout 10s; }",
+            },
+          ],
           elements: [],
         },
         {
           phase: 2,
-          lines: ["add chain ip kpng c", "add rule ip kpng c numgen random mod 2 0 dnat to 1.2.3.4:80"],
+          ops: [
+            { verb: "add", kind: "chain", name: "c" },
+            { verb: "add", kind: "rule", chain: "c", rule: "numgen random mod 2 0 dnat to 1.2.3.4:80" },
+          ],
           elements: [],
         },
         {
           phase: 4,
-          lines: [],
+          ops: [],
           elements: [
             { op: "delete", set: "m", key: "1.1.1.1 . tcp . 80", value: "" },
             { op: "add", set: "m", key: "1.1.1.1 . tcp . 80", value: "goto c" },
@@ -73,7 +43,18 @@ describe("toTransactionLine", () => {
       "ip",
       "kpng",
     );
-    assert.equal(toTransactionLine(text), text.trimEnd().split("\n").join("; "));
+    assert.equal(
+      script.text,
+      [
+        "add set ip kpng a { type ipv4_addr; flags dynamic,timeout; timeout 10s; }",
+        "add chain ip kpng c",
+        "add rule ip kpng c numgen random mod 2 0 dnat to 1.2.3.4:80",
+        "delete element ip kpng m { 1.1.1.1 . tcp . 80 }",
+        "add element ip kpng m { 1.1.1.1 . tcp . 80 : goto c }",
+        "",
+      ].join("\n"),
+    );
+    assert.equal(script.line, script.text.trimEnd().split("\n").join("; "));
   });
 });
 
