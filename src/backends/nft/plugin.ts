@@ -2,6 +2,8 @@
 
 import { type Command, Option } from "commander";
 import type { LocalState } from "../../model/local.ts";
+import { removeKubeProxyLeftovers } from "../../node/kube-proxy-leftovers/cleanup.ts";
+import { ExecCommandRunner } from "../../node/kube-proxy-leftovers/command.ts";
 import type { LocalSinkPlugin, Options, RunContext } from "../../plugin/contracts.ts";
 import { parseDuration } from "../../plugin/duration.ts";
 import { NftBackend } from "./backend.ts";
@@ -70,6 +72,11 @@ export const toNftPlugin: LocalSinkPlugin = {
       .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
       .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
       .option("--sync-period <duration>", "periodic resync and retry interval", "30s")
+      .option(
+        "--cleanup-kube-proxy",
+        "at start, remove what kube-proxy left in the kernel (its iptables chains, nft tables, IPVS services)",
+        false,
+      )
       .addOption(new Option("--table-name <name>", "name of kpng's nft tables").default(DEFAULT_TABLE));
   },
   async run(feed, opts, ctx: RunContext): Promise<void> {
@@ -102,6 +109,12 @@ export const toNftPlugin: LocalSinkPlugin = {
       },
       "starting",
     );
+    if (opts.cleanupKubeProxy === true) {
+      // Two proxies on one node fight over the same packets: kube-proxy's rules must go first.
+      const report = await removeKubeProxyLeftovers(new ExecCommandRunner(), log);
+      if (report.failures.length > 0)
+        throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
+    }
     const backend = new NftBackend({
       runner,
       tables,

@@ -1,0 +1,60 @@
+// Wiring for the kube-proxy drop-in forms, which take kube-proxy's own flags rather than kpng's:
+//   kpng kube-proxy [--config FILE] [kube-proxy flags]
+//   kpng cleanup kube-proxy
+// The work is in src/kube-proxy-compat/ and src/node/kube-proxy-leftovers/.
+
+import { readFileSync, writeFileSync } from "node:fs";
+import type { Command } from "commander";
+import { runKubeProxyCommand } from "../kube-proxy-compat/command.ts";
+import { removeKubeProxyLeftovers } from "../node/kube-proxy-leftovers/cleanup.ts";
+import { ExecCommandRunner } from "../node/kube-proxy-leftovers/command.ts";
+import type { RunContext } from "../plugin/contracts.ts";
+import { UsageError } from "../plugin/usage-error.ts";
+
+/**
+ * Runs argv if it is one of the kube-proxy forms and resolves true; resolves false otherwise.
+ * `program()` builds a fresh kpng command tree; `run` parses and runs a kpng command line.
+ */
+export async function runKubeProxyForms(
+  argv: readonly string[],
+  ctx: RunContext,
+  program: () => Command,
+  run: (argv: readonly string[]) => Promise<void>,
+): Promise<boolean> {
+  const cleanup = async () => {
+    const report = await removeKubeProxyLeftovers(
+      new ExecCommandRunner(),
+      ctx.log.child({ component: "cleanup" }),
+    );
+    if (report.failures.length > 0)
+      throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
+  };
+  if (argv[0] === "cleanup" && argv[1] === "kube-proxy") {
+    if (argv.length > 2)
+      throw new UsageError(`cleanup kube-proxy takes no arguments (got ${argv.slice(2).join(" ")})`);
+    await cleanup();
+    return true;
+  }
+  if (argv[0] !== "kube-proxy") return false;
+  const root = program();
+  await runKubeProxyCommand(argv.slice(1), {
+    log: ctx.log.child({ component: "kube-proxy-compat" }),
+    readFile: (path) => readFileSync(path, "utf8"),
+    accepts: (plugin, flag) => acceptsFlag(root, plugin, flag),
+    runKpng: run,
+    cleanup,
+    setOomScoreAdj: (value) => writeFileSync("/proc/self/oom_score_adj", String(value)),
+    setLogLevel: (level) => {
+      ctx.log.level = level;
+    },
+  });
+  return true;
+}
+
+/** Whether `kpng kube … to-local <sink>` (or the kube source itself) has the flag. */
+function acceptsFlag(root: Command, plugin: string, flag: string): boolean {
+  const child = (cmd: Command | undefined, name: string) => cmd?.commands.find((c) => c.name() === name);
+  const kube = child(root, "kube");
+  const cmd = plugin === "kube" ? kube : child(child(kube, "to-local"), plugin);
+  return cmd?.options.some((o) => o.long === flag) ?? false;
+}
