@@ -6,6 +6,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { runKubeProxyCommand } from "../kube-proxy-compat/command.ts";
+import { KUBE_PROXY_FLAGS } from "../kube-proxy-compat/flags.ts";
 import { removeKubeProxyLeftovers } from "../node/kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "../node/kube-proxy-leftovers/command.ts";
 import type { RunContext } from "../plugin/contracts.ts";
@@ -36,6 +37,10 @@ export async function runKubeProxyForms(
     return true;
   }
   if (argv[0] !== "kube-proxy") return false;
+  if (argv.includes("--help") || argv.includes("-h")) {
+    process.stdout.write(kubeProxyUsage());
+    return true;
+  }
   const root = program();
   await runKubeProxyCommand(argv.slice(1), {
     log: ctx.log.child({ component: "kube-proxy-compat" }),
@@ -57,4 +62,19 @@ function acceptsFlag(root: Command, plugin: string, flag: string): boolean {
   const kube = child(root, "kube");
   const cmd = plugin === "kube" ? kube : child(child(kube, "to-local"), plugin);
   return cmd?.options.some((o) => o.long === flag) ?? false;
+}
+
+function kubeProxyUsage(): string {
+  const flags = Object.keys(KUBE_PROXY_FLAGS).map((f) => `--${f}`);
+  return [
+    "Usage: kpng kube-proxy [--config FILE] [kube-proxy flags]",
+    "",
+    "Runs kpng in place of kube-proxy: reads a KubeProxyConfiguration (kubeproxy.config.k8s.io/v1alpha1)",
+    "and kube-proxy's flags (which override the file), then runs the kube source with the backend of",
+    "its mode. --cleanup removes what kube-proxy left in the kernel and exits.",
+    "Every field and flag, and what kpng does with it: docs/kube-proxy-compat.md",
+    "",
+    `Flags: ${flags.join(" ")}`,
+    "",
+  ].join("\n");
 }
