@@ -30,7 +30,11 @@ describe("kpng kube-proxy: bad input", () => {
   };
 
   const cases: [string, () => string[], RegExp][] = [
-    ["an unreadable file", () => [`--config=${join(dir, "missing.conf")}`], /--config: cannot read .*missing\.conf/],
+    [
+      "an unreadable file",
+      () => [`--config=${join(dir, "missing.conf")}`],
+      /--config: cannot read .*missing\.conf/,
+    ],
     [
       "the wrong kind",
       () => [`--config=${file("kind.yaml", "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: Pod\n")}`],
@@ -51,7 +55,11 @@ describe("kpng kube-proxy: bad input", () => {
       () => [`--config=${file("ipvs.yaml", `${HEADER}mode: ipvs\n`)}`],
       /mode: ipvs: .*use mode: nftables/,
     ],
-    ["the iptables mode (no backend yet)", () => ["--proxy-mode=iptables"], /iptables backend is not available/],
+    [
+      "the iptables mode (no backend yet)",
+      () => ["--proxy-mode=iptables"],
+      /iptables backend is not available/,
+    ],
     ["an unknown flag", () => ["--proxy-mod=nftables"], /unknown flag --proxy-mod/],
   ];
   for (const [name, args, pattern] of cases) {

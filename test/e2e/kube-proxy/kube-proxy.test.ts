@@ -131,13 +131,15 @@ describe("kpng kube-proxy with kubeadm's configuration", { skip }, () => {
 
     // kubeadm's ConfigMap, as mounted at /var/lib/kube-proxy: config.conf and kubeconfig.conf.
     const kubeconfig = join(dir, "kubeconfig.conf");
+    writeFileSync(join(dir, "token"), "kube-proxy-token");
     writeFileSync(
       kubeconfig,
       stringify({
         apiVersion: "v1",
         kind: "Config",
         clusters: [{ name: "default", cluster: { server: API_URL } }],
-        users: [{ name: "default", user: { token: "kube-proxy-token" } }],
+        // As kubeadm writes it: the service account token, by file.
+        users: [{ name: "default", user: { tokenFile: join(dir, "token") } }],
         contexts: [{ name: "default", context: { cluster: "default", user: "default" } }],
         "current-context": "default",
       }),
