@@ -57,7 +57,7 @@ export async function runKubeProxyForms(
 }
 
 /** Whether `kpng kube … to-local <sink>` (or the kube source itself) has the flag. */
-function acceptsFlag(root: Command, plugin: string, flag: string): boolean {
+export function acceptsFlag(root: Command, plugin: string, flag: string): boolean {
   const child = (cmd: Command | undefined, name: string) => cmd?.commands.find((c) => c.name() === name);
   const kube = child(root, "kube");
   const cmd = plugin === "kube" ? kube : child(child(kube, "to-local"), plugin);
