@@ -8,6 +8,7 @@ import type { Logger } from "../../observability/log.ts";
 import type { CommandRunner } from "./command.ts";
 import { planIptables, restoreText } from "./iptables-plan.ts";
 import { addressesOf, kubeProxyVirtualServers, parseIpvsSave } from "./ipvs-plan.ts";
+import { kubeProxyCleanupFailuresTotal, kubeProxyObjectsRemovedTotal } from "./metrics.ts";
 import { kubeProxyIpsets, kubeProxyNftTables, nftDeleteText } from "./nft-plan.ts";
 
 const IPTABLES_VARIANTS = [
@@ -46,6 +47,7 @@ export async function removeKubeProxyLeftovers(runner: CommandRunner, log: Logge
   };
   const fail = (what: string, stderr: string) => {
     report.failures.push(`${what}: ${stderr.trim()}`);
+    kubeProxyCleanupFailuresTotal.inc({ tool: what.split(" ")[0] ?? what });
     log.error({ what, stderr: stderr.trim() }, "kube-proxy cleanup step failed");
   };
 
@@ -93,6 +95,13 @@ export async function removeKubeProxyLeftovers(runner: CommandRunner, log: Logge
     }
   }
 
+  const removed = kubeProxyObjectsRemovedTotal;
+  removed.inc({ kind: "iptables_chain" }, report.iptablesChains.length);
+  removed.inc({ kind: "iptables_rule" }, report.iptablesRules);
+  removed.inc({ kind: "nft_table" }, report.nftTables.length);
+  removed.inc({ kind: "ipvs_virtual_server" }, report.virtualServers.length);
+  removed.inc({ kind: "interface" }, report.dummyInterface ? 1 : 0);
+  removed.inc({ kind: "ipset" }, report.ipsets.length);
   log.info(
     {
       iptablesChains: report.iptablesChains.length,

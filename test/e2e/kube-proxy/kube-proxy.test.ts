@@ -157,7 +157,7 @@ describe("kpng kube-proxy with kubeadm's configuration", { skip }, () => {
         "kube-proxy",
         `--config=${join(dir, "config.conf")}`,
         "--hostname-override=Node-1",
-        // The namespace has no default route, so "primary" would find no address.
+        // A flag overriding the file: NodePorts on the node's address toward the external client.
         `--nodeport-addresses=${topo.nodeIPv4}/32`,
         "--min-sync-period=100ms",
       ],

@@ -163,3 +163,30 @@ describe("cleanup with IPVS present", () => {
     assert.ok(!runner.calls.includes("ip link del kube-ipvs0"));
   });
 });
+
+describe("cleanup metrics", () => {
+  it("counts what was removed and what failed", async () => {
+    const { registry } = await import("../../../src/observability/metrics.ts");
+    const value = async (name: string, label: string) =>
+      (await registry.getSingleMetric(name)?.get())?.values.find((v) =>
+        Object.values(v.labels).includes(label),
+      )?.value ?? 0;
+    const tablesBefore = await value("kpng_kube_proxy_leftovers_removed_total", "nft_table");
+    const failuresBefore = await value("kpng_kube_proxy_cleanup_failures_total", "nft");
+    await removeKubeProxyLeftovers(
+      new FakeRunner({
+        "nft list tables": { code: 0, stdout: "table ip kube-proxy\ntable ip6 kube-proxy\n", stderr: "" },
+      }),
+      silentLogger,
+    );
+    await removeKubeProxyLeftovers(
+      new FakeRunner({
+        "nft list tables": { code: 0, stdout: "table ip kube-proxy\n", stderr: "" },
+        "nft -f -": { code: 1, stdout: "", stderr: "Operation not permitted" },
+      }),
+      silentLogger,
+    );
+    assert.equal(await value("kpng_kube_proxy_leftovers_removed_total", "nft_table"), tablesBefore + 2);
+    assert.equal(await value("kpng_kube_proxy_cleanup_failures_total", "nft"), failuresBefore + 1);
+  });
+});
