@@ -49,8 +49,9 @@ export async function runKubeProxyForms(
     runKpng: run,
     cleanup,
     setOomScoreAdj: (value) => writeFileSync("/proc/self/oom_score_adj", String(value)),
+    // KPNG_LOG_LEVEL, when set, wins over the configuration's verbosity.
     setLogLevel: (level) => {
-      ctx.log.level = level;
+      if (process.env.KPNG_LOG_LEVEL === undefined) ctx.log.level = level;
     },
   });
   return true;

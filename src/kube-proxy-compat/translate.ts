@@ -8,7 +8,7 @@
 import { familyOfAddress, parseCidr } from "../model/ip.ts";
 import { parseDuration } from "../plugin/duration.ts";
 import { UsageError } from "../plugin/usage-error.ts";
-import { backendForMode, type ProxyMode } from "./backend-choice.ts";
+import { type BackendChoice, backendForMode, type ProxyMode } from "./backend-choice.ts";
 import type { ConfigValues } from "./config-file.ts";
 import type { ParsedFlags } from "./flags.ts";
 
@@ -49,7 +49,12 @@ export const KUBE_PROXY_DEFAULTS = {
 /** The bit kpng's nft backend marks packets to masquerade with (0x4000). */
 const NFT_MASQUERADE_BIT = 14;
 
-export function translate(file: ConfigValues, flags: ParsedFlags): Translation {
+/** `pick` chooses the backend for the mode; tests pass one that knows backends this build lacks. */
+export function translate(
+  file: ConfigValues,
+  flags: ParsedFlags,
+  pick: (mode: string) => BackendChoice = backendForMode,
+): Translation {
   const values = new Map([...file, ...flags.overrides]);
   const warnings: string[] = [];
   const get = (path: string): unknown => values.get(path);
@@ -59,7 +64,7 @@ export function translate(file: ConfigValues, flags: ParsedFlags): Translation {
   };
   const isSet = (path: string): boolean => !isZero(get(path));
 
-  const { mode, sink } = backendForMode(str("mode"));
+  const { mode, sink } = pick(str("mode"));
   const section = mode === "nftables" ? "nftables" : "iptables";
   const otherSection = mode === "nftables" ? "iptables" : "nftables";
 
@@ -171,8 +176,25 @@ export function translate(file: ConfigValues, flags: ParsedFlags): Translation {
     KUBE_PROXY_DEFAULTS.minSyncPeriod,
   );
   if (mode === "iptables") {
-    const localhost = get("iptables.localhostNodePorts");
-    add(sinkOptions, "--localhost-nodeports", "iptables.localhostNodePorts", localhost !== false, true);
+    // Both default to kube-proxy's value in the iptables backend; pass them only when set.
+    if (get("iptables.localhostNodePorts") === false) {
+      sinkOptions.push({
+        flag: "--no-localhost-nodeports",
+        value: true,
+        from: "iptables.localhostNodePorts",
+        defaulted: false,
+      });
+    }
+    const bit = get("iptables.masqueradeBit");
+    if (typeof bit === "number" && (bit < 0 || bit > 31)) {
+      throw new UsageError(`iptables.masqueradeBit: ${bit} is outside [0, 31]`);
+    }
+    add(
+      sinkOptions,
+      "--masquerade-bit",
+      "iptables.masqueradeBit",
+      typeof bit === "number" ? String(bit) : undefined,
+    );
   }
   // Two proxies on one node fight: replacing kube-proxy means removing what it left.
   sinkOptions.push({ flag: "--cleanup-kube-proxy", value: true, from: "(kpng kube-proxy)", defaulted: true });

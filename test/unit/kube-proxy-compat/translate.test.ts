@@ -5,6 +5,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { toKpngArgv } from "../../../src/kube-proxy-compat/argv.ts";
+import { backendForMode } from "../../../src/kube-proxy-compat/backend-choice.ts";
 import { readKubeProxyConfig } from "../../../src/kube-proxy-compat/config-file.ts";
 import { parseKubeProxyFlags } from "../../../src/kube-proxy-compat/flags.ts";
 import { type Translation, translate } from "../../../src/kube-proxy-compat/translate.ts";
@@ -125,6 +126,28 @@ describe("kube-proxy configuration → kpng", () => {
       other.warnings.join("\n"),
       /iptables\.masqueradeAll: applies to another proxy mode than nftables/,
     );
+  });
+
+  it("iptables mode (once its backend exists) gets its own section, and the backend's defaults", () => {
+    const iptables = (mode: string) =>
+      mode === "iptables" ? { mode: "iptables" as const, sink: "to-iptables" } : backendForMode(mode);
+    const text = KUBEADM.replace(/^mode: ""$/m, "mode: iptables")
+      .replace("  localhostNodePorts: null", "  localhostNodePorts: false")
+      .replace(/iptables:\n(( {2}.*\n)*?) {2}masqueradeBit: null/, "iptables:\n$1  masqueradeBit: 12");
+    const { values } = readKubeProxyConfig(text, "config.conf");
+    const t = translate(values, parseKubeProxyFlags([]), iptables);
+    assert.equal(t.sink.name, "to-iptables");
+    const flags = sinkFlags(t);
+    assert.ok(flags.includes("--no-localhost-nodeports"), flags.join(" "));
+    assert.ok(flags.includes("--masquerade-bit=12"));
+    assert.ok(
+      !flags.some((f) => f.startsWith("--nodeport-addresses")),
+      "iptables: every address, its default",
+    );
+    const plain = translate(readKubeProxyConfig(KUBEADM, "c").values, parseKubeProxyFlags([]), (m) =>
+      iptables(m === "" ? "iptables" : m),
+    );
+    assert.ok(!sinkFlags(plain).some((f) => /localhost|masquerade-bit/.test(f)));
   });
 
   it("unknown fields are warnings that name them", () => {
