@@ -61,7 +61,8 @@ export async function removeKubeProxyLeftovers(runner: CommandRunner, log: Logge
     const text = restoreText(plans);
     for (const p of plans) report.keptChains.push(...p.keptChains.map((c) => `${save} ${p.table} ${c}`));
     if (text === "") continue;
-    const out = await runner.run([restore, "--noflush"], text);
+    // -w: wait (up to 5 s) for the xtables lock that other iptables users hold while writing.
+    const out = await runner.run([restore, "--noflush", "-w", "5"], text);
     if (out.code !== 0) {
       fail(restore, out.stderr);
       continue;

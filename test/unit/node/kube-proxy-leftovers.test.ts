@@ -147,7 +147,11 @@ describe("cleanup with IPVS present", () => {
   it("a failed step is reported, and the other steps still run", async () => {
     const runner = new FakeRunner({
       "iptables-nft-save": { code: 0, stdout: SAVE, stderr: "" },
-      "iptables-nft-restore --noflush": { code: 1, stdout: "", stderr: "iptables-restore: line 3 failed" },
+      "iptables-nft-restore --noflush -w 5": {
+        code: 1,
+        stdout: "",
+        stderr: "iptables-restore: line 3 failed",
+      },
       "nft list tables": { code: 0, stdout: "table ip kube-proxy\n", stderr: "" },
       "ipvsadm -S -n": { code: 1, stdout: "", stderr: "Protocol not available" },
       "ip -o addr show dev kube-ipvs0": {
