@@ -127,6 +127,22 @@ describe("kube-proxy cleanup in a network namespace", { skip }, () => {
     await checkCleaned();
   });
 
+  test("IPVS: kube-proxy's virtual servers go, another program's stays (only where the kernel has ip_vs)", async (t) => {
+    const probe = await ns.exec(["ipvsadm", "-S", "-n"], { allowFailure: true });
+    if (probe.code !== 0) {
+      t.skip(`no IPVS in this kernel: ${probe.stderr.trim()}`);
+      return;
+    }
+    for (const link of ["kube-ipvs0", "other0"]) await ns.ip(["link", "del", link], { allowFailure: true });
+    await addDummies(ns);
+    await ns.exec(["ipvsadm", "-A", "-t", "198.51.100.10:80", "-s", "rr"]);
+    await ns.exec(["ipvsadm", "-A", "-t", "192.0.2.77:8443", "-s", "rr"]);
+    await ns.exec([process.execPath, MAIN, "cleanup", "kube-proxy"]);
+    const left = (await ns.exec(["ipvsadm", "-S", "-n"])).stdout;
+    assert.doesNotMatch(left, /198\.51\.100\.10:80/);
+    assert.match(left, /192\.0\.2\.77:8443/);
+  });
+
   test("kube-proxy's own --cleanup flag means the same", async () => {
     await ns.exec(["nft", "flush", "ruleset"]);
     await ns.exec(["iptables-legacy", "-t", "nat", "-F"]);
