@@ -46,6 +46,21 @@ export const KUBE_PROXY_DEFAULTS = {
   "conntrack.tcpCloseWaitTimeout": "1h0m0s",
 } as const;
 
+/**
+ * kube-proxy's defaults in the sections of modes other than the running one: a file with every
+ * default written out (as `kube-proxy --write-config-to` makes) draws no warning for them.
+ */
+const INACTIVE_DEFAULTS: Readonly<Record<string, unknown>> = {
+  "iptables.masqueradeBit": 14,
+  "iptables.syncPeriod": "30s",
+  "iptables.minSyncPeriod": "1s",
+  "iptables.localhostNodePorts": true,
+  "nftables.masqueradeBit": 14,
+  "nftables.syncPeriod": "30s",
+  "nftables.minSyncPeriod": "1s",
+  "ipvs.syncPeriod": "30s",
+};
+
 /** The bit kpng's nft backend marks packets to masquerade with (0x4000). */
 const NFT_MASQUERADE_BIT = 14;
 
@@ -248,8 +263,8 @@ export function translate(
   if (format !== "" && format !== "text" && format !== "json") {
     throw new UsageError(`logging.format: unknown format "${format}" (text or json)`);
   }
-  if (format === "text")
-    warnings.push("logging.format: text: kpng logs JSON lines (pipe them to pino-pretty to read)");
+  // "text" is kube-proxy's default, so nearly every file says it: kpng logs JSON lines regardless
+  // (docs/kube-proxy-compat.md says so), and a warning on every start would only be noise.
   const verbosity = typeof get("logging.verbosity") === "number" ? (get("logging.verbosity") as number) : 0;
   positiveDuration("configSyncPeriod", str("configSyncPeriod"));
 
@@ -263,7 +278,7 @@ export function translate(
   if (str("portRange") !== "")
     warnings.push("portRange: ignored (kube-proxy ignores it too since the userspace mode went)");
   for (const [path, value] of values) {
-    if (isZero(value)) continue;
+    if (isZero(value) || INACTIVE_DEFAULTS[path] === value) continue;
     const inactive =
       path.startsWith(`${otherSection}.`) ||
       path.startsWith("ipvs.") ||

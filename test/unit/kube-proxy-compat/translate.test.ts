@@ -78,6 +78,15 @@ describe("kube-proxy configuration → kpng", () => {
     assert.match(minimal.warnings.join("\n"), /clusterCIDR is empty/);
   });
 
+  it("a file with every kube-proxy default written out gives what kubeadm's zeros give, without warnings", () => {
+    const defaulted = run(readFileSync(join(FIXTURES, "kube-proxy-defaulted.yaml"), "utf8"));
+    const kubeadm = run(KUBEADM_NFT);
+    assert.deepEqual(sinkFlags(defaulted), sinkFlags(kubeadm));
+    assert.deepEqual(defaulted.source.options, kubeadm.source.options);
+    assert.equal(defaulted.oomScoreAdj, kubeadm.oomScoreAdj);
+    assert.deepEqual([...defaulted.fileWarnings, ...defaulted.warnings], []);
+  });
+
   it("flags override the file, as in kube-proxy", () => {
     const t = run(KUBEADM_NFT, [
       "--hostname-override=Node-1",
