@@ -4,6 +4,7 @@
 import { CommanderError } from "commander";
 import { rootLogger } from "../observability/log.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+import { runKubeProxyForms } from "./kube-proxy.ts";
 import { globalSinks, localSinks, localSources, sources } from "./plugins.ts";
 import { buildProgram } from "./program.ts";
 import { runInvocation } from "./run.ts";
@@ -23,14 +24,18 @@ async function main(argv: readonly string[]): Promise<number> {
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
   const ctx = { signal: controller.signal, log: rootLogger };
-  const program = buildProgram(
-    { sources, localSinks, globalSinks, localSources },
-    (invocation) => runInvocation(invocation, ctx),
-    // Commander has printed its message; we only choose the exit code.
-    { configure: (root) => root.exitOverride() },
-  );
+  const program = () =>
+    buildProgram(
+      { sources, localSinks, globalSinks, localSources },
+      (invocation) => runInvocation(invocation, ctx),
+      // Commander has printed its message; we only choose the exit code.
+      { configure: (root) => root.exitOverride() },
+    );
+  const run = async (words: readonly string[]) => {
+    await program().parseAsync([...words], { from: "user" });
+  };
   try {
-    await program.parseAsync([...argv], { from: "user" });
+    if (!(await runKubeProxyForms(argv, ctx, program, run))) await run(argv);
     return 0;
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_USAGE;

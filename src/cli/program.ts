@@ -225,6 +225,8 @@ function grammarHelp(plugins: Plugins): string {
     "  kpng <source> [source options] <global-sink> [sink options]",
     ...plugins.localSources.map((s) => `  kpng ${s.name} [options] <local-sink> [sink options]`),
     "  kpng cleanup <backend> [options]",
+    "  kpng kube-proxy [--config FILE] [kube-proxy flags]    (in place of kube-proxy)",
+    "  kpng cleanup kube-proxy                              (remove what kube-proxy left)",
     "",
     `Sources:      ${list(sources)}`,
     `Local sinks:  ${list(plugins.localSinks.map((s) => s.name))}`,

@@ -3,6 +3,8 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
+import { removeKubeProxyLeftovers } from "../../node/kube-proxy-leftovers/cleanup.ts";
+import { ExecCommandRunner } from "../../node/kube-proxy-leftovers/command.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
@@ -27,6 +29,7 @@ const nftOptions = z.object({
   clusterCidr: z.string().optional().default(""),
   masqueradeAll: switchFlag,
   dryRun: switchFlag,
+  cleanupKubeProxy: switchFlag,
   syncPeriod: durationFlag(1000, "it is the periodic resync and the longest retry wait; use 1s or more")
     .optional()
     .default(30_000),
@@ -77,6 +80,11 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
       .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
       .option("--sync-period <duration>", "periodic resync and retry interval", "30s")
+      .option(
+        "--cleanup-kube-proxy",
+        "at start, remove what kube-proxy left in the kernel (its iptables chains, nft tables, IPVS services)",
+        false,
+      )
       .option("--table-name <name>", "name of kpng's nft tables", DEFAULT_TABLE);
   },
   parseOptions: parseNftOptions,
@@ -104,6 +112,12 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       },
       "starting",
     );
+    if (opts.cleanupKubeProxy) {
+      // Two proxies on one node fight over the same packets: kube-proxy's rules must go first.
+      const report = await removeKubeProxyLeftovers(new ExecCommandRunner(), log);
+      if (report.failures.length > 0)
+        throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
+    }
     const backend = new NftBackend({
       runner,
       tables,

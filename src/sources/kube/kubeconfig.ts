@@ -2,10 +2,11 @@
 // $KUBECONFIG, then the pod's service account, then ~/.kube/config; --master overrides the server
 // (and alone is enough for an unauthenticated server).
 
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { type Cluster, KubeConfig } from "@kubernetes/client-node";
+import { parse } from "yaml";
 
 export interface ConnectionOptions {
   readonly kubeconfig?: string | undefined;
@@ -46,7 +47,7 @@ function loadBase(options: ConnectionOptions, environment: Environment): LoadedC
     if (!environment.fileExists(options.kubeconfig)) {
       throw new Error(`--kubeconfig: file ${options.kubeconfig} does not exist`);
     }
-    config.loadFromFile(options.kubeconfig);
+    loadFile(config, options.kubeconfig);
     return { config, origin: options.kubeconfig };
   }
   const fromEnv = environment.env.KUBECONFIG;
@@ -55,11 +56,11 @@ function loadBase(options: ConnectionOptions, environment: Environment): LoadedC
     if (first === undefined || !environment.fileExists(first)) {
       throw new Error(`$KUBECONFIG: file ${first ?? fromEnv} does not exist`);
     }
-    config.loadFromFile(first);
+    loadFile(config, first);
     for (const file of more) {
       if (!environment.fileExists(file)) continue;
       const extra = new KubeConfig();
-      extra.loadFromFile(file);
+      loadFile(extra, file);
       config.mergeConfig(extra, true);
     }
     return { config, origin: `$KUBECONFIG (${fromEnv})` };
@@ -80,10 +81,41 @@ function loadBase(options: ConnectionOptions, environment: Environment): LoadedC
   }
   const home = join(environment.homeDir, ".kube", "config");
   if (environment.fileExists(home)) {
-    config.loadFromFile(home);
+    loadFile(config, home);
     return { config, origin: home };
   }
   return undefined;
+}
+
+/**
+ * Loads a kubeconfig file. A user's `tokenFile` (client-go's field, which kubeadm writes into
+ * kube-proxy's kubeconfig.conf) is not read by client-node: it becomes client-node's token-file
+ * provider, which re-reads the file as the in-cluster config does, so rotated tokens are used.
+ */
+function loadFile(config: KubeConfig, path: string): void {
+  config.loadFromFile(path);
+  const raw = parse(readFileSync(path, "utf8")) as {
+    users?: { name?: unknown; user?: Record<string, unknown> }[];
+  };
+  const tokenFiles = new Map<string, string>();
+  for (const u of Array.isArray(raw?.users) ? raw.users : []) {
+    const file = u?.user?.tokenFile;
+    if (typeof u?.name === "string" && typeof file === "string" && file !== "" && !u.user?.token) {
+      tokenFiles.set(u.name, file);
+    }
+  }
+  if (tokenFiles.size === 0) return;
+  config.loadFromOptions({
+    clusters: config.getClusters(),
+    contexts: config.getContexts(),
+    currentContext: config.getCurrentContext(),
+    users: config.getUsers().map((u) => {
+      const file = tokenFiles.get(u.name);
+      return file === undefined
+        ? u
+        : { ...u, authProvider: { name: "tokenFile", config: { tokenFile: file } } };
+    }),
+  });
 }
 
 /**

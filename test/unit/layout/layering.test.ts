@@ -26,6 +26,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   "backends/*": ["model", "observability", "plugin", "client", "node"],
   "sinks/*": ["model", "observability", "plugin"],
   "controllers/*": ["model", "observability", "plugin", "sources/kube"],
+  "kube-proxy-compat": ["model", "observability", "plugin"],
   cli: ["*"],
 };
 

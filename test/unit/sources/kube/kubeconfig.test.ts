@@ -121,6 +121,16 @@ describe("KubeConfigTransport credentials", () => {
     assert.equal(api.requests.at(-1)?.headers.authorization, "Bearer static-token");
   });
 
+  it("reads a user's tokenFile (kubeadm's kube-proxy kubeconfig.conf) as a Bearer token", async () => {
+    const file = join(dir, "token-file-config");
+    const token = join(dir, "token");
+    writeFileSync(token, "file-token-1");
+    writeFileSync(file, kubeconfig({ test: api.url }, "test", { tokenFile: token }));
+    const transport = new KubeConfigTransport(loadKubeConfig({ kubeconfig: file }).config);
+    await getServices(transport);
+    assert.equal(api.requests.at(-1)?.headers.authorization, "Bearer file-token-1");
+  });
+
   it("runs an exec plugin again when its token has expired, so rotated tokens are used", async () => {
     const file = join(dir, "exec-config");
     const exec = {
