@@ -2,15 +2,19 @@
 
 import { type Command, Option } from "commander";
 import type { LocalState } from "../../model/local.ts";
+import { healthCheckAddresses } from "../../node/listen-addresses.ts";
+import { NodeServices } from "../../node/node-services.ts";
+import { addNodeServicesOptions, parseNodeServicesOptions } from "../../node/options.ts";
 import type { LocalSinkPlugin, Options, RunContext } from "../../plugin/contracts.ts";
 import { parseDuration } from "../../plugin/duration.ts";
 import { NftBackend } from "./backend.ts";
 import { cleanupTransaction, tableConfigs } from "./config.ts";
 import type { TableConfig } from "./fragment.ts";
-import { IpCommandHost, primaryAddresses } from "./host.ts";
+import { type HostNetwork, IpCommandHost, primaryAddresses } from "./host.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { TableMirror } from "./mirror.ts";
 import { DEFAULT_TABLE } from "./names.ts";
+import { NftRulesProbe } from "./rules-probe.ts";
 import { ExecNftRunner, type NftRunner } from "./runner.ts";
 import { packTransactions } from "./transaction.ts";
 
@@ -26,8 +30,10 @@ function duration(opts: Options, key: string, fallback: number): number {
   return fallback;
 }
 
-async function configs(opts: Options): Promise<TableConfig[]> {
-  const host = new IpCommandHost();
+/** How often the rules are checked for deletion by another program. */
+const REPAIR_CHECK_MS = 1000;
+
+async function configs(opts: Options, host: HostNetwork): Promise<TableConfig[]> {
   const primary = primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
   return tableConfigs(
     {
@@ -71,9 +77,12 @@ export const toNftPlugin: LocalSinkPlugin = {
       .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
       .option("--sync-period <duration>", "periodic resync and retry interval", "30s")
       .addOption(new Option("--table-name <name>", "name of kpng's nft tables").default(DEFAULT_TABLE));
+    addNodeServicesOptions(cmd);
   },
   async run(feed, opts, ctx: RunContext): Promise<void> {
-    const tables = await configs(opts);
+    const nodeOptions = parseNodeServicesOptions(opts);
+    const host = new IpCommandHost();
+    const tables = await configs(opts, host);
     const log = ctx.log.child({ component: "nft" });
     // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
     const runner = new InteractiveNftRunner({
@@ -102,16 +111,37 @@ export const toNftPlugin: LocalSinkPlugin = {
       },
       "starting",
     );
-    const backend = new NftBackend({
+    const syncPeriodMs = duration(opts, "syncPeriod", 30_000);
+    const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
+    let backend: NftBackend | undefined;
+    const node = await NodeServices.start(nodeOptions, {
+      mode: "nftables",
+      families: ["IPv4", "IPv6"],
+      syncPeriodMs,
+      healthCheckAddresses: healthCheckAddresses(
+        tables.flatMap((t) => t.nodePortCIDRs),
+        hostIPs,
+      ),
+      log: ctx.log.child({ component: "node" }),
+      repair: {
+        probe: new NftRulesProbe(tables),
+        trigger: () => backend?.forceFullSync(),
+        intervalMs: REPAIR_CHECK_MS,
+      },
+    });
+    backend = new NftBackend({
       runner,
       tables,
       log,
       minSyncPeriodMs: duration(opts, "minSyncPeriod", 1000),
-      syncPeriodMs: duration(opts, "syncPeriod", 30_000),
+      syncPeriodMs,
+      observer: node,
     });
     try {
       await backend.run(feed, ctx.signal);
     } finally {
+      // Graceful stop: the servers close, the rules stay in place.
+      await node.close();
       runner.close();
     }
   },
