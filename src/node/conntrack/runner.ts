@@ -1,7 +1,12 @@
-// The only place that runs `conntrack`. Deletions go as one batch on stdin (`conntrack -R`), one
-// process per cleanup however many filters; every run has a deadline.
+// The only place that runs `conntrack`. Deletions go as one batch file (`conntrack -R`), one
+// process per cleanup however many filters; every run has a deadline. conntrack opens the file
+// by name and a spawned child's stdin is a socket, which /dev/stdin cannot open: the batch goes
+// to a private temporary file instead (mode 0600 in a 0700 directory), removed afterwards.
 
 import { spawn } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 export interface ConntrackRunner {
   /** Runs every line of a batch; resolves with how many entries were deleted. */
@@ -22,12 +27,23 @@ export class ExecConntrackRunner implements ConntrackRunner {
     this.#timeoutMs = options.timeoutMs ?? 5000;
   }
 
-  deleteBatch(lines: readonly string[]): Promise<number> {
-    if (lines.length === 0) return Promise.resolve(0);
+  async deleteBatch(lines: readonly string[]): Promise<number> {
+    if (lines.length === 0) return 0;
+    const dir = await mkdtemp(join(tmpdir(), "kpng-conntrack-"));
+    try {
+      const file = join(dir, "batch");
+      await writeFile(file, `${lines.join("\n")}\n`, { mode: 0o600 });
+      return await this.#run(file);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  #run(file: string): Promise<number> {
     const [cmd = "conntrack", ...prefix] = this.#command;
     return new Promise((resolve, reject) => {
-      const child = spawn(cmd, [...prefix, "-R", "/dev/stdin"], {
-        stdio: ["pipe", "pipe", "pipe"],
+      const child = spawn(cmd, [...prefix, "-R", file], {
+        stdio: ["ignore", "pipe", "pipe"],
         timeout: this.#timeoutMs,
         killSignal: "SIGKILL",
       });
@@ -53,8 +69,6 @@ export class ExecConntrackRunner implements ConntrackRunner {
           reject(new ConntrackError(`conntrack -R exited ${code}: ${stderr.trim().split("\n")[0] ?? ""}`));
         else resolve(deleted);
       });
-      child.stdin.on("error", () => {});
-      child.stdin.end(`${lines.join("\n")}\n`);
     });
   }
 }
