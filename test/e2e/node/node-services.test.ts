@@ -321,12 +321,12 @@ describe("node services end to end", { skip }, () => {
       ...lb,
       name: `many-${i}`,
       clusterIP: "203.0.113.250",
-      healthCheckNodePort: 31000 + i,
+      healthCheckNodePort: 31200 + i,
       ports: [{ ...http[0]!, port: 1000 + i, nodePort: 30100 + i }],
     }));
     writeCluster(file, services());
     await eventually(
-      async () => (await hc(31999)).status === 200 && (await hc(31000)).status === 200,
+      async () => (await hc(32199)).status === 200 && (await hc(31200)).status === 200,
       "1,000 servers",
       60_000,
     );
@@ -334,7 +334,7 @@ describe("node services end to end", { skip }, () => {
     assert.ok(during >= before + 1000, `a socket per server: ${before} → ${during}`);
     extra = [];
     writeCluster(file, services());
-    await eventually(async () => (await hc(31999)).error !== undefined, "the servers to close", 60_000);
+    await eventually(async () => (await hc(32199)).error !== undefined, "the servers to close", 60_000);
     await eventually(async () => fds() <= before + 2, `file descriptors back to ${before}`, 10_000);
   });
 
