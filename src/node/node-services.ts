@@ -106,7 +106,7 @@ export class NodeServices implements SyncObserver {
     this.#watchdog?.arm();
     this.#metrics.synced(o);
     await this.healthCheckNodePorts.update(o.state);
-    await this.#cleaner?.cleanup(o.state);
+    this.#cleaner?.cleanup(o.state);
   }
 
   failed(): void {

@@ -24,7 +24,7 @@ export class ExecConntrackRunner implements ConntrackRunner {
   /** `command` may prefix conntrack, e.g. `["ip", "netns", "exec", "ns1", "conntrack"]`. */
   constructor(options: { command?: readonly string[]; timeoutMs?: number } = {}) {
     this.#command = options.command ?? ["conntrack"];
-    this.#timeoutMs = options.timeoutMs ?? 5000;
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
   }
 
   async deleteBatch(lines: readonly string[]): Promise<number> {

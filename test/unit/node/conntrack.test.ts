@@ -34,10 +34,12 @@ describe("ConntrackCleaner", () => {
   test("the first state is only a baseline; later changes go out as one batch", async () => {
     const ct = new FakeConntrack();
     const c = new ConntrackCleaner(ct, silentLogger);
-    assert.equal(await c.cleanup(state([dns(["198.51.100.2", "198.51.100.3"])])), 0);
+    assert.equal(c.cleanup(state([dns(["198.51.100.2", "198.51.100.3"])])), 0);
+    await c.idle();
     assert.deepEqual(ct.batches, []);
     const deletedBefore = await metric("kubeproxy_conntrack_reconciler_deleted_entries_total");
-    assert.equal(await c.cleanup(state([dns([])], 2)), 2);
+    assert.equal(c.cleanup(state([dns([])], 2)), 2);
+    await c.idle();
     assert.deepEqual(ct.batches, [
       [
         "-D -f ipv4 -p udp --orig-dst 203.0.113.10 --dport 53 --reply-src 198.51.100.2",
@@ -50,12 +52,40 @@ describe("ConntrackCleaner", () => {
   test("a failing conntrack is logged and counted, never thrown", async () => {
     const ct = new FakeConntrack();
     const c = new ConntrackCleaner(ct, silentLogger);
-    await c.cleanup(state([dns(["198.51.100.2"])]));
+    c.cleanup(state([dns(["198.51.100.2"])]));
     ct.fail = true;
     const before = await metric("kpng_conntrack_cleanup_failures_total");
-    assert.equal(await c.cleanup(state([dns([])], 2)), 0);
+    c.cleanup(state([dns([])], 2));
+    await c.idle();
     assert.equal(await metric("kpng_conntrack_cleanup_failures_total"), before + 1);
   });
+});
+
+test("a slow conntrack does not hold up the caller; what piles up meanwhile goes in the next batch", async () => {
+  let release = () => {};
+  const batches: string[][] = [];
+  const slow: ConntrackRunner = {
+    deleteBatch: (lines) => {
+      batches.push([...lines]);
+      return new Promise((r) => {
+        release = () => r(lines.length);
+      });
+    },
+  };
+  const c = new ConntrackCleaner(slow, silentLogger);
+  c.cleanup(state([dns(["198.51.100.2", "198.51.100.3", "198.51.100.4"])]));
+  c.cleanup(state([dns(["198.51.100.3", "198.51.100.4"])], 2));
+  c.cleanup(state([dns(["198.51.100.4"])], 3));
+  c.cleanup(state([dns([])], 4));
+  assert.equal(batches.length, 1, "one batch at a time");
+  release();
+  await new Promise((r) => setImmediate(r));
+  release();
+  await c.idle();
+  assert.deepEqual(
+    batches.map((b) => b.length),
+    [1, 2],
+  );
 });
 
 describe("conntrack sysctls", () => {
