@@ -43,11 +43,13 @@ export function staleFilters(before: LocalState | undefined, after: LocalState):
     out.set(`${f.family} ${f.protocol} ${f.origDst ?? "*"} ${f.origDstPort} ${f.replySrc ?? "*"}`, f);
   };
   const old = before?.services ?? new Map<string, LocalService>();
-  const keys = new Set([...old.keys(), ...after.services.keys()]);
-  for (const key of keys) {
+  const pairs: [LocalService | undefined, LocalService | undefined][] = [];
+  for (const [key, next] of after.services) {
     const prev = old.get(key);
-    const next = after.services.get(key);
-    if (prev === next) continue;
+    if (prev !== next) pairs.push([prev, next]);
+  }
+  for (const [key, prev] of old) if (!after.services.has(key)) pairs.push([prev, undefined]);
+  for (const [prev, next] of pairs) {
     // Endpoints that left: entries DNATed to them, per service IP and per node port.
     for (const p of prev?.ports ?? []) {
       const protocol = protocolOf(p);
