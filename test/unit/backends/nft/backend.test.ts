@@ -257,3 +257,49 @@ test("the loop coalesces states, retries after a failure and stops on abort", as
   assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 1);
   assert.equal(nft.elements("ip", "kpng", "endpoints-tcp")?.size, 2);
 });
+
+test("the loop reports to its observer, and forceFullSync rewrites a table someone deleted", async () => {
+  const nft = new FakeNft();
+  const events: string[] = [];
+  const backend = new NftBackend({
+    runner: nft,
+    tables: [V4],
+    log: silentLogger,
+    minSyncPeriodMs: 0,
+    observer: {
+      queued: (s) => events.push(`queued ${s.revision}`),
+      synced: async (o) => {
+        events.push(`synced ${o.state.revision} ${o.full ? "full" : "partial"}`);
+      },
+      failed: () => events.push("failed"),
+    },
+  });
+  let listener: ((s: ReturnType<typeof state>) => void) | undefined;
+  const feed = {
+    subscribe(l: (s: ReturnType<typeof state>) => void) {
+      listener = l;
+      return () => {
+        listener = undefined;
+      };
+    },
+  };
+  const until = async (what: string) => {
+    const deadline = Date.now() + 5000;
+    while (!events.includes(what) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(events.includes(what), `${what} in ${events.join(", ")}`);
+  };
+  const ac = new AbortController();
+  nft.failNext();
+  const running = backend.run(feed, ac.signal);
+  listener?.(state([service()]));
+  await until("synced 1 full");
+  listener?.(state([service({ name: "second" })], 2));
+  await until("synced 2 partial");
+  await nft.run("delete table ip kpng\n");
+  backend.forceFullSync();
+  await until("synced 2 full");
+  ac.abort();
+  await running;
+  assert.deepEqual(events.slice(0, 3), ["queued 1", "failed", "synced 1 full"]);
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 1, "the table is back");
+});
