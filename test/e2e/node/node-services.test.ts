@@ -148,6 +148,16 @@ describe("node services end to end", { skip }, () => {
     assert.equal("nodeEligible" in JSON.parse(l.body), false);
   });
 
+  test("a node tainted for deletion: /healthz 503 (nodeEligible false), /livez and healthCheckNodePort stay 200", async () => {
+    writeCluster(file, services(), { node1ToBeDeleted: true });
+    await eventually(async () => (await fromNode(":10256/healthz")).status === 503, "/healthz 503");
+    assert.equal(JSON.parse((await fromNode(":10256/healthz")).body).nodeEligible, false);
+    assert.equal((await fromNode(":10256/livez")).status, 200);
+    assert.equal((await hc(32000)).status, 200);
+    writeCluster(file, services());
+    await eventually(async () => (await fromNode(":10256/healthz")).status === 200, "/healthz 200 again");
+  });
+
   test("/metrics has kube-proxy's names; /proxyMode says nftables", async () => {
     const m = await fromNode(":10249/metrics");
     assert.equal(m.status, 200);
