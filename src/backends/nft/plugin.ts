@@ -128,6 +128,9 @@ export const toNftPlugin: LocalSinkPlugin = {
         trigger: () => backend?.forceFullSync(),
         intervalMs: REPAIR_CHECK_MS,
       },
+    }).catch((err: unknown) => {
+      runner.close();
+      throw err;
     });
     backend = new NftBackend({
       runner,
