@@ -110,6 +110,19 @@ function countLocalReady(families: readonly FamilyView[], nodeName: string): num
   return ips.size;
 }
 
+const TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time";
+
+/** The latest trigger time over the slices, if any slice carries a valid one. */
+function endpointsChangedAt(slices: readonly EndpointSlice[]): { endpointsChangedAt?: number } {
+  let latest: number | undefined;
+  for (const slice of slices) {
+    const text = slice.metadata.annotations[TRIGGER_TIME];
+    const t = text === undefined ? Number.NaN : Date.parse(text);
+    if (!Number.isNaN(t) && (latest === undefined || t > latest)) latest = t;
+  }
+  return latest === undefined ? {} : { endpointsChangedAt: latest };
+}
+
 /**
  * undefined when this node programs nothing for the service: headless (clusterIP "" or "None"),
  * ExternalName, or no cluster IP in any family.
@@ -145,6 +158,7 @@ export function computeLocalService(
     externalTrafficPolicy: service.externalTrafficPolicy,
     healthCheckNodePort: healthChecked ? service.healthCheckNodePort : 0,
     localReadyEndpoints: countLocalReady(families, node.name),
+    ...endpointsChangedAt(slices),
     ports: service.ports.map((port) => computePort(service, port, families, node, cache)),
   };
 }

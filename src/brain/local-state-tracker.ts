@@ -20,7 +20,7 @@ export class LocalStateTracker {
   constructor(store: ClusterView, nodeName: string) {
     this.#store = store;
     this.#nodeName = nodeName;
-    this.#state = { node: nodeName, revision: 0, services: new Map() };
+    this.#state = { node: nodeName, revision: 0, services: new Map(), nodeEligible: false };
   }
 
   get state(): LocalState {
@@ -50,8 +50,18 @@ export class LocalStateTracker {
         next.set(key, after);
       }
     }
+    const known = this.#store.node(this.#nodeName);
+    const nodeEligible = known !== undefined && known.beingDeleted !== true;
     if (next !== undefined) {
-      this.#state = { node: this.#nodeName, revision: this.#state.revision + 1, services: next };
+      this.#state = {
+        node: this.#nodeName,
+        revision: this.#state.revision + 1,
+        services: next,
+        nodeEligible,
+      };
+    } else if (nodeEligible !== this.#state.nodeEligible) {
+      // Eligibility programs nothing (same revision), but /healthz needs it: a new state object.
+      this.#state = { ...this.#state, nodeEligible };
     }
     return this.#state;
   }

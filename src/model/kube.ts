@@ -109,7 +109,15 @@ export interface Node {
   readonly metadata: ObjectMeta;
   readonly addresses: readonly NodeAddress[];
   readonly podCIDRs: readonly string[];
+  /**
+   * Set (true) when the node is going away: it has a deletionTimestamp or the cluster
+   * autoscaler's ToBeDeletedByClusterAutoscaler taint. Absent otherwise.
+   */
+  readonly beingDeleted?: true;
 }
+
+/** The taint the cluster autoscaler puts on a node it is about to remove. */
+export const TAINT_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
 
 export type KubeObject = Service | EndpointSlice | Node;
 export type KubeKind = KubeObject["kind"];

@@ -50,6 +50,11 @@ export interface LocalService {
   readonly healthCheckNodePort: number;
   /** Unique local ready endpoint IPs, as a healthCheckNodePort server reports them. */
   readonly localReadyEndpoints: number;
+  /**
+   * Latest `endpoints.kubernetes.io/last-change-trigger-time` of the service's EndpointSlices (ms
+   * since epoch), for the network-programming latency metric; absent when no slice has it.
+   */
+  readonly endpointsChangedAt?: number;
   readonly ports: readonly LocalServicePort[];
 }
 
@@ -62,6 +67,12 @@ export interface LocalState {
    * object from one state to the next, so a consumer can diff by identity.
    */
   readonly services: ReadonlyMap<string, LocalService>;
+  /**
+   * Whether this node may take load-balancer traffic (/healthz): its Node object is known, not
+   * being deleted, not tainted for deletion. Absent when the producer does not know (treated as
+   * eligible).
+   */
+  readonly nodeEligible?: boolean;
 }
 
 /** "ip:port", with IPv6 addresses in brackets. */

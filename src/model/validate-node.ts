@@ -10,7 +10,7 @@ import {
   requiredString,
 } from "./field-reader.ts";
 import { familyOfAddress, parseCidr } from "./ip.ts";
-import type { Node, NodeAddress } from "./kube.ts";
+import { type Node, type NodeAddress, TAINT_TO_BE_DELETED } from "./kube.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
 /** Address types whose value is an IP; Hostname and the DNS types hold names. */
@@ -45,6 +45,11 @@ export function readNode(raw: RawObject): Node {
   const podCIDR = optionalString(spec.podCIDR, "spec.podCIDR");
   // Older API servers and hand-written files may only set the singular field.
   if (podCIDRs.length === 0 && podCIDR !== "") podCIDRs = [readCidr(podCIDR, "spec.podCIDR")];
+  const meta = optionalObject(raw.metadata, "metadata");
+  const tainted = optionalArray(spec.taints, "spec.taints").some(
+    (t) => typeof t === "object" && t !== null && (t as { key?: unknown }).key === TAINT_TO_BE_DELETED,
+  );
+  const beingDeleted = tainted || optionalString(meta.deletionTimestamp, "metadata.deletionTimestamp") !== "";
   return {
     kind: "Node",
     metadata,
@@ -52,5 +57,6 @@ export function readNode(raw: RawObject): Node {
       readAddress(a, `status.addresses[${i}]`),
     ),
     podCIDRs,
+    ...(beingDeleted ? { beingDeleted: true as const } : {}),
   };
 }

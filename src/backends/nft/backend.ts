@@ -5,6 +5,7 @@
 
 import { Counter, Histogram } from "prom-client";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
+import { NO_OBSERVER, type SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
 import { registry } from "../../observability/metrics.ts";
 import { parseListing } from "./adopt.ts";
@@ -42,6 +43,8 @@ export interface NftBackendOptions {
   readonly syncPeriodMs?: number;
   readonly maxStatementsPerTransaction?: number;
   readonly now?: () => number;
+  /** Told of every queued state and sync outcome (health, metrics, conntrack, …). */
+  readonly observer?: SyncObserver;
 }
 
 export interface SyncReport {
@@ -53,6 +56,8 @@ export interface SyncReport {
 
 export class NftBackend {
   readonly #o: Required<Omit<NftBackendOptions, "now">>;
+  /** Set while run() runs: marks the state dirty and wakes the loop. */
+  #kick: (() => void) | undefined;
   readonly #now: () => number;
   readonly #mirrors = new Map<NftFamily, TableMirror>();
 
@@ -60,6 +65,7 @@ export class NftBackend {
     this.#o = {
       syncPeriodMs: 30_000,
       maxStatementsPerTransaction: DEFAULT_MAX_STATEMENTS,
+      observer: NO_OBSERVER,
       ...options,
     };
     this.#now = options.now ?? Date.now;
@@ -74,6 +80,12 @@ export class NftBackend {
   /** Whether the next sync of a family starts from a listing of the table (start, or after a failure). */
   needsFullSync(family: NftFamily): boolean {
     return !this.#mirrors.has(family);
+  }
+
+  /** Someone else changed kpng's tables: forget what they hold and rewrite them at once. */
+  forceFullSync(): void {
+    this.#mirrors.clear();
+    this.#kick?.();
   }
 
   /**
@@ -120,11 +132,17 @@ export class NftBackend {
     let latest: LocalState | undefined;
     let dirty = false;
     let wake: (() => void) | undefined;
+    const observer = this.#o.observer;
     const unsubscribe = feed.subscribe((s) => {
       latest = s;
       dirty = true;
+      observer.queued(s);
       wake?.();
     });
+    this.#kick = () => {
+      dirty = true;
+      wake?.();
+    };
     const onAbort = () => wake?.();
     signal.addEventListener("abort", onAbort);
     let lastStart = Number.NEGATIVE_INFINITY;
@@ -153,14 +171,22 @@ export class NftBackend {
         }
         lastStart = now;
         dirty = false;
+        const state = latest;
+        const full = this.#o.tables.some((t) => this.needsFullSync(t.family));
+        const started = performance.now();
         try {
-          const report = await this.sync(latest);
+          const report = await this.sync(state);
           if (report.transactions > 0) {
             this.#o.log.debug({ revision: latest.revision, transactions: report.transactions }, "nft synced");
           }
           if (failures > 0) this.#o.log.info({ revision: latest.revision }, "nft resynced after failure");
           failures = 0;
+          // The observer's own errors are not sync failures.
+          await observer
+            .synced({ state, full, durationMs: performance.now() - started })
+            .catch((err: unknown) => this.#o.log.error({ err }, "node services failed after a sync"));
         } catch {
+          observer.failed();
           failures++;
           const backoff = Math.min(1000 * 2 ** (failures - 1), Math.max(this.#o.syncPeriodMs, 1000));
           retryAt = this.#now() + backoff;
@@ -168,6 +194,7 @@ export class NftBackend {
       }
     } finally {
       signal.removeEventListener("abort", onAbort);
+      this.#kick = undefined;
       unsubscribe();
     }
   }

@@ -5,6 +5,13 @@ import { z } from "zod";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import { removeKubeProxyLeftovers } from "../../node/kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "../../node/kube-proxy-leftovers/command.ts";
+import { healthCheckAddresses } from "../../node/listen-addresses.ts";
+import { NodeServices } from "../../node/node-services.ts";
+import {
+  addNodeServicesOptions,
+  type NodeServicesOptions,
+  parseNodeServicesOptions,
+} from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
@@ -12,9 +19,10 @@ import { NftBackend } from "./backend.ts";
 import { CheckingNftRunner } from "./check-runner.ts";
 import { cleanupTransaction, type NftSettings, TABLE_NAME, tableConfigs } from "./config.ts";
 import type { TableConfig } from "./fragment.ts";
-import { IpCommandHost, primaryAddresses } from "./host.ts";
+import { type HostNetwork, IpCommandHost, primaryAddresses } from "./host.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
+import { NftRulesProbe } from "./rules-probe.ts";
 import { ExecNftRunner } from "./runner.ts";
 
 const nftOptions = z.object({
@@ -35,7 +43,13 @@ const nftOptions = z.object({
     .default(30_000),
 });
 
-export type NftOptions = z.output<typeof nftOptions> & { readonly settings: NftSettings };
+export type NftOptions = z.output<typeof nftOptions> & {
+  readonly settings: NftSettings;
+  readonly node: NodeServicesOptions;
+};
+
+/** How often the rules are checked for deletion by another program. */
+const REPAIR_CHECK_MS = 1000;
 
 /** Checks every to-nft flag, including the address lists, before anything starts. */
 export function parseNftOptions(raw: RawOptions): NftOptions {
@@ -52,11 +66,10 @@ export function parseNftOptions(raw: RawOptions): NftOptions {
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
-  return { ...opts, settings };
+  return { ...opts, settings, node: parseNodeServicesOptions(raw) };
 }
 
-async function configs(settings: NftSettings): Promise<TableConfig[]> {
-  const host = new IpCommandHost();
+async function configs(settings: NftSettings, host: HostNetwork): Promise<TableConfig[]> {
   const primary = primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
   return tableConfigs(settings, primary);
 }
@@ -86,10 +99,12 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         false,
       )
       .option("--table-name <name>", "name of kpng's nft tables", DEFAULT_TABLE);
+    addNodeServicesOptions(cmd);
   },
   parseOptions: parseNftOptions,
   async run(feed, opts, ctx: RunContext): Promise<void> {
-    const tables = await configs(opts.settings);
+    const host = new IpCommandHost();
+    const tables = await configs(opts.settings, host);
     const log = ctx.log.child({ component: "nft" });
     if (opts.dryRun) {
       const backend = new NftBackend({
@@ -118,15 +133,33 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       if (report.failures.length > 0)
         throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
     }
-    const backend = new NftBackend({
-      runner,
-      tables,
-      log,
-      syncPeriodMs: opts.syncPeriod,
+    const syncPeriodMs = opts.syncPeriod;
+    const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
+    let backend: NftBackend | undefined;
+    const node = await NodeServices.start(opts.node, {
+      mode: "nftables",
+      families: ["IPv4", "IPv6"],
+      syncPeriodMs,
+      healthCheckAddresses: healthCheckAddresses(
+        tables.flatMap((t) => t.nodePortCIDRs),
+        hostIPs,
+      ),
+      log: ctx.log.child({ component: "node" }),
+      repair: {
+        probe: new NftRulesProbe(tables),
+        trigger: () => backend?.forceFullSync(),
+        intervalMs: REPAIR_CHECK_MS,
+      },
+    }).catch((err: unknown) => {
+      runner.close();
+      throw err;
     });
+    backend = new NftBackend({ runner, tables, log, syncPeriodMs, observer: node });
     try {
       await backend.run(feed, ctx.signal);
     } finally {
+      // Graceful stop: the servers close, the rules stay in place.
+      await node.close();
       runner.close();
     }
   },

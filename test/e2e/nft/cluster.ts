@@ -34,11 +34,19 @@ export interface TestService {
   readonly healthCheckNodePort?: number;
 }
 
-function node(name: string, ipv4: string, ipv6: string): object {
+export interface ClusterOptions {
+  /** Puts the cluster autoscaler's ToBeDeletedByClusterAutoscaler taint on node-1. */
+  readonly node1ToBeDeleted?: boolean;
+}
+
+function node(name: string, ipv4: string, ipv6: string, toBeDeleted = false): object {
   return {
     apiVersion: "v1",
     kind: "Node",
     metadata: { name, labels: { "kubernetes.io/hostname": name } },
+    ...(toBeDeleted
+      ? { spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", value: "1", effect: "NoSchedule" }] } }
+      : {}),
     status: {
       addresses: [
         { type: "InternalIP", address: ipv4 },
@@ -98,9 +106,13 @@ function serviceObjects(s: TestService): object[] {
 }
 
 /** Writes the cluster (two nodes plus the services) to path, atomically. */
-export function writeCluster(path: string, services: readonly TestService[]): void {
+export function writeCluster(
+  path: string,
+  services: readonly TestService[],
+  opts: ClusterOptions = {},
+): void {
   const docs = [
-    node("node-1", "192.0.2.1", "2001:db8::1"),
+    node("node-1", "192.0.2.1", "2001:db8::1", opts.node1ToBeDeleted),
     node("node-2", "192.0.2.50", "2001:db8::50"),
     ...services.flatMap(serviceObjects),
   ];

@@ -87,7 +87,10 @@ describe("deploy/kube-proxy-replacement", () => {
     assert.equal(inv.source.name, "kube");
     assert.equal(inv.sink.name, "to-nft");
     assert.equal(inv.nodeName, "node-1");
-    assert.equal((inv.sourceOpts as { kubeconfig?: string }).kubeconfig, "/var/lib/kube-proxy/kubeconfig.conf");
+    assert.equal(
+      (inv.sourceOpts as { kubeconfig?: string }).kubeconfig,
+      "/var/lib/kube-proxy/kubeconfig.conf",
+    );
     assert.equal((inv.sinkOpts as { cleanupKubeProxy?: boolean }).cleanupKubeProxy, true);
   });
 

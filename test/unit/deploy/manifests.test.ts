@@ -9,6 +9,7 @@ import { parseAllDocuments } from "yaml";
 import type { Invocation } from "../../../src/cli/invocation.ts";
 import { globalSinks, localSinks, localSources, sources } from "../../../src/cli/plugins.ts";
 import { buildProgram } from "../../../src/cli/program.ts";
+import type { NodeServicesOptions } from "../../../src/node/options.ts";
 import { resourceSpecs } from "../../../src/sources/kube/source.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
@@ -117,6 +118,32 @@ describe("deploy manifests", () => {
     if (invocation?.form !== "to-local") return;
     assert.equal(invocation.source.name, "kube");
     assert.equal(invocation.nodeName, "$(NODE_NAME)");
+  });
+
+  it("the liveness probe asks /livez on the address the container's health server listens on", async () => {
+    const invocations: Invocation[] = [];
+    const program = buildProgram(
+      { sources, localSinks, globalSinks, localSources },
+      async (invocation) => {
+        invocations.push(invocation);
+      },
+      {
+        configure: (root) => root.exitOverride().configureOutput({ writeErr: () => {}, writeOut: () => {} }),
+      },
+    );
+    await program.parseAsync(container.args, { from: "user" });
+    const [invocation] = invocations;
+    assert.ok(invocation && invocation.form === "to-local");
+    const healthz = (invocation.sinkOpts as { node: NodeServicesOptions }).node.healthz;
+    assert.ok(healthz, "the health server is on");
+    const probe = container.livenessProbe.httpGet;
+    assert.equal(probe.path, "/livez");
+    assert.equal(probe.port, healthz.port);
+    assert.ok(
+      healthz.host === "0.0.0.0" || healthz.host === probe.host,
+      `${healthz.host} serves ${probe.host}`,
+    );
+    assert.equal(pod.hostNetwork, true, "127.0.0.1 is the node's loopback only with hostNetwork");
   });
 });
 

@@ -290,3 +290,48 @@ test("the backend adds no pacing of its own: a state that arrives after a sync i
   // --min-sync-period belongs to the feed (pacedFeed); a second pacer here would wait 1 s.
   assert.ok(waited < 500, `second state applied after ${waited.toFixed(0)} ms`);
 });
+
+test("the loop reports to its observer, and forceFullSync rewrites a table someone deleted", async () => {
+  const nft = new FakeNft();
+  const events: string[] = [];
+  const backend = new NftBackend({
+    runner: nft,
+    tables: [V4],
+    log: silentLogger,
+    observer: {
+      queued: (s) => events.push(`queued ${s.revision}`),
+      synced: async (o) => {
+        events.push(`synced ${o.state.revision} ${o.full ? "full" : "partial"}`);
+      },
+      failed: () => events.push("failed"),
+    },
+  });
+  let listener: ((s: ReturnType<typeof state>) => void) | undefined;
+  const feed = {
+    subscribe(l: (s: ReturnType<typeof state>) => void) {
+      listener = l;
+      return () => {
+        listener = undefined;
+      };
+    },
+  };
+  const until = async (what: string) => {
+    const deadline = Date.now() + 5000;
+    while (!events.includes(what) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(events.includes(what), `${what} in ${events.join(", ")}`);
+  };
+  const ac = new AbortController();
+  nft.failNext();
+  const running = backend.run(feed, ac.signal);
+  listener?.(state([service()]));
+  await until("synced 1 full");
+  listener?.(state([service({ name: "second" })], 2));
+  await until("synced 2 partial");
+  await nft.run("delete table ip kpng\n");
+  backend.forceFullSync();
+  await until("synced 2 full");
+  ac.abort();
+  await running;
+  assert.deepEqual(events.slice(0, 3), ["queued 1", "failed", "synced 1 full"]);
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 1, "the table is back");
+});

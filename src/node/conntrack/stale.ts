@@ -1,0 +1,106 @@
+// Which UDP and SCTP conntrack entries a change of local state leaves stale. TCP needs nothing:
+// a connection to a gone endpoint fails and the client reconnects. A UDP "connection" lives as
+// long as the client keeps sending, so without cleanup it keeps going to a gone endpoint, or
+// keeps being dropped after a service that had no endpoints gets one. Pure: two states in,
+// deletion filters out.
+
+import type { LocalEndpoint, LocalService, LocalServicePort, LocalState } from "../../model/local.ts";
+
+export type CtFamily = "ipv4" | "ipv6";
+export type CtProtocol = "udp" | "sctp";
+
+/** One `conntrack -D` filter. Fields left out match anything. */
+export interface CtFilter {
+  readonly family: CtFamily;
+  readonly protocol: CtProtocol;
+  /** Original destination address (a service IP). */
+  readonly origDst?: string;
+  /** Original destination port (the service port or node port). */
+  readonly origDstPort: number;
+  /** Reply source address: the endpoint the entry was DNATed to. */
+  readonly replySrc?: string;
+}
+
+const familyOf = (ip: string): CtFamily => (ip.includes(":") ? "ipv6" : "ipv4");
+
+function protocolOf(p: LocalServicePort): CtProtocol | undefined {
+  if (p.protocol === "UDP") return "udp";
+  if (p.protocol === "SCTP") return "sctp";
+  return undefined;
+}
+
+const ips = (eps: readonly LocalEndpoint[]): Set<string> => new Set(eps.map((e) => e.ip));
+
+/** The same port of the other state: same protocol and port number. */
+function findPort(s: LocalService | undefined, p: LocalServicePort): LocalServicePort | undefined {
+  return s?.ports.find((q) => q.protocol === p.protocol && q.port === p.port);
+}
+
+/** The filters that delete every stale entry between `before` and `after`, without duplicates. */
+export function staleFilters(before: LocalState | undefined, after: LocalState): CtFilter[] {
+  const out = new Map<string, CtFilter>();
+  const add = (f: CtFilter) => {
+    out.set(`${f.family} ${f.protocol} ${f.origDst ?? "*"} ${f.origDstPort} ${f.replySrc ?? "*"}`, f);
+  };
+  const old = before?.services ?? new Map<string, LocalService>();
+  const pairs: [LocalService | undefined, LocalService | undefined][] = [];
+  for (const [key, next] of after.services) {
+    const prev = old.get(key);
+    if (prev !== next) pairs.push([prev, next]);
+  }
+  for (const [key, prev] of old) if (!after.services.has(key)) pairs.push([prev, undefined]);
+  for (const [prev, next] of pairs) {
+    // Endpoints that left: entries DNATed to them, per service IP and per node port.
+    for (const p of prev?.ports ?? []) {
+      const protocol = protocolOf(p);
+      if (protocol === undefined || prev === undefined) continue;
+      const q = findPort(next, p);
+      const keptInternal = ips(q?.internalEndpoints ?? []);
+      const keptExternal = ips(q?.externalEndpoints ?? []);
+      for (const ip of ips(p.internalEndpoints)) {
+        if (keptInternal.has(ip)) continue;
+        for (const vip of prev.clusterIPs) {
+          if (familyOf(vip) === familyOf(ip))
+            add({ family: familyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
+        }
+      }
+      for (const ip of ips(p.externalEndpoints)) {
+        if (keptExternal.has(ip)) continue;
+        for (const vip of [...prev.externalIPs, ...prev.loadBalancerIPs]) {
+          if (familyOf(vip) === familyOf(ip))
+            add({ family: familyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
+        }
+        if (p.nodePort > 0) add({ family: familyOf(ip), protocol, origDstPort: p.nodePort, replySrc: ip });
+      }
+    }
+    // Ports that gained endpoints: entries created while traffic was dropped or rejected.
+    for (const q of next?.ports ?? []) {
+      const protocol = protocolOf(q);
+      if (protocol === undefined || next === undefined) continue;
+      const p = findPort(prev, q);
+      if (q.internalEndpoints.length > 0 && (p?.internalEndpoints.length ?? 0) === 0) {
+        for (const vip of next.clusterIPs)
+          add({ family: familyOf(vip), protocol, origDst: vip, origDstPort: q.port });
+      }
+      if (q.externalEndpoints.length > 0 && (p?.externalEndpoints.length ?? 0) === 0) {
+        for (const vip of [...next.externalIPs, ...next.loadBalancerIPs]) {
+          add({ family: familyOf(vip), protocol, origDst: vip, origDstPort: q.port });
+        }
+        if (q.nodePort > 0) {
+          for (const family of new Set(next.clusterIPs.map(familyOf)))
+            add({ family, protocol, origDstPort: q.nodePort });
+        }
+      }
+    }
+  }
+  return [...out.values()];
+}
+
+/** One line of a `conntrack -R` batch. */
+export function filterLine(f: CtFilter): string {
+  const parts = ["-D", "-f", f.family, "-p", f.protocol];
+  if (f.origDst !== undefined) parts.push("--orig-dst", f.origDst);
+  parts.push("--dport", String(f.origDstPort));
+  if (f.replySrc !== undefined) parts.push("--reply-src", f.replySrc);
+  return parts.join(" ");
+}

@@ -1,0 +1,47 @@
+// Starts and stops the node's small HTTP servers. Listening is awaited so that a port that is
+// taken is an error the caller sees, not an unhandled event.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+
+export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** Idle keep-alive connections are dropped quickly: probes open many, and close() waits for them. */
+const KEEP_ALIVE_MS = 5000;
+const REQUEST_TIMEOUT_MS = 10_000;
+
+export function listen(host: string, port: number, handler: Handler): Promise<Server> {
+  const server = createServer(handler);
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.headersTimeout = REQUEST_TIMEOUT_MS;
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => reject(err);
+    server.once("error", onError);
+    server.listen({ host, port, exclusive: true }, () => {
+      server.off("error", onError);
+      resolve(server);
+    });
+  });
+}
+
+/** Stops accepting, drops open connections, resolves once closed. */
+export function close(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    "Content-Type": "application/json",
+    "X-Content-Type-Options": "nosniff",
+    ...headers,
+  });
+  res.end(body);
+}

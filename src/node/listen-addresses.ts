@@ -1,0 +1,27 @@
+// Where healthCheckNodePort servers listen: the node's addresses that accept NodePort traffic.
+// A CIDR covering a whole family (0.0.0.0/0, ::/0) means every address of it.
+
+import ipaddr from "ipaddr.js";
+
+function contains(cidr: string, ip: string): boolean {
+  try {
+    const range = ipaddr.parseCIDR(cidr);
+    const addr = ipaddr.parse(ip);
+    return addr.kind() === range[0].kind() && addr.match(range);
+  } catch {
+    return false;
+  }
+}
+
+export function healthCheckAddresses(nodePortCIDRs: readonly string[], hostIPs: readonly string[]): string[] {
+  const out = new Set<string>();
+  for (const cidr of nodePortCIDRs) {
+    if (cidr === "0.0.0.0/0") out.add("0.0.0.0");
+    else if (cidr === "::/0") out.add("::");
+  }
+  for (const ip of hostIPs) {
+    const wildcard = ip.includes(":") ? "::" : "0.0.0.0";
+    if (!out.has(wildcard) && nodePortCIDRs.some((c) => contains(c, ip))) out.add(ip);
+  }
+  return [...out];
+}

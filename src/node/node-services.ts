@@ -1,0 +1,123 @@
+// Everything that runs on the node beside a backend: the health and metrics servers, the
+// healthCheckNodePort servers, conntrack cleanup and sysctls. A backend drives it through the
+// SyncObserver it implements, so every backend gets the same services unchanged.
+
+import type { Server } from "node:http";
+import { availableParallelism } from "node:os";
+import type { IPFamily } from "../model/kube.ts";
+import type { LocalState } from "../model/local.ts";
+import type { Logger } from "../observability/log.ts";
+import { ConntrackCleaner } from "./conntrack/cleaner.ts";
+import { type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
+import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
+import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
+import { startHealthServer } from "./health-server.ts";
+import { close } from "./http-listen.ts";
+import { startMetricsServer } from "./metrics-server.ts";
+import type { NodeServicesOptions } from "./options.ts";
+import { ProxyHealth } from "./proxy-health.ts";
+import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
+import { SyncMetrics } from "./sync-metrics.ts";
+import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
+
+export interface NodeServicesContext {
+  /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */
+  readonly mode: string;
+  readonly families: readonly IPFamily[];
+  /** The backend's periodic resync: the health timeout is twice it, as kube-proxy's. */
+  readonly syncPeriodMs: number;
+  /** Where healthCheckNodePort servers listen. */
+  readonly healthCheckAddresses: readonly string[];
+  readonly log: Logger;
+  readonly conntrackRunner?: ConntrackRunner;
+  readonly sysctlFiles?: SysctlFiles;
+  readonly now?: () => number;
+  /** When set, checks the rules every intervalMs and calls trigger when they are gone. */
+  readonly repair?: { readonly probe: RulesProbe; readonly trigger: () => void; readonly intervalMs: number };
+}
+
+export class NodeServices implements SyncObserver {
+  readonly health: ProxyHealth;
+  readonly healthCheckNodePorts: HealthCheckNodePorts;
+  readonly #metrics: SyncMetrics;
+  readonly #cleaner: ConntrackCleaner | undefined;
+  readonly #servers: Server[] = [];
+  readonly #log: Logger;
+  readonly #watchdog: RulesWatchdog | undefined;
+  readonly #stop = new AbortController();
+  #watching: Promise<void> | undefined;
+
+  private constructor(o: NodeServicesOptions, ctx: NodeServicesContext) {
+    this.#log = ctx.log;
+    this.health = new ProxyHealth({ families: ctx.families, timeoutMs: 2 * ctx.syncPeriodMs, now: ctx.now });
+    this.#metrics = new SyncMetrics(ctx.mode, ctx.now);
+    this.healthCheckNodePorts = new HealthCheckNodePorts({
+      addresses: ctx.healthCheckAddresses,
+      proxyHealthy: () => this.health.snapshot().healthy,
+      log: ctx.log,
+    });
+    this.#cleaner = o.conntrackCleanup
+      ? new ConntrackCleaner(ctx.conntrackRunner ?? new ExecConntrackRunner(), ctx.log)
+      : undefined;
+    this.#watchdog =
+      ctx.repair &&
+      new RulesWatchdog({
+        probe: ctx.repair.probe,
+        repair: ctx.repair.trigger,
+        intervalMs: ctx.repair.intervalMs,
+        log: ctx.log,
+      });
+  }
+
+  /** Sets the sysctls and opens the servers; a server that cannot listen is an error. */
+  static async start(o: NodeServicesOptions, ctx: NodeServicesContext): Promise<NodeServices> {
+    const s = new NodeServices(o, ctx);
+    await applySysctls(
+      conntrackSysctls(o.conntrack, availableParallelism()),
+      ctx.sysctlFiles ?? new ProcSysctlFiles(),
+      ctx.log,
+    );
+    try {
+      if (o.healthz) s.#servers.push(await startHealthServer(o.healthz.host, o.healthz.port, s.health));
+      if (o.metrics) s.#servers.push(await startMetricsServer(o.metrics.host, o.metrics.port, ctx.mode));
+    } catch (err) {
+      await s.close();
+      throw new Error(`cannot listen for /healthz or /metrics: ${(err as Error).message}`);
+    }
+    ctx.log.info(
+      {
+        healthz: o.healthz && `${o.healthz.host}:${o.healthz.port}`,
+        metrics: o.metrics && `${o.metrics.host}:${o.metrics.port}`,
+      },
+      "node services listening",
+    );
+    s.#watching = s.#watchdog?.run(s.#stop.signal);
+    return s;
+  }
+
+  queued(state: LocalState): void {
+    this.health.setNodeEligible(state.nodeEligible ?? true);
+    this.health.queued();
+    this.#metrics.queued(state);
+  }
+
+  async synced(o: SyncOutcome): Promise<void> {
+    this.health.updated();
+    this.#watchdog?.arm();
+    this.#metrics.synced(o);
+    await this.healthCheckNodePorts.update(o.state);
+    this.#cleaner?.cleanup(o.state);
+  }
+
+  failed(): void {
+    this.#metrics.failed();
+  }
+
+  /** Closes every server; the rules stay as they are. */
+  async close(): Promise<void> {
+    this.#stop.abort();
+    await this.#watching;
+    await Promise.all([...this.#servers.splice(0).map(close), this.healthCheckNodePorts.close()]);
+    this.#log.info("node services closed");
+  }
+}

@@ -1,0 +1,59 @@
+// How many services and endpoint sets changed between two local states, counted as kube-proxy
+// counts them for its change metrics. Relies on the brain keeping the same object for a service
+// whose computed value did not change.
+
+import type { LocalService, LocalState } from "../model/local.ts";
+
+export interface StateChanges {
+  /** Services added, removed, or whose own fields (IPs, ports, policies) changed. */
+  readonly services: number;
+  /** Services whose endpoints changed. */
+  readonly endpoints: number;
+}
+
+function endpointsOf(s: LocalService): string {
+  return s.ports
+    .map(
+      (p) =>
+        `${p.name}|${p.internalEndpoints.map((e) => `${e.ip}:${e.port}:${+e.ready}${+e.serving}${+e.terminating}${+e.local}`)}|${p.externalEndpoints.map((e) => `${e.ip}:${e.port}`)}`,
+    )
+    .join(";");
+}
+
+function withoutEndpoints(s: LocalService): string {
+  return JSON.stringify({
+    ...s,
+    localReadyEndpoints: 0,
+    endpointsChangedAt: 0,
+    ports: s.ports.map((p) => ({
+      ...p,
+      internalEndpoints: [],
+      externalEndpoints: [],
+      hasEndpoints: false,
+      endpointFamilies: [],
+    })),
+  });
+}
+
+export function stateChanges(before: LocalState | undefined, after: LocalState): StateChanges {
+  let services = 0;
+  let endpoints = 0;
+  const old = before?.services ?? new Map<string, LocalService>();
+  for (const [key, s] of after.services) {
+    const b = old.get(key);
+    if (b === s) continue;
+    if (b === undefined) {
+      services++;
+      if (s.ports.some((p) => p.internalEndpoints.length + p.externalEndpoints.length > 0)) endpoints++;
+      continue;
+    }
+    if (withoutEndpoints(b) !== withoutEndpoints(s)) services++;
+    if (endpointsOf(b) !== endpointsOf(s)) endpoints++;
+  }
+  for (const [key, b] of old) {
+    if (after.services.has(key)) continue;
+    services++;
+    if (b.ports.some((p) => p.internalEndpoints.length + p.externalEndpoints.length > 0)) endpoints++;
+  }
+  return { services, endpoints };
+}

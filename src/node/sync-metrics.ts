@@ -1,0 +1,148 @@
+// The sync metrics under kube-proxy's names, so existing dashboards and alerts keep working.
+// Buckets follow kube-proxy's; the failure counter's name depends on the backend's mode.
+
+import { Counter, Gauge, Histogram } from "prom-client";
+import type { LocalState } from "../model/local.ts";
+import { registry } from "../observability/metrics.ts";
+import { stateChanges } from "./state-changes.ts";
+import type { SyncOutcome } from "./sync-observer.ts";
+
+/** 1 ms doubling 15 times (up to about 16 s), as kube-proxy's sync histograms. */
+const SYNC_BUCKETS = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
+
+/** 0.25, 0.5, 1–59 s by 1, 60–115 s by 5, 120–300 s by 30: kube-proxy's network-programming buckets. */
+export const NETWORK_PROGRAMMING_BUCKETS = [
+  0.25,
+  0.5,
+  ...Array.from({ length: 59 }, (_, i) => i + 1),
+  ...Array.from({ length: 12 }, (_, i) => 60 + 5 * i),
+  ...Array.from({ length: 7 }, (_, i) => 120 + 30 * i),
+];
+
+const histogram = (name: string, help: string, buckets: number[]) =>
+  new Histogram({ name, help, buckets, registers: [registry] });
+
+const syncDuration = histogram(
+  "kubeproxy_sync_proxy_rules_duration_seconds",
+  "Duration of every successful sync of the proxy rules.",
+  SYNC_BUCKETS,
+);
+const fullSyncDuration = histogram(
+  "kubeproxy_sync_full_proxy_rules_duration_seconds",
+  "Duration of successful full syncs (start, after a failure or a repair).",
+  SYNC_BUCKETS,
+);
+const partialSyncDuration = histogram(
+  "kubeproxy_sync_partial_proxy_rules_duration_seconds",
+  "Duration of successful partial syncs (only what changed).",
+  SYNC_BUCKETS,
+);
+const networkProgramming = histogram(
+  "kubeproxy_network_programming_duration_seconds",
+  "From an EndpointSlice's last-change-trigger-time to the sync that programmed it.",
+  NETWORK_PROGRAMMING_BUCKETS,
+);
+const lastSynced = new Gauge({
+  name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+  help: "The last time the proxy rules were successfully synced (Unix seconds).",
+  registers: [registry],
+});
+const lastQueued = new Gauge({
+  name: "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
+  help: "The last time a sync of the proxy rules was queued (Unix seconds).",
+  registers: [registry],
+});
+const endpointChanges = new Counter({
+  name: "kubeproxy_sync_proxy_rules_endpoint_changes_total",
+  help: "Services whose endpoints changed, counted as the changes arrive.",
+  registers: [registry],
+});
+const serviceChanges = new Counter({
+  name: "kubeproxy_sync_proxy_rules_service_changes_total",
+  help: "Services added, removed or changed, counted as the changes arrive.",
+  registers: [registry],
+});
+const noLocalEndpoints = new Gauge({
+  name: "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
+  help: "Services with a Local traffic policy and no local endpoints, by traffic policy.",
+  labelNames: ["traffic_policy"] as const,
+  registers: [registry],
+});
+
+/** kube-proxy's name of each mode's failure counter. */
+const FAILURE_METRIC: Readonly<Record<string, string>> = {
+  nftables: "kubeproxy_sync_proxy_rules_nftables_sync_failures_total",
+  iptables: "kubeproxy_sync_proxy_rules_iptables_restore_failures_total",
+};
+const failureCounters = new Map<string, Counter>();
+
+function failureCounter(mode: string): Counter {
+  const name = FAILURE_METRIC[mode] ?? `kpng_${mode.replace(/\W/g, "_")}_sync_failures_total`;
+  let c = failureCounters.get(name);
+  if (c === undefined) {
+    c = new Counter({
+      name,
+      help: `Failed syncs of the ${mode} rules (each is retried).`,
+      registers: [registry],
+    });
+    failureCounters.set(name, c);
+  }
+  return c;
+}
+
+export class SyncMetrics {
+  readonly #failures: Counter;
+  readonly #now: () => number;
+  /** Metrics of changes older than this are not observed, as kube-proxy skips them at start. */
+  readonly #startedAt: number;
+  #lastQueued: LocalState | undefined;
+  #lastSynced: LocalState | undefined;
+
+  constructor(mode: string, now: () => number = Date.now) {
+    this.#failures = failureCounter(mode);
+    this.#now = now;
+    this.#startedAt = now();
+  }
+
+  queued(state: LocalState): void {
+    lastQueued.set(this.#now() / 1000);
+    const c = stateChanges(this.#lastQueued, state);
+    this.#lastQueued = state;
+    serviceChanges.inc(c.services);
+    endpointChanges.inc(c.endpoints);
+  }
+
+  synced(o: SyncOutcome): void {
+    const seconds = o.durationMs / 1000;
+    syncDuration.observe(seconds);
+    (o.full ? fullSyncDuration : partialSyncDuration).observe(seconds);
+    const now = this.#now();
+    lastSynced.set(now / 1000);
+    const before = this.#lastSynced?.services;
+    let internal = 0;
+    let external = 0;
+    for (const [key, s] of o.state.services) {
+      const prev = before?.get(key);
+      const t = s.endpointsChangedAt;
+      if (prev !== s && t !== undefined && t >= this.#startedAt && t !== prev?.endpointsChangedAt) {
+        networkProgramming.observe(Math.max(0, now - t) / 1000);
+      }
+      const noLocal = (eps: readonly { local: boolean }[][]) => eps.every((l) => !l.some((e) => e.local));
+      if (s.internalTrafficPolicy === "Local" && noLocal(s.ports.map((p) => [...p.internalEndpoints])))
+        internal++;
+      if (
+        s.externalTrafficPolicy === "Local" &&
+        s.ports.some((p) => p.nodePort > 0 || s.type === "LoadBalancer")
+      ) {
+        if (noLocal(s.ports.map((p) => [...p.externalEndpoints]))) external++;
+      }
+    }
+    noLocalEndpoints.set({ traffic_policy: "internal" }, internal);
+    noLocalEndpoints.set({ traffic_policy: "external" }, external);
+    this.#lastSynced = o.state;
+  }
+
+  failed(): void {
+    this.#failures.inc();
+  }
+}

@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { RulesWatchdog } from "../../../src/node/rules-watchdog.ts";
+import { stateChanges } from "../../../src/node/state-changes.ts";
+import { SyncMetrics } from "../../../src/node/sync-metrics.ts";
+import { silentLogger } from "../../../src/observability/log.ts";
+import { registry } from "../../../src/observability/metrics.ts";
+import { ep, port, service, state } from "../backends/nft/fixtures.ts";
+
+async function values(name: string) {
+  return (await registry.getMetricsAsJSON()).find((x) => x.name === name)?.values ?? [];
+}
+
+describe("RulesWatchdog", () => {
+  test("does nothing before the first sync, repairs once per loss, and survives a failing probe", async () => {
+    let intact: boolean | Error = false;
+    let repairs = 0;
+    const w = new RulesWatchdog({
+      probe: {
+        intact: async () => {
+          if (intact instanceof Error) throw intact;
+          return intact;
+        },
+      },
+      repair: () => repairs++,
+      intervalMs: 10,
+      log: silentLogger,
+    });
+    assert.equal(await w.check(), false, "not armed: nothing was written yet");
+    w.arm();
+    assert.equal(await w.check(), true);
+    assert.equal(await w.check(), false, "disarmed until the repair sync succeeds");
+    w.arm();
+    intact = true;
+    assert.equal(await w.check(), false);
+    intact = new Error("nft: timeout");
+    assert.equal(await w.check(), false);
+    assert.equal(repairs, 1);
+  });
+});
+
+describe("stateChanges", () => {
+  const a = service({ name: "a" });
+  const b = service({ name: "b" });
+  test("added, removed, endpoints changed, service fields changed", () => {
+    assert.deepEqual(stateChanges(undefined, state([a, b])), { services: 2, endpoints: 2 });
+    assert.deepEqual(stateChanges(state([a, b]), state([a])), { services: 1, endpoints: 1 });
+    const a2 = service({ name: "a", ports: [port({ internalEndpoints: [ep("198.51.100.9")] })] });
+    assert.deepEqual(stateChanges(state([a]), state([a2])), { services: 0, endpoints: 1 });
+    const a3 = service({ name: "a", clusterIPs: ["203.0.113.99"] });
+    assert.deepEqual(stateChanges(state([a]), state([a3])), { services: 1, endpoints: 0 });
+    assert.deepEqual(stateChanges(state([a]), state([a])), { services: 0, endpoints: 0 });
+  });
+});
+
+describe("SyncMetrics (kube-proxy names)", () => {
+  test("sync durations by kind, timestamps, network programming latency, failures", async () => {
+    let now = Date.parse("2026-01-01T00:00:00Z");
+    const m = new SyncMetrics("nftables", () => now);
+    const s = service({ name: "np", endpointsChangedAt: now + 1000 });
+    now += 3000;
+    const st = state([s]);
+    m.queued(st);
+    m.synced({ state: st, full: true, durationMs: 20 });
+    m.synced({ state: st, full: false, durationMs: 5 });
+    m.failed();
+    const count = async (name: string) =>
+      (await values(name)).find((v) => (v as { metricName?: string }).metricName === `${name}_count`)?.value;
+    assert.equal(await count("kubeproxy_sync_proxy_rules_duration_seconds"), 2);
+    assert.equal(await count("kubeproxy_sync_full_proxy_rules_duration_seconds"), 1);
+    assert.equal(await count("kubeproxy_sync_partial_proxy_rules_duration_seconds"), 1);
+    assert.equal(
+      await count("kubeproxy_network_programming_duration_seconds"),
+      1,
+      "observed once per change",
+    );
+    const sum = (await values("kubeproxy_network_programming_duration_seconds")).find((v) =>
+      (v as { metricName?: string }).metricName?.endsWith("_sum"),
+    );
+    assert.equal(sum?.value, 2);
+    assert.equal((await values("kubeproxy_sync_proxy_rules_last_timestamp_seconds"))[0]?.value, now / 1000);
+    assert.equal(
+      (await values("kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds"))[0]?.value,
+      now / 1000,
+    );
+    assert.equal((await values("kubeproxy_sync_proxy_rules_nftables_sync_failures_total"))[0]?.value, 1);
+    assert.equal((await values("kubeproxy_sync_proxy_rules_service_changes_total"))[0]?.value, 1);
+  });
+});
