@@ -24,6 +24,20 @@ function statements(text: string): string[] {
 
 const STICKY = chainName.internal("default/web/tcp/80");
 
+/** A feed the test pushes states into by hand. */
+class ManualFeed {
+  listener: ((s: ReturnType<typeof state>) => void) | undefined;
+  subscribe(l: (s: ReturnType<typeof state>) => void) {
+    this.listener = l;
+    return () => {
+      this.listener = undefined;
+    };
+  }
+  push(s: ReturnType<typeof state>): void {
+    this.listener?.(s);
+  }
+}
+
 test("first sync builds both tables; references are all valid (checked by the fake)", async () => {
   const { nft, backend } = setup();
   await backend.sync(state([service()]));
@@ -232,27 +246,19 @@ test("adoption removes elements and chains no service claims", async () => {
 test("the loop coalesces states, retries after a failure and stops on abort", async () => {
   const nft = new FakeNft();
   const backend = new NftBackend({ runner: nft, tables: [V4], log: silentLogger });
-  let listener: ((s: ReturnType<typeof state>) => void) | undefined;
-  const feed = {
-    subscribe(l: (s: ReturnType<typeof state>) => void) {
-      listener = l;
-      return () => {
-        listener = undefined;
-      };
-    },
-  };
+  const feed = new ManualFeed();
   const ac = new AbortController();
   nft.failNext();
   const running = backend.run(feed, ac.signal);
-  listener?.(state([service()]));
-  listener?.(state([service({ name: "second" })], 2));
+  feed.push(state([service()]));
+  feed.push(state([service({ name: "second" })], 2));
   const deadline = Date.now() + 5000;
   while (nft.elements("ip", "kpng", "service-ips")?.size !== 1 && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 50));
   }
   ac.abort();
   await running;
-  assert.equal(listener, undefined, "unsubscribed");
+  assert.equal(feed.listener, undefined, "unsubscribed");
   assert.ok(nft.transactions.length >= 2, "retried after the injected failure");
   assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 1);
   assert.equal(nft.elements("ip", "kpng", "endpoints-tcp")?.size, 2);
@@ -261,15 +267,7 @@ test("the loop coalesces states, retries after a failure and stops on abort", as
 test("the backend adds no pacing of its own: a state that arrives after a sync is applied at once", async () => {
   const nft = new FakeNft();
   const backend = new NftBackend({ runner: nft, tables: [V4], log: silentLogger });
-  let listener: ((s: ReturnType<typeof state>) => void) | undefined;
-  const feed = {
-    subscribe(l: (s: ReturnType<typeof state>) => void) {
-      listener = l;
-      return () => {
-        listener = undefined;
-      };
-    },
-  };
+  const feed = new ManualFeed();
   const ac = new AbortController();
   const running = backend.run(feed, ac.signal);
   const applied = async (size: number) => {
@@ -279,10 +277,10 @@ test("the backend adds no pacing of its own: a state that arrives after a sync i
     }
     return nft.elements("ip", "kpng", "service-ips")?.size === size;
   };
-  listener?.(state([service()]));
+  feed.push(state([service()]));
   assert.ok(await applied(1));
   const sent = performance.now();
-  listener?.(state([service(), service({ name: "second", clusterIPs: ["203.0.113.98"] })], 2));
+  feed.push(state([service(), service({ name: "second", clusterIPs: ["203.0.113.98"] })], 2));
   assert.ok(await applied(2));
   const waited = performance.now() - sent;
   ac.abort();
@@ -306,15 +304,7 @@ test("the loop reports to its observer, and forceFullSync rewrites a table someo
       failed: () => events.push("failed"),
     },
   });
-  let listener: ((s: ReturnType<typeof state>) => void) | undefined;
-  const feed = {
-    subscribe(l: (s: ReturnType<typeof state>) => void) {
-      listener = l;
-      return () => {
-        listener = undefined;
-      };
-    },
-  };
+  const feed = new ManualFeed();
   const until = async (what: string) => {
     const deadline = Date.now() + 5000;
     while (!events.includes(what) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -323,9 +313,9 @@ test("the loop reports to its observer, and forceFullSync rewrites a table someo
   const ac = new AbortController();
   nft.failNext();
   const running = backend.run(feed, ac.signal);
-  listener?.(state([service()]));
+  feed.push(state([service()]));
   await until("synced 1 full");
-  listener?.(state([service({ name: "second" })], 2));
+  feed.push(state([service({ name: "second" })], 2));
   await until("synced 2 partial");
   await nft.run("delete table ip kpng\n");
   backend.forceFullSync();
