@@ -6,6 +6,7 @@ import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort 
 import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
 import { categorizeEndpoints, isLocal } from "./categorize.ts";
 import { compareEndpoints, type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
+import { slicesInEffect } from "./fallback.ts";
 import {
   clusterIPForFamily,
   externalIPsForFamily,
@@ -111,7 +112,8 @@ function countLocalReady(families: readonly FamilyView[], nodeName: string): num
 
 /**
  * undefined when this node programs nothing for the service: headless (clusterIP "" or "None"),
- * ExternalName, or no cluster IP in any family.
+ * ExternalName, or no cluster IP in any family. The slices are first narrowed to those in effect
+ * (primary or active fallback, see slicesInEffect).
  */
 export function computeLocalService(
   service: Service,
@@ -122,11 +124,12 @@ export function computeLocalService(
     return undefined;
   const served = servedFamilies(service);
   if (served.length === 0) return undefined;
+  const serving = slicesInEffect(slices);
   const families: FamilyView[] = served.map((family) => ({
     family,
     externalIPs: externalIPsForFamily(service, family),
     loadBalancerIPs: loadBalancerIPsForFamily(service, family),
-    endpoints: mergeEndpoints(slices, family),
+    endpoints: mergeEndpoints(serving, family),
   }));
   const cache = new Map<EndpointInfo, LocalEndpoint>();
   const healthChecked = service.type === "LoadBalancer" && service.externalTrafficPolicy === "Local";
