@@ -66,7 +66,7 @@ function annotated(name: string, annotations: Record<string, string>): RawObject
   return s;
 }
 
-type Slice = RawObject & { endpoints: { conditions: { ready: boolean; serving: boolean } }[] };
+type Slice = RawObject & { kind: string; endpoints: { conditions: { ready: boolean; serving: boolean } }[] };
 
 function fallbackSlices(api: TestApiServer, serviceName: string): Slice[] {
   return api.store
@@ -136,10 +136,9 @@ describe("fallback controller", () => {
       inactive?.endpoints.map((e) => e.conditions),
       [{ ready: false, serving: false, terminating: false }],
     );
+    const owners = (inactive!.metadata.ownerReferences ?? []) as { kind: string; name: string }[];
     assert.deepEqual(
-      (inactive?.metadata as { ownerReferences?: { kind: string; name: string }[] }).ownerReferences?.map(
-        (o) => `${o.kind}/${o.name}`,
-      ),
+      owners.map((o) => `${o.kind}/${o.name}`),
       ["Service/web"],
     );
 
