@@ -68,7 +68,7 @@ describe("leader election on a Lease", () => {
     b.elector.start();
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(b.elector.leading, false, "b must not lead while a renews");
-    const lease = api.get("Lease", "kube-system/kpng-fallback-controller") as {
+    const lease = api.get("Lease", "kube-system/kpng-fallback-controller") as unknown as {
       spec: { holderIdentity: string };
     };
     assert.equal(lease.spec.holderIdentity, "a");
