@@ -2,6 +2,7 @@
 // options. program.ts produces it, run.ts carries it out.
 
 import type {
+  ControllerPlugin,
   GlobalSinkPlugin,
   LocalSinkPlugin,
   LocalSourcePlugin,
@@ -37,11 +38,14 @@ export type Invocation =
       readonly nodeName: string;
     }
   /** `kpng cleanup <backend> …` */
-  | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly opts: Options };
+  | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly opts: Options }
+  /** `kpng <controller> …`, e.g. `kpng fallback-controller` */
+  | { readonly form: "controller"; readonly controller: ControllerPlugin; readonly opts: Options };
 
 export interface Plugins {
   readonly sources: readonly SourcePlugin[];
   readonly localSinks: readonly LocalSinkPlugin[];
   readonly globalSinks: readonly GlobalSinkPlugin[];
   readonly localSources: readonly LocalSourcePlugin[];
+  readonly controllers?: readonly ControllerPlugin[];
 }

@@ -3,6 +3,7 @@
 //   kpng <source> [source options] <global-sink> [sink options]
 //   kpng <local-source> [options] <local-sink> [sink options]      (e.g. kpng local --api …)
 //   kpng cleanup <backend> [options]
+//   kpng <controller> [options]                                   (e.g. kpng fallback-controller)
 // Parsing only: what a command line asks for is handed to `run` as an Invocation.
 
 import { hostname } from "node:os";
@@ -88,6 +89,12 @@ export function buildProgram(
     }
     const localSinkNames = plugins.localSinks.map((s) => s.name);
     requireSubcommand(cmd, "a local sink", localSinkNames, "[options] <local-sink> [sink options]");
+  }
+
+  for (const controller of plugins.controllers ?? []) {
+    const cmd = root.command(controller.name).description(controller.description);
+    controller.addOptions(cmd);
+    cmd.action((_o: Options, c: Command) => run({ form: "controller", controller, opts: c.opts<Options>() }));
   }
 
   addCleanupCommand(root, plugins.localSinks, run);
@@ -192,6 +199,7 @@ function grammarHelp(plugins: Plugins): string {
     "  kpng <source> [source options] <global-sink> [sink options]",
     ...plugins.localSources.map((s) => `  kpng ${s.name} [options] <local-sink> [sink options]`),
     "  kpng cleanup <backend> [options]",
+    ...(plugins.controllers ?? []).map((c) => `  kpng ${c.name} [options]`),
     "",
     `Sources:      ${list(sources)}`,
     `Local sinks:  ${list(plugins.localSinks.map((s) => s.name))}`,

@@ -57,3 +57,12 @@ export interface LocalSourcePlugin {
   /** The node whose state is wanted comes from the sink's --node-name. */
   createFeed(opts: Options, nodeName: string, ctx: RunContext): LocalStateFeed;
 }
+
+/** `kpng fallback-controller …`: a cluster-level controller, run on its own. */
+export interface ControllerPlugin {
+  readonly name: string;
+  readonly description: string;
+  addOptions(cmd: Command): void;
+  /** Runs until ctx.signal aborts. Throws UsageError for a bad option before starting anything. */
+  run(opts: Options, ctx: RunContext): Promise<void>;
+}
