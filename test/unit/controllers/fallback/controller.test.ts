@@ -118,6 +118,7 @@ describe("fallback controller", () => {
     await controller.synced;
   }
 
+  // The Service fixture has no selector: its slices are hand-made, and serve as the primary.
   test("switches to the fallback within 1 s of the primary's last ready endpoint going, and back after the return delay", async () => {
     api.create(
       annotated("web", {
@@ -160,6 +161,37 @@ describe("fallback controller", () => {
     await waitFor("deactivation", () => activeLabel(api, "web") === "false");
     assert.ok(Date.now() - back >= 300, "returned before the return delay");
     await waitFor("the FallbackDeactivated event", () => events(api, "FallbackDeactivated").length === 1);
+  });
+
+  test("a primary flapping every 100 ms for 3 s: at most 2 switches per return delay; writes counted", async () => {
+    api.create(
+      annotated("web", { "fallback.kpng.io/selector": "app=sorry", "fallback.kpng.io/return-delay": "1s" }),
+    );
+    api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.1"] }));
+    api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
+    await startLeading();
+    await waitFor("an inactive fallback slice", () => activeLabel(api, "web") === "false");
+    await controller.idle();
+    const writesBefore = requester.writes().length;
+    const started = Date.now();
+    for (let i = 0; i < 30; i++) {
+      const primary = api.get("EndpointSlice", "default/web-abc") as Slice;
+      const ready = i % 2 === 1;
+      primary.endpoints[0]!.conditions = { ready, serving: ready };
+      api.update(primary);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    await waitFor("the return after the flapping stopped", () => activeLabel(api, "web") === "false", 5000);
+    const seconds = (Date.now() - started) / 1000;
+    await controller.idle();
+    const switches = events(api, "FallbackActivated").length + events(api, "FallbackDeactivated").length;
+    const writes = requester.writes().length - writesBefore;
+    process.stdout.write(
+      `# flapping for 3 s (return delay 1 s): ${switches} switches, ${writes} slice writes in ${seconds.toFixed(1)} s\n`,
+    );
+    assert.ok(switches <= 2 * Math.ceil(seconds / 1), `${switches} switches`);
+    assert.equal(switches, 2, "one switch to the fallback, one back after the flapping");
+    assert.equal(writes, 2, "one write per switch");
   });
 
   test("writes only what changed: a pod outside the selector or a resync writes nothing", async () => {
