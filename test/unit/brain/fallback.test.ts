@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { decodeEndpointSliceInfo, encodeEndpointSliceInfo } from "../../../src/api/global-codec.ts";
 import { slicesInEffect } from "../../../src/brain/fallback.ts";
 import { computeLocalService } from "../../../src/brain/local-service.ts";
 import type { EndpointSlice, SliceEndpoint } from "../../../src/model/kube.ts";
@@ -128,6 +129,13 @@ describe("fallback slices in the brain", () => {
       assert.equal(local?.ports[0]?.hasEndpoints, row.hasEndpoints);
     });
   }
+
+  test("the global API carries the labels: a brain fed by another brain applies the same rule", () => {
+    const slices = [primary([ep(PRIMARY)]), fallback("web-fallback-1", "true", [ep(FALLBACK_1)])];
+    const relayed = slices.map((s) => decodeEndpointSliceInfo(encodeEndpointSliceInfo(s)));
+    const names = (list: readonly EndpointSlice[]) => list.map((s) => s.metadata.name);
+    assert.deepEqual(names(slicesInEffect(relayed)), ["web-fallback-1"]);
+  });
 
   test("without fallback slices the same list comes back, unfiltered", () => {
     const slices = [primary([ep(PRIMARY)])];
