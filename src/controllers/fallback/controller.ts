@@ -38,6 +38,8 @@ export interface FallbackControllerOptions {
 }
 
 const MAX_RETRY_DELAY_MS = 30_000;
+/** Services reconciled at once: hides API round trips; each Service is still done in order. */
+const WORKERS = 8;
 /** A conflict means our cache is behind; the watch brings the newer object within moments. */
 const CONFLICT_RETRY_DELAY_MS = 100;
 
@@ -71,10 +73,12 @@ export class FallbackController {
   readonly #rechecks = new Map<string, () => void>();
   readonly #failures = new Map<string, number>();
   readonly #dirty = new Set<string>();
+  /** Keys being reconciled: one Service is never reconciled twice at once. */
+  readonly #inFlight = new Set<string>();
+  #workers = 0;
   #reflectors: { stop(): Promise<void> }[] = [];
   #synced = false;
   #leading = false;
-  #working: Promise<void> | undefined;
   #stopped = false;
   /** Resolves once every resource has been listed. */
   readonly synced: Promise<void>;
@@ -141,7 +145,7 @@ export class FallbackController {
     for (const cancel of this.#rechecks.values()) cancel();
     this.#rechecks.clear();
     await Promise.all(this.#reflectors.map((r) => r.stop()));
-    await this.#working;
+    await this.idle();
   }
 
   /** Only the leader writes; a replica that becomes leader reconciles every annotated Service. */
@@ -152,7 +156,7 @@ export class FallbackController {
 
   /** Resolves when no reconcile is queued or running (tests and benchmarks wait on it). */
   async idle(): Promise<void> {
-    while (this.#working !== undefined) await this.#working;
+    while (this.#workers > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   }
 
   // ── change routing ─────────────────────────────────────────────────────────────────────────
@@ -233,18 +237,44 @@ export class FallbackController {
   #enqueue(key: string): void {
     if (!this.#synced || !this.#leading || this.#stopped) return;
     this.#dirty.add(key);
-    this.#working ??= this.#drain().finally(() => {
-      this.#working = undefined;
-    });
+    while (this.#workers < WORKERS && this.#workers < this.#dirty.size) {
+      this.#workers++;
+      void this.#work().finally(() => {
+        this.#workers--;
+      });
+    }
   }
 
-  async #drain(): Promise<void> {
+  #nextKey(): string | undefined {
+    for (const key of this.#dirty) {
+      if (this.#inFlight.has(key)) continue;
+      this.#dirty.delete(key);
+      return key;
+    }
+    return undefined;
+  }
+
+  /** One worker: reconciles keys until none is left that another worker is not already on. */
+  async #work(): Promise<void> {
     // Let a burst of watch events land before the first reconcile.
     await new Promise((resolve) => setImmediate(resolve));
-    while (this.#dirty.size > 0 && this.#leading && !this.#stopped) {
-      const [key] = this.#dirty;
-      this.#dirty.delete(key!);
-      await this.#reconcile(key!);
+    for (;;) {
+      if (!this.#leading || this.#stopped) return;
+      const key = this.#nextKey();
+      if (key === undefined) return;
+      this.#inFlight.add(key);
+      try {
+        await this.#reconcile(key);
+      } catch (err) {
+        this.#log.error(
+          { service: key, err: err instanceof Error ? err.stack : String(err) },
+          "reconcile failed",
+        );
+        this.#retry(key, this.#options.retryDelayMs ?? 1000);
+      } finally {
+        this.#inFlight.delete(key);
+      }
+      // A key that changed while it was in flight is dirty again; pick it up.
     }
   }
 
