@@ -28,7 +28,9 @@ function cpuSeconds(pid: number): number {
 }
 
 function rssMiB(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"))!;
+  const line = readFileSync(`/proc/${pid}/status`, "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("VmRSS:"))!;
   return Number(line.split(/\s+/)[1]) / 1024;
 }
 
@@ -40,7 +42,11 @@ const api = await TestApiServer.start({ bookmarkIntervalMs: 0 });
 for (let s = 0; s < services; s++) {
   api.create({
     kind: "Service",
-    metadata: { name: `svc-${s}`, namespace: "default", annotations: { "fallback.kpng.io/selector": `fallback=svc-${s}` } },
+    metadata: {
+      name: `svc-${s}`,
+      namespace: "default",
+      annotations: { "fallback.kpng.io/selector": `fallback=svc-${s}` },
+    },
     spec: {
       type: "ClusterIP",
       clusterIP: `203.0.${113 + (s >> 8)}.${s & 255}`,
@@ -50,17 +56,26 @@ for (let s = 0; s < services; s++) {
   } as Kinded);
   api.create({
     kind: "EndpointSlice",
-    metadata: { name: `svc-${s}-abc`, namespace: "default", labels: { "kubernetes.io/service-name": `svc-${s}` } },
+    metadata: {
+      name: `svc-${s}-abc`,
+      namespace: "default",
+      labels: { "kubernetes.io/service-name": `svc-${s}` },
+    },
     addressType: "IPv4",
     ports: [{ name: "http", protocol: "TCP", port: 8080 }],
-    endpoints: [{ addresses: [ip(pods + s)], conditions: { ready: true, serving: true }, nodeName: "node-1" }],
+    endpoints: [
+      { addresses: [ip(pods + s)], conditions: { ready: true, serving: true }, nodeName: "node-1" },
+    ],
   } as Kinded);
 }
 for (let p = 0; p < pods; p++) {
   api.create({
     kind: "Pod",
     metadata: { name: `pod-${p}`, namespace: "default", labels: { fallback: `svc-${p % services}` } },
-    spec: { nodeName: `node-${p % 50}`, containers: [{ name: "c", ports: [{ name: "http", containerPort: 8080 }] }] },
+    spec: {
+      nodeName: `node-${p % 50}`,
+      containers: [{ name: "c", ports: [{ name: "http", containerPort: 8080 }] }],
+    },
     status: { phase: "Running", podIPs: [{ ip: ip(p) }], conditions: [{ type: "Ready", status: "True" }] },
   } as Kinded);
 }
@@ -72,27 +87,38 @@ api.store.subscribe((event) => {
   const labels = event.object.metadata.labels ?? {};
   if (labels["endpointslice.kubernetes.io/managed-by"] !== "fallback.kpng.io") return;
   if (event.type === "ADDED") fallbackSlices++;
-  if (labels["fallback.kpng.io/active"] === "true") activeAt.set(labels["kubernetes.io/service-name"]!, performance.now());
+  if (labels["fallback.kpng.io/active"] === "true")
+    activeAt.set(labels["kubernetes.io/service-name"]!, performance.now());
 });
 
 const started = performance.now();
-const child = spawn(process.execPath, [MAIN, "fallback-controller", "--master", api.url, "--no-leader-elect", "--metrics-address", "127.0.0.1:0"], {
-  stdio: ["ignore", "ignore", "inherit"],
-  env: { ...process.env, KUBECONFIG: "", HOME: "/nonexistent", KPNG_LOG_LEVEL: "warn" },
-});
+const child = spawn(
+  process.execPath,
+  [MAIN, "fallback-controller", "--master", api.url, "--no-leader-elect", "--metrics-address", "127.0.0.1:0"],
+  {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, KUBECONFIG: "", HOME: "/nonexistent", KPNG_LOG_LEVEL: "warn" },
+  },
+);
 const pid = child.pid!;
 while (fallbackSlices < services) await new Promise((r) => setTimeout(r, 50));
-console.log(`${services} services, ${pods} pods: every fallback slice written ${((performance.now() - started) / 1000).toFixed(1)} s after start`);
+console.log(
+  `${services} services, ${pods} pods: every fallback slice written ${((performance.now() - started) / 1000).toFixed(1)} s after start`,
+);
 
 await new Promise((r) => setTimeout(r, 3000));
 const cpu0 = cpuSeconds(pid);
 await new Promise((r) => setTimeout(r, 10_000));
 const idleCpu = (cpuSeconds(pid) - cpu0) / 10;
-console.log(`steady state: RSS ${rssMiB(pid).toFixed(0)} MiB, CPU ${(idleCpu * 100).toFixed(2)} % of a core (10 s)`);
+console.log(
+  `steady state: RSS ${rssMiB(pid).toFixed(0)} MiB, CPU ${(idleCpu * 100).toFixed(2)} % of a core (10 s)`,
+);
 
 const downAt = new Map<string, number>();
 for (let s = 0; s < down; s++) {
-  const slice = api.get("EndpointSlice", `default/svc-${s}-abc`) as Kinded & { endpoints: { conditions: unknown }[] };
+  const slice = api.get("EndpointSlice", `default/svc-${s}-abc`) as Kinded & {
+    endpoints: { conditions: unknown }[];
+  };
   slice.endpoints[0]!.conditions = { ready: false, serving: false };
   downAt.set(`svc-${s}`, performance.now());
   api.update(slice);
