@@ -15,7 +15,7 @@ import { type ActivationState, INACTIVE, step } from "./activation.ts";
 import { type FallbackSpec, readFallbackSpec } from "./annotations.ts";
 import { ObjectCache } from "./cache.ts";
 import { type Clock, systemClock } from "./clock.ts";
-import { recordEvent, serviceEvent } from "./events.ts";
+import { type EventReason, recordEvent, serviceEvent } from "./events.ts";
 import {
   fallbackActive,
   fallbackInvalidServicesTotal,
@@ -73,6 +73,10 @@ export class FallbackController {
   readonly #rechecks = new Map<string, () => void>();
   readonly #failures = new Map<string, number>();
   readonly #dirty = new Set<string>();
+  /** service key → the pods its fallback selector matches; dropped when one of them changes. */
+  readonly #matched = new Map<string, Pod[]>();
+  /** Events being sent: they do not hold back the next reconcile, but stop() waits for them. */
+  readonly #sending = new Set<Promise<void>>();
   /** Keys being reconciled: one Service is never reconciled twice at once. */
   readonly #inFlight = new Set<string>();
   #workers = 0;
@@ -154,9 +158,10 @@ export class FallbackController {
     if (leading) this.#enqueueAll();
   }
 
-  /** Resolves when no reconcile is queued or running (tests and benchmarks wait on it). */
+  /** Resolves when no reconcile or event is queued or running (tests and benchmarks wait on it). */
   async idle(): Promise<void> {
-    while (this.#workers > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    while (this.#workers > 0 || this.#sending.size > 0)
+      await new Promise((resolve) => setTimeout(resolve, 5));
   }
 
   // ── change routing ─────────────────────────────────────────────────────────────────────────
@@ -175,6 +180,7 @@ export class FallbackController {
     } else {
       this.#annotated.get(ns)?.delete(key);
     }
+    this.#matched.delete(key);
     this.#enqueue(key);
   }
 
@@ -188,6 +194,7 @@ export class FallbackController {
         (before && spec.selector.matches(before.metadata.labels)) ||
         (after && spec.selector.matches(after.metadata.labels))
       ) {
+        this.#matched.delete(key);
         this.#enqueue(key);
       }
     }
@@ -307,7 +314,7 @@ export class FallbackController {
       return;
     }
     const now = this.#clock.now();
-    const pods = this.#matchingPods(service, spec.selector.matches);
+    const pods = this.#matchingPods(key, service, spec.selector.matches);
     const families = serviceFamilies(service);
     const fallbackReady = pods.some(
       (p) =>
@@ -346,7 +353,7 @@ export class FallbackController {
     const ok = await this.#write(key, service, planWrites(existing, desired));
     if (ok && next.switched !== undefined) {
       const activated = next.switched === "activated";
-      await this.#event(
+      this.#sendEvent(
         service,
         "Normal",
         activated ? "FallbackActivated" : "FallbackDeactivated",
@@ -357,17 +364,30 @@ export class FallbackController {
     }
   }
 
-  #matchingPods(service: Service, matches: (labels: Service["metadata"]["labels"]) => boolean): Pod[] {
+  #matchingPods(
+    key: string,
+    service: Service,
+    matches: (labels: Service["metadata"]["labels"]) => boolean,
+  ): Pod[] {
+    const cached = this.#matched.get(key);
+    if (cached !== undefined) return cached;
     const out: Pod[] = [];
     const ns = service.metadata.namespace;
     for (const pod of this.#pods.values()) {
       if (pod.metadata.namespace === ns && matches(pod.metadata.labels)) out.push(pod);
     }
+    this.#matched.set(key, out);
     return out;
+  }
+
+  #sendEvent(service: Service, type: "Normal" | "Warning", reason: EventReason, message: string): void {
+    const sending = this.#event(service, type, reason, message).finally(() => this.#sending.delete(sending));
+    this.#sending.add(sending);
   }
 
   #forget(key: string): void {
     this.#states.delete(key);
+    this.#matched.delete(key);
     this.#failures.delete(key);
     const [namespace, service] = key.split("/") as [string, string];
     fallbackActive.remove({ namespace, service });
@@ -378,13 +398,14 @@ export class FallbackController {
     this.#warned.set(key, reason);
     fallbackInvalidServicesTotal.inc();
     this.#log.warn({ service: key, reason }, "invalid fallback annotation; nothing written");
-    await this.#event(service, "Warning", "InvalidFallback", reason);
+    this.#sendEvent(service, "Warning", "InvalidFallback", reason);
   }
 
+  /** Never throws. */
   async #event(
     service: Service,
     type: "Normal" | "Warning",
-    reason: Parameters<typeof serviceEvent>[2],
+    reason: EventReason,
     message: string,
   ): Promise<void> {
     try {
