@@ -238,4 +238,28 @@ describe("fallback stories with real traffic (kube source, nft backend)", { skip
     assert.deepEqual(await answers(ip), ["cache-1"]);
     await answeredBy(ip, ["canary-1"], "the canary answering again");
   });
+  test("bad input: an invalid selector, return delay banana, a selector matching nothing: no fallback", async () => {
+    // sorry-1 (app=sorry-page) exists since story 1; none of these may send traffic to it.
+    const cases = [
+      story("bad-selector", ["shop-1"], "app in (sorry-page"),
+      story("banana", ["shop-1"], "app=sorry-page", "banana"),
+      story("nobody", ["shop-1"], "app=nobody"),
+    ];
+    for (const ip of cases) await answeredBy(ip, ["shop-1"], `the primary answering on ${ip}`);
+    for (const name of ["bad-selector", "banana", "nobody"]) setPrimaryReady(name, false);
+    for (const ip of cases) {
+      await eventually(`no pod answering on ${ip}`, async () => !(await answers(ip)).includes("shop-1"));
+    }
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const ip of cases) {
+      const seen = await answers(ip);
+      assert.ok(!seen.includes("sorry-1") && !seen.includes("shop-1"), `${ip} answered by ${seen.join()}`);
+    }
+    const warnings = api.store
+      .snapshot("events", api.store.currentRv)
+      .filter((e) => e.reason === "InvalidFallback")
+      .map((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name)
+      .sort();
+    assert.deepEqual(warnings, ["bad-selector", "banana"]);
+  });
 });
