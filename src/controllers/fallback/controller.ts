@@ -3,7 +3,7 @@
 // EndpointSlices and their active label. Only the leader writes; every replica keeps its caches
 // warm so a new leader acts at once.
 
-import { FALLBACK_MANAGER, LABEL_MANAGED_BY } from "../../model/fallback.ts";
+import { FALLBACK_MANAGER, LABEL_FALLBACK_ACTIVE, LABEL_MANAGED_BY } from "../../model/fallback.ts";
 import { familyOfAddress } from "../../model/ip.ts";
 import { type EndpointSlice, LABEL_ZONE, type Node, objectKey, type Service } from "../../model/kube.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../../model/validate.ts";
@@ -325,7 +325,7 @@ export class FallbackController {
     );
     const state =
       this.#states.get(key) ??
-      (existing.some((s) => s.metadata.labels["fallback.kpng.io/active"] === "true")
+      (existing.some((s) => s.metadata.labels[LABEL_FALLBACK_ACTIVE] === "true")
         ? { active: true, primaryReadySince: undefined }
         : INACTIVE);
     const next = step(state, {
