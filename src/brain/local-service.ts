@@ -7,6 +7,7 @@ import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/loc
 import { compareEndpoints } from "../model/order.ts";
 import { categorizeEndpoints, isLocal } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
+import { slicesInEffect } from "./fallback.ts";
 import {
   clusterIPForFamily,
   externalIPsForFamily,
@@ -125,7 +126,8 @@ function endpointsChangedAt(slices: readonly EndpointSlice[]): { endpointsChange
 
 /**
  * undefined when this node programs nothing for the service: headless (clusterIP "" or "None"),
- * ExternalName, or no cluster IP in any family.
+ * ExternalName, or no cluster IP in any family. The slices are first narrowed to those in effect
+ * (primary or active fallback, see slicesInEffect).
  */
 export function computeLocalService(
   service: Service,
@@ -136,11 +138,12 @@ export function computeLocalService(
     return undefined;
   const served = servedFamilies(service);
   if (served.length === 0) return undefined;
+  const serving = slicesInEffect(slices);
   const families: FamilyView[] = served.map((family) => ({
     family,
     externalIPs: externalIPsForFamily(service, family),
     loadBalancerIPs: loadBalancerIPsForFamily(service, family),
-    endpoints: mergeEndpoints(slices, family),
+    endpoints: mergeEndpoints(serving, family),
   }));
   const cache = new Map<EndpointInfo, LocalEndpoint>();
   const healthChecked = service.type === "LoadBalancer" && service.externalTrafficPolicy === "Local";

@@ -3,6 +3,7 @@
 // run.ts carries it out.
 
 import type {
+  ControllerPlugin,
   GlobalSinkPlugin,
   LocalSinkPlugin,
   LocalSourcePlugin,
@@ -41,11 +42,14 @@ export type Invocation =
       readonly minSyncPeriodMs: number;
     }
   /** `kpng cleanup <backend> …` */
-  | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly sinkOpts: unknown };
+  | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly sinkOpts: unknown }
+  /** `kpng <controller> …`, e.g. `kpng fallback-controller` */
+  | { readonly form: "controller"; readonly controller: ControllerPlugin; readonly opts: unknown };
 
 export interface Plugins {
   readonly sources: readonly SourcePlugin[];
   readonly localSinks: readonly LocalSinkPlugin[];
   readonly globalSinks: readonly GlobalSinkPlugin[];
   readonly localSources: readonly LocalSourcePlugin[];
+  readonly controllers?: readonly ControllerPlugin[];
 }

@@ -5,7 +5,7 @@ import { CommanderError } from "commander";
 import { rootLogger } from "../observability/log.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { runKubeProxyForms } from "./kube-proxy.ts";
-import { globalSinks, localSinks, localSources, sources } from "./plugins.ts";
+import { controllers, globalSinks, localSinks, localSources, sources } from "./plugins.ts";
 import { buildProgram } from "./program.ts";
 import { runInvocation } from "./run.ts";
 
@@ -26,7 +26,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const ctx = { signal: controller.signal, log: rootLogger };
   const program = () =>
     buildProgram(
-      { sources, localSinks, globalSinks, localSources },
+      { sources, localSinks, globalSinks, localSources, controllers },
       (invocation) => runInvocation(invocation, ctx),
       // Commander has printed its message; we only choose the exit code.
       { configure: (root) => root.exitOverride() },

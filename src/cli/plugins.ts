@@ -3,7 +3,9 @@
 
 import { toApiPlugin } from "../api/plugin.ts";
 import { toNftPlugin } from "../backends/nft/plugin.ts";
+import { fallbackControllerPlugin } from "../controllers/fallback/plugin.ts";
 import type {
+  ControllerPlugin,
   GlobalSinkPlugin,
   LocalSinkPlugin,
   LocalSourcePlugin,
@@ -26,3 +28,6 @@ export const globalSinks: GlobalSinkPlugin[] = [toJsonGlobalSink, toApiPlugin];
 
 /** `kpng <local-source> … <sink>`, e.g. `kpng local --api …` */
 export const localSources: LocalSourcePlugin[] = [localSourcePlugin];
+
+/** `kpng <controller> …`, e.g. `kpng fallback-controller` */
+export const controllers: ControllerPlugin[] = [fallbackControllerPlugin];

@@ -3,6 +3,7 @@
 //   kpng <source> [source options] <global-sink> [sink options]
 //   kpng <local-source> [options] <local-sink> [sink options]      (e.g. kpng local --api …)
 //   kpng cleanup <backend> [options]
+//   kpng <controller> [options]                                   (e.g. kpng fallback-controller)
 // Parsing only: what a command line asks for is handed to `run` as an Invocation.
 
 import { hostname } from "node:os";
@@ -99,6 +100,18 @@ export function buildProgram(
     }
     const localSinkNames = plugins.localSinks.map((s) => s.name);
     requireSubcommand(cmd, "a local sink", localSinkNames, "[options] <local-sink> [sink options]");
+  }
+
+  for (const controller of plugins.controllers ?? []) {
+    const cmd = root.command(controller.name).description(controller.description);
+    controller.addOptions(cmd);
+    cmd.action((_o: RawOptions, c: Command) =>
+      usageErrorsOf(c, () => ({
+        form: "controller",
+        controller,
+        opts: controller.parseOptions(c.opts()),
+      })).then(run),
+    );
   }
 
   addCleanupCommand(root, plugins.localSinks, run);
@@ -227,6 +240,7 @@ function grammarHelp(plugins: Plugins): string {
     "  kpng cleanup <backend> [options]",
     "  kpng kube-proxy [--config FILE] [kube-proxy flags]    (in place of kube-proxy)",
     "  kpng cleanup kube-proxy                              (remove what kube-proxy left)",
+    ...(plugins.controllers ?? []).map((c) => `  kpng ${c.name} [options]`),
     "",
     `Sources:      ${list(sources)}`,
     `Local sinks:  ${list(plugins.localSinks.map((s) => s.name))}`,

@@ -37,6 +37,9 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       await sink.run(pacedFeed(feed, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
       return;
     }
+    case "controller":
+      await invocation.controller.run(invocation.opts, ctx);
+      return;
     case "cleanup": {
       const { sink } = invocation;
       if (sink.cleanup === undefined) throw new UsageError(`${sink.name} has no cleanup`);

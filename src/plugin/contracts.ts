@@ -64,3 +64,9 @@ export interface LocalSourcePlugin<O = unknown> extends Plugin<O> {
   /** The node whose state is wanted comes from the sink's --node-name. */
   createFeed(opts: O, nodeName: string, ctx: RunContext): LocalStateFeed;
 }
+
+/** `kpng fallback-controller …`: a cluster-level controller, run on its own. */
+export interface ControllerPlugin<O = unknown> extends Plugin<O> {
+  /** Runs until ctx.signal aborts. */
+  run(opts: O, ctx: RunContext): Promise<void>;
+}

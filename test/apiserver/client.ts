@@ -20,14 +20,17 @@ export async function request(
   url: string,
   options: { method?: string; body?: unknown; signal?: AbortSignal } = {},
 ): Promise<{ status: number; body: ApiBody }> {
+  // A body always goes with its length: Node sends none for DELETE unless told.
+  const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+  const headers = body === undefined ? {} : { "Content-Length": Buffer.byteLength(body) };
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
     const req = http.request(
       url,
-      { method: options.method ?? "GET", signal: options.signal, agent: false },
+      { method: options.method ?? "GET", signal: options.signal, agent: false, headers },
       resolve,
     );
     req.on("error", reject);
-    req.end(options.body === undefined ? undefined : JSON.stringify(options.body));
+    req.end(body);
   });
   const chunks: Buffer[] = [];
   for await (const chunk of res as AsyncIterable<Buffer>) chunks.push(chunk);

@@ -4,9 +4,7 @@
 
 export type Labels = Readonly<Record<string, string>>;
 
-type Requirement =
-  | { readonly op: "exists" | "notExists"; readonly key: string }
-  | { readonly op: "in" | "notIn"; readonly key: string; readonly values: readonly string[] };
+import { LabelSelectorError, parseLabelSelector as parseStrict } from "../../src/model/label-selector.ts";
 
 export interface LabelSelector {
   readonly matches: (labels: Labels) => boolean;
@@ -33,39 +31,14 @@ function splitTerms(selector: string): string[] {
   return terms.map((t) => t.trim()).filter((t) => t !== "");
 }
 
-function parseTerm(term: string): Requirement {
-  const set = /^([^\s!=(),]+)\s+(in|notin)\s+\(([^)]*)\)$/.exec(term);
-  if (set) {
-    const values = set[3]!.split(",").map((v) => v.trim());
-    return { op: set[2] === "in" ? "in" : "notIn", key: set[1]!, values };
-  }
-  const notEqual = /^([^\s!=]+)\s*!=\s*([^\s!=]*)$/.exec(term);
-  if (notEqual) return { op: "notIn", key: notEqual[1]!, values: [notEqual[2]!] };
-  const equal = /^([^\s!=]+)\s*==?\s*([^\s!=]*)$/.exec(term);
-  if (equal) return { op: "in", key: equal[1]!, values: [equal[2]!] };
-  const notExists = /^!\s*([^\s!=]+)$/.exec(term);
-  if (notExists) return { op: "notExists", key: notExists[1]! };
-  if (/^[^\s!=(),]+$/.test(term)) return { op: "exists", key: term };
-  throw new SelectorError(`unable to parse requirement: ${JSON.stringify(term)}`);
-}
-
-function matchesRequirement(req: Requirement, labels: Labels): boolean {
-  const has = Object.hasOwn(labels, req.key);
-  switch (req.op) {
-    case "exists":
-      return has;
-    case "notExists":
-      return !has;
-    case "in":
-      return has && req.values.includes(labels[req.key]!);
-    case "notIn":
-      return !has || !req.values.includes(labels[req.key]!);
-  }
-}
-
+/** The proxy's own parser, its errors turned into the 400 the server answers with. */
 export function parseLabelSelector(selector: string): LabelSelector {
-  const requirements = splitTerms(selector).map(parseTerm);
-  return { matches: (labels) => requirements.every((r) => matchesRequirement(r, labels)) };
+  try {
+    return parseStrict(selector);
+  } catch (err) {
+    if (err instanceof LabelSelectorError) throw new SelectorError(err.message);
+    throw err;
+  }
 }
 
 export interface FieldSelector {

@@ -1,7 +1,8 @@
-// A Kubernetes API server for tests: Services, EndpointSlices and Nodes over the real list/watch
-// protocol (chunked JSON-lines watches, resourceVersion semantics, pagination, bookmarks, label
-// and field selectors, 410 Expired), with knobs to misbehave: drop connections, go silent, fail
-// with 5xx, withhold a resource, stop and restart on the same port.
+// A Kubernetes API server for tests: Services, EndpointSlices, Nodes, Pods, Events and Leases over
+// the real list/watch protocol (chunked JSON-lines watches, resourceVersion semantics, pagination,
+// bookmarks, label and field selectors, 410 Expired), with knobs to misbehave: drop connections, go silent, fail
+// with 5xx, withhold a resource, stop and restart on the same port. Writes check resourceVersion
+// preconditions (PUT's metadata.resourceVersion, DELETE's preconditions) and answer 409 Conflict.
 //
 // In-process: `const api = await TestApiServer.start(); api.create({...}); … await api.close();`
 // As a script: `node test/apiserver/server.ts [--port N] [--bookmark-interval-ms N]`, then
@@ -17,6 +18,7 @@ import {
 } from "./selectors.ts";
 import {
   expired,
+  groupVersionPath,
   keyOf,
   ObjectStore,
   type RawObject,
@@ -64,8 +66,7 @@ interface Watcher {
   close(): void;
 }
 
-const ROUTE =
-  /^\/(?:api\/v1|apis\/discovery\.k8s\.io\/v1)\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?\/?$/;
+const ROUTE = /^\/(api\/v1|apis\/[a-z0-9.]+\/v1)\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?\/?$/;
 
 function status(code: number, reason: string, message: string): Record<string, unknown> {
   return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code };
@@ -250,7 +251,8 @@ export class TestApiServer {
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? "/", "http://localhost");
     const match = ROUTE.exec(url.pathname);
-    const type = match ? RESOURCES[match[2]!] : undefined;
+    const found = match ? RESOURCES[match[3]!] : undefined;
+    const type = found && groupVersionPath(found) === match![1] ? found : undefined;
     if (!match || !type) {
       this.#sendStatus(
         res,
@@ -260,7 +262,7 @@ export class TestApiServer {
       );
       return;
     }
-    const route: Route = { type, namespace: match[1], name: match[3] };
+    const route: Route = { type, namespace: match[2], name: match[4] };
     const watch = url.searchParams.get("watch") === "1" || url.searchParams.get("watch") === "true";
     const method = req.method ?? "GET";
     this.requests.push({
@@ -375,13 +377,28 @@ export class TestApiServer {
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       try {
+        const text = Buffer.concat(chunks).toString("utf8");
         if (method === "DELETE") {
           const key = route.type.namespaced ? `${route.namespace ?? "default"}/${route.name}` : route.name!;
-          this.#sendJson(res, 200, this.store.delete(route.type, key));
+          const options = (text === "" ? {} : JSON.parse(text)) as {
+            preconditions?: { resourceVersion?: string };
+          };
+          this.#sendJson(
+            res,
+            200,
+            this.store.delete(route.type, key, options.preconditions?.resourceVersion),
+          );
           return;
         }
-        const object = JSON.parse(Buffer.concat(chunks).toString("utf8")) as RawObject;
+        const object = JSON.parse(text) as RawObject;
         if (route.namespace !== undefined) object.metadata.namespace = route.namespace;
+        if (method === "PUT" && object.metadata?.name !== route.name) {
+          throw new StoreError(
+            400,
+            "BadRequest",
+            "the name of the object does not match the name on the URL",
+          );
+        }
         const written =
           method === "POST" ? this.store.create(route.type, object) : this.store.update(route.type, object);
         this.#sendJson(res, method === "POST" ? 201 : 200, written);

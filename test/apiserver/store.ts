@@ -36,7 +36,31 @@ export const RESOURCES: Readonly<Record<string, ResourceType>> = {
     namespaced: true,
   },
   nodes: { resource: "nodes", kind: "Node", listKind: "NodeList", apiVersion: "v1", namespaced: false },
+  pods: { resource: "pods", kind: "Pod", listKind: "PodList", apiVersion: "v1", namespaced: true },
+  events: { resource: "events", kind: "Event", listKind: "EventList", apiVersion: "v1", namespaced: true },
+  leases: {
+    resource: "leases",
+    kind: "Lease",
+    listKind: "LeaseList",
+    apiVersion: "coordination.k8s.io/v1",
+    namespaced: true,
+  },
 };
+
+/** The API group/version a resource is served under, as it appears in the request path. */
+export function groupVersionPath(type: ResourceType): string {
+  return type.apiVersion === "v1" ? "api/v1" : `apis/${type.apiVersion}`;
+}
+
+/** The 409 a write with a stale resourceVersion precondition gets, worded as the API server does. */
+export function conflict(type: ResourceType, name: string): StoreError {
+  const group = type.apiVersion.includes("/") ? `.${type.apiVersion.split("/")[0]}` : "";
+  return new StoreError(
+    409,
+    "Conflict",
+    `Operation cannot be fulfilled on ${type.resource}${group} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+  );
+}
 
 export function resourceOfKind(kind: string): ResourceType {
   const found = Object.values(RESOURCES).find((r) => r.kind === kind);
@@ -140,6 +164,9 @@ export class ObjectStore {
 
   create(type: ResourceType, input: RawObject): RawObject {
     const object = this.#normalise(type, input);
+    if (object.metadata.resourceVersion !== undefined && object.metadata.resourceVersion !== "") {
+      throw new StoreError(400, "BadRequest", "resourceVersion should not be set on objects to be created");
+    }
     const key = keyOf(object.metadata);
     const table = this.#table(type.resource);
     if (table.has(key))
@@ -159,6 +186,10 @@ export class ObjectStore {
     const table = this.#table(type.resource);
     const prev = table.get(key);
     if (!prev) throw new StoreError(404, "NotFound", `${type.resource} "${key}" not found`);
+    const precondition = object.metadata.resourceVersion;
+    if (precondition !== undefined && precondition !== "" && precondition !== prev.metadata.resourceVersion) {
+      throw conflict(type, object.metadata.name);
+    }
     this.#rv++;
     object.metadata.resourceVersion = String(this.#rv);
     object.metadata.uid = prev.metadata.uid;
@@ -168,10 +199,14 @@ export class ObjectStore {
     return structuredClone(object);
   }
 
-  delete(type: ResourceType, key: string): RawObject {
+  /** With a resourceVersion precondition (DeleteOptions.preconditions), a stale one gets 409. */
+  delete(type: ResourceType, key: string, preconditionRv?: string): RawObject {
     const table = this.#table(type.resource);
     const prev = table.get(key);
     if (!prev) throw new StoreError(404, "NotFound", `${type.resource} "${key}" not found`);
+    if (preconditionRv !== undefined && preconditionRv !== prev.metadata.resourceVersion) {
+      throw conflict(type, prev.metadata.name);
+    }
     this.#rv++;
     table.delete(key);
     const object = structuredClone(prev);

@@ -5,7 +5,6 @@
 // While the API server is unreachable the sink keeps what it has: only a successful list removes.
 
 import { setTimeout as sleep } from "node:timers/promises";
-import type { ClusterSink } from "../../model/global.ts";
 import type { KubeKind, KubeObject } from "../../model/kube.ts";
 import { objectKey } from "../../model/kube.ts";
 import type { ParseResult } from "../../model/validate.ts";
@@ -16,15 +15,29 @@ import { JsonLineSplitter } from "./json-lines.ts";
 import { markActivity, reflectorErrorsTotal, relistsTotal, watchEventsTotal } from "./metrics.ts";
 import type { ApiResponse, KubeTransport } from "./transport.ts";
 
-export interface ResourceSpec {
-  readonly kind: KubeKind;
+/** What a reflector keys objects by. */
+export interface Keyed {
+  readonly metadata: { readonly namespace: string; readonly name: string };
+}
+
+/** Where a reflector delivers; the brain's ClusterSink is one, a controller's cache another. */
+export interface ReflectorSink<K extends string, T> {
+  upsert(object: T): void;
+  delete(kind: K, key: string): void;
+  replace(kind: K, objects: readonly T[]): void;
+}
+
+export interface ResourceSpec<K extends string = KubeKind, T extends Keyed = KubeObject> {
+  readonly kind: K;
+  /** Cluster-scoped objects are keyed by name alone (Nodes always are). */
+  readonly clusterScoped?: boolean;
   /** The plural resource name, for logs and metrics: "services". */
   readonly resource: string;
   /** The cluster-wide collection path: "/api/v1/services". */
   readonly path: string;
   readonly labelSelector?: string | undefined;
   readonly fieldSelector?: string | undefined;
-  readonly parse: (raw: unknown) => ParseResult<KubeObject>;
+  readonly parse: (raw: unknown) => ParseResult<T>;
 }
 
 export interface ReflectorTimings {
@@ -121,9 +134,9 @@ interface OpenRequest {
   readonly done: () => void;
 }
 
-export class Reflector {
-  readonly #spec: ResourceSpec;
-  readonly #sink: ClusterSink;
+export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject> {
+  readonly #spec: ResourceSpec<K, T>;
+  readonly #sink: ReflectorSink<K, T>;
   readonly #transport: KubeTransport;
   readonly #log: Logger;
   readonly #timings: ReflectorTimings;
@@ -131,14 +144,14 @@ export class Reflector {
   readonly #backoff: Backoff;
   readonly #stop = new AbortController();
   /** The last valid copy of each object we delivered, by key: kept when an update is invalid. */
-  #known = new Map<string, KubeObject>();
+  #known = new Map<string, T>();
   #resourceVersion = "";
   #running: Promise<void> | undefined;
   #markListed!: () => void;
   /** Resolves after the first complete list has been delivered to the sink. */
   readonly listed: Promise<void>;
 
-  constructor(spec: ResourceSpec, sink: ClusterSink, options: ReflectorOptions) {
+  constructor(spec: ResourceSpec<K, T>, sink: ReflectorSink<K, T>, options: ReflectorOptions) {
     this.#spec = spec;
     this.#sink = sink;
     this.#transport = options.transport;
@@ -330,7 +343,7 @@ export class Reflector {
   }
 
   #replace(items: readonly unknown[]): void {
-    const known = new Map<string, KubeObject>();
+    const known = new Map<string, T>();
     for (const raw of items) {
       const result = this.#spec.parse(raw);
       if (result.ok) {
@@ -460,7 +473,11 @@ export class Reflector {
   #rawKey(meta: { name?: unknown; namespace?: unknown } | undefined): string | undefined {
     if (typeof meta?.name !== "string") return undefined;
     const namespace =
-      this.#spec.kind === "Node" ? "" : typeof meta.namespace === "string" ? meta.namespace : "";
+      this.#spec.clusterScoped || this.#spec.kind === "Node"
+        ? ""
+        : typeof meta.namespace === "string"
+          ? meta.namespace
+          : "";
     return objectKey({ namespace, name: meta.name });
   }
 }

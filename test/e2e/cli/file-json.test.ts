@@ -95,6 +95,7 @@ describe("kpng file … to-local to-json on examples/cluster.yaml", () => {
           "default/frontend",
           "default/ingress-local",
           "default/metrics-agent",
+          "default/status",
           "default/web",
           "shop/catalog",
           "shop/checkout",
@@ -114,6 +115,14 @@ describe("kpng file … to-local to-json on examples/cluster.yaml", () => {
       ]);
       assert.deepEqual(web.externalEndpoints, []);
       assert.equal(web.hasEndpoints, true);
+    }
+  });
+
+  test("fallback: a Service whose fallback slice says active uses only its endpoints", () => {
+    for (const node of ["node-1", "node-2", "node-3"]) {
+      const status = portOf(state(node), "default/status", "http");
+      assert.deepEqual(status.internalEndpoints, ["198.51.100.9:8000"]);
+      assert.equal(status.hasEndpoints, true);
     }
   });
 

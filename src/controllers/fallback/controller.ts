@@ -1,0 +1,477 @@
+// The fallback controller: watches Services, Pods, Nodes and EndpointSlices (with the kube
+// source's reflector), and for each Service annotated with a fallback selector keeps its fallback
+// EndpointSlices and their active label. Only the leader writes; every replica keeps its caches
+// warm so a new leader acts at once.
+
+import { FALLBACK_MANAGER, LABEL_FALLBACK_ACTIVE, LABEL_MANAGED_BY } from "../../model/fallback.ts";
+import { familyOfAddress } from "../../model/ip.ts";
+import { type EndpointSlice, LABEL_ZONE, type Node, objectKey, type Service } from "../../model/kube.ts";
+import { parseEndpointSlice, parseNode, parseService } from "../../model/validate.ts";
+import type { Logger } from "../../observability/log.ts";
+import { ApiStatusError, Reflector, type ReflectorTimings } from "../../sources/kube/reflector.ts";
+import type { KubeRequester } from "../../sources/kube/request.ts";
+import type { KubeTransport } from "../../sources/kube/transport.ts";
+import { type ActivationState, INACTIVE, step } from "./activation.ts";
+import { type FallbackSpec, readFallbackSpec } from "./annotations.ts";
+import { ObjectCache } from "./cache.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import { type EventReason, recordEvent, serviceEvent } from "./events.ts";
+import {
+  fallbackActive,
+  fallbackInvalidServicesTotal,
+  fallbackSwitchesTotal,
+  fallbackWriteErrorsTotal,
+  fallbackWritesTotal,
+} from "./metrics.ts";
+import { planWrites, type SliceWrite } from "./plan.ts";
+import { type Pod, parsePod } from "./pod.ts";
+import { buildFallbackSlices, serviceFamilies, toApiObject } from "./slices.ts";
+
+export interface FallbackControllerOptions {
+  readonly transport: KubeTransport;
+  readonly requester: KubeRequester;
+  readonly log: Logger;
+  readonly clock?: Clock;
+  readonly timings?: Partial<ReflectorTimings>;
+  /** First retry after a failed write; doubles per failure of the same Service up to 30 s. */
+  readonly retryDelayMs?: number;
+}
+
+const MAX_RETRY_DELAY_MS = 30_000;
+/** Services reconciled at once: hides API round trips; each Service is still done in order. */
+const WORKERS = 8;
+/** A conflict means our cache is behind; the watch brings the newer object within moments. */
+const CONFLICT_RETRY_DELAY_MS = 100;
+
+function isFallback(slice: EndpointSlice): boolean {
+  return slice.metadata.labels[LABEL_MANAGED_BY] === FALLBACK_MANAGER;
+}
+
+function primaryHasReady(slices: Iterable<EndpointSlice>): boolean {
+  for (const slice of slices) {
+    if (isFallback(slice) || slice.addressType === "FQDN") continue;
+    if (slice.endpoints.some((e) => e.addresses.length > 0 && e.conditions.ready !== false)) return true;
+  }
+  return false;
+}
+
+export class FallbackController {
+  readonly #options: FallbackControllerOptions;
+  readonly #log: Logger;
+  readonly #clock: Clock;
+  readonly #services = new ObjectCache<Service>((before, after) => this.#serviceChanged(before, after));
+  readonly #pods = new ObjectCache<Pod>((before, after) => this.#podChanged(before, after));
+  readonly #nodes = new ObjectCache<Node>((before, after) => this.#nodeChanged(before, after));
+  readonly #slices = new ObjectCache<EndpointSlice>((before, after) => this.#sliceChanged(before, after));
+  /** service key → its slices by slice name. */
+  readonly #slicesByService = new Map<string, Map<string, EndpointSlice>>();
+  /** namespace → keys of its Services that carry a fallback selector annotation. */
+  readonly #annotated = new Map<string, Set<string>>();
+  readonly #specs = new WeakMap<Service, FallbackSpec>();
+  readonly #states = new Map<string, ActivationState>();
+  readonly #warned = new Map<string, string>();
+  readonly #rechecks = new Map<string, () => void>();
+  readonly #failures = new Map<string, number>();
+  readonly #dirty = new Set<string>();
+  /** service key → the pods its fallback selector matches; dropped when one of them changes. */
+  readonly #matched = new Map<string, Pod[]>();
+  /** Events being sent: they do not hold back the next reconcile, but stop() waits for them. */
+  readonly #sending = new Set<Promise<void>>();
+  /** Keys being reconciled: one Service is never reconciled twice at once. */
+  readonly #inFlight = new Set<string>();
+  #workers = 0;
+  #reflectors: { stop(): Promise<void> }[] = [];
+  #synced = false;
+  #leading = false;
+  #stopped = false;
+  /** Resolves once every resource has been listed. */
+  readonly synced: Promise<void>;
+  #markSynced!: () => void;
+
+  constructor(options: FallbackControllerOptions) {
+    this.#options = options;
+    this.#log = options.log;
+    this.#clock = options.clock ?? systemClock;
+    this.synced = new Promise((resolve) => {
+      this.#markSynced = resolve;
+    });
+  }
+
+  start(): void {
+    const { transport, log, timings } = this.#options;
+    const options = { transport, log, ...(timings && { timings }) };
+    const reflectors = [
+      new Reflector(
+        { kind: "Service", resource: "services", path: "/api/v1/services", parse: parseService },
+        this.#services,
+        options,
+      ),
+      new Reflector(
+        { kind: "Pod", resource: "pods", path: "/api/v1/pods", parse: parsePod },
+        this.#pods,
+        options,
+      ),
+      new Reflector(
+        {
+          kind: "Node",
+          resource: "nodes",
+          path: "/api/v1/nodes",
+          clusterScoped: true,
+          parse: (raw) => parseNode(raw),
+        },
+        this.#nodes,
+        options,
+      ),
+      new Reflector(
+        {
+          kind: "EndpointSlice",
+          resource: "endpointslices",
+          path: "/apis/discovery.k8s.io/v1/endpointslices",
+          parse: (raw) => parseEndpointSlice(raw),
+        },
+        this.#slices,
+        options,
+      ),
+    ];
+    this.#reflectors = reflectors;
+    for (const r of reflectors) r.start();
+    void Promise.all(reflectors.map((r) => r.listed)).then(() => {
+      if (this.#stopped) return;
+      this.#synced = true;
+      this.#log.info({ services: this.#services.size, pods: this.#pods.size }, "every resource listed");
+      this.#markSynced();
+      this.#enqueueAll();
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const cancel of this.#rechecks.values()) cancel();
+    this.#rechecks.clear();
+    await Promise.all(this.#reflectors.map((r) => r.stop()));
+    await this.idle();
+  }
+
+  /** Only the leader writes; a replica that becomes leader reconciles every annotated Service. */
+  setLeading(leading: boolean): void {
+    this.#leading = leading;
+    if (leading) this.#enqueueAll();
+  }
+
+  /** Resolves when no reconcile or event is queued or running (tests and benchmarks wait on it). */
+  async idle(): Promise<void> {
+    while (this.#workers > 0 || this.#sending.size > 0)
+      await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
+  // ── change routing ─────────────────────────────────────────────────────────────────────────
+
+  #serviceChanged(before: Service | undefined, after: Service | undefined): void {
+    const service = (after ?? before)!;
+    const key = objectKey(service.metadata);
+    const ns = service.metadata.namespace;
+    if (after !== undefined && readFallbackSpec(after.metadata.annotations).kind !== "none") {
+      let set = this.#annotated.get(ns);
+      if (set === undefined) {
+        set = new Set();
+        this.#annotated.set(ns, set);
+      }
+      set.add(key);
+    } else {
+      this.#annotated.get(ns)?.delete(key);
+    }
+    this.#matched.delete(key);
+    this.#enqueue(key);
+  }
+
+  #podChanged(before: Pod | undefined, after: Pod | undefined): void {
+    const ns = (after ?? before)!.metadata.namespace;
+    for (const key of this.#annotated.get(ns) ?? []) {
+      const service = this.#services.get(key);
+      const spec = service && this.#spec(service);
+      if (spec?.kind !== "valid") continue;
+      if (
+        (before && spec.selector.matches(before.metadata.labels)) ||
+        (after && spec.selector.matches(after.metadata.labels))
+      ) {
+        this.#matched.delete(key);
+        this.#enqueue(key);
+      }
+    }
+  }
+
+  #nodeChanged(before: Node | undefined, after: Node | undefined): void {
+    if (before?.metadata.labels[LABEL_ZONE] === after?.metadata.labels[LABEL_ZONE]) return;
+    this.#enqueueAll();
+  }
+
+  #sliceChanged(before: EndpointSlice | undefined, after: EndpointSlice | undefined): void {
+    for (const slice of [before, after]) {
+      if (slice === undefined || slice.serviceName === "") continue;
+      const key = `${slice.metadata.namespace}/${slice.serviceName}`;
+      let group = this.#slicesByService.get(key);
+      if (slice === before) group?.delete(slice.metadata.name);
+      else {
+        if (group === undefined) {
+          group = new Map();
+          this.#slicesByService.set(key, group);
+        }
+        group.set(slice.metadata.name, slice);
+      }
+      if (group?.size === 0) this.#slicesByService.delete(key);
+      this.#enqueue(key);
+    }
+  }
+
+  #spec(service: Service): FallbackSpec {
+    let spec = this.#specs.get(service);
+    if (spec === undefined) {
+      spec = readFallbackSpec(service.metadata.annotations);
+      this.#specs.set(service, spec);
+    }
+    return spec;
+  }
+
+  // ── work queue ─────────────────────────────────────────────────────────────────────────────
+
+  #enqueueAll(): void {
+    for (const keys of this.#annotated.values()) for (const key of keys) this.#enqueue(key);
+    for (const [key, group] of this.#slicesByService) {
+      for (const slice of group.values()) if (isFallback(slice)) this.#enqueue(key);
+    }
+  }
+
+  #enqueue(key: string): void {
+    if (!this.#synced || !this.#leading || this.#stopped) return;
+    this.#dirty.add(key);
+    while (this.#workers < WORKERS && this.#workers < this.#dirty.size) {
+      this.#workers++;
+      void this.#work().finally(() => {
+        this.#workers--;
+      });
+    }
+  }
+
+  #nextKey(): string | undefined {
+    for (const key of this.#dirty) {
+      if (this.#inFlight.has(key)) continue;
+      this.#dirty.delete(key);
+      return key;
+    }
+    return undefined;
+  }
+
+  /** One worker: reconciles keys until none is left that another worker is not already on. */
+  async #work(): Promise<void> {
+    // Let a burst of watch events land before the first reconcile.
+    await new Promise((resolve) => setImmediate(resolve));
+    for (;;) {
+      if (!this.#leading || this.#stopped) return;
+      const key = this.#nextKey();
+      if (key === undefined) return;
+      this.#inFlight.add(key);
+      try {
+        await this.#reconcile(key);
+      } catch (err) {
+        this.#log.error(
+          { service: key, err: err instanceof Error ? err.stack : String(err) },
+          "reconcile failed",
+        );
+        this.#retry(key, this.#options.retryDelayMs ?? 1000);
+      } finally {
+        this.#inFlight.delete(key);
+      }
+      // A key that changed while it was in flight is dirty again; pick it up.
+    }
+  }
+
+  #retry(key: string, delayMs: number): void {
+    this.#rechecks.get(key)?.();
+    this.#rechecks.set(
+      key,
+      this.#clock.after(delayMs, () => {
+        this.#rechecks.delete(key);
+        this.#enqueue(key);
+      }),
+    );
+  }
+
+  // ── reconcile ──────────────────────────────────────────────────────────────────────────────
+
+  async #reconcile(key: string): Promise<void> {
+    const service = this.#services.get(key);
+    const slices = [...(this.#slicesByService.get(key)?.values() ?? [])];
+    const existing = slices.filter(isFallback);
+    const spec = service === undefined ? ({ kind: "none" } as const) : this.#spec(service);
+    if (spec.kind === "invalid") {
+      await this.#warnInvalid(service!, key, spec.reason);
+      return;
+    }
+    this.#warned.delete(key);
+    if (spec.kind === "none" || service === undefined) {
+      this.#forget(key);
+      await this.#write(key, service, planWrites(existing, []));
+      return;
+    }
+    const now = this.#clock.now();
+    const pods = this.#matchingPods(key, service, spec.selector.matches);
+    const families = serviceFamilies(service);
+    const fallbackReady = pods.some(
+      (p) =>
+        p.ready &&
+        !p.terminating &&
+        !p.finished &&
+        p.ips.some((ip) => families.includes(familyOfAddress(ip)!)),
+    );
+    const state =
+      this.#states.get(key) ??
+      (existing.some((s) => s.metadata.labels[LABEL_FALLBACK_ACTIVE] === "true")
+        ? { active: true, primaryReadySince: undefined }
+        : INACTIVE);
+    const next = step(state, {
+      primaryReady: primaryHasReady(slices),
+      fallbackReady,
+      now,
+      returnDelayMs: spec.returnDelayMs,
+    });
+    this.#states.set(key, next.state);
+    fallbackActive.set(
+      { namespace: service.metadata.namespace, service: service.metadata.name },
+      next.state.active ? 1 : 0,
+    );
+    if (next.recheckAt !== undefined) this.#retry(key, Math.max(0, next.recheckAt - now));
+    if (next.switched !== undefined) {
+      fallbackSwitchesTotal.inc({ direction: next.switched });
+      this.#log.info({ service: key, switched: next.switched }, "fallback switched");
+    }
+    const desired = buildFallbackSlices({
+      service,
+      pods,
+      zoneOf: (name) => this.#nodes.get(name)?.metadata.labels[LABEL_ZONE] ?? "",
+      active: next.state.active,
+    });
+    const ok = await this.#write(key, service, planWrites(existing, desired));
+    if (ok && next.switched !== undefined) {
+      const activated = next.switched === "activated";
+      this.#sendEvent(
+        service,
+        "Normal",
+        activated ? "FallbackActivated" : "FallbackDeactivated",
+        activated
+          ? "no ready endpoint of its own: traffic goes to the fallback pods"
+          : `ready for ${spec.returnDelayMs} ms: traffic returns to the Service's own pods`,
+      );
+    }
+  }
+
+  #matchingPods(
+    key: string,
+    service: Service,
+    matches: (labels: Service["metadata"]["labels"]) => boolean,
+  ): Pod[] {
+    const cached = this.#matched.get(key);
+    if (cached !== undefined) return cached;
+    const out: Pod[] = [];
+    const ns = service.metadata.namespace;
+    for (const pod of this.#pods.values()) {
+      if (pod.metadata.namespace === ns && matches(pod.metadata.labels)) out.push(pod);
+    }
+    this.#matched.set(key, out);
+    return out;
+  }
+
+  #sendEvent(service: Service, type: "Normal" | "Warning", reason: EventReason, message: string): void {
+    const sending = this.#event(service, type, reason, message).finally(() => this.#sending.delete(sending));
+    this.#sending.add(sending);
+  }
+
+  #forget(key: string): void {
+    this.#states.delete(key);
+    this.#matched.delete(key);
+    this.#failures.delete(key);
+    const [namespace, service] = key.split("/") as [string, string];
+    fallbackActive.remove({ namespace, service });
+  }
+
+  async #warnInvalid(service: Service, key: string, reason: string): Promise<void> {
+    if (this.#warned.get(key) === reason) return;
+    this.#warned.set(key, reason);
+    fallbackInvalidServicesTotal.inc();
+    this.#log.warn({ service: key, reason }, "invalid fallback annotation; nothing written");
+    this.#sendEvent(service, "Warning", "InvalidFallback", reason);
+  }
+
+  /** Never throws. */
+  async #event(
+    service: Service,
+    type: "Normal" | "Warning",
+    reason: EventReason,
+    message: string,
+  ): Promise<void> {
+    try {
+      await recordEvent(
+        this.#options.requester,
+        serviceEvent(service, type, reason, message, new Date(this.#clock.now())),
+        service.metadata.namespace,
+      );
+    } catch (err) {
+      // An event is for people; losing one must not hold back the slices.
+      fallbackWriteErrorsTotal.inc({ verb: "event", reason: reasonOf(err) });
+      this.#log.warn({ service: objectKey(service.metadata), err: String(err) }, "could not record an event");
+    }
+  }
+
+  /** Applies the writes in order; on the first failure, retries the whole Service later. */
+  async #write(key: string, service: Service | undefined, writes: readonly SliceWrite[]): Promise<boolean> {
+    const [namespace] = key.split("/") as [string];
+    const base = `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`;
+    for (const w of writes) {
+      try {
+        if (w.verb === "create") {
+          await this.#options.requester.send({
+            method: "POST",
+            path: base,
+            body: toApiObject(w.spec, service!),
+          });
+        } else if (w.verb === "update") {
+          await this.#options.requester.send({
+            method: "PUT",
+            path: `${base}/${w.spec.name}`,
+            body: toApiObject(w.spec, service!, w.resourceVersion),
+          });
+        } else {
+          await this.#options.requester.send({
+            method: "DELETE",
+            path: `${base}/${w.name}`,
+            body: { preconditions: { resourceVersion: w.resourceVersion } },
+          });
+        }
+        fallbackWritesTotal.inc({ verb: w.verb });
+      } catch (err) {
+        const reason = reasonOf(err);
+        fallbackWriteErrorsTotal.inc({ verb: w.verb, reason });
+        if (w.verb === "delete" && err instanceof ApiStatusError && err.status === 404) continue;
+        const failures = (this.#failures.get(key) ?? 0) + 1;
+        this.#failures.set(key, failures);
+        const delay =
+          reason === "conflict" || reason === "exists"
+            ? CONFLICT_RETRY_DELAY_MS
+            : Math.min(MAX_RETRY_DELAY_MS, (this.#options.retryDelayMs ?? 1000) * 2 ** (failures - 1));
+        this.#log.warn(
+          { service: key, verb: w.verb, reason, err: String(err), retryInMs: delay },
+          "write failed",
+        );
+        this.#retry(key, delay);
+        return false;
+      }
+    }
+    this.#failures.delete(key);
+    return true;
+  }
+}
+
+function reasonOf(err: unknown): string {
+  if (!(err instanceof ApiStatusError)) return "network";
+  if (err.status === 409) return err.reason === "AlreadyExists" ? "exists" : "conflict";
+  return "http";
+}

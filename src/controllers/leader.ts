@@ -1,0 +1,177 @@
+// Leader election on a coordination.k8s.io/v1 Lease, as Kubernetes controllers do it: the holder
+// renews the Lease every retry period; another replica takes it over once it has seen no renewal
+// for a whole lease duration (measured on its own clock, so clocks need not agree). A leader
+// that cannot renew within the renew deadline stops leading.
+
+import type { Logger } from "../observability/log.ts";
+import { ApiStatusError } from "../sources/kube/reflector.ts";
+import type { KubeRequester } from "../sources/kube/request.ts";
+
+export interface LeaderElectionOptions {
+  readonly requester: KubeRequester;
+  readonly namespace: string;
+  readonly name: string;
+  /** Unique per replica: the pod name and a random suffix. */
+  readonly identity: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+  readonly log: Logger;
+  readonly onChange: (leading: boolean) => void;
+  readonly now?: () => number;
+}
+
+interface Lease {
+  metadata: { name: string; namespace: string; resourceVersion?: string };
+  spec: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+  };
+}
+
+/** MicroTime as the API server writes it. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace("Z", "000Z");
+}
+
+export class LeaderElector {
+  readonly #o: LeaderElectionOptions;
+  readonly #now: () => number;
+  #leading = false;
+  #lastRenew = 0;
+  /** The holder and renewTime last seen, and when we saw them change. */
+  #observed = { holder: "", renewTime: "", at: 0 };
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+  #round: Promise<void> | undefined;
+
+  constructor(options: LeaderElectionOptions) {
+    this.#o = options;
+    this.#now = options.now ?? Date.now;
+  }
+
+  get leading(): boolean {
+    return this.#leading;
+  }
+
+  start(): void {
+    this.#tick();
+  }
+
+  /** Stops; a leader gives the Lease up so a successor need not wait out the lease duration. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    await this.#round;
+    if (this.#leading) {
+      this.#setLeading(false);
+      await this.#release().catch((err) =>
+        this.#o.log.warn({ err: String(err) }, "could not release the lease"),
+      );
+    }
+  }
+
+  #tick(): void {
+    if (this.#stopped) return;
+    this.#round = this.#tryAcquireOrRenew()
+      .catch((err) => {
+        this.#o.log.warn({ err: String(err) }, "leader election round failed");
+      })
+      .then(() => {
+        if (this.#leading && this.#now() - this.#lastRenew > this.#o.renewDeadlineMs) {
+          this.#o.log.error("could not renew the lease within the renew deadline; stopping to lead");
+          this.#setLeading(false);
+        }
+        if (!this.#stopped) this.#timer = setTimeout(() => this.#tick(), this.#o.retryPeriodMs);
+      });
+  }
+
+  #path(name?: string): string {
+    const base = `/apis/coordination.k8s.io/v1/namespaces/${this.#o.namespace}/leases`;
+    return name === undefined ? base : `${base}/${name}`;
+  }
+
+  #spec(previous: Lease["spec"] | undefined, now: number): Lease["spec"] {
+    const taking = previous?.holderIdentity !== this.#o.identity;
+    return {
+      holderIdentity: this.#o.identity,
+      leaseDurationSeconds: Math.max(1, Math.round(this.#o.leaseDurationMs / 1000)),
+      acquireTime: taking ? microTime(now) : (previous?.acquireTime ?? microTime(now)),
+      renewTime: microTime(now),
+      leaseTransitions: (previous?.leaseTransitions ?? 0) + (taking && previous?.holderIdentity ? 1 : 0),
+    };
+  }
+
+  async #tryAcquireOrRenew(): Promise<void> {
+    const now = this.#now();
+    let lease: Lease;
+    try {
+      lease = (await this.#o.requester.send({ method: "GET", path: this.#path(this.#o.name) })) as Lease;
+    } catch (err) {
+      if (!(err instanceof ApiStatusError && err.status === 404)) throw err;
+      await this.#o.requester.send({
+        method: "POST",
+        path: this.#path(),
+        body: {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name: this.#o.name, namespace: this.#o.namespace },
+          spec: this.#spec(undefined, now),
+        },
+      });
+      this.#renewed(now);
+      return;
+    }
+    const holder = lease.spec?.holderIdentity ?? "";
+    const renewTime = lease.spec?.renewTime ?? "";
+    if (holder !== this.#observed.holder || renewTime !== this.#observed.renewTime) {
+      this.#observed = { holder, renewTime, at: now };
+    }
+    const heldByOther = holder !== "" && holder !== this.#o.identity;
+    if (heldByOther && now - this.#observed.at < this.#o.leaseDurationMs) {
+      if (this.#leading) this.#setLeading(false);
+      return;
+    }
+    try {
+      await this.#o.requester.send({
+        method: "PUT",
+        path: this.#path(this.#o.name),
+        body: { ...lease, spec: this.#spec(lease.spec, now) },
+      });
+    } catch (err) {
+      // Someone else wrote first: they lead, or renewed; look again next round.
+      if (err instanceof ApiStatusError && err.status === 409) return;
+      throw err;
+    }
+    this.#renewed(now);
+  }
+
+  #renewed(now: number): void {
+    this.#lastRenew = now;
+    if (!this.#leading) {
+      this.#o.log.info(
+        { lease: `${this.#o.namespace}/${this.#o.name}`, identity: this.#o.identity },
+        "leading",
+      );
+      this.#setLeading(true);
+    }
+  }
+
+  #setLeading(leading: boolean): void {
+    this.#leading = leading;
+    this.#o.onChange(leading);
+  }
+
+  async #release(): Promise<void> {
+    const lease = (await this.#o.requester.send({ method: "GET", path: this.#path(this.#o.name) })) as Lease;
+    if (lease.spec?.holderIdentity !== this.#o.identity) return;
+    await this.#o.requester.send({
+      method: "PUT",
+      path: this.#path(this.#o.name),
+      body: { ...lease, spec: { ...lease.spec, holderIdentity: "", leaseDurationSeconds: 1 } },
+    });
+  }
+}

@@ -1,0 +1,191 @@
+// The fallback controller and the proxy end to end, as processes: two controller replicas with
+// leader election against the test API server, and `kpng kube … to-local to-json` reading what
+// they write. Traffic moves to the fallback pods and back, never mixed, and survives the leader
+// being killed.
+
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, it } from "node:test";
+import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
+import { TestApiServer } from "../../apiserver/server.ts";
+import type { RawObject } from "../../apiserver/store.ts";
+import { endpointsOf, KpngProcess } from "../kube/kpng-process.ts";
+
+const MAIN = join(import.meta.dirname, "..", "..", "..", "src", "cli", "main.ts");
+const PRIMARY = "203.0.113.5:8080";
+const FALLBACK = "203.0.113.50:8080";
+const LEASE = { duration: 2000, renew: 1500, retry: 200 };
+
+function report(line: string): void {
+  process.stdout.write(`# ${line}\n`);
+}
+
+class ControllerProcess {
+  stderr = "";
+  readonly port: number;
+  readonly #child: ChildProcess;
+  readonly exited: Promise<number | null>;
+  constructor(master: string, port: number) {
+    this.port = port;
+    this.#child = spawn(
+      process.execPath,
+      [
+        MAIN,
+        "fallback-controller",
+        "--master",
+        master,
+        "--leader-elect-namespace",
+        "kube-system",
+        "--leader-elect-lease-duration",
+        `${LEASE.duration}ms`,
+        "--leader-elect-renew-deadline",
+        `${LEASE.renew}ms`,
+        "--leader-elect-retry-period",
+        `${LEASE.retry}ms`,
+        "--metrics-address",
+        `127.0.0.1:${port}`,
+      ],
+      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, KUBECONFIG: "", HOME: "/nonexistent" } },
+    );
+    this.#child.stderr!.setEncoding("utf8").on("data", (t: string) => {
+      this.stderr += t;
+    });
+    this.exited = new Promise((resolve) => this.#child.on("exit", (code) => resolve(code)));
+  }
+  kill(signal: NodeJS.Signals): void {
+    if (this.#child.exitCode === null) this.#child.kill(signal);
+  }
+  async get(path: string): Promise<{ status: number; text: string }> {
+    const res = await fetch(`http://127.0.0.1:${this.port}${path}`, { signal: AbortSignal.timeout(2000) });
+    return { status: res.status, text: await res.text() };
+  }
+}
+
+async function until(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    try {
+      if (await condition()) return Date.now() - started;
+    } catch {
+      // not yet
+    }
+    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function holder(api: TestApiServer): string {
+  const lease = api.get("Lease", "kube-system/kpng-fallback-controller") as unknown as
+    | { spec?: { holderIdentity?: string } }
+    | undefined;
+  return lease?.spec?.holderIdentity ?? "";
+}
+
+function setPrimaryReady(api: TestApiServer, ready: boolean): void {
+  const slice = api.get("EndpointSlice", "default/web-abc") as RawObject & {
+    kind: string;
+    endpoints: { conditions: unknown }[];
+  };
+  slice.endpoints[0]!.conditions = { ready, serving: ready, terminating: false };
+  api.update(slice);
+}
+
+describe("kpng fallback-controller with kpng kube", () => {
+  let api: TestApiServer;
+  const controllers: ControllerProcess[] = [];
+  let proxy: KpngProcess | undefined;
+
+  beforeEach(async () => {
+    api = await TestApiServer.start({ bookmarkIntervalMs: 500 });
+    api.create(node("node-1"));
+    const web = service("web");
+    web.metadata.annotations = {
+      "fallback.kpng.io/selector": "app=sorry-page",
+      "fallback.kpng.io/return-delay": "1s",
+    };
+    api.create(web);
+    api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.5"] }));
+    api.create({
+      kind: "Pod",
+      metadata: { name: "sorry-1", namespace: "default", labels: { app: "sorry-page" } },
+      spec: { nodeName: "node-1", containers: [{ name: "c" }] },
+      status: {
+        phase: "Running",
+        podIPs: [{ ip: "203.0.113.50" }],
+        conditions: [{ type: "Ready", status: "True" }],
+      },
+    });
+  });
+
+  afterEach(async () => {
+    for (const c of controllers.splice(0)) {
+      c.kill("SIGTERM");
+      await c.exited;
+    }
+    await proxy?.stop();
+    proxy = undefined;
+    await api.close();
+  });
+
+  it("moves traffic to the fallback and back, never mixed, and a second replica takes over from a killed leader", async () => {
+    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const a = new ControllerProcess(api.url, base);
+    controllers.push(a);
+    await until("a leads", () => holder(api) !== "");
+    const b = new ControllerProcess(api.url, base + 1);
+    controllers.push(b);
+    await until(
+      "both healthy",
+      async () => (await a.get("/healthz")).status === 200 && (await b.get("/healthz")).status === 200,
+    );
+
+    proxy = new KpngProcess(["kube", "--master", api.url, "to-local", "to-json", "--node-name", "node-1"]);
+    await proxy.waitFor("the primary serving", (d) => endpointsOf(d, "default/web").join() === PRIMARY);
+
+    setPrimaryReady(api, false);
+    const activatedMs = await proxy.waitFor(
+      "the fallback serving",
+      (d) => endpointsOf(d, "default/web").join() === FALLBACK,
+    );
+    report(`fallback serving ${activatedMs} ms after the primary's last ready endpoint went`);
+    assert.ok(activatedMs < 2000);
+    assert.match(
+      (await a.get("/metrics")).text,
+      /kpng_fallback_active\{namespace="default",service="web"\} 1/,
+    );
+
+    setPrimaryReady(api, true);
+    const returnedMs = await proxy.waitFor(
+      "the primary serving again",
+      (d) => endpointsOf(d, "default/web").join() === PRIMARY,
+    );
+    report(`primary serving again ${returnedMs} ms after it became ready (return delay 1s)`);
+    assert.ok(returnedMs >= 1000, "returned before the return delay");
+
+    const leader = holder(api);
+    a.kill("SIGKILL");
+    await a.exited;
+    const killedAt = Date.now();
+    setPrimaryReady(api, false);
+    await proxy.waitFor(
+      "the fallback serving under the new leader",
+      (d) => endpointsOf(d, "default/web").join() === FALLBACK,
+    );
+    const tookOverMs = Date.now() - killedAt;
+    report(
+      `second replica took over and activated ${tookOverMs} ms after the leader was killed (lease ${LEASE.duration} ms)`,
+    );
+    assert.notEqual(holder(api), leader);
+    assert.ok(tookOverMs < LEASE.duration + 1500);
+
+    for (const doc of proxy.docs) {
+      const eps = endpointsOf(doc, "default/web");
+      assert.ok(!(eps.includes(PRIMARY) && eps.includes(FALLBACK)), `mixed endpoints: ${eps.join()}`);
+    }
+  });
+});
