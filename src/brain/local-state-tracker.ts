@@ -4,7 +4,7 @@
 
 import { LABEL_ZONE } from "../model/kube.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
-import { sameLocalService } from "./local-equal.ts";
+import { sameLocalService, sameStrings } from "./local-equal.ts";
 import { computeLocalService, type NodeView } from "./local-service.ts";
 import type { ClusterStore, StoreChange } from "./store.ts";
 
@@ -20,7 +20,7 @@ export class LocalStateTracker {
   constructor(store: ClusterStore, nodeName: string) {
     this.#store = store;
     this.#nodeName = nodeName;
-    this.#state = { node: nodeName, revision: 0, services: new Map() };
+    this.#state = { node: nodeName, revision: 0, services: new Map(), serviceCIDRs: [] };
   }
 
   get state(): LocalState {
@@ -50,8 +50,15 @@ export class LocalStateTracker {
         next.set(key, after);
       }
     }
-    if (next !== undefined) {
-      this.#state = { node: this.#nodeName, revision: this.#state.revision + 1, services: next };
+    const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#state.serviceCIDRs;
+    const rangesChanged = !sameStrings(ranges, this.#state.serviceCIDRs);
+    if (next !== undefined || rangesChanged) {
+      this.#state = {
+        node: this.#nodeName,
+        revision: this.#state.revision + 1,
+        services: next ?? previous,
+        serviceCIDRs: rangesChanged ? ranges : this.#state.serviceCIDRs,
+      };
     }
     return this.#state;
   }

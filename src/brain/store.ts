@@ -1,5 +1,5 @@
 // The cluster-wide store the sources write into: the selected Services, their EndpointSlices
-// grouped by service, and Nodes. It tells listeners which services and nodes changed, in one
+// grouped by service, Nodes and the Service IP ranges. It tells listeners which services and nodes changed, in one
 // batch per macrotask, and only once every source has synced.
 
 import { isDeepStrictEqual } from "node:util";
@@ -11,21 +11,30 @@ import {
   type Node,
   objectKey,
   type Service,
+  type ServiceCIDR,
 } from "../model/kube.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { isSelected } from "./selection.ts";
+import { mergeServiceRanges } from "./service-ranges.ts";
 
 export interface StoreChange {
   /** "ns/name" of services whose Service or EndpointSlices changed. */
   readonly services: ReadonlySet<string>;
   /** Names of nodes whose Node object changed. */
   readonly nodes: ReadonlySet<string>;
+  /** The cluster's Service IP ranges (serviceCIDRs()) changed. */
+  readonly serviceCIDRs: boolean;
 }
 
 export interface ClusterStoreOptions {
   /** Serve only objects labelled service.kubernetes.io/service-proxy-name=<this>; "" or unset: unlabelled ones. */
   readonly serviceProxyName?: string;
   readonly log?: Logger;
+  /**
+   * The cluster's Service IP ranges, fixed (--service-cidrs): ServiceCIDR objects are then ignored.
+   * Unset: the ranges are those of the ServiceCIDR objects.
+   */
+  readonly serviceCIDRs?: readonly string[] | undefined;
 }
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
@@ -40,6 +49,10 @@ export class ClusterStore implements ClusterSink {
   /** service key → the slices as a list, built on first read after a change. */
   readonly #sliceLists = new Map<string, readonly EndpointSlice[]>();
   readonly #nodes = new Map<string, Node>();
+  readonly #serviceCIDRObjects = new Map<string, ServiceCIDR>();
+  readonly #fixedServiceCIDRs: readonly string[] | undefined;
+  #serviceCIDRs: readonly string[];
+  #pendingServiceCIDRs = false;
   readonly #listeners = new Set<(change: StoreChange) => void>();
   #synced = false;
   #pendingServices = new Set<string>();
@@ -51,6 +64,8 @@ export class ClusterStore implements ClusterSink {
   constructor(options: ClusterStoreOptions = {}) {
     this.#serviceProxyName = options.serviceProxyName ?? "";
     this.#log = options.log ?? silentLogger;
+    this.#fixedServiceCIDRs = options.serviceCIDRs;
+    this.#serviceCIDRs = mergeServiceRanges(options.serviceCIDRs ?? []);
   }
 
   get isSynced(): boolean {
@@ -87,6 +102,15 @@ export class ClusterStore implements ClusterSink {
     return this.#nodes.get(name);
   }
 
+  /** The cluster's Service IP ranges, merged (see mergeServiceRanges); empty when unknown. */
+  serviceCIDRs(): readonly string[] {
+    return this.#serviceCIDRs;
+  }
+
+  serviceCIDRObjects(): Iterable<ServiceCIDR> {
+    return this.#serviceCIDRObjects.values();
+  }
+
   services(): Iterable<Service> {
     return this.#services.values();
   }
@@ -119,6 +143,11 @@ export class ClusterStore implements ClusterSink {
         this.#nodes.set(key, object);
         this.#nodeChanged(key);
         return;
+      case "ServiceCIDR":
+        if (isDeepStrictEqual(this.#serviceCIDRObjects.get(key), object)) return;
+        this.#serviceCIDRObjects.set(key, object);
+        this.#rangesChanged();
+        return;
     }
   }
 
@@ -132,6 +161,9 @@ export class ClusterStore implements ClusterSink {
         return;
       case "Node":
         if (this.#nodes.delete(key)) this.#nodeChanged(key);
+        return;
+      case "ServiceCIDR":
+        if (this.#serviceCIDRObjects.delete(key)) this.#rangesChanged();
         return;
     }
   }
@@ -169,6 +201,8 @@ export class ClusterStore implements ClusterSink {
         return this.#slices.keys();
       case "Node":
         return this.#nodes.keys();
+      case "ServiceCIDR":
+        return this.#serviceCIDRObjects.keys();
     }
   }
 
@@ -211,6 +245,17 @@ export class ClusterStore implements ClusterSink {
     this.#scheduleFlush();
   }
 
+  #rangesChanged(): void {
+    if (this.#fixedServiceCIDRs !== undefined) return;
+    const next = mergeServiceRanges([...this.#serviceCIDRObjects.values()].flatMap((o) => o.cidrs));
+    if (next.length === this.#serviceCIDRs.length && next.every((c, i) => c === this.#serviceCIDRs[i]))
+      return;
+    this.#serviceCIDRs = next;
+    if (!this.#synced) return;
+    this.#pendingServiceCIDRs = true;
+    this.#scheduleFlush();
+  }
+
   #nodeChanged(name: string): void {
     if (!this.#synced) return;
     this.#pendingNodes.add(name);
@@ -229,11 +274,22 @@ export class ClusterStore implements ClusterSink {
    */
   flush(): void {
     this.#flushScheduled = false;
-    if (this.#pendingServices.size === 0 && this.#pendingNodes.size === 0 && !this.#syncBatchPending) return;
+    if (
+      this.#pendingServices.size === 0 &&
+      this.#pendingNodes.size === 0 &&
+      !this.#pendingServiceCIDRs &&
+      !this.#syncBatchPending
+    )
+      return;
+    const change: StoreChange = {
+      services: this.#pendingServices,
+      nodes: this.#pendingNodes,
+      serviceCIDRs: this.#pendingServiceCIDRs || this.#syncBatchPending,
+    };
     this.#syncBatchPending = false;
-    const change: StoreChange = { services: this.#pendingServices, nodes: this.#pendingNodes };
     this.#pendingServices = new Set();
     this.#pendingNodes = new Set();
+    this.#pendingServiceCIDRs = false;
     for (const listener of [...this.#listeners]) {
       try {
         listener(change);

@@ -61,6 +61,11 @@ export interface LocalState {
    * object from one state to the next, so a consumer can diff by identity.
    */
   readonly services: ReadonlyMap<string, LocalService>;
+  /**
+   * The cluster's Service IP ranges, both families: IPv4 first, then by address; none inside
+   * another. A packet to an address in them that no service holds is dropped. Empty when unknown.
+   */
+  readonly serviceCIDRs: readonly string[];
 }
 
 export function serviceKey(s: { readonly namespace: string; readonly name: string }): string {

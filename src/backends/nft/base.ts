@@ -44,8 +44,12 @@ function staticChains(cfg: TableConfig): StaticChain[] {
       name: STATIC.firewallCheck,
       rules: [`${ipk} daddr . meta l4proto . th dport vmap @${STATIC.firewallIPs}`],
     },
-    // Reached only by packets that no service DNAT took: a known ClusterIP on an unknown port.
-    { name: STATIC.clusterIPsCheck, rules: [`${ipk} daddr @${STATIC.clusterIPs} reject`] },
+    // Reached only by packets that no service DNAT took: a known ClusterIP on an unknown port is
+    // rejected; any other address in a Service range belongs to no service and is dropped.
+    {
+      name: STATIC.clusterIPsCheck,
+      rules: [`${ipk} daddr @${STATIC.clusterIPs} reject`, `${ipk} daddr @${STATIC.serviceCIDRs} drop`],
+    },
     { name: STATIC.markForMasquerade, rules: [`meta mark set meta mark | ${MASQUERADE_MARK}`] },
     {
       name: STATIC.masquerading,
@@ -112,6 +116,7 @@ export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
   STATIC.clusterIPs,
   STATIC.nodePortIPs,
   STATIC.podCIDRs,
+  STATIC.serviceCIDRs,
   STATIC.hairpin,
   STATIC.serviceIPs,
   STATIC.serviceNodePorts,
@@ -136,6 +141,7 @@ export function skeletonStatements(cfg: TableConfig): string[] {
     `add set ${t} ${STATIC.clusterIPs} { type ${addr}; }`,
     `add set ${t} ${STATIC.nodePortIPs} { type ${addr}; flags interval; auto-merge; }`,
     `add set ${t} ${STATIC.podCIDRs} { type ${addr}; flags interval; auto-merge; }`,
+    `add set ${t} ${STATIC.serviceCIDRs} { type ${addr}; flags interval; auto-merge; }`,
     `add set ${t} ${STATIC.hairpin} { type ${addr} . ${addr}; }`,
     `add map ${t} ${STATIC.serviceIPs} { type ${svcKey} : verdict; }`,
     `add map ${t} ${STATIC.serviceNodePorts} { type inet_proto . inet_service : verdict; }`,

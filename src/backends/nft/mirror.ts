@@ -10,6 +10,7 @@ import type { ChainSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { STATIC } from "./names.ts";
 import { renderService } from "./render-service.ts";
+import { serviceCIDRStatements, serviceCIDRsOfFamily } from "./service-cidrs.ts";
 import { type ElementOp, PHASE, type Unit } from "./transaction.ts";
 
 /** A chain or set that is no longer used is flushed at once and deleted this long after. */
@@ -56,6 +57,8 @@ export class TableMirror {
   #lastDeletion = Number.NEGATIVE_INFINITY;
   /** True until the first plan: the skeleton must be (re)written and unclaimed objects retired. */
   #fresh = true;
+  /** The Service IP ranges (this family) last written to the table's range set. */
+  #serviceCIDRs: readonly string[] = [];
 
   constructor(cfg: TableConfig, adopted?: AdoptedTable) {
     this.#cfg = cfg;
@@ -107,6 +110,11 @@ export class TableMirror {
     const unshared = new Set<string>();
     if (this.#fresh)
       units.push({ phase: PHASE.skeleton, lines: skeletonStatements(this.#cfg), elements: [] });
+    const ranges = serviceCIDRsOfFamily(state.serviceCIDRs, this.#cfg.family);
+    if (this.#fresh || !equalRules(ranges, this.#serviceCIDRs)) {
+      units.push({ phase: PHASE.skeleton, lines: serviceCIDRStatements(this.#t, ranges), elements: [] });
+      this.#serviceCIDRs = ranges;
+    }
     const before = this.#services.size;
     let added = 0;
     for (const [key, svc] of state.services) {

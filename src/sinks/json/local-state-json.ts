@@ -13,6 +13,8 @@ import { compareEndpoints } from "./order.ts";
 export interface LocalStateJson {
   readonly node: string;
   readonly revision: number;
+  /** The cluster's Service IP ranges: IPv4 first, then by address. */
+  readonly serviceCIDRs: readonly string[];
   readonly services: readonly LocalServiceJson[];
 }
 
@@ -53,7 +55,12 @@ export function localStateToJson(state: LocalState): LocalStateJson {
   const services = [...state.services.values()].sort(
     (a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name),
   );
-  return { node: state.node, revision: state.revision, services: services.map(serviceToJson) };
+  return {
+    node: state.node,
+    revision: state.revision,
+    serviceCIDRs: [...state.serviceCIDRs],
+    services: services.map(serviceToJson),
+  };
 }
 
 function serviceToJson(s: LocalService): LocalServiceJson {

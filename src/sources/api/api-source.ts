@@ -7,7 +7,7 @@ import type { TlsPaths } from "../../client/connection.ts";
 import { addApiOptions, DEFAULT_API, tlsFromOptions } from "../../client/tls-options.ts";
 import { type WireChangeSet, type WireOp, watchGlobal } from "../../client/watch.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
-import type { EndpointSlice, KubeKind, KubeObject, Node, Service } from "../../model/kube.ts";
+import type { EndpointSlice, KubeKind, KubeObject, Node, Service, ServiceCIDR } from "../../model/kube.ts";
 import { type Logger, silentLogger } from "../../observability/log.ts";
 import type { SourcePlugin } from "../../plugin/contracts.ts";
 
@@ -40,7 +40,13 @@ export class GlobalChangeApplier {
 
   apply(changeSet: WireChangeSet): void {
     if (changeSet.reset) {
-      const all = { Service: [] as Service[], EndpointSlice: [] as EndpointSlice[], Node: [] as Node[] };
+      // globalv1 carries no ServiceCIDRs: the key only keeps the table complete.
+      const all = {
+        Service: [] as Service[],
+        EndpointSlice: [] as EndpointSlice[],
+        Node: [] as Node[],
+        ServiceCIDR: [] as ServiceCIDR[],
+      };
       for (const op of changeSet.ops) {
         if (op.op !== "set") continue;
         const obj = this.#decode(op);

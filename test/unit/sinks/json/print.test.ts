@@ -17,7 +17,7 @@ class ManualFeed implements LocalStateFeed {
     };
   }
   async push(revision: number): Promise<void> {
-    await this.listener?.({ node: "n", revision, services: new Map() });
+    await this.listener?.({ node: "n", revision, services: new Map(), serviceCIDRs: [] });
   }
 }
 
@@ -38,7 +38,7 @@ describe("printLocalStates", () => {
     await feed.push(1);
     await done;
     assert.equal(out.written.length, 1);
-    assert.deepEqual(JSON.parse(out.written[0]!), { node: "n", revision: 1, services: [] });
+    assert.deepEqual(JSON.parse(out.written[0]!), { node: "n", revision: 1, serviceCIDRs: [], services: [] });
     assert.ok(out.written[0]!.endsWith("}\n"), "a document ends with a newline");
     assert.ok(feed.unsubscribed);
   });
@@ -102,7 +102,7 @@ class ManualStore implements SubscribableGlobalState {
     );
   }
   change(): void {
-    this.listener?.({ services: new Set(), nodes: new Set() });
+    this.listener?.({ services: new Set(), nodes: new Set(), serviceCIDRs: false });
   }
 }
 
