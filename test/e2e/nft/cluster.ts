@@ -97,12 +97,22 @@ function serviceObjects(s: TestService): object[] {
   return [svc, slice];
 }
 
-/** Writes the cluster (two nodes plus the services) to path, atomically. */
-export function writeCluster(path: string, services: readonly TestService[]): void {
+/** A networking.k8s.io/v1 ServiceCIDR: one of the cluster's Service IP ranges. */
+export function serviceCIDR(name: string, cidrs: readonly string[]): object {
+  return { apiVersion: "networking.k8s.io/v1", kind: "ServiceCIDR", metadata: { name }, spec: { cidrs } };
+}
+
+/** Writes the cluster (two nodes, the services and any other objects) to path, atomically. */
+export function writeCluster(
+  path: string,
+  services: readonly TestService[],
+  others: readonly object[] = [],
+): void {
   const docs = [
     node("node-1", "192.0.2.1", "2001:db8::1"),
     node("node-2", "192.0.2.50", "2001:db8::50"),
     ...services.flatMap(serviceObjects),
+    ...others,
   ];
   const tmp = `${path}.tmp`;
   writeFileSync(tmp, docs.map((d) => JSON.stringify(d)).join("\n---\n"));
