@@ -37,6 +37,11 @@ export interface TestApiServerOptions {
   readonly bookmarkIntervalMs?: number;
   /** How a watch from a compacted revision is refused: an HTTP 410, or a 200 with an ERROR event. */
   readonly expiredWatchAs?: "status" | "event";
+  /**
+   * The networking.k8s.io versions that serve ServiceCIDRs; default ["v1"]. [] plays an older
+   * cluster (every ServiceCIDR path is a 404), ["v1beta1"] one from before the API went GA.
+   */
+  readonly serviceCIDRVersions?: readonly ("v1" | "v1beta1")[];
 }
 
 export interface RecordedRequest {
@@ -65,7 +70,18 @@ interface Watcher {
 }
 
 const ROUTE =
-  /^\/(?:api\/v1|apis\/discovery\.k8s\.io\/v1)\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?\/?$/;
+  /^\/(?:api\/v1|apis\/discovery\.k8s\.io\/v1|apis\/networking\.k8s\.io\/(v1|v1beta1))\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?\/?$/;
+
+/** The group-version prefix a resource is served under: networking.k8s.io only for servicecidrs. */
+function servedHere(
+  resource: string,
+  networkingVersion: string | undefined,
+  versions: readonly string[],
+): boolean {
+  if (resource === "servicecidrs")
+    return networkingVersion !== undefined && versions.includes(networkingVersion);
+  return networkingVersion === undefined;
+}
 
 function status(code: number, reason: string, message: string): Record<string, unknown> {
   return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code };
@@ -98,6 +114,7 @@ export class TestApiServer {
       host: options.host ?? "127.0.0.1",
       bookmarkIntervalMs: options.bookmarkIntervalMs ?? 1000,
       expiredWatchAs: options.expiredWatchAs ?? "event",
+      serviceCIDRVersions: options.serviceCIDRVersions ?? ["v1"],
     };
     this.#port = this.#options.port;
     this.store.subscribe((event) => this.#dispatch(event));
@@ -250,7 +267,9 @@ export class TestApiServer {
   #handle(req: IncomingMessage, res: ServerResponse): void {
     const url = new URL(req.url ?? "/", "http://localhost");
     const match = ROUTE.exec(url.pathname);
-    const type = match ? RESOURCES[match[2]!] : undefined;
+    const found = match ? RESOURCES[match[3]!] : undefined;
+    const type =
+      found && servedHere(found.resource, match?.[1], this.#options.serviceCIDRVersions) ? found : undefined;
     if (!match || !type) {
       this.#sendStatus(
         res,
@@ -260,7 +279,7 @@ export class TestApiServer {
       );
       return;
     }
-    const route: Route = { type, namespace: match[1], name: match[3] };
+    const route: Route = { type, namespace: match[2], name: match[4] };
     const watch = url.searchParams.get("watch") === "1" || url.searchParams.get("watch") === "true";
     const method = req.method ?? "GET";
     this.requests.push({

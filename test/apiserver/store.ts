@@ -36,6 +36,13 @@ export const RESOURCES: Readonly<Record<string, ResourceType>> = {
     namespaced: true,
   },
   nodes: { resource: "nodes", kind: "Node", listKind: "NodeList", apiVersion: "v1", namespaced: false },
+  servicecidrs: {
+    resource: "servicecidrs",
+    kind: "ServiceCIDR",
+    listKind: "ServiceCIDRList",
+    apiVersion: "networking.k8s.io/v1",
+    namespaced: false,
+  },
 };
 
 export function resourceOfKind(kind: string): ResourceType {
