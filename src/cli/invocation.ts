@@ -17,6 +17,8 @@ export type Invocation =
       readonly sink: LocalSinkPlugin;
       readonly opts: Options;
       readonly serviceProxyName: string;
+      /** --service-cidrs: fixed Service IP ranges; undefined: from ServiceCIDR objects. */
+      readonly serviceCIDRs: readonly string[] | undefined;
       readonly nodeName: string;
       readonly minSyncPeriodMs: number;
     }
@@ -27,6 +29,7 @@ export type Invocation =
       readonly sink: GlobalSinkPlugin;
       readonly opts: Options;
       readonly serviceProxyName: string;
+      readonly serviceCIDRs: readonly string[] | undefined;
     }
   /** `kpng local … <local-sink> …` */
   | {

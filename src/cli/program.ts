@@ -9,6 +9,7 @@ import { hostname } from "node:os";
 import { Command, InvalidArgumentError, Option } from "commander";
 import type { LocalSinkPlugin, Options } from "../plugin/contracts.ts";
 import { parseDuration } from "../plugin/duration.ts";
+import { parseServiceCIDRsFlag, SERVICE_CIDRS_FLAG } from "../plugin/service-cidrs-flag.ts";
 import type { Invocation, Plugins } from "./invocation.ts";
 
 export interface ProgramOptions {
@@ -37,6 +38,12 @@ export function buildProgram(
       "--service-proxy-name <name>",
       "serve only Services labelled service.kubernetes.io/service-proxy-name=<name> (default: only those without the label)",
     );
+    cmd.addOption(
+      new Option(
+        `${SERVICE_CIDRS_FLAG} <cidrs>`,
+        "the cluster's Service IP ranges, comma-separated, IPv4 and/or IPv6; overrides ServiceCIDR objects",
+      ).argParser(serviceCIDRsArgument),
+    );
     source.addOptions(cmd);
     const toLocal = cmd
       .command("to-local")
@@ -48,6 +55,7 @@ export function buildProgram(
           source,
           sink,
           serviceProxyName: stringOption(c.opts, "serviceProxyName"),
+          serviceCIDRs: serviceCIDRsOption(c.opts),
           ...c,
         }),
       );
@@ -63,6 +71,7 @@ export function buildProgram(
           sink,
           opts,
           serviceProxyName: stringOption(opts, "serviceProxyName"),
+          serviceCIDRs: serviceCIDRsOption(opts),
         });
       });
     }
@@ -167,6 +176,19 @@ function requireSubcommand(cmd: Command, what: string, choices: readonly string[
 /** `kpng cleanup nft` cleans up after `to-nft`. */
 function cleanupName(sink: LocalSinkPlugin): string {
   return sink.name.replace(/^to-/, "");
+}
+
+function serviceCIDRsArgument(value: string): string[] {
+  try {
+    return parseServiceCIDRsFlag(value);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+function serviceCIDRsOption(opts: Options): readonly string[] | undefined {
+  const value = opts.serviceCidrs;
+  return Array.isArray(value) ? (value as string[]) : undefined;
 }
 
 function durationArgument(value: string): number {

@@ -11,8 +11,12 @@ import type { Invocation } from "./invocation.ts";
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {
     case "to-local": {
-      const { source, sink, opts, serviceProxyName, nodeName, minSyncPeriodMs } = invocation;
-      const store = new ClusterStore({ serviceProxyName, log: ctx.log.child({ component: "store" }) });
+      const { source, sink, opts, serviceProxyName, serviceCIDRs, nodeName, minSyncPeriodMs } = invocation;
+      const store = new ClusterStore({
+        serviceProxyName,
+        serviceCIDRs,
+        log: ctx.log.child({ component: "store" }),
+      });
       await withSource(
         createSource(() => source.create(opts, ctx)),
         store,
@@ -21,8 +25,12 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       return;
     }
     case "global": {
-      const { source, sink, opts, serviceProxyName } = invocation;
-      const store = new ClusterStore({ serviceProxyName, log: ctx.log.child({ component: "store" }) });
+      const { source, sink, opts, serviceProxyName, serviceCIDRs } = invocation;
+      const store = new ClusterStore({
+        serviceProxyName,
+        serviceCIDRs,
+        log: ctx.log.child({ component: "store" }),
+      });
       await withSource(
         createSource(() => source.create(opts, ctx)),
         store,

@@ -20,7 +20,7 @@ function durationArgument(value: string): number {
 
 export const kubeSourcePlugin: SourcePlugin = {
   name: "kube",
-  description: "list and watch Services, EndpointSlices and Nodes from the Kubernetes API",
+  description: "list and watch Services, EndpointSlices, Nodes and ServiceCIDRs from the Kubernetes API",
   addOptions(cmd: Command): void {
     cmd
       .option(
@@ -77,6 +77,8 @@ export const kubeSourcePlugin: SourcePlugin = {
           log,
           nodeName,
           serviceProxyName,
+          // Ranges given on the command line replace the cluster's: no need to read them.
+          watchServiceCIDRs: opts.serviceCidrs === undefined,
           timings: { inactivityTimeoutMs },
         });
         await started.start(sink);
