@@ -8,7 +8,7 @@ import { silentLogger } from "../../../../src/observability/log.ts";
 import { KubeSource } from "../../../../src/sources/kube/source.ts";
 import { serviceCIDR } from "../../../apiserver/fixtures.ts";
 import { TestApiServer, type TestApiServerOptions } from "../../../apiserver/server.ts";
-import { RecordingSink, transportTo, waitFor } from "./helpers.ts";
+import { HookedTransport, RecordingSink, transportTo, waitFor } from "./helpers.ts";
 
 describe("kube source: ServiceCIDRs", () => {
   let api: TestApiServer | undefined;
@@ -50,6 +50,29 @@ describe("kube source: ServiceCIDRs", () => {
       await waitFor("the watched deletion", () => !sink.has("ServiceCIDR", "kubernetes"));
     });
   }
+
+  it("a failed question is asked again, with backoff, until it is answered", async () => {
+    api = await TestApiServer.start({ bookmarkIntervalMs: 0 });
+    api.create(serviceCIDR("kubernetes", ["198.51.100.0/24"]));
+    const sink = new RecordingSink();
+    let failures = 3;
+    const asked: string[] = [];
+    const transport = new HookedTransport(transportTo(api.url), (pathAndQuery) => {
+      if (!pathAndQuery.includes("servicecidrs")) return;
+      asked.push(pathAndQuery);
+      if (failures-- > 0) throw new Error("connection refused");
+    });
+    source = new KubeSource({
+      transport,
+      log: silentLogger,
+      nodeName: "node-1",
+      timings: { backoff: { initialMs: 10, maxMs: 20, jitter: 0 } },
+    });
+    await source.start(sink);
+    await waitFor("synced", () => sink.syncedCount === 1);
+    assert.deepEqual(sink.names("ServiceCIDR"), ["kubernetes"]);
+    assert.ok(asked.length >= 4, asked.join("\n"));
+  });
 
   it("a cluster without the API syncs without ranges", async () => {
     const { sink } = await start({ serviceCIDRVersions: [] });
