@@ -22,7 +22,7 @@ export interface StoreChange {
   readonly services: ReadonlySet<string>;
   /** Names of nodes whose Node object changed. */
   readonly nodes: ReadonlySet<string>;
-  /** The cluster's Service IP ranges (serviceCIDRs()) changed. */
+  /** ServiceCIDR objects changed; serviceCIDRs() (the merged ranges) may or may not have. */
   readonly serviceCIDRs: boolean;
 }
 
@@ -245,12 +245,15 @@ export class ClusterStore implements ClusterSink {
     this.#scheduleFlush();
   }
 
+  /** A ServiceCIDR object changed: the merged ranges may too (unless fixed). */
   #rangesChanged(): void {
-    if (this.#fixedServiceCIDRs !== undefined) return;
-    const next = mergeServiceRanges([...this.#serviceCIDRObjects.values()].flatMap((o) => o.cidrs));
-    if (next.length === this.#serviceCIDRs.length && next.every((c, i) => c === this.#serviceCIDRs[i]))
-      return;
-    this.#serviceCIDRs = next;
+    if (this.#fixedServiceCIDRs === undefined) {
+      const next = mergeServiceRanges([...this.#serviceCIDRObjects.values()].flatMap((o) => o.cidrs));
+      const current = this.#serviceCIDRs;
+      const same = next.length === current.length && next.every((c, i) => c === current[i]);
+      // The same array object while equal: consumers compare by identity.
+      if (!same) this.#serviceCIDRs = next;
+    }
     if (!this.#synced) return;
     this.#pendingServiceCIDRs = true;
     this.#scheduleFlush();

@@ -1,19 +1,21 @@
-// The JSON form of the global model: every selected Service, EndpointSlice and Node, sorted by
-// key, with object keys sorted so equal states print equal documents.
+// The JSON form of the global model: every selected Service, EndpointSlice, Node and
+// ServiceCIDR, sorted by key, with object keys sorted so equal states print equal documents.
 
-import type { EndpointSlice, KubeObject, Node, Service } from "../../model/kube.ts";
+import type { EndpointSlice, KubeObject, Node, Service, ServiceCIDR } from "../../model/kube.ts";
 import { objectKey } from "../../model/kube.ts";
 
 export interface GlobalStateView {
   services(): Iterable<Service>;
   slices(): Iterable<EndpointSlice>;
   nodes(): Iterable<Node>;
+  serviceCIDRObjects(): Iterable<ServiceCIDR>;
 }
 
 export interface GlobalStateJson {
   readonly services: readonly unknown[];
   readonly endpointSlices: readonly unknown[];
   readonly nodes: readonly unknown[];
+  readonly serviceCIDRs: readonly unknown[];
 }
 
 export function globalStateToJson(view: GlobalStateView): GlobalStateJson {
@@ -21,6 +23,7 @@ export function globalStateToJson(view: GlobalStateView): GlobalStateJson {
     services: sortedObjects(view.services()),
     endpointSlices: sortedObjects(view.slices()),
     nodes: sortedObjects(view.nodes()),
+    serviceCIDRs: sortedObjects(view.serviceCIDRObjects()),
   };
 }
 

@@ -3,12 +3,17 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { type Frame, opItemsOf } from "../../../src/api/frames.ts";
 import { OpItem, ServiceCIDRs, Set as WireSet } from "../../../src/api/gen/api/localv1/api.ts";
+import { GlobalStates } from "../../../src/api/global-hub.ts";
 import { NodeStates } from "../../../src/api/local-hub.ts";
+import { ClusterStore } from "../../../src/brain/store.ts";
 import { LocalStateDecoder } from "../../../src/client/decoder.ts";
 import type { WireChangeSet, WireOp } from "../../../src/client/watch.ts";
+import type { ServiceCIDR } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
+import { GlobalChangeApplier } from "../../../src/sources/api/api-source.ts";
 import { localState, service } from "./fixtures.ts";
 
 function ops(frames: readonly Frame[]): WireOp[] {
@@ -110,5 +115,44 @@ describe("Service ranges on the wire", () => {
       revision: 3,
     });
     assert.deepEqual(c.state.serviceCIDRs, []);
+  });
+});
+
+describe("ServiceCIDRs on globalv1", () => {
+  const range = (name: string, cidrs: string[]): ServiceCIDR => ({
+    kind: "ServiceCIDR",
+    metadata: { namespace: "", name, uid: "", resourceVersion: "", labels: {}, annotations: {} },
+    cidrs,
+  });
+
+  test("a replicating brain gets the objects, their changes and deletions; kpng clients get none", async () => {
+    const source = new ClusterStore();
+    source.upsert(range("kubernetes", ["198.51.100.0/24", "2001:db8:1::/112"]));
+    source.synced();
+    await nextMacrotask();
+    let r = 0;
+    const hub = new GlobalStates(source, () => ++r);
+    const objects = hub.view("objects");
+    assert.deepEqual(
+      ops(hub.view("kpng").allFrames()).filter((o) => o.set === WireSet.GlobalServiceCIDRs),
+      [],
+    );
+    const replica = new ClusterStore();
+    const applier = new GlobalChangeApplier(replica);
+    applier.apply({ reset: true, ops: ops(objects.allFrames()), instanceId: "i", revision: 1 });
+    assert.deepEqual(replica.serviceCIDRs(), ["198.51.100.0/24", "2001:db8:1::/112"]);
+
+    const first = hub.revision!;
+    source.upsert(range("more", ["203.0.113.0/24"]));
+    source.delete("ServiceCIDR", "kubernetes");
+    await nextMacrotask();
+    const delta = ops(objects.framesSince(first)!);
+    assert.deepEqual(
+      delta.map((o) => `${o.op} ${o.path}`),
+      ["set |more||", "delete |kubernetes||"],
+    );
+    applier.apply({ reset: false, ops: delta, instanceId: "i", revision: 2 });
+    assert.deepEqual(replica.serviceCIDRs(), ["203.0.113.0/24"]);
+    hub.close();
   });
 });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { StoreChange } from "../../../../src/brain/store.ts";
-import type { EndpointSlice, Node, Service } from "../../../../src/model/kube.ts";
+import type { EndpointSlice, Node, Service, ServiceCIDR } from "../../../../src/model/kube.ts";
 import type { LocalState, LocalStateFeed } from "../../../../src/model/local.ts";
 import { printGlobalStates, type SubscribableGlobalState } from "../../../../src/sinks/json/print-global.ts";
 import { printLocalStates } from "../../../../src/sinks/json/print-local.ts";
@@ -90,6 +90,9 @@ class ManualStore implements SubscribableGlobalState {
   slices(): Iterable<EndpointSlice> {
     return [];
   }
+  serviceCIDRObjects(): Iterable<ServiceCIDR> {
+    return [];
+  }
   nodes(): Iterable<Node> {
     return this.nodeNames.map(
       (name) =>
@@ -123,7 +126,7 @@ describe("printGlobalStates", () => {
     store.change();
     await done;
     const doc = JSON.parse(out.written[0]!);
-    assert.deepEqual(Object.keys(doc), ["services", "endpointSlices", "nodes"]);
+    assert.deepEqual(Object.keys(doc), ["services", "endpointSlices", "nodes", "serviceCIDRs"]);
     assert.deepEqual(
       doc.nodes.map((n: Node) => n.metadata.name),
       ["a", "b"],

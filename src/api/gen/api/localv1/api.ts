@@ -41,6 +41,11 @@ export const Set = {
    * for full objects (GlobalWatchReq.FullObjects).
    */
   GlobalEndpointSlices: 13,
+  /**
+   * GlobalServiceCIDRs - Added: whole ServiceCIDRs (globalv1.ServiceCIDRInfo) at the path "|name||", sent only to
+   * globalv1 clients that ask for full objects.
+   */
+  GlobalServiceCIDRs: 14,
   UNRECOGNIZED: -1,
 } as const;
 
@@ -55,6 +60,7 @@ export namespace Set {
   export type GlobalEndpointInfos = typeof Set.GlobalEndpointInfos;
   export type GlobalNodeInfos = typeof Set.GlobalNodeInfos;
   export type GlobalEndpointSlices = typeof Set.GlobalEndpointSlices;
+  export type GlobalServiceCIDRs = typeof Set.GlobalServiceCIDRs;
   export type UNRECOGNIZED = typeof Set.UNRECOGNIZED;
 }
 
