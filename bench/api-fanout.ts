@@ -108,7 +108,7 @@ async function runServer(clients: number, serviceCount: number): Promise<void> {
     const states = Array.from({ length: clients }, (_, n) => {
       const previous = brain.state(`node-${n}`)!;
       const services = new Map(previous.services).set(`default/${changed.name}`, changed);
-      return { node: previous.node, revision: previous.revision + 1, services };
+      return { node: previous.node, revision: previous.revision + 1, services, serviceCIDRs: [] };
     });
     const cpu = process.cpuUsage();
     t = performance.now();

@@ -74,7 +74,12 @@ function svc(i: number, generation = 0): LocalService {
 }
 
 function stateOf(services: LocalService[], revision: number): LocalState {
-  return { node: "bench", revision, services: new Map(services.map((s) => [`bench/${s.name}`, s])) };
+  return {
+    node: "bench",
+    revision,
+    services: new Map(services.map((s) => [`bench/${s.name}`, s])),
+    serviceCIDRs: [],
+  };
 }
 
 /** A ruleset in the shape upstream kube-proxy writes (names and rules of the same form). */
@@ -174,7 +179,7 @@ async function main(): Promise<void> {
           // As the brain builds a new state: a copy of the last map with the changed service.
           const services = new Map(current.services);
           services.set(`bench/svc-${i}`, svc(i, (k % 2) + 1));
-          current = { node: "bench", revision: k + 2, services };
+          current = { node: "bench", revision: k + 2, services, serviceCIDRs: [] };
           const t0 = performance.now();
           await backend.sync(current);
           latencies.push(performance.now() - t0);

@@ -12,6 +12,7 @@ import type {
   ObjectMeta,
   Protocol,
   Service,
+  ServiceCIDR,
   ServiceType,
   TrafficPolicy,
 } from "../model/kube.ts";
@@ -21,6 +22,7 @@ import {
   type EndpointSliceObject,
   NodeInfo,
   type NodeObject,
+  ServiceCIDRInfo,
   ServiceInfo,
   type ServiceObject,
   type ObjectMeta as WireMeta,
@@ -312,4 +314,13 @@ export function decodeNodeInfo(bytes: Uint8Array): Node {
     addresses: o.Addresses.map((a) => ({ type: a.Type, address: a.Address })),
     podCIDRs: o.PodCIDRs,
   };
+}
+
+export function encodeServiceCIDRInfo(o: ServiceCIDR): Uint8Array {
+  return ServiceCIDRInfo.encode({ Metadata: meta(o.metadata), CIDRs: [...o.cidrs] }).finish();
+}
+
+export function decodeServiceCIDRInfo(bytes: Uint8Array): ServiceCIDR {
+  const o = ServiceCIDRInfo.decode(bytes);
+  return { kind: "ServiceCIDR", metadata: fromMeta(o.Metadata), cidrs: o.CIDRs };
 }

@@ -1,15 +1,16 @@
 // The global state as globalv1 serves it: one unit per service (the Service and its
-// EndpointSlices) and per node, a server-wide revision, and a bounded log of the units that
+// EndpointSlices), per node and per ServiceCIDR, a server-wide revision, and a bounded log of the units that
 // changed, from which each stream (or resuming client) gets its delta.
 
 import type { ClusterView } from "../model/global.ts";
-import type { EndpointSlice, Node, Service } from "../model/kube.ts";
+import type { EndpointSlice, Node, Service, ServiceCIDR } from "../model/kube.ts";
 import { deleteFrame, type Frame, sameBytes, type WireValue, wireValue } from "./frames.ts";
 import { Set as WireSet } from "./gen/api/localv1/api.ts";
 import {
   encodeEndpointInfos,
   encodeEndpointSliceInfo,
   encodeNodeInfo,
+  encodeServiceCIDRInfo,
   encodeServiceInfo,
 } from "./global-codec.ts";
 import type { Revisioned } from "./revision-session.ts";
@@ -20,7 +21,8 @@ type Unit =
       readonly service: Service | undefined;
       readonly slices: readonly EndpointSlice[];
     }
-  | { readonly kind: "node"; readonly node: Node };
+  | { readonly kind: "node"; readonly node: Node }
+  | { readonly kind: "serviceCIDR"; readonly serviceCIDR: ServiceCIDR };
 
 /** kpng clients get one EndpointInfo per endpoint; ours ask for whole slices. */
 export type GlobalFlavor = "kpng" | "objects";
@@ -43,6 +45,11 @@ function entriesOf(unit: Unit, flavor: GlobalFlavor): ReadonlyMap<string, Entry>
     out.set(path, { set, value: wireValue(set, path, bytes) });
   if (unit.kind === "node") {
     add(WireSet.GlobalNodeInfos, `|${unit.node.metadata.name}||`, encodeNodeInfo(unit.node));
+  } else if (unit.kind === "serviceCIDR") {
+    // kpng clients know no such set: only clients asking for whole objects get it.
+    const o = unit.serviceCIDR;
+    if (flavor === "objects")
+      add(WireSet.GlobalServiceCIDRs, `|${o.metadata.name}||`, encodeServiceCIDRInfo(o));
   } else {
     const s = unit.service;
     if (s !== undefined)
@@ -64,6 +71,7 @@ function entriesOf(unit: Unit, flavor: GlobalFlavor): ReadonlyMap<string, Entry>
 // deleted, nodes deleted.
 const setRank = new Map<WireSet, number>([
   [WireSet.GlobalNodeInfos, 0],
+  [WireSet.GlobalServiceCIDRs, 0],
   [WireSet.GlobalServiceInfos, 1],
   [WireSet.GlobalEndpointInfos, 2],
   [WireSet.GlobalEndpointSlices, 2],
@@ -129,7 +137,9 @@ export class GlobalStates {
     this.#nextRevision = nextRevision;
     this.#maxRevisions = options.maxLogRevisions ?? 256;
     this.#maxEntries = options.maxLogEntries ?? 50_000;
-    this.#unsubscribe = store.subscribe((change) => this.#apply(change.services, change.nodes));
+    this.#unsubscribe = store.subscribe((change) =>
+      this.#apply(change.services, change.nodes, change.serviceCIDRs),
+    );
     if (store.isSynced) this.#loadAll();
   }
 
@@ -187,11 +197,12 @@ export class GlobalStates {
     for (const s of this.#store.slices()) services.add(`${s.metadata.namespace}/${s.serviceName}`);
     const nodes = new Set<string>();
     for (const n of this.#store.nodes()) nodes.add(n.metadata.name);
-    this.#apply(services, nodes);
+    this.#apply(services, nodes, true);
   }
 
-  #apply(services: ReadonlySet<string>, nodes: ReadonlySet<string>): void {
+  #apply(services: ReadonlySet<string>, nodes: ReadonlySet<string>, serviceCIDRs: boolean): void {
     const previous = new Map<string, Unit | undefined>();
+    if (serviceCIDRs) this.#applyServiceCIDRs(previous);
     for (const key of services) {
       const unitKey = `svc:${key}`;
       const old = this.#units.get(unitKey);
@@ -225,5 +236,23 @@ export class GlobalStates {
     }
     this.#revision = revision;
     for (const l of [...this.#listeners]) l();
+  }
+
+  /** ServiceCIDRs are few: every one is compared when any changed. */
+  #applyServiceCIDRs(previous: Map<string, Unit | undefined>): void {
+    const seen = new Set<string>();
+    for (const o of this.#store.serviceCIDRObjects()) {
+      const unitKey = `cidr:${o.metadata.name}`;
+      seen.add(unitKey);
+      const old = this.#units.get(unitKey);
+      if (old?.kind === "serviceCIDR" && old.serviceCIDR === o) continue;
+      previous.set(unitKey, old);
+      this.#units.set(unitKey, { kind: "serviceCIDR", serviceCIDR: o });
+    }
+    for (const [unitKey, unit] of this.#units) {
+      if (unit.kind !== "serviceCIDR" || seen.has(unitKey)) continue;
+      previous.set(unitKey, unit);
+      this.#units.delete(unitKey);
+    }
   }
 }

@@ -5,8 +5,8 @@
 // full state needs one sort of the service keys, not one of every endpoint path.
 
 import type { LocalService } from "../model/local.ts";
-import { deleteFrame, type Frame, sameBytes, type WireValue, wireValue } from "./frames.ts";
-import { Set as WireSet } from "./gen/api/localv1/api.ts";
+import { deleteFrame, type Frame, sameBytes, setFrame, type WireValue, wireValue } from "./frames.ts";
+import { ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
 import { encodeEndpointBytes, encodeLocalService, encodeServiceBytes } from "./local-codec.ts";
 
 /** A service's wire values. Cached per LocalService object: unchanged services keep theirs. */
@@ -58,17 +58,42 @@ export interface LocalDelta {
   readonly keys: Iterable<string>;
   before(key: string): LocalService | undefined;
   after(key: string): LocalService | undefined;
+  /** The Service IP ranges before and after; absent when they did not change. */
+  readonly serviceCIDRs?: { readonly before: readonly string[]; readonly after: readonly string[] };
+}
+
+/** The path of the one ServiceCIDRsSet value. */
+export const SERVICE_CIDRS_PATH = "service-cidrs";
+
+/** The op that gives a client these ranges: a Set, or a Delete when there are none. */
+function serviceCIDRsFrame(cidrs: readonly string[]): Frame {
+  if (cidrs.length === 0) return deleteFrame(WireSet.ServiceCIDRsSet, SERVICE_CIDRS_PATH);
+  return setFrame(
+    WireSet.ServiceCIDRsSet,
+    SERVICE_CIDRS_PATH,
+    ServiceCIDRs.encode({ CIDRs: [...cidrs] }).finish(),
+  );
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** Between two whole states: every key of either, compared by identity. */
 export function fullDelta(
   before: ReadonlyMap<string, LocalService>,
   after: ReadonlyMap<string, LocalService>,
+  serviceCIDRs?: LocalDelta["serviceCIDRs"],
 ): LocalDelta {
   const keys = new Set<string>();
   for (const [k, v] of after) if (before.get(k) !== v) keys.add(k);
   for (const k of before.keys()) if (!after.has(k)) keys.add(k);
-  return { keys, before: (k) => before.get(k), after: (k) => after.get(k) };
+  return {
+    keys,
+    before: (k) => before.get(k),
+    after: (k) => after.get(k),
+    ...(serviceCIDRs && { serviceCIDRs }),
+  };
 }
 
 interface ServiceChange {
@@ -94,6 +119,9 @@ export function localChangeFrames(delta: LocalDelta): Frame[] {
   }
   changes.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   const out: Frame[] = [];
+  const ranges = delta.serviceCIDRs;
+  if (ranges !== undefined && !sameStrings(ranges.before, ranges.after))
+    out.push(serviceCIDRsFrame(ranges.after));
   for (const { old, cur } of changes) {
     if (cur !== undefined && (old === undefined || !sameBytes(old.service.bytes, cur.service.bytes)))
       out.push(cur.service.frame);
@@ -119,10 +147,14 @@ export function localChangeFrames(delta: LocalDelta): Frame[] {
   return out;
 }
 
-/** The Set ops of a whole state: every service, then every service's endpoints. */
-export function localFullFrames(services: ReadonlyMap<string, LocalService>): Frame[] {
+/** The Set ops of a whole state: the Service IP ranges, every service, every service's endpoints. */
+export function localFullFrames(
+  services: ReadonlyMap<string, LocalService>,
+  serviceCIDRs: readonly string[] = [],
+): Frame[] {
   const keys = [...services.keys()].sort();
   const out: Frame[] = [];
+  if (serviceCIDRs.length > 0) out.push(serviceCIDRsFrame(serviceCIDRs));
   const encoded = keys.map((key) => encodedService(services.get(key)!));
   for (const e of encoded) out.push(e.service.frame);
   for (const e of encoded) if (e.endpointSets.length > 0) out.push(e.endpointSets);

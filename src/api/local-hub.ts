@@ -21,6 +21,8 @@ interface LogEntry {
   readonly from: number;
   /** The value each changed service had before this revision (undefined: it did not exist). */
   readonly previous: ReadonlyMap<string, LocalService | undefined>;
+  /** The Service IP ranges before this revision. */
+  readonly previousServiceCIDRs: readonly string[];
 }
 
 export interface HubOptions {
@@ -78,7 +80,7 @@ export class NodeStates implements Revisioned {
   allFrames(): Frame[] {
     let frames = this.#computed.get(-1);
     if (frames === undefined) {
-      frames = localFullFrames(this.#current?.state.services ?? new Map());
+      frames = localFullFrames(this.#current?.state.services ?? new Map(), this.#current?.state.serviceCIDRs);
       this.#computed.set(-1, frames);
     }
     return frames;
@@ -93,11 +95,20 @@ export class NodeStates implements Revisioned {
   /** Records a new state from the brain. */
   push(state: LocalState): void {
     const previous = this.#current;
-    if (previous !== undefined && previous.state.services === state.services) return;
+    if (
+      previous !== undefined &&
+      previous.state.services === state.services &&
+      previous.state.serviceCIDRs === state.serviceCIDRs
+    )
+      return;
     const revision = this.#nextRevision();
     if (previous !== undefined) {
       const changed = changedServices(previous.state.services, state.services);
-      this.#log.push({ from: previous.revision, previous: changed });
+      this.#log.push({
+        from: previous.revision,
+        previous: changed,
+        previousServiceCIDRs: previous.state.serviceCIDRs,
+      });
       this.#logEntries += changed.size;
       while (
         this.#log.length > this.#maxRevisions ||
@@ -126,7 +137,11 @@ export class NodeStates implements Revisioned {
       for (const [k, v] of this.#log[i]?.previous ?? []) if (!before.has(k)) before.set(k, v);
     }
     const services = current.state.services;
-    return { keys: before.keys(), before: (k) => before.get(k), after: (k) => services.get(k) };
+    const serviceCIDRs = {
+      before: this.#log[start]!.previousServiceCIDRs,
+      after: current.state.serviceCIDRs,
+    };
+    return { keys: before.keys(), before: (k) => before.get(k), after: (k) => services.get(k), serviceCIDRs };
   }
 }
 

@@ -12,6 +12,10 @@ function sameList<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boo
 
 const sameValue = <T>(x: T, y: T): boolean => x === y;
 
+export function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  return sameList(a, b, sameValue);
+}
+
 function sameEndpoint(a: LocalEndpoint, b: LocalEndpoint): boolean {
   return (
     a.ip === b.ip &&

@@ -39,7 +39,8 @@ export function localStateFeed(
       for (const delivery of deliveries) delivery.offer(next);
     });
     // Subscribed after the sync batch went out: naming this node recomputes every service.
-    if (store.isSynced) current = t.update({ services: new Set(), nodes: new Set([nodeName]) });
+    if (store.isSynced)
+      current = t.update({ services: new Set(), nodes: new Set([nodeName]), serviceCIDRs: true });
   };
 
   return {

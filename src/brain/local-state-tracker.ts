@@ -5,7 +5,7 @@
 import type { ClusterChange, ClusterView } from "../model/global.ts";
 import { LABEL_ZONE } from "../model/kube.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
-import { sameLocalService } from "./local-equal.ts";
+import { sameLocalService, sameStrings } from "./local-equal.ts";
 import { computeLocalService, type NodeView } from "./local-service.ts";
 
 const NO_LABELS = Object.freeze({});
@@ -20,7 +20,7 @@ export class LocalStateTracker {
   constructor(store: ClusterView, nodeName: string) {
     this.#store = store;
     this.#nodeName = nodeName;
-    this.#state = { node: nodeName, revision: 0, services: new Map(), nodeEligible: false };
+    this.#state = { node: nodeName, revision: 0, services: new Map(), nodeEligible: false, serviceCIDRs: [] };
   }
 
   get state(): LocalState {
@@ -52,12 +52,15 @@ export class LocalStateTracker {
     }
     const known = this.#store.node(this.#nodeName);
     const nodeEligible = known !== undefined && known.beingDeleted !== true;
-    if (next !== undefined) {
+    const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#state.serviceCIDRs;
+    const rangesChanged = !sameStrings(ranges, this.#state.serviceCIDRs);
+    if (next !== undefined || rangesChanged) {
       this.#state = {
         node: this.#nodeName,
         revision: this.#state.revision + 1,
-        services: next,
+        services: next ?? previous,
         nodeEligible,
+        serviceCIDRs: rangesChanged ? ranges : this.#state.serviceCIDRs,
       };
     } else if (nodeEligible !== this.#state.nodeEligible) {
       // Eligibility programs nothing (same revision), but /healthz needs it: a new state object.

@@ -29,6 +29,8 @@ export function isSelected(object: KubeObject, serviceProxyName: string): boolea
   switch (object.kind) {
     case "Node":
       return true;
+    // kube-proxy reads ServiceCIDRs through the same label selector as Services.
+    case "ServiceCIDR":
     case "Service":
       return selectedByProxyName(object.metadata.labels, serviceProxyName);
     case "EndpointSlice":

@@ -1,5 +1,5 @@
 // The cluster-wide store the sources write into: the selected Services, their EndpointSlices
-// grouped by service, and Nodes. It tells listeners which services and nodes changed, in one
+// grouped by service, Nodes and the Service IP ranges. It tells listeners which services and nodes changed, in one
 // batch per macrotask, and only once every source has synced.
 
 import { isDeepStrictEqual } from "node:util";
@@ -11,14 +11,21 @@ import {
   type Node,
   objectKey,
   type Service,
+  type ServiceCIDR,
 } from "../model/kube.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { isSelected } from "./selection.ts";
+import { mergeServiceRanges } from "./service-ranges.ts";
 
 export interface ClusterStoreOptions {
   /** Serve only objects labelled service.kubernetes.io/service-proxy-name=<this>; "" or unset: unlabelled ones. */
   readonly serviceProxyName?: string;
   readonly log?: Logger;
+  /**
+   * The cluster's Service IP ranges, fixed (--service-cidrs): ServiceCIDR objects are then ignored.
+   * Unset: the ranges are those of the ServiceCIDR objects.
+   */
+  readonly serviceCIDRs?: readonly string[] | undefined;
 }
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
@@ -33,6 +40,10 @@ export class ClusterStore implements ClusterSink, ClusterView {
   /** service key → the slices as a list, built on first read after a change. */
   readonly #sliceLists = new Map<string, readonly EndpointSlice[]>();
   readonly #nodes = new Map<string, Node>();
+  readonly #serviceCIDRObjects = new Map<string, ServiceCIDR>();
+  readonly #fixedServiceCIDRs: readonly string[] | undefined;
+  #serviceCIDRs: readonly string[];
+  #pendingServiceCIDRs = false;
   readonly #listeners = new Set<(change: ClusterChange) => void>();
   #synced = false;
   #pendingServices = new Set<string>();
@@ -44,6 +55,8 @@ export class ClusterStore implements ClusterSink, ClusterView {
   constructor(options: ClusterStoreOptions = {}) {
     this.#serviceProxyName = options.serviceProxyName ?? "";
     this.#log = options.log ?? silentLogger;
+    this.#fixedServiceCIDRs = options.serviceCIDRs;
+    this.#serviceCIDRs = mergeServiceRanges(options.serviceCIDRs ?? []);
   }
 
   get isSynced(): boolean {
@@ -80,6 +93,15 @@ export class ClusterStore implements ClusterSink, ClusterView {
     return this.#nodes.get(name);
   }
 
+  /** The cluster's Service IP ranges, merged (see mergeServiceRanges); empty when unknown. */
+  serviceCIDRs(): readonly string[] {
+    return this.#serviceCIDRs;
+  }
+
+  serviceCIDRObjects(): Iterable<ServiceCIDR> {
+    return this.#serviceCIDRObjects.values();
+  }
+
   services(): Iterable<Service> {
     return this.#services.values();
   }
@@ -112,6 +134,11 @@ export class ClusterStore implements ClusterSink, ClusterView {
         this.#nodes.set(key, object);
         this.#nodeChanged(key);
         return;
+      case "ServiceCIDR":
+        if (isDeepStrictEqual(this.#serviceCIDRObjects.get(key), object)) return;
+        this.#serviceCIDRObjects.set(key, object);
+        this.#rangesChanged();
+        return;
     }
   }
 
@@ -125,6 +152,9 @@ export class ClusterStore implements ClusterSink, ClusterView {
         return;
       case "Node":
         if (this.#nodes.delete(key)) this.#nodeChanged(key);
+        return;
+      case "ServiceCIDR":
+        if (this.#serviceCIDRObjects.delete(key)) this.#rangesChanged();
         return;
     }
   }
@@ -162,6 +192,8 @@ export class ClusterStore implements ClusterSink, ClusterView {
         return this.#slices.keys();
       case "Node":
         return this.#nodes.keys();
+      case "ServiceCIDR":
+        return this.#serviceCIDRObjects.keys();
     }
   }
 
@@ -204,6 +236,20 @@ export class ClusterStore implements ClusterSink, ClusterView {
     this.#scheduleFlush();
   }
 
+  /** A ServiceCIDR object changed: the merged ranges may too (unless fixed). */
+  #rangesChanged(): void {
+    if (this.#fixedServiceCIDRs === undefined) {
+      const next = mergeServiceRanges([...this.#serviceCIDRObjects.values()].flatMap((o) => o.cidrs));
+      const current = this.#serviceCIDRs;
+      const same = next.length === current.length && next.every((c, i) => c === current[i]);
+      // The same array object while equal: consumers compare by identity.
+      if (!same) this.#serviceCIDRs = next;
+    }
+    if (!this.#synced) return;
+    this.#pendingServiceCIDRs = true;
+    this.#scheduleFlush();
+  }
+
   #nodeChanged(name: string): void {
     if (!this.#synced) return;
     this.#pendingNodes.add(name);
@@ -222,11 +268,22 @@ export class ClusterStore implements ClusterSink, ClusterView {
    */
   flush(): void {
     this.#flushScheduled = false;
-    if (this.#pendingServices.size === 0 && this.#pendingNodes.size === 0 && !this.#syncBatchPending) return;
+    if (
+      this.#pendingServices.size === 0 &&
+      this.#pendingNodes.size === 0 &&
+      !this.#pendingServiceCIDRs &&
+      !this.#syncBatchPending
+    )
+      return;
+    const change: ClusterChange = {
+      services: this.#pendingServices,
+      nodes: this.#pendingNodes,
+      serviceCIDRs: this.#pendingServiceCIDRs || this.#syncBatchPending,
+    };
     this.#syncBatchPending = false;
-    const change: ClusterChange = { services: this.#pendingServices, nodes: this.#pendingNodes };
     this.#pendingServices = new Set();
     this.#pendingNodes = new Set();
+    this.#pendingServiceCIDRs = false;
     for (const listener of [...this.#listeners]) {
       try {
         listener(change);

@@ -19,6 +19,8 @@ export type Invocation =
       readonly sink: LocalSinkPlugin;
       readonly sinkOpts: unknown;
       readonly serviceProxyName: string;
+      /** --service-cidrs: fixed Service IP ranges; undefined: from ServiceCIDR objects. */
+      readonly serviceCIDRs: readonly string[] | undefined;
       readonly nodeName: string;
       readonly minSyncPeriodMs: number;
     }
@@ -30,6 +32,8 @@ export type Invocation =
       readonly sink: GlobalSinkPlugin;
       readonly sinkOpts: unknown;
       readonly serviceProxyName: string;
+      /** --service-cidrs: fixed Service IP ranges; undefined: from ServiceCIDR objects. */
+      readonly serviceCIDRs: readonly string[] | undefined;
     }
   /** `kpng local … <local-sink> …` */
   | {

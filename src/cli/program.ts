@@ -11,6 +11,7 @@ import { Command, Option } from "commander";
 import { z } from "zod";
 import type { LocalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith } from "../plugin/options.ts";
+import { parseServiceCIDRsFlag, SERVICE_CIDRS_FLAG } from "../plugin/service-cidrs-flag.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import type { Invocation, Plugins } from "./invocation.ts";
 
@@ -40,6 +41,10 @@ export function buildProgram(
       "--service-proxy-name <name>",
       "serve only Services labelled service.kubernetes.io/service-proxy-name=<name> (default: only those without the label)",
     );
+    cmd.option(
+      `${SERVICE_CIDRS_FLAG} <cidrs>`,
+      "the cluster's Service IP ranges, comma-separated, IPv4 and/or IPv6; overrides ServiceCIDR objects",
+    );
     source.addOptions(cmd);
     const toLocal = cmd
       .command("to-local")
@@ -52,6 +57,7 @@ export function buildProgram(
         sink,
         sinkOpts: sink.parseOptions(c.raw),
         serviceProxyName: serviceProxyName(c.raw),
+        serviceCIDRs: serviceCIDRs(c.raw),
         nodeName: c.nodeName,
         minSyncPeriodMs: c.minSyncPeriodMs,
       }));
@@ -69,6 +75,7 @@ export function buildProgram(
             sink,
             sinkOpts: sink.parseOptions(raw),
             serviceProxyName: serviceProxyName(raw),
+            serviceCIDRs: serviceCIDRs(raw),
           };
         }).then(run),
       );
@@ -224,6 +231,11 @@ function cleanupName(sink: LocalSinkPlugin): string {
 }
 
 /** The common --service-proxy-name of every source; "" serves the unlabelled Services. */
+/** The common --service-cidrs of every source; undefined: the ranges come from ServiceCIDR objects. */
+function serviceCIDRs(raw: RawOptions): readonly string[] | undefined {
+  return typeof raw.serviceCidrs === "string" ? parseServiceCIDRsFlag(raw.serviceCidrs) : undefined;
+}
+
 function serviceProxyName(raw: RawOptions): string {
   return typeof raw.serviceProxyName === "string" ? raw.serviceProxyName.trim() : "";
 }

@@ -12,8 +12,12 @@ import type { Invocation } from "./invocation.ts";
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {
     case "to-local": {
-      const { source, sink, serviceProxyName, nodeName, minSyncPeriodMs } = invocation;
-      const store = new ClusterStore({ serviceProxyName, log: ctx.log.child({ component: "store" }) });
+      const { source, sink, serviceProxyName, serviceCIDRs, nodeName, minSyncPeriodMs } = invocation;
+      const store = new ClusterStore({
+        serviceProxyName,
+        serviceCIDRs,
+        log: ctx.log.child({ component: "store" }),
+      });
       await withSource(source.create(invocation.sourceOpts, { ...ctx, nodeName }), store, () =>
         sink.run(
           pacedFeed(localStateFeed(store, nodeName), minSyncPeriodMs, ctx.log),
@@ -24,8 +28,12 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       return;
     }
     case "global": {
-      const { source, sink, serviceProxyName } = invocation;
-      const store = new ClusterStore({ serviceProxyName, log: ctx.log.child({ component: "store" }) });
+      const { source, sink, serviceProxyName, serviceCIDRs } = invocation;
+      const store = new ClusterStore({
+        serviceProxyName,
+        serviceCIDRs,
+        log: ctx.log.child({ component: "store" }),
+      });
       await withSource(source.create(invocation.sourceOpts, { ...ctx, nodeName: undefined }), store, () =>
         sink.run(store, invocation.sinkOpts, ctx),
       );

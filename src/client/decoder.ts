@@ -3,7 +3,7 @@
 // so consumers can diff by identity as they do in-process.
 
 import { isDeepStrictEqual } from "node:util";
-import { Endpoint, Service, Set as WireSet } from "../api/gen/api/localv1/api.ts";
+import { Endpoint, Service, ServiceCIDRs, Set as WireSet } from "../api/gen/api/localv1/api.ts";
 import { decodeLocalService } from "../api/local-codec.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
 import type { WireChangeSet } from "./watch.ts";
@@ -17,6 +17,7 @@ export class LocalStateDecoder {
   readonly #node: string;
   #held = new Map<string, Held>();
   #services: ReadonlyMap<string, LocalService> = new Map();
+  #serviceCIDRs: readonly string[] = [];
   #revision = 0;
 
   constructor(nodeName: string) {
@@ -24,17 +25,28 @@ export class LocalStateDecoder {
   }
 
   get state(): LocalState {
-    return { node: this.#node, revision: this.#revision, services: this.#services };
+    return {
+      node: this.#node,
+      revision: this.#revision,
+      services: this.#services,
+      serviceCIDRs: this.#serviceCIDRs,
+    };
   }
 
   /** Applies one change set; returns the same LocalState object's content when nothing changed. */
   apply(changeSet: WireChangeSet): { state: LocalState; changed: boolean } {
     const dirty = new Set<string>();
+    let serviceCIDRs = this.#serviceCIDRs;
     if (changeSet.reset) {
       for (const key of this.#held.keys()) dirty.add(key);
       this.#held = new Map();
+      serviceCIDRs = [];
     }
     for (const op of changeSet.ops) {
+      if (op.set === WireSet.ServiceCIDRsSet) {
+        serviceCIDRs = op.op === "set" ? ServiceCIDRs.decode(op.bytes).CIDRs : [];
+        continue;
+      }
       const parts = op.path.split("/");
       const key = `${parts[0]}/${parts[1]}`;
       if (op.set === WireSet.ServicesSet && parts.length === 2) {
@@ -51,6 +63,10 @@ export class LocalStateDecoder {
     }
     const next = new Map(this.#services);
     let changed = false;
+    if (!isDeepStrictEqual(serviceCIDRs, this.#serviceCIDRs)) {
+      this.#serviceCIDRs = serviceCIDRs;
+      changed = true;
+    }
     for (const key of dirty) {
       const held = this.#held.get(key);
       if (held?.service === undefined) {

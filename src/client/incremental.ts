@@ -11,6 +11,8 @@ export interface IncrementalHandlers {
   /** key: the endpoint IP; endpoints are per service, across its ports. */
   setEndpoint(namespace: string, service: string, key: string, endpoint: LocalEndpoint): void | Promise<void>;
   deleteEndpoint(namespace: string, service: string, key: string): void | Promise<void>;
+  /** The cluster's Service IP ranges changed (the whole list; empty: none known). */
+  setServiceCIDRs?(cidrs: readonly string[]): void | Promise<void>;
   /** The handlers have seen a complete, consistent state. */
   sync(state: LocalState): void | Promise<void>;
 }
@@ -33,7 +35,13 @@ const sameEndpoint = (a: LocalEndpoint, b: LocalEndpoint) =>
 
 export function incrementalSink(feed: LocalStateFeed, handlers: IncrementalHandlers): () => void {
   let previous: ReadonlyMap<string, LocalService> = new Map();
+  let previousCIDRs: readonly string[] = [];
   return feed.subscribe(async (state) => {
+    const cidrs = state.serviceCIDRs;
+    if (cidrs.length !== previousCIDRs.length || cidrs.some((c, i) => c !== previousCIDRs[i])) {
+      await handlers.setServiceCIDRs?.(cidrs);
+      previousCIDRs = cidrs;
+    }
     const keys = [...new Set([...previous.keys(), ...state.services.keys()])].sort();
     // Services first, endpoints next, service deletes last: no endpoint without its service.
     for (const key of keys) {

@@ -1,6 +1,6 @@
 // The global (cluster-wide) model as sources deliver it: validated objects, keyed and typed.
 
-import type { EndpointSlice, KubeKind, KubeObject, Node, Service } from "./kube.ts";
+import type { EndpointSlice, KubeKind, KubeObject, Node, Service, ServiceCIDR } from "./kube.ts";
 
 /** Where a source delivers what it reads. The brain's ClusterStore implements it. */
 export interface ClusterSink {
@@ -30,6 +30,8 @@ export interface ClusterChange {
   readonly services: ReadonlySet<string>;
   /** Names of nodes whose Node object changed. */
   readonly nodes: ReadonlySet<string>;
+  /** ServiceCIDR objects changed; serviceCIDRs() (the merged ranges) may or may not have. */
+  readonly serviceCIDRs: boolean;
 }
 
 /**
@@ -50,4 +52,7 @@ export interface ClusterView {
   services(): Iterable<Service>;
   slices(): Iterable<EndpointSlice>;
   nodes(): Iterable<Node>;
+  serviceCIDRObjects(): Iterable<ServiceCIDR>;
+  /** The cluster's Service IP ranges, merged: IPv4 first, then by address, none inside another. */
+  serviceCIDRs(): readonly string[];
 }

@@ -1,5 +1,5 @@
-// The validated subset of core/v1 Service, discovery/v1 EndpointSlice and core/v1 Node that a
-// service proxy reads. Parsers in validate.ts turn raw API objects into these shapes; every
+// The validated subset of core/v1 Service, discovery/v1 EndpointSlice, core/v1 Node and
+// networking.k8s.io ServiceCIDR that a service proxy reads. Parsers in validate.ts turn raw API objects into these shapes; every
 // field here has already been checked, so the brain never re-validates.
 
 export type Protocol = "TCP" | "UDP" | "SCTP";
@@ -119,7 +119,15 @@ export interface Node {
 /** The taint the cluster autoscaler puts on a node it is about to remove. */
 export const TAINT_TO_BE_DELETED = "ToBeDeletedByClusterAutoscaler";
 
-export type KubeObject = Service | EndpointSlice | Node;
+/** networking.k8s.io ServiceCIDR: one of the cluster's Service IP ranges (one CIDR per family). */
+export interface ServiceCIDR {
+  readonly kind: "ServiceCIDR";
+  readonly metadata: ObjectMeta;
+  /** Network address and prefix, one per family, as the API server requires them. */
+  readonly cidrs: readonly string[];
+}
+
+export type KubeObject = Service | EndpointSlice | Node | ServiceCIDR;
 export type KubeKind = KubeObject["kind"];
 
 /** The key a store uses: "namespace/name", or the name alone for cluster-scoped objects. */

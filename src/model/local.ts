@@ -73,6 +73,11 @@ export interface LocalState {
    * eligible).
    */
   readonly nodeEligible?: boolean;
+  /**
+   * The cluster's Service IP ranges, both families: IPv4 first, then by address; none inside
+   * another. A packet to an address in them that no service holds is dropped. Empty when unknown.
+   */
+  readonly serviceCIDRs: readonly string[];
 }
 
 /** "ip:port", with IPv6 addresses in brackets. */

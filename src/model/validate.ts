@@ -2,11 +2,12 @@
 // object yields a reason a human can act on; it never throws.
 
 import { InvalidField, object, type RawObject } from "./field-reader.ts";
-import type { EndpointSlice, KubeObject, Node, Service } from "./kube.ts";
+import type { EndpointSlice, KubeObject, Node, Service, ServiceCIDR } from "./kube.ts";
 import { readEndpointSlice } from "./validate-endpointslice.ts";
 import { bestEffortName } from "./validate-meta.ts";
 import { readNode } from "./validate-node.ts";
 import { readService } from "./validate-service.ts";
+import { readServiceCIDR } from "./validate-servicecidr.ts";
 
 export type ParseResult<T> =
   | { ok: true; value: T }
@@ -44,6 +45,10 @@ export function parseNode(raw: unknown): ParseResult<Node> {
   return parse("Node", raw, false, "", readNode);
 }
 
+export function parseServiceCIDR(raw: unknown): ParseResult<ServiceCIDR> {
+  return parse("ServiceCIDR", raw, false, "", readServiceCIDR);
+}
+
 /** Dispatches on raw.kind; kinds we do not read give { ok: false, ..., reason: "ignored kind", ignored: true }. */
 export function parseKubeObject(
   raw: unknown,
@@ -57,6 +62,8 @@ export function parseKubeObject(
       return parseEndpointSlice(raw, defaultNamespace);
     case "Node":
       return parseNode(raw);
+    case "ServiceCIDR":
+      return parseServiceCIDR(raw);
     case undefined:
     case null:
     case "":

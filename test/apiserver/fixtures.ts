@@ -60,3 +60,12 @@ export function node(name: string, labels: Record<string, string> = {}): Kinded 
     status: { addresses: [{ type: "InternalIP", address: "192.0.2.100" }] },
   };
 }
+
+export function serviceCIDR(name: string, cidrs: string[], labels: Record<string, string> = {}): Kinded {
+  return {
+    kind: "ServiceCIDR",
+    apiVersion: "networking.k8s.io/v1",
+    metadata: { name, labels },
+    spec: { cidrs },
+  };
+}

@@ -39,6 +39,11 @@ export interface TestApiServerOptions {
   readonly bookmarkIntervalMs?: number;
   /** How a watch from a compacted revision is refused: an HTTP 410, or a 200 with an ERROR event. */
   readonly expiredWatchAs?: "status" | "event";
+  /**
+   * The networking.k8s.io versions that serve ServiceCIDRs; default ["v1"]. [] plays an older
+   * cluster (every ServiceCIDR path is a 404), ["v1beta1"] one from before the API went GA.
+   */
+  readonly serviceCIDRVersions?: readonly ("v1" | "v1beta1")[];
 }
 
 export interface RecordedRequest {
@@ -66,7 +71,20 @@ interface Watcher {
   close(): void;
 }
 
-const ROUTE = /^\/(api\/v1|apis\/[a-z0-9.]+\/v1)\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?\/?$/;
+const ROUTE =
+  /^\/(api\/v1|apis\/[a-z0-9.]+\/v1(?:beta1)?)\/(?:namespaces\/([^/]+)\/)?([a-z]+)(?:\/([^/]+))?\/?$/;
+
+/**
+ * Whether a resource is served under a group-version prefix: at its own group version, except
+ * ServiceCIDRs, served at the networking.k8s.io versions this server plays (v1 and/or v1beta1).
+ */
+function servedHere(type: ResourceType, prefix: string, serviceCIDRVersions: readonly string[]): boolean {
+  if (type.resource === "servicecidrs") {
+    const version = /^apis\/networking\.k8s\.io\/(v1|v1beta1)$/.exec(prefix)?.[1];
+    return version !== undefined && serviceCIDRVersions.includes(version);
+  }
+  return groupVersionPath(type) === prefix;
+}
 
 function status(code: number, reason: string, message: string): Record<string, unknown> {
   return { kind: "Status", apiVersion: "v1", metadata: {}, status: "Failure", message, reason, code };
@@ -99,6 +117,7 @@ export class TestApiServer {
       host: options.host ?? "127.0.0.1",
       bookmarkIntervalMs: options.bookmarkIntervalMs ?? 1000,
       expiredWatchAs: options.expiredWatchAs ?? "event",
+      serviceCIDRVersions: options.serviceCIDRVersions ?? ["v1"],
     };
     this.#port = this.#options.port;
     this.store.subscribe((event) => this.#dispatch(event));
@@ -252,7 +271,8 @@ export class TestApiServer {
     const url = new URL(req.url ?? "/", "http://localhost");
     const match = ROUTE.exec(url.pathname);
     const found = match ? RESOURCES[match[3]!] : undefined;
-    const type = found && groupVersionPath(found) === match![1] ? found : undefined;
+    const type =
+      found && servedHere(found, match![1]!, this.#options.serviceCIDRVersions) ? found : undefined;
     if (!match || !type) {
       this.#sendStatus(
         res,

@@ -45,6 +45,13 @@ export const RESOURCES: Readonly<Record<string, ResourceType>> = {
     apiVersion: "coordination.k8s.io/v1",
     namespaced: true,
   },
+  servicecidrs: {
+    resource: "servicecidrs",
+    kind: "ServiceCIDR",
+    listKind: "ServiceCIDRList",
+    apiVersion: "networking.k8s.io/v1",
+    namespaced: false,
+  },
 };
 
 /** The API group/version a resource is served under, as it appears in the request path. */

@@ -45,8 +45,12 @@ function staticChains(cfg: TableConfig): StaticChain[] {
       name: STATIC.firewallCheck,
       rules: [`${ipk} daddr . meta l4proto . th dport vmap @${STATIC.firewallIPs}`],
     },
-    // Reached only by packets that no service DNAT took: a known ClusterIP on an unknown port.
-    { name: STATIC.clusterIPsCheck, rules: [`${ipk} daddr @${STATIC.clusterIPs} reject`] },
+    // Reached only by packets that no service DNAT took: a known ClusterIP on an unknown port is
+    // rejected; any other address in a Service range belongs to no service and is dropped.
+    {
+      name: STATIC.clusterIPsCheck,
+      rules: [`${ipk} daddr @${STATIC.clusterIPs} reject`, `${ipk} daddr @${STATIC.serviceCIDRs} drop`],
+    },
     { name: STATIC.markForMasquerade, rules: [`meta mark set meta mark | ${MASQUERADE_MARK}`] },
     {
       name: STATIC.masquerading,
@@ -113,6 +117,7 @@ export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
   STATIC.clusterIPs,
   STATIC.nodePortIPs,
   STATIC.podCIDRs,
+  STATIC.serviceCIDRs,
   STATIC.hairpin,
   STATIC.serviceIPs,
   STATIC.serviceNodePorts,
@@ -138,6 +143,7 @@ export function skeletonOps(cfg: TableConfig): NftOp[] {
     set(STATIC.clusterIPs, `{ type ${addr}; }`),
     set(STATIC.nodePortIPs, `{ type ${addr}; flags interval; auto-merge; }`),
     set(STATIC.podCIDRs, `{ type ${addr}; flags interval; auto-merge; }`),
+    set(STATIC.serviceCIDRs, `{ type ${addr}; flags interval; auto-merge; }`),
     set(STATIC.hairpin, `{ type ${addr} . ${addr}; }`),
     map(STATIC.serviceIPs, `{ type ${svcKey} : verdict; }`),
     map(STATIC.serviceNodePorts, "{ type inet_proto . inet_service : verdict; }"),

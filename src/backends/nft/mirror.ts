@@ -11,6 +11,7 @@ import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { STATIC } from "./names.ts";
 import type { NftOp } from "./ops.ts";
 import { renderService } from "./render-service.ts";
+import { serviceCIDROps, serviceCIDRsOfFamily } from "./service-cidrs.ts";
 import { type ElementOp, PHASE, type Unit } from "./transaction.ts";
 
 /** A chain or set that is no longer used is flushed at once and deleted this long after. */
@@ -56,6 +57,8 @@ export class TableMirror {
   #lastDeletion = Number.NEGATIVE_INFINITY;
   /** True until the first plan: the skeleton must be (re)written and unclaimed objects retired. */
   #fresh = true;
+  /** The Service IP ranges (this family) last written to the table's range set. */
+  #serviceCIDRs: readonly string[] = [];
 
   constructor(cfg: TableConfig, adopted?: AdoptedTable) {
     this.#cfg = cfg;
@@ -100,6 +103,11 @@ export class TableMirror {
     const touched = new Set<string>();
     const unshared = new Set<string>();
     if (this.#fresh) units.push({ phase: PHASE.skeleton, ops: skeletonOps(this.#cfg), elements: [] });
+    const ranges = serviceCIDRsOfFamily(state.serviceCIDRs, this.#cfg.family);
+    if (this.#fresh || !equalRules(ranges, this.#serviceCIDRs)) {
+      units.push({ phase: PHASE.skeleton, ops: serviceCIDROps(ranges), elements: [] });
+      this.#serviceCIDRs = ranges;
+    }
     const before = this.#services.size;
     let added = 0;
     // A first plan visits services in key order, so the same state always renders the same text

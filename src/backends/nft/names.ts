@@ -96,6 +96,8 @@ export const STATIC = {
   clusterIPs: "cluster-ips",
   nodePortIPs: "nodeport-ips",
   podCIDRs: "pod-cidrs",
+  /** The cluster's Service IP ranges: traffic to an address in them that no service holds is dropped. */
+  serviceCIDRs: "service-cidrs",
   hairpin: "hairpin-endpoints",
 } as const;
 

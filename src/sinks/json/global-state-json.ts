@@ -1,5 +1,5 @@
-// The JSON form of the global model: every selected Service, EndpointSlice and Node, sorted by
-// key, with object keys sorted so equal states print equal documents.
+// The JSON form of the global model: every selected Service, EndpointSlice, Node and
+// ServiceCIDR, sorted by key, with object keys sorted so equal states print equal documents.
 
 import type { ClusterView } from "../../model/global.ts";
 import type { KubeObject } from "../../model/kube.ts";
@@ -9,13 +9,17 @@ export interface GlobalStateJson {
   readonly services: readonly unknown[];
   readonly endpointSlices: readonly unknown[];
   readonly nodes: readonly unknown[];
+  readonly serviceCIDRs: readonly unknown[];
 }
 
-export function globalStateToJson(view: Pick<ClusterView, "services" | "slices" | "nodes">): GlobalStateJson {
+export function globalStateToJson(
+  view: Pick<ClusterView, "services" | "slices" | "nodes" | "serviceCIDRObjects">,
+): GlobalStateJson {
   return {
     services: sortedObjects(view.services()),
     endpointSlices: sortedObjects(view.slices()),
     nodes: sortedObjects(view.nodes()),
+    serviceCIDRs: sortedObjects(view.serviceCIDRObjects()),
   };
 }
 

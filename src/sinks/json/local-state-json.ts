@@ -12,6 +12,8 @@ import {
 export interface LocalStateJson {
   readonly node: string;
   readonly revision: number;
+  /** The cluster's Service IP ranges: IPv4 first, then by address. */
+  readonly serviceCIDRs: readonly string[];
   readonly services: readonly LocalServiceJson[];
 }
 
@@ -52,7 +54,12 @@ export function localStateToJson(state: LocalState): LocalStateJson {
   const services = [...state.services.values()].sort(
     (a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name),
   );
-  return { node: state.node, revision: state.revision, services: services.map(serviceToJson) };
+  return {
+    node: state.node,
+    revision: state.revision,
+    serviceCIDRs: [...state.serviceCIDRs],
+    services: services.map(serviceToJson),
+  };
 }
 
 function serviceToJson(s: LocalService): LocalServiceJson {

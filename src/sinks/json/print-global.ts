@@ -7,7 +7,7 @@ import { jsonDocument, type PrintOptions, printDocuments } from "./write.ts";
 export type PrintGlobalOptions = PrintOptions;
 
 export function printGlobalStates(
-  store: Pick<ClusterView, "isSynced" | "subscribe" | "services" | "slices" | "nodes">,
+  store: Pick<ClusterView, "isSynced" | "subscribe" | "services" | "slices" | "nodes" | "serviceCIDRObjects">,
   options: PrintGlobalOptions,
 ): Promise<void> {
   return printDocuments(options, (print, isFinished) => {

@@ -2,12 +2,17 @@
 // (globalv1, whole objects), so a central brain can fan out to brains on the nodes.
 
 import { Set as WireSet } from "../../api/gen/api/localv1/api.ts";
-import { decodeEndpointSliceInfo, decodeNodeInfo, decodeServiceInfo } from "../../api/global-codec.ts";
+import {
+  decodeEndpointSliceInfo,
+  decodeNodeInfo,
+  decodeServiceCIDRInfo,
+  decodeServiceInfo,
+} from "../../api/global-codec.ts";
 import type { TlsPaths } from "../../client/connection.ts";
 import { type ApiClientOptions, addApiOptions, apiClientOptions } from "../../client/tls-options.ts";
 import { type WireChangeSet, type WireOp, watchGlobal } from "../../client/watch.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
-import type { EndpointSlice, KubeKind, KubeObject, Node, Service } from "../../model/kube.ts";
+import type { EndpointSlice, KubeKind, KubeObject, Node, Service, ServiceCIDR } from "../../model/kube.ts";
 import { type Logger, silentLogger } from "../../observability/log.ts";
 import type { SourcePlugin } from "../../plugin/contracts.ts";
 
@@ -17,6 +22,7 @@ export function objectOfPath(set: WireSet, path: string): { kind: KubeKind; key:
   if (set === WireSet.GlobalServiceInfos) return { kind: "Service", key: `${ns}/${name}` };
   if (set === WireSet.GlobalNodeInfos) return { kind: "Node", key: name };
   if (set === WireSet.GlobalEndpointSlices) return { kind: "EndpointSlice", key: `${ns}/${slice}` };
+  if (set === WireSet.GlobalServiceCIDRs) return { kind: "ServiceCIDR", key: name };
   return undefined;
 }
 
@@ -24,6 +30,7 @@ function decodeOp(op: Extract<WireOp, { op: "set" }>): KubeObject | undefined {
   if (op.set === WireSet.GlobalServiceInfos) return decodeServiceInfo(op.bytes);
   if (op.set === WireSet.GlobalNodeInfos) return decodeNodeInfo(op.bytes);
   if (op.set === WireSet.GlobalEndpointSlices) return decodeEndpointSliceInfo(op.bytes);
+  if (op.set === WireSet.GlobalServiceCIDRs) return decodeServiceCIDRInfo(op.bytes);
   return undefined;
 }
 
@@ -40,7 +47,12 @@ export class GlobalChangeApplier {
 
   apply(changeSet: WireChangeSet): void {
     if (changeSet.reset) {
-      const all = { Service: [] as Service[], EndpointSlice: [] as EndpointSlice[], Node: [] as Node[] };
+      const all = {
+        Service: [] as Service[],
+        EndpointSlice: [] as EndpointSlice[],
+        Node: [] as Node[],
+        ServiceCIDR: [] as ServiceCIDR[],
+      };
       for (const op of changeSet.ops) {
         if (op.op !== "set") continue;
         const obj = this.#decode(op);
@@ -49,6 +61,7 @@ export class GlobalChangeApplier {
       this.#sink.replace("Service", all.Service);
       this.#sink.replace("EndpointSlice", all.EndpointSlice);
       this.#sink.replace("Node", all.Node);
+      this.#sink.replace("ServiceCIDR", all.ServiceCIDR);
     } else {
       for (const op of changeSet.ops) {
         if (op.op === "set") {

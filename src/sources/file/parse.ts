@@ -2,7 +2,7 @@
 // source does the I/O and the logging, so every rule here is tested on strings.
 
 import { type Document, isMap, isNode, isSeq, LineCounter, parseAllDocuments } from "yaml";
-import type { EndpointSlice, KubeObject, Node, Service } from "../../model/kube.ts";
+import type { EndpointSlice, KubeObject, Node, Service, ServiceCIDR } from "../../model/kube.ts";
 import { objectKey } from "../../model/kube.ts";
 import { parseKubeObject } from "../../model/validate.ts";
 import type { InvalidObject } from "../../observability/invalid.ts";
@@ -12,6 +12,8 @@ export interface ClusterFileContents {
   readonly services: readonly Service[];
   readonly endpointSlices: readonly EndpointSlice[];
   readonly nodes: readonly Node[];
+  /** The cluster's Service IP ranges (kind: ServiceCIDR). */
+  readonly serviceCIDRs: readonly ServiceCIDR[];
   /** Objects that failed validation; the reason ends with where the object starts in the file. */
   readonly invalid: readonly InvalidObject[];
   /** Objects of kinds a proxy does not read (Pod, Deployment…), as "Kind ns/name". */
@@ -140,6 +142,7 @@ function validateAll(located: readonly LocatedObject[], defaultNamespace: string
     services: objects.filter((o): o is Service => o.kind === "Service"),
     endpointSlices: objects.filter((o): o is EndpointSlice => o.kind === "EndpointSlice"),
     nodes: objects.filter((o): o is Node => o.kind === "Node"),
+    serviceCIDRs: objects.filter((o): o is ServiceCIDR => o.kind === "ServiceCIDR"),
     invalid,
     ignored,
     duplicates,

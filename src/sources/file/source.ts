@@ -149,12 +149,14 @@ export class FileSource implements ClusterSource {
     sink.replace("Service", contents.services);
     sink.replace("EndpointSlice", contents.endpointSlices);
     sink.replace("Node", contents.nodes);
+    sink.replace("ServiceCIDR", contents.serviceCIDRs);
     this.#appliedText = text;
     log.info(
       {
         file: path,
         services: contents.services.length,
         endpointSlices: contents.endpointSlices.length,
+        serviceCIDRs: contents.serviceCIDRs.length,
         nodes: contents.nodes.length,
         invalid: contents.invalid.length,
       },

@@ -16,6 +16,8 @@ const kubeOptions = z.object({
   context: optionalText,
   master: optionalText,
   serviceProxyName: optionalText,
+  // --service-cidrs (every source's flag, checked by the CLI): when set, ServiceCIDRs are not read.
+  serviceCidrs: optionalText,
   watchAllNodes: switchFlag,
   watchInactivityTimeout: durationFlag(1000, "a watch is reconnected after this much silence; use 1s or more")
     .optional()
@@ -26,7 +28,7 @@ export type KubeSourceOptions = z.output<typeof kubeOptions>;
 
 export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
   name: "kube",
-  description: "list and watch Services, EndpointSlices and Nodes from the Kubernetes API",
+  description: "list and watch Services, EndpointSlices, Nodes and ServiceCIDRs from the Kubernetes API",
   addOptions(cmd: Command): void {
     cmd
       .option(
@@ -79,6 +81,8 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
           log,
           nodeName,
           serviceProxyName,
+          // Ranges given on the command line replace the cluster's: no need to read them.
+          watchServiceCIDRs: opts.serviceCidrs === undefined,
           timings: { inactivityTimeoutMs },
         });
         await started.start(sink);

@@ -1,12 +1,14 @@
-// The kube source: one reflector per resource (Services, EndpointSlices, this node's Node) into
-// the sink, and `synced()` once every one of them has completed its first list — an empty cluster
-// included — so the brain never computes from a partial picture.
+// The kube source: one reflector per resource (Services, EndpointSlices, this node's Node, and the
+// ServiceCIDRs when the cluster serves them) into the sink, and `synced()` once every one of them
+// has completed its first list — an empty cluster included — so the brain never computes from a
+// partial picture.
 
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
-import { parseEndpointSlice, parseNode, parseService } from "../../model/validate.ts";
+import { parseEndpointSlice, parseNode, parseService, parseServiceCIDR } from "../../model/validate.ts";
 import type { Logger } from "../../observability/log.ts";
-import { Reflector, type ReflectorTimings, type ResourceSpec } from "./reflector.ts";
+import { DEFAULT_TIMINGS, Reflector, type ReflectorTimings, type ResourceSpec } from "./reflector.ts";
 import { endpointSliceLabelSelector, nodeFieldSelector, serviceLabelSelector } from "./selectors.ts";
+import { findServiceCIDRPath } from "./service-cidr-api.ts";
 import type { KubeTransport } from "./transport.ts";
 
 export interface WatchScope {
@@ -42,7 +44,20 @@ export function resourceSpecs(scope: WatchScope): ResourceSpec[] {
   ];
 }
 
+/** ServiceCIDRs at `path` (v1 or v1beta1), with the same label selector as Services, as kube-proxy. */
+export function serviceCIDRSpec(path: string, scope: WatchScope): ResourceSpec {
+  return {
+    kind: "ServiceCIDR",
+    resource: "servicecidrs",
+    path,
+    labelSelector: serviceLabelSelector(scope.serviceProxyName),
+    parse: (raw) => parseServiceCIDR(raw),
+  };
+}
+
 export interface KubeSourceOptions extends WatchScope {
+  /** Default true. False when the ranges are given (--service-cidrs): ServiceCIDRs are not read. */
+  readonly watchServiceCIDRs?: boolean;
   readonly transport: KubeTransport;
   readonly log: Logger;
   readonly timings?: Partial<ReflectorTimings>;
@@ -52,6 +67,7 @@ export interface KubeSourceOptions extends WatchScope {
 export class KubeSource implements ClusterSource {
   readonly #options: KubeSourceOptions;
   #reflectors: Reflector[] = [];
+  #stopping = new AbortController();
 
   constructor(options: KubeSourceOptions) {
     this.#options = options;
@@ -65,14 +81,43 @@ export class KubeSource implements ClusterSource {
     );
     for (const reflector of this.#reflectors) reflector.start();
     const reflectors = this.#reflectors;
-    void Promise.all(reflectors.map((r) => r.listed)).then(() => {
+    this.#stopping = new AbortController();
+    const rangesListed =
+      this.#options.watchServiceCIDRs === false
+        ? Promise.resolve()
+        : this.#watchServiceCIDRs(sink, reflectors, this.#stopping.signal);
+    void Promise.all([...reflectors.map((r) => r.listed), rangesListed]).then(() => {
       if (this.#reflectors !== reflectors) return;
       log.info("every resource listed; synced");
       sink.synced();
     });
   }
 
+  /** Finds the served ServiceCIDR API, then lists and watches it like the other kinds. */
+  async #watchServiceCIDRs(sink: ClusterSink, reflectors: Reflector[], signal: AbortSignal): Promise<void> {
+    const { transport, log, timings, random } = this.#options;
+    const path = await findServiceCIDRPath({
+      transport,
+      log,
+      signal,
+      timeoutMs: timings?.inactivityTimeoutMs ?? DEFAULT_TIMINGS.inactivityTimeoutMs,
+      ...(timings?.backoff && { backoff: timings.backoff }),
+    });
+    if (path === undefined || signal.aborted || this.#reflectors !== reflectors) return;
+    log.info({ path }, "watching ServiceCIDRs");
+    const reflector = new Reflector(serviceCIDRSpec(path, this.#options), sink, {
+      transport,
+      log,
+      ...(timings && { timings }),
+      ...(random && { random }),
+    });
+    reflectors.push(reflector);
+    reflector.start();
+    await reflector.listed;
+  }
+
   async stop(): Promise<void> {
+    this.#stopping.abort();
     const reflectors = this.#reflectors;
     this.#reflectors = [];
     await Promise.all(reflectors.map((r) => r.stop()));

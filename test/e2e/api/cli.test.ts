@@ -78,6 +78,7 @@ describe("kpng file … to-api  +  kpng local --api … / kpng api --api …", (
       assert.ok(node === "node-unknown" || expected.services.length > 0);
       // Revisions count changes per producer; the content must be identical.
       assert.deepEqual({ ...JSON.parse(remote), revision: 0 }, { ...expected, revision: 0 });
+      assert.ok(expected.serviceCIDRs.length > 0, "the example cluster has Service ranges");
       assert.deepEqual({ ...JSON.parse(replicated), revision: 0 }, { ...expected, revision: 0 });
     });
   }

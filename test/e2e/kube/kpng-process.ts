@@ -14,6 +14,7 @@ export interface LocalServiceDoc {
 export interface LocalStateDoc {
   readonly node: string;
   readonly revision: number;
+  readonly serviceCIDRs: readonly string[];
   readonly services: readonly LocalServiceDoc[];
 }
 

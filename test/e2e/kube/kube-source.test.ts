@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { stringify } from "yaml";
-import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
+import { endpointSlice, node, service, serviceCIDR } from "../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../apiserver/server.ts";
 import { endpointsOf, KpngProcess, serviceNames } from "./kpng-process.ts";
 
@@ -170,5 +170,25 @@ describe("kpng kube … to-local to-json", () => {
     api.withhold("endpointslices", false);
     await p.waitFor("web", (d) => endpointsOf(d, "default/web").includes("203.0.113.5:8080"));
     assert.equal(p.docs.length, 1, "the first state printed is already complete");
+  });
+
+  it("carries the cluster's Service ranges from ServiceCIDRs, following changes", async () => {
+    withWeb();
+    api.create(serviceCIDR("kubernetes", ["198.51.100.0/24", "2001:db8:1::/112"]));
+    const p = start("--master", api.url);
+    await p.waitFor("the ranges", (d) => d.serviceCIDRs.join(",") === "198.51.100.0/24,2001:db8:1::/112");
+    api.create(serviceCIDR("more", ["203.0.113.0/24"]));
+    await p.waitFor("an added range", (d) => d.serviceCIDRs.includes("203.0.113.0/24"));
+    api.delete("ServiceCIDR", "kubernetes");
+    await p.waitFor("a deleted range", (d) => d.serviceCIDRs.join(",") === "203.0.113.0/24");
+  });
+
+  it("--service-cidrs replaces them and ServiceCIDRs are not read", async () => {
+    withWeb();
+    api.create(serviceCIDR("kubernetes", ["198.51.100.0/24"]));
+    const p = start("--master", api.url, "--service-cidrs", "192.0.2.0/24");
+    await p.waitFor("web", (d) => endpointsOf(d, "default/web").includes("203.0.113.5:8080"));
+    assert.deepEqual(p.latest?.serviceCIDRs, ["192.0.2.0/24"]);
+    assert.ok(!api.requests.some((r) => r.resource === "servicecidrs"));
   });
 });

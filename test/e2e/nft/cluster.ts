@@ -37,6 +37,8 @@ export interface TestService {
 export interface ClusterOptions {
   /** Puts the cluster autoscaler's ToBeDeletedByClusterAutoscaler taint on node-1. */
   readonly node1ToBeDeleted?: boolean;
+  /** More objects for the file, e.g. ServiceCIDRs. */
+  readonly others?: readonly object[];
 }
 
 function node(name: string, ipv4: string, ipv6: string, toBeDeleted = false): object {
@@ -105,7 +107,12 @@ function serviceObjects(s: TestService): object[] {
   return [svc, slice];
 }
 
-/** Writes the cluster (two nodes plus the services) to path, atomically. */
+/** A networking.k8s.io/v1 ServiceCIDR: one of the cluster's Service IP ranges. */
+export function serviceCIDR(name: string, cidrs: readonly string[]): object {
+  return { apiVersion: "networking.k8s.io/v1", kind: "ServiceCIDR", metadata: { name }, spec: { cidrs } };
+}
+
+/** Writes the cluster (two nodes, the services and any other objects) to path, atomically. */
 export function writeCluster(
   path: string,
   services: readonly TestService[],
@@ -115,6 +122,7 @@ export function writeCluster(
     node("node-1", "192.0.2.1", "2001:db8::1", opts.node1ToBeDeleted),
     node("node-2", "192.0.2.50", "2001:db8::50"),
     ...services.flatMap(serviceObjects),
+    ...(opts.others ?? []),
   ];
   const tmp = `${path}.tmp`;
   writeFileSync(tmp, docs.map((d) => JSON.stringify(d)).join("\n---\n"));

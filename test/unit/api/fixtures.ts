@@ -47,7 +47,12 @@ export function service(name: string, over: Partial<LocalService> = {}): LocalSe
 }
 
 export function localState(node: string, revision: number, services: readonly LocalService[]): LocalState {
-  return { node, revision, services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])) };
+  return {
+    node,
+    revision,
+    services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
+    serviceCIDRs: [],
+  };
 }
 
 /** A brain stand-in: push states per node; feeds deliver the latest, as localStateFeed does. */
@@ -70,7 +75,7 @@ export class FakeBrain {
     const services = new Map(prev.services);
     for (const s of set) services.set(`${s.namespace}/${s.name}`, s);
     for (const k of remove) services.delete(k);
-    const next = { node, revision: prev.revision + 1, services };
+    const next = { node, revision: prev.revision + 1, services, serviceCIDRs: [] };
     this.push(next);
     return next;
   }

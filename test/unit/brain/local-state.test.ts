@@ -233,7 +233,7 @@ describe("LocalStateTracker revisions", () => {
   test("update() with an empty change returns the same state", async () => {
     const { tracker } = await tracked(base);
     const state = tracker.state;
-    assert.equal(tracker.update({ services: new Set(), nodes: new Set() }), state);
+    assert.equal(tracker.update({ services: new Set(), nodes: new Set(), serviceCIDRs: false }), state);
   });
 });
 

@@ -158,6 +158,28 @@ describe("kpng command line: the grammar forms", () => {
     });
   }
 
+  test("--service-cidrs gives fixed Service ranges to the brain, in both forms; unset, none", async () => {
+    const local = await parse([
+      "file",
+      "--input",
+      "c",
+      "--service-cidrs",
+      "198.51.100.0/24,2001:db8:1::/112",
+      "to-local",
+      "to-json",
+    ]);
+    assert.deepEqual(local.invocation?.form === "to-local" && local.invocation.serviceCIDRs, [
+      "198.51.100.0/24",
+      "2001:db8:1::/112",
+    ]);
+    const global = await parse(["file", "--input", "c", "to-json", "--service-cidrs", "203.0.113.0/24"]);
+    assert.deepEqual(global.invocation?.form === "global" && global.invocation.serviceCIDRs, [
+      "203.0.113.0/24",
+    ]);
+    const unset = await parse(["file", "--input", "c", "to-local", "to-json"]);
+    assert.equal(unset.invocation?.form === "to-local" && unset.invocation.serviceCIDRs, undefined);
+  });
+
   test("source options may also follow the sink words", async () => {
     const { invocation } = await parse(["file", "to-local", "to-json", "--input", "late.yaml"]);
     assert.equal(
@@ -240,6 +262,11 @@ describe("kpng command line: mistakes exit non-zero and say what to fix", () => 
       name: "an empty node name is refused",
       args: ["file", "--input", "c", "to-local", "to-json", "--node-name", ""],
       message: /--node-name: must not be empty/,
+    },
+    {
+      name: "a --service-cidrs entry that is not a CIDR",
+      args: ["file", "--input", "c", "--service-cidrs", "198.51.100.0/24,nonsense", "to-local", "to-json"],
+      message: /--service-cidrs: "nonsense" is not a CIDR/,
     },
     {
       name: "cleanup of a backend without a cleanup lists those that have one",

@@ -10,7 +10,8 @@ import type { Invocation } from "../../../src/cli/invocation.ts";
 import { globalSinks, localSinks, localSources, sources } from "../../../src/cli/plugins.ts";
 import { buildProgram } from "../../../src/cli/program.ts";
 import type { NodeServicesOptions } from "../../../src/node/options.ts";
-import { resourceSpecs } from "../../../src/sources/kube/source.ts";
+import { SERVICE_CIDR_PATHS } from "../../../src/sources/kube/service-cidr-api.ts";
+import { resourceSpecs, serviceCIDRSpec } from "../../../src/sources/kube/source.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
 const DEPLOY = join(ROOT, "deploy");
@@ -68,7 +69,8 @@ describe("deploy manifests", () => {
   });
 
   it("RBAC allows list and watch of every resource the kube source reads", () => {
-    for (const spec of resourceSpecs({ nodeName: "n" })) {
+    const serviceCIDRs = SERVICE_CIDR_PATHS.map((path) => serviceCIDRSpec(path, {}));
+    for (const spec of [...resourceSpecs({ nodeName: "n" }), ...serviceCIDRs]) {
       const match = /^\/(?:api\/v1|apis\/([^/]+)\/[^/]+)\/([^/]+)$/.exec(spec.path);
       assert.ok(match, `unexpected path ${spec.path}`);
       const [, group = "", resource = ""] = match;

@@ -46,11 +46,16 @@ export function service(over: Partial<LocalService> = {}): LocalService {
   };
 }
 
-export function state(services: readonly LocalService[], revision = 1): LocalState {
+export function state(
+  services: readonly LocalService[],
+  revision = 1,
+  serviceCIDRs: readonly string[] = [],
+): LocalState {
   return {
     node: "node-1",
     revision,
     services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
+    serviceCIDRs,
   };
 }
 

@@ -50,12 +50,18 @@ const state = (...services: LocalService[]): LocalState => ({
   node: "node-1",
   revision: 7,
   services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
+  serviceCIDRs: [],
 });
 
 describe("localStateToJson", () => {
   test("the document carries the node and the revision", () => {
     const doc = localStateToJson(state());
-    assert.deepEqual(doc, { node: "node-1", revision: 7, services: [] });
+    assert.deepEqual(doc, { node: "node-1", revision: 7, serviceCIDRs: [], services: [] });
+  });
+
+  test("the Service IP ranges are carried in the local state's order", () => {
+    const doc = localStateToJson({ ...state(), serviceCIDRs: ["198.51.100.0/24", "2001:db8:5::/112"] });
+    assert.deepEqual(doc.serviceCIDRs, ["198.51.100.0/24", "2001:db8:5::/112"]);
   });
 
   test("services are sorted by namespace, then name, whatever the map order", () => {
@@ -119,7 +125,7 @@ describe("localStateToJson", () => {
       ],
     });
     const doc = localStateToJson(state(svc));
-    assert.deepEqual(Object.keys(doc), ["node", "revision", "services"]);
+    assert.deepEqual(Object.keys(doc), ["node", "revision", "serviceCIDRs", "services"]);
     const s = doc.services[0]!;
     assert.deepEqual(Object.keys(s), [
       "namespace",

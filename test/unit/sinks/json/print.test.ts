@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { ClusterChange, ClusterView } from "../../../../src/model/global.ts";
-import type { EndpointSlice, Node, Service } from "../../../../src/model/kube.ts";
+import type { EndpointSlice, Node, Service, ServiceCIDR } from "../../../../src/model/kube.ts";
 import type { LocalState, LocalStateFeed } from "../../../../src/model/local.ts";
 import { printGlobalStates } from "../../../../src/sinks/json/print-global.ts";
 import { printLocalStates } from "../../../../src/sinks/json/print-local.ts";
@@ -17,7 +17,7 @@ class ManualFeed implements LocalStateFeed {
     };
   }
   async push(revision: number): Promise<void> {
-    await this.listener?.({ node: "n", revision, services: new Map() });
+    await this.listener?.({ node: "n", revision, services: new Map(), serviceCIDRs: [] });
   }
 }
 
@@ -38,7 +38,7 @@ describe("printLocalStates", () => {
     await feed.push(1);
     await done;
     assert.equal(out.written.length, 1);
-    assert.deepEqual(JSON.parse(out.written[0]!), { node: "n", revision: 1, services: [] });
+    assert.deepEqual(JSON.parse(out.written[0]!), { node: "n", revision: 1, serviceCIDRs: [], services: [] });
     assert.ok(out.written[0]!.endsWith("}\n"), "a document ends with a newline");
     assert.ok(feed.unsubscribed);
   });
@@ -90,6 +90,9 @@ class ManualStore implements Pick<ClusterView, "isSynced" | "subscribe" | "servi
   slices(): Iterable<EndpointSlice> {
     return [];
   }
+  serviceCIDRObjects(): Iterable<ServiceCIDR> {
+    return [];
+  }
   nodes(): Iterable<Node> {
     return this.nodeNames.map(
       (name) =>
@@ -102,7 +105,7 @@ class ManualStore implements Pick<ClusterView, "isSynced" | "subscribe" | "servi
     );
   }
   change(): void {
-    this.listener?.({ services: new Set(), nodes: new Set() });
+    this.listener?.({ services: new Set(), nodes: new Set(), serviceCIDRs: false });
   }
 }
 
@@ -123,7 +126,7 @@ describe("printGlobalStates", () => {
     store.change();
     await done;
     const doc = JSON.parse(out.written[0]!);
-    assert.deepEqual(Object.keys(doc), ["services", "endpointSlices", "nodes"]);
+    assert.deepEqual(Object.keys(doc), ["services", "endpointSlices", "nodes", "serviceCIDRs"]);
     assert.deepEqual(
       doc.nodes.map((n: Node) => n.metadata.name),
       ["a", "b"],

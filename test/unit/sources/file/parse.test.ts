@@ -112,6 +112,33 @@ describe("parseClusterFile: what a readable file holds", () => {
   });
 });
 
+describe("parseClusterFile: kind ServiceCIDR", () => {
+  const range = (name: string, cidrs: string) =>
+    `apiVersion: networking.k8s.io/v1\nkind: ServiceCIDR\nmetadata: { name: ${name} }\nspec: { cidrs: [${cidrs}] }\n`;
+
+  test("ServiceCIDRs are read, a ServiceCIDRList too; an invalid one is skipped with its reason", () => {
+    const list = `apiVersion: networking.k8s.io/v1\nkind: ServiceCIDRList\nitems:\n  - metadata: { name: listed }\n    spec: { cidrs: ["203.0.113.0/24"] }\n`;
+    const c = contents(
+      [
+        range("kubernetes", '"198.51.100.0/24", "2001:db8:1::/112"'),
+        range("bad", '"198.51.100.1/24"'),
+        list,
+      ].join("---\n"),
+    );
+    assert.deepEqual(
+      c.serviceCIDRs.map((r) => [r.metadata.name, ...r.cidrs]),
+      [
+        ["kubernetes", "198.51.100.0/24", "2001:db8:1::/112"],
+        ["listed", "203.0.113.0/24"],
+      ],
+    );
+    assert.equal(c.invalid.length, 1);
+    assert.equal(c.invalid[0]!.kind, "ServiceCIDR");
+    assert.equal(c.invalid[0]!.name, "bad");
+    assert.match(c.invalid[0]!.reason, /host bits set/);
+  });
+});
+
 describe("parseClusterFile: bad objects are skipped, the rest is kept", () => {
   test("an invalid object is listed with its reason and line, and the others are read", () => {
     const bad = `apiVersion: v1\nkind: Service\nmetadata: { name: broken }\nspec:\n  ports: [{ port: 99999 }]\n`;

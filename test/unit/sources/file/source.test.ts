@@ -95,7 +95,13 @@ describe("FileSource", () => {
   test("start replaces every kind with the file's objects, then reports synced", async () => {
     await writeFile(file, nodes("n1", "n2"));
     const { sink } = await start(false);
-    assert.deepEqual(sink.calls, ["replace Service", "replace EndpointSlice", "replace Node", "synced"]);
+    assert.deepEqual(sink.calls, [
+      "replace Service",
+      "replace EndpointSlice",
+      "replace Node",
+      "replace ServiceCIDR",
+      "synced",
+    ]);
     assert.deepEqual(sink.latest.get("Node"), ["n1", "n2"]);
     assert.deepEqual(sink.latest.get("Service"), []);
   });

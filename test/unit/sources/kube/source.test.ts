@@ -27,10 +27,11 @@ describe("kube source", () => {
   it("is synced on an empty cluster, once", async () => {
     await source.start(sink);
     await waitFor("synced", () => sink.syncedCount === 1);
-    assert.deepEqual(sink.calls.slice(0, 3).sort(), [
+    assert.deepEqual(sink.calls.slice(0, 4).sort(), [
       "replace EndpointSlice []",
       "replace Node []",
       "replace Service []",
+      "replace ServiceCIDR []",
     ]);
   });
 
@@ -40,7 +41,7 @@ describe("kube source", () => {
     api.create(node("node-1"));
     api.withhold("endpointslices");
     await source.start(sink);
-    await waitFor("the other lists", () => sink.calls.length === 2);
+    await waitFor("the other lists", () => sink.calls.length === 3);
     await new Promise((r) => setTimeout(r, 200));
     assert.equal(sink.syncedCount, 0);
     api.withhold("endpointslices", false);

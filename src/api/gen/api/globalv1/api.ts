@@ -131,6 +131,12 @@ export interface ObjectMeta_AnnotationsEntry {
   value: string;
 }
 
+/** Added: one networking.k8s.io ServiceCIDR, whole (the cluster's Service IP ranges). */
+export interface ServiceCIDRInfo {
+  Metadata?: ObjectMeta | undefined;
+  CIDRs: string[];
+}
+
 export interface ServiceObject {
   Metadata?: ObjectMeta | undefined;
   Type: string;
@@ -1413,6 +1419,75 @@ export const ObjectMeta_AnnotationsEntry: MessageFns<ObjectMeta_AnnotationsEntry
     const message = createBaseObjectMeta_AnnotationsEntry();
     message.key = object.key ?? "";
     message.value = object.value ?? "";
+    return message;
+  },
+};
+
+function createBaseServiceCIDRInfo(): ServiceCIDRInfo {
+  return { Metadata: undefined, CIDRs: [] };
+}
+
+export const ServiceCIDRInfo: MessageFns<ServiceCIDRInfo> = {
+  encode(message: ServiceCIDRInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.Metadata !== undefined) {
+      ObjectMeta.encode(message.Metadata, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.CIDRs) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ServiceCIDRInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseServiceCIDRInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.Metadata = ObjectMeta.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.CIDRs.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ServiceCIDRInfo>, I>>(base?: I): ServiceCIDRInfo {
+    return ServiceCIDRInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ServiceCIDRInfo>, I>>(object: I): ServiceCIDRInfo {
+    const message = createBaseServiceCIDRInfo();
+    message.Metadata = (object.Metadata !== undefined && object.Metadata !== null)
+      ? ObjectMeta.fromPartial(object.Metadata)
+      : undefined;
+    message.CIDRs = object.CIDRs?.map((e) => e) || [];
     return message;
   },
 };

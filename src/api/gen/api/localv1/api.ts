@@ -27,6 +27,11 @@ export const Set = {
   UnknownSet: 0,
   ServicesSet: 1,
   EndpointsSet: 2,
+  /**
+   * ServiceCIDRsSet - Added: the cluster's Service IP ranges, one value (ServiceCIDRs) at the path "service-cidrs",
+   * deleted when no range is known. A client that does not know this set skips its ops.
+   */
+  ServiceCIDRsSet: 3,
   /** GlobalServiceInfos - The global sets are only used on the globalv1 stream. */
   GlobalServiceInfos: 10,
   GlobalEndpointInfos: 11,
@@ -36,6 +41,11 @@ export const Set = {
    * for full objects (GlobalWatchReq.FullObjects).
    */
   GlobalEndpointSlices: 13,
+  /**
+   * GlobalServiceCIDRs - Added: whole ServiceCIDRs (globalv1.ServiceCIDRInfo) at the path "|name||", sent only to
+   * globalv1 clients that ask for full objects.
+   */
+  GlobalServiceCIDRs: 14,
   UNRECOGNIZED: -1,
 } as const;
 
@@ -45,10 +55,12 @@ export namespace Set {
   export type UnknownSet = typeof Set.UnknownSet;
   export type ServicesSet = typeof Set.ServicesSet;
   export type EndpointsSet = typeof Set.EndpointsSet;
+  export type ServiceCIDRsSet = typeof Set.ServiceCIDRsSet;
   export type GlobalServiceInfos = typeof Set.GlobalServiceInfos;
   export type GlobalEndpointInfos = typeof Set.GlobalEndpointInfos;
   export type GlobalNodeInfos = typeof Set.GlobalNodeInfos;
   export type GlobalEndpointSlices = typeof Set.GlobalEndpointSlices;
+  export type GlobalServiceCIDRs = typeof Set.GlobalServiceCIDRs;
   export type UNRECOGNIZED = typeof Set.UNRECOGNIZED;
 }
 
@@ -120,7 +132,7 @@ export interface Value {
   Ref?:
     | Ref
     | undefined;
-  /** A serialized Service (ServicesSet) or Endpoint (EndpointsSet). */
+  /** A serialized Service (ServicesSet), Endpoint (EndpointsSet) or ServiceCIDRs (ServiceCIDRsSet). */
   Bytes: Buffer;
 }
 
@@ -267,6 +279,15 @@ export interface PortMapping {
   HasEndpoints: boolean;
   HasIPv4Endpoints: boolean;
   HasIPv6Endpoints: boolean;
+}
+
+/**
+ * Added: the cluster's Service IP ranges (ServiceCIDR objects, or the brain's --service-cidrs),
+ * both families, IPv4 first, none inside another. Traffic to an address in them that no service
+ * holds is to be dropped.
+ */
+export interface ServiceCIDRs {
+  CIDRs: string[];
 }
 
 export interface ClientIPAffinity {
@@ -1934,6 +1955,61 @@ export const PortMapping: MessageFns<PortMapping> = {
     message.HasEndpoints = object.HasEndpoints ?? false;
     message.HasIPv4Endpoints = object.HasIPv4Endpoints ?? false;
     message.HasIPv6Endpoints = object.HasIPv6Endpoints ?? false;
+    return message;
+  },
+};
+
+function createBaseServiceCIDRs(): ServiceCIDRs {
+  return { CIDRs: [] };
+}
+
+export const ServiceCIDRs: MessageFns<ServiceCIDRs> = {
+  encode(message: ServiceCIDRs, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.CIDRs) {
+      writer.uint32(10).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ServiceCIDRs {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseServiceCIDRs();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.CIDRs.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<ServiceCIDRs>, I>>(base?: I): ServiceCIDRs {
+    return ServiceCIDRs.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ServiceCIDRs>, I>>(object: I): ServiceCIDRs {
+    const message = createBaseServiceCIDRs();
+    message.CIDRs = object.CIDRs?.map((e) => e) || [];
     return message;
   },
 };
