@@ -4,11 +4,13 @@
 // example cluster, a client pod and an external client), runs
 // `kpng file --input examples/cluster.yaml to-local to-nft --node-name node-1` on the node, sends
 // requests to the Services' ClusterIPs, NodePorts, external IPs and load-balancer IPs, shows which
-// pod answered each, and deletes everything again (also on Ctrl-C or error).
+// pod answered each, then shows a Service with a fallback selector moving to its fallback pods
+// and back, and deletes everything again (also on Ctrl-C or error).
 // Without root it prints the node-local state kpng computes (`to-json --once`) instead.
 
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -20,6 +22,7 @@ import { probeFrom } from "../netns/probe-from.ts";
 import type { Spawned } from "../netns/spawned.ts";
 import { Topology } from "../netns/topology.ts";
 import { type DemoPlan, type DemoTarget, planDemo, readClusterFile } from "./demo-plan.ts";
+import { type FallbackStory, fallbackStories, switchFallback } from "./fallback-act.ts";
 import { renderTable, type TargetOutcome } from "./report.ts";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -108,7 +111,9 @@ function runJsonDump(opts: DemoOptions): Promise<number> {
 }
 
 async function runNftDemo(opts: DemoOptions): Promise<number> {
-  const plan = planDemo(readClusterFile(readFileSync(opts.input, "utf8"), opts.input), opts.nodeName);
+  const text = readFileSync(opts.input, "utf8");
+  const cluster = readClusterFile(text, opts.input);
+  const plan = planDemo(cluster, opts.nodeName);
   if (plan.targets.length === 0) throw new Error(`${opts.input} has no Service to send requests to`);
 
   await removeLeftoverNamespaces(); // of earlier runs that were killed with SIGKILL
@@ -122,10 +127,14 @@ async function runNftDemo(opts: DemoOptions): Promise<number> {
     ...(plan.nodeIPv6 === undefined ? {} : { nodeIPv6: plan.nodeIPv6 }),
   });
   let kpng: Spawned | undefined;
+  // kpng reads a copy, so that the fallback act can change it while kpng watches it.
+  const dir = mkdtempSync(path.join(tmpdir(), "kpng-demo-"));
+  const input = path.join(dir, path.basename(opts.input));
+  writeFileSync(input, text);
   try {
     say(`  done in ${seconds(started)} (node ${topology.nodeIPv4} / ${topology.nodeIPv6}).`);
-    const argv = ["file", "--input", opts.input, "to-local", "to-nft", "--node-name", opts.nodeName];
-    say(`Starting on the node: kpng ${argv.join(" ")}`);
+    const argv = ["file", "--input", input, "to-local", "to-nft", "--node-name", opts.nodeName];
+    say(`Starting on the node: kpng ${argv.join(" ")}  (a copy of ${opts.input})`);
     started = performance.now();
     kpng = topology.node.spawn([process.execPath, CLI, ...argv], { name: "kpng" });
     await waitForRules(topology, kpng, plan, opts.readyTimeoutMs);
@@ -140,6 +149,12 @@ async function runNftDemo(opts: DemoOptions): Promise<number> {
     say(
       "\ntimeout = dropped (e.g. no endpoint allowed for this traffic), refused = rejected (no endpoint at all).",
     );
+    for (const story of fallbackStories(cluster)) {
+      const target = plan.targets.find(
+        (t) => t.service.startsWith(`${story.namespace}/${story.name}`) && t.from === "client",
+      );
+      if (target !== undefined) await fallbackAct(topology, story, target, text, input);
+    }
     if (!kpng.running()) throw new Error("kpng stopped during the demo");
     return 0;
   } catch (err) {
@@ -149,7 +164,70 @@ async function runNftDemo(opts: DemoOptions): Promise<number> {
   } finally {
     await kpng?.stop(5_000);
     await topology.destroy();
+    rmSync(dir, { recursive: true, force: true });
     say("Deleted the namespaces.");
+  }
+}
+
+/**
+ * A Service with a fallback selector: its own pods serve, then stop being ready and its
+ * fallback pods serve, then its own serve again. The file changes as the controller would
+ * change the EndpointSlices; each step waits until the answers change, then shows them.
+ */
+async function fallbackAct(
+  topology: Topology,
+  story: FallbackStory,
+  target: DemoTarget,
+  text: string,
+  input: string,
+): Promise<void> {
+  const service = `${story.namespace}/${story.name}`;
+  say(
+    `\n${service} has a fallback selector (fallback.kpng.io/selector). Its pods: ${story.primaryPods.join(", ")};`,
+  );
+  say(
+    `its fallback pods: ${story.fallbackPods.join(", ")}. Requests to ${target.proto} ${target.host}:${target.port}:`,
+  );
+  const steps = [
+    { fallback: false, what: "its own pod is ready, the fallback slices inactive", pods: story.primaryPods },
+    {
+      fallback: true,
+      what: "its own pod is not ready: the fallback slices are active",
+      pods: story.fallbackPods,
+    },
+    {
+      fallback: false,
+      what: "ready again, after the return delay: back to its own pod",
+      pods: story.primaryPods,
+    },
+  ];
+  for (const step of steps) {
+    writeFileSync(`${input}.tmp`, switchFallback(text, story, step.fallback));
+    renameSync(`${input}.tmp`, input);
+    const started = performance.now();
+    const answered = await answersFrom(topology, target, step.pods, 15_000);
+    const names = [...new Set(answered)].join(", ") || "nobody";
+    say(`  ${step.what}: answered by ${names} (after ${seconds(started)})`);
+  }
+}
+
+/** Sends requests until every answer comes from one of `pods` (or the deadline passes). */
+async function answersFrom(
+  topology: Topology,
+  target: DemoTarget,
+  pods: readonly string[],
+  timeoutMs: number,
+): Promise<string[]> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const results = await probeFrom(
+      topology.client.ns,
+      Array.from({ length: 4 }, () => request(target, 500)),
+      { concurrency: 4 },
+    );
+    const names = results.map((r) => (r.ok ? (r.reply?.name ?? "?") : r.failure));
+    if (names.every((n) => pods.includes(n)) || performance.now() > deadline) return names;
+    await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
 

@@ -45,6 +45,13 @@ describe("npm start as root", { skip }, () => {
     assert.deepEqual(answeredBy(row(out, "default/metrics-agent", "ClusterIP", "tcp 203.0.113.15:9100")), [
       "metrics-agent-abcde",
     ]);
+    // The fallback act: the status Service's traffic moves to the sorry page and back.
+    assert.match(
+      out,
+      /its own pod is ready, the fallback slices inactive: answered by status-9d8c7-abcde \(/,
+    );
+    assert.match(out, /the fallback slices are active: answered by sorry-page-1a2b3-abcde \(/);
+    assert.match(out, /back to its own pod: answered by status-9d8c7-abcde \(/);
 
     const { stdout } = await runCommand(["ip", "netns", "list"]);
     assert.doesNotMatch(stdout, new RegExp(`kpt-${demo.pid}-`), "the demo left namespaces behind");
