@@ -1,0 +1,263 @@
+// The iptables sync loop. Each sync writes one `iptables-restore --noflush` input per family:
+// - a full sync (at start, every syncPeriod, after a failure, after a flush was detected) reads
+//   the tables first, rewrites every kpng chain, repairs the jumps from the built-in chains,
+//   deletes the KPNG- chains nothing uses (left by an older run or version) and re-creates the
+//   canary chains; at start this adopts what a previous process left, without a gap in service;
+// - a partial sync rewrites the shared chains and only the chains of services whose rules
+//   changed, and deletes the chains of services that went away.
+// Between syncs, the canary chains are checked every canaryIntervalMs; a missing one means
+// someone flushed the tables, and a full sync follows at once.
+
+import { Counter, Histogram } from "prom-client";
+import type { LocalService, LocalState, LocalStateFeed } from "../../model/local.ts";
+import type { Logger } from "../../observability/log.ts";
+import { registry } from "../../observability/metrics.ts";
+import type { FamilyConfig } from "./config.ts";
+import { STATIC } from "./names.ts";
+import { renderService, type ServiceRules } from "./render-service.ts";
+import { jumpFixes, STATIC_FILTER_CHAINS, STATIC_NAT_CHAINS, staticRules, tableText } from "./ruleset.ts";
+import { IptablesError, type IptablesRunner, type Table } from "./runner.ts";
+import { parseSave, type SavedTable } from "./saved.ts";
+
+const syncDuration = new Histogram({
+  name: "kpng_iptables_sync_duration_seconds",
+  help: "Time to bring the iptables rules in line with a new local state, by kind of sync.",
+  labelNames: ["kind"],
+  buckets: [0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers: [registry],
+});
+
+const syncFailures = new Counter({
+  name: "kpng_iptables_sync_failures_total",
+  help: "iptables-restore runs that failed; each one is followed by a retried full sync.",
+  registers: [registry],
+});
+
+const flushesDetected = new Counter({
+  name: "kpng_iptables_flushes_detected_total",
+  help: "Times a canary chain was found missing (the tables were flushed by someone else).",
+  registers: [registry],
+});
+
+export interface IptablesBackendOptions {
+  readonly runner: IptablesRunner;
+  /** One per family. */
+  readonly families: readonly FamilyConfig[];
+  readonly log: Logger;
+  readonly minSyncPeriodMs?: number;
+  readonly syncPeriodMs?: number;
+  readonly canaryIntervalMs?: number;
+  readonly now?: () => number;
+}
+
+export interface SyncReport {
+  readonly full: boolean;
+  /** The restore inputs run, one per family. */
+  readonly texts: readonly string[];
+}
+
+interface FamilyState {
+  readonly cfg: FamilyConfig;
+  /** Rendered rules by service key; reused while the service object is the same. */
+  readonly cache: Map<string, { readonly svc: LocalService; readonly rules: ServiceRules }>;
+  /** The service chains as last applied (name → text); undefined until a full sync succeeds. */
+  applied: Map<string, string> | undefined;
+}
+
+const CANARY_TABLES: readonly Table[] = ["mangle", "nat", "filter"];
+
+export class IptablesBackend {
+  readonly #o: Required<Omit<IptablesBackendOptions, "now">>;
+  readonly #now: () => number;
+  readonly #families: FamilyState[];
+
+  constructor(options: IptablesBackendOptions) {
+    this.#o = { minSyncPeriodMs: 1000, syncPeriodMs: 30_000, canaryIntervalMs: 2000, ...options };
+    this.#now = options.now ?? Date.now;
+    this.#families = options.families.map((cfg) => ({ cfg, cache: new Map(), applied: undefined }));
+  }
+
+  /** Whether the next sync has to be a full one (start, or after a failure). */
+  get needsFullSync(): boolean {
+    return this.#families.some((f) => f.applied === undefined);
+  }
+
+  /** Forget what was applied: the next sync is a full one. */
+  forgetApplied(): void {
+    for (const f of this.#families) f.applied = undefined;
+  }
+
+  /** The restore input a full sync of `state` would write to empty tables (for --dry-run). */
+  plan(state: LocalState): string[] {
+    return this.#families.map((f) => this.#text(f, state, true, undefined));
+  }
+
+  /** One sync of every family. Throws on failure, after making the next sync a full one. */
+  async sync(state: LocalState, forceFull = false): Promise<SyncReport> {
+    const started = performance.now();
+    const full = forceFull || this.needsFullSync;
+    const texts: string[] = [];
+    for (const f of this.#families) {
+      try {
+        let saved: { nat: SavedTable; filter: SavedTable } | undefined;
+        if (full) {
+          saved = {
+            nat: parseSave(await this.#o.runner.save(f.cfg.family, "nat")),
+            filter: parseSave(await this.#o.runner.save(f.cfg.family, "filter")),
+          };
+        }
+        const text = this.#text(f, state, full, saved);
+        await this.#o.runner.restore(f.cfg.family, text);
+        texts.push(text);
+        f.applied = new Map();
+        for (const s of f.cache.values())
+          for (const [name, rules] of s.rules.chains) f.applied.set(name, rules.join("\n"));
+      } catch (e) {
+        this.forgetApplied();
+        syncFailures.inc();
+        const stderr = e instanceof IptablesError ? e.stderr : String(e);
+        this.#o.log.error(
+          { family: f.cfg.family, stderr },
+          "iptables-restore failed; will retry with a full sync",
+        );
+        throw e;
+      }
+    }
+    syncDuration.observe({ kind: full ? "full" : "partial" }, (performance.now() - started) / 1000);
+    return { full, texts };
+  }
+
+  #render(f: FamilyState, state: LocalState): void {
+    for (const [key, svc] of state.services) {
+      if (f.cache.get(key)?.svc !== svc) f.cache.set(key, { svc, rules: renderService(svc, f.cfg) });
+    }
+    for (const key of f.cache.keys()) if (!state.services.has(key)) f.cache.delete(key);
+  }
+
+  #text(
+    f: FamilyState,
+    state: LocalState,
+    full: boolean,
+    saved: { nat: SavedTable; filter: SavedTable } | undefined,
+  ) {
+    this.#render(f, state);
+    const rendered = [...f.cache.values()].map((s) => s.rules);
+    const shared = staticRules(f.cfg, rendered);
+    const natDeclare: string[] = [...STATIC_NAT_CHAINS];
+    const natRules: string[] = [...shared.nat];
+    const wanted = new Set<string>();
+    for (const r of rendered) {
+      for (const [name, rules] of r.chains) {
+        wanted.add(name);
+        const text = rules.join("\n");
+        if (full || f.applied?.get(name) !== text) {
+          natDeclare.push(name);
+          natRules.push(...rules);
+        }
+      }
+    }
+    const staticNat = new Set<string>([...STATIC_NAT_CHAINS, STATIC.canary]);
+    const staticFilter = new Set<string>([...STATIC_FILTER_CHAINS, STATIC.canary]);
+    const existingNat = full ? (saved?.nat.chains ?? []) : (f.applied?.keys() ?? []);
+    const natRemove = [...existingNat].filter((c) => !wanted.has(c) && !staticNat.has(c));
+    const filterRemove = full ? [...(saved?.filter.chains ?? [])].filter((c) => !staticFilter.has(c)) : [];
+    const canary = full ? [STATIC.canary] : [];
+    const filterText = tableText("filter", {
+      declare: [...STATIC_FILTER_CHAINS, ...canary],
+      rules: [...(full ? jumpFixes("filter", saved?.filter) : []), ...shared.filter],
+      remove: filterRemove,
+    });
+    const natText = tableText("nat", {
+      declare: [...natDeclare, ...canary],
+      rules: [...(full ? jumpFixes("nat", saved?.nat) : []), ...natRules],
+      remove: natRemove,
+    });
+    const mangleText = full ? tableText("mangle", { declare: canary, rules: [], remove: [] }) : "";
+    return filterText + natText + mangleText;
+  }
+
+  /** True when every canary chain is still there. */
+  async canariesPresent(): Promise<boolean> {
+    for (const f of this.#families) {
+      for (const table of CANARY_TABLES) {
+        if (!(await this.#o.runner.chainExists(f.cfg.family, table, STATIC.canary))) return false;
+      }
+    }
+    return true;
+  }
+
+  /** Runs until `signal` aborts, syncing each new state of `feed`. */
+  async run(feed: LocalStateFeed, signal: AbortSignal): Promise<void> {
+    let latest: LocalState | undefined;
+    let dirty = false;
+    let wake: (() => void) | undefined;
+    const unsubscribe = feed.subscribe((s) => {
+      latest = s;
+      dirty = true;
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    signal.addEventListener("abort", onAbort);
+    let lastStart = Number.NEGATIVE_INFINITY;
+    let lastFull = Number.NEGATIVE_INFINITY;
+    let lastCanary = Number.NEGATIVE_INFINITY;
+    let forceFull = false;
+    let failures = 0;
+    let retryAt = 0;
+    try {
+      while (!signal.aborted) {
+        const now = this.#now();
+        let due = Number.POSITIVE_INFINITY;
+        let canaryDue = Number.POSITIVE_INFINITY;
+        if (latest !== undefined) {
+          if (failures > 0) due = retryAt;
+          else if (dirty || forceFull) due = lastStart + this.#o.minSyncPeriodMs;
+          else due = lastFull + this.#o.syncPeriodMs;
+          if (failures === 0 && !this.needsFullSync) canaryDue = lastCanary + this.#o.canaryIntervalMs;
+        }
+        const next = Math.min(due, canaryDue);
+        if (next > now || latest === undefined) {
+          await new Promise<void>((resolve) => {
+            const timer = Number.isFinite(next) ? setTimeout(resolve, next - now) : undefined;
+            wake = () => {
+              if (timer) clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = undefined;
+          continue;
+        }
+        if (due > now) {
+          lastCanary = now;
+          const present = await this.canariesPresent().catch(() => false);
+          if (!present) {
+            flushesDetected.inc();
+            this.#o.log.warn("a kpng canary chain is gone (tables flushed?); running a full sync");
+            forceFull = true;
+          }
+          continue;
+        }
+        const full = forceFull || this.needsFullSync || now >= lastFull + this.#o.syncPeriodMs;
+        lastStart = now;
+        dirty = false;
+        try {
+          const report = await this.sync(latest, full);
+          if (report.full) lastFull = now;
+          lastCanary = this.#now();
+          forceFull = false;
+          this.#o.log.debug({ revision: latest.revision, full: report.full }, "iptables synced");
+          if (failures > 0)
+            this.#o.log.info({ revision: latest.revision }, "iptables resynced after failure");
+          failures = 0;
+        } catch {
+          failures++;
+          const backoff = Math.min(1000 * 2 ** (failures - 1), Math.max(this.#o.syncPeriodMs, 1000));
+          retryAt = this.#now() + backoff;
+        }
+      }
+    } finally {
+      signal.removeEventListener("abort", onAbort);
+      unsubscribe();
+    }
+  }
+}
