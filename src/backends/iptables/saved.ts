@@ -32,5 +32,5 @@ export function parseSave(text: string): SavedTable {
 
 /** The KPNG- target of a saved jump rule. */
 export function jumpTarget(rule: string): string | undefined {
-  return /\s-[jg] (\S+)/.exec(rule)?.[1];
+  return /(?:^|\s)-[jg] (\S+)/.exec(rule)?.[1];
 }
