@@ -15,7 +15,14 @@ import { registry } from "../../observability/metrics.ts";
 import type { FamilyConfig } from "./config.ts";
 import { STATIC } from "./names.ts";
 import { renderService, type ServiceRules } from "./render-service.ts";
-import { jumpFixes, STATIC_FILTER_CHAINS, STATIC_NAT_CHAINS, staticRules, tableText } from "./ruleset.ts";
+import {
+  jumpFixes,
+  STATIC_FILTER_CHAINS,
+  STATIC_NAT_CHAINS,
+  staticRules,
+  type TableInput,
+  tableText,
+} from "./ruleset.ts";
 import { IptablesError, type IptablesRunner, type Table } from "./runner.ts";
 import { parseSave, type SavedTable } from "./saved.ts";
 
@@ -62,6 +69,24 @@ interface FamilyState {
   readonly cache: Map<string, { readonly svc: LocalService; readonly rules: ServiceRules }>;
   /** The service chains as last applied (name → text); undefined until a full sync succeeds. */
   applied: Map<string, string> | undefined;
+  /** The shared chains as last applied (`table/name` → text). */
+  appliedShared: Map<string, string> | undefined;
+  /** The shared chains of the restore input being applied. */
+  pendingShared: Map<string, string> | undefined;
+}
+
+function isEmpty(t: TableInput): boolean {
+  return t.declare.length === 0 && t.rules.length === 0 && t.remove.length === 0;
+}
+
+/** Groups `-A NAME …` lines by chain; every name in `names` gets an entry, empty or not. */
+function byChain(names: readonly string[], lines: readonly string[]): Map<string, string[]> {
+  const out = new Map<string, string[]>(names.map((n) => [n, []]));
+  for (const l of lines) {
+    const name = l.slice(3, l.indexOf(" ", 3));
+    out.get(name)?.push(l);
+  }
+  return out;
 }
 
 const CANARY_TABLES: readonly Table[] = ["mangle", "nat", "filter"];
@@ -74,7 +99,13 @@ export class IptablesBackend {
   constructor(options: IptablesBackendOptions) {
     this.#o = { minSyncPeriodMs: 1000, syncPeriodMs: 30_000, canaryIntervalMs: 2000, ...options };
     this.#now = options.now ?? Date.now;
-    this.#families = options.families.map((cfg) => ({ cfg, cache: new Map(), applied: undefined }));
+    this.#families = options.families.map((cfg) => ({
+      cfg,
+      cache: new Map(),
+      applied: undefined,
+      appliedShared: undefined,
+      pendingShared: undefined,
+    }));
   }
 
   /** Whether the next sync has to be a full one (start, or after a failure). */
@@ -84,7 +115,10 @@ export class IptablesBackend {
 
   /** Forget what was applied: the next sync is a full one. */
   forgetApplied(): void {
-    for (const f of this.#families) f.applied = undefined;
+    for (const f of this.#families) {
+      f.applied = undefined;
+      f.appliedShared = undefined;
+    }
   }
 
   /** The restore input a full sync of `state` would write to empty tables (for --dry-run). */
@@ -107,8 +141,9 @@ export class IptablesBackend {
           };
         }
         const text = this.#text(f, state, full, saved);
-        await this.#o.runner.restore(f.cfg.family, text);
+        if (text !== "") await this.#o.runner.restore(f.cfg.family, text);
         texts.push(text);
+        f.appliedShared = f.pendingShared;
         f.applied = new Map();
         for (const s of f.cache.values())
           for (const [name, rules] of s.rules.chains) f.applied.set(name, rules.join("\n"));
@@ -139,41 +174,67 @@ export class IptablesBackend {
     state: LocalState,
     full: boolean,
     saved: { nat: SavedTable; filter: SavedTable } | undefined,
-  ) {
+  ): string {
     this.#render(f, state);
     const rendered = [...f.cache.values()].map((s) => s.rules);
     const shared = staticRules(f.cfg, rendered);
-    const natDeclare: string[] = [...STATIC_NAT_CHAINS];
-    const natRules: string[] = [...shared.nat];
+    const sharedChains = new Map<string, string>();
+    const natDeclare: string[] = [];
+    const natRules: string[] = [];
+    const filterDeclare: string[] = [];
+    const filterRules: string[] = [];
+    // Shared chains are rewritten when their rules changed (an endpoint change usually leaves
+    // them alone), and on every full sync.
+    for (const [table, names, lines, declare, out] of [
+      ["nat", STATIC_NAT_CHAINS, shared.nat, natDeclare, natRules],
+      ["filter", STATIC_FILTER_CHAINS, shared.filter, filterDeclare, filterRules],
+    ] as const) {
+      for (const [name, rules] of byChain(names, lines)) {
+        const text = rules.join("\n");
+        sharedChains.set(`${table}/${name}`, text);
+        if (full || f.appliedShared?.get(`${table}/${name}`) !== text) {
+          declare.push(name);
+          out.push(...rules);
+        }
+      }
+    }
     const wanted = new Set<string>();
     for (const r of rendered) {
       for (const [name, rules] of r.chains) {
         wanted.add(name);
-        const text = rules.join("\n");
-        if (full || f.applied?.get(name) !== text) {
+        if (full || f.applied?.get(name) !== rules.join("\n")) {
           natDeclare.push(name);
           natRules.push(...rules);
         }
       }
     }
+    f.pendingShared = sharedChains;
     const staticNat = new Set<string>([...STATIC_NAT_CHAINS, STATIC.canary]);
     const staticFilter = new Set<string>([...STATIC_FILTER_CHAINS, STATIC.canary]);
     const existingNat = full ? (saved?.nat.chains ?? []) : (f.applied?.keys() ?? []);
     const natRemove = [...existingNat].filter((c) => !wanted.has(c) && !staticNat.has(c));
     const filterRemove = full ? [...(saved?.filter.chains ?? [])].filter((c) => !staticFilter.has(c)) : [];
     const canary = full ? [STATIC.canary] : [];
-    const filterText = tableText("filter", {
-      declare: [...STATIC_FILTER_CHAINS, ...canary],
-      rules: [...(full ? jumpFixes("filter", saved?.filter) : []), ...shared.filter],
+    const filter: TableInput = {
+      declare: [...filterDeclare, ...canary],
+      rules: [...(full ? jumpFixes("filter", saved?.filter) : []), ...filterRules],
       remove: filterRemove,
-    });
-    const natText = tableText("nat", {
+    };
+    const nat: TableInput = {
       declare: [...natDeclare, ...canary],
       rules: [...(full ? jumpFixes("nat", saved?.nat) : []), ...natRules],
       remove: natRemove,
-    });
-    const mangleText = full ? tableText("mangle", { declare: canary, rules: [], remove: [] }) : "";
-    return filterText + natText + mangleText;
+    };
+    const mangle: TableInput = { declare: canary, rules: [], remove: [] };
+    const tables: [string, TableInput][] = [
+      ["filter", filter],
+      ["nat", nat],
+      ["mangle", mangle],
+    ];
+    return tables
+      .filter(([, t]) => !isEmpty(t))
+      .map(([name, t]) => tableText(name, t))
+      .join("");
   }
 
   /** True when every canary chain is still there. */
