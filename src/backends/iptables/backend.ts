@@ -73,6 +73,9 @@ interface FamilyState {
   appliedShared: Map<string, string> | undefined;
   /** The shared chains of the restore input being applied. */
   pendingShared: Map<string, string> | undefined;
+  /** Service chains written, and chains removed, by the restore input being applied. */
+  pendingChains: Map<string, string>;
+  pendingRemoved: string[];
 }
 
 function isEmpty(t: TableInput): boolean {
@@ -105,6 +108,8 @@ export class IptablesBackend {
       applied: undefined,
       appliedShared: undefined,
       pendingShared: undefined,
+      pendingChains: new Map(),
+      pendingRemoved: [],
     }));
   }
 
@@ -144,9 +149,10 @@ export class IptablesBackend {
         if (text !== "") await this.#o.runner.restore(f.cfg.family, text);
         texts.push(text);
         f.appliedShared = f.pendingShared;
-        f.applied = new Map();
-        for (const s of f.cache.values())
-          for (const [name, rules] of s.rules.chains) f.applied.set(name, rules.join("\n"));
+        const applied = full || f.applied === undefined ? new Map<string, string>() : f.applied;
+        for (const [name, text] of f.pendingChains) applied.set(name, text);
+        for (const name of f.pendingRemoved) applied.delete(name);
+        f.applied = applied;
       } catch (e) {
         this.forgetApplied();
         syncFailures.inc();
@@ -162,11 +168,17 @@ export class IptablesBackend {
     return { full, texts };
   }
 
-  #render(f: FamilyState, state: LocalState): void {
+  /** Renders the services whose object changed; returns their keys. */
+  #render(f: FamilyState, state: LocalState): Set<string> {
+    const changed = new Set<string>();
     for (const [key, svc] of state.services) {
-      if (f.cache.get(key)?.svc !== svc) f.cache.set(key, { svc, rules: renderService(svc, f.cfg) });
+      if (f.cache.get(key)?.svc !== svc) {
+        f.cache.set(key, { svc, rules: renderService(svc, f.cfg) });
+        changed.add(key);
+      }
     }
     for (const key of f.cache.keys()) if (!state.services.has(key)) f.cache.delete(key);
+    return changed;
   }
 
   #text(
@@ -175,7 +187,7 @@ export class IptablesBackend {
     full: boolean,
     saved: { nat: SavedTable; filter: SavedTable } | undefined,
   ): string {
-    this.#render(f, state);
+    const changed = this.#render(f, state);
     const rendered = [...f.cache.values()].map((s) => s.rules);
     const shared = staticRules(f.cfg, rendered);
     const sharedChains = new Map<string, string>();
@@ -199,20 +211,28 @@ export class IptablesBackend {
       }
     }
     const wanted = new Set<string>();
-    for (const r of rendered) {
+    const pendingChains = new Map<string, string>();
+    for (const [key, { rules: r }] of f.cache) {
+      // A service whose object is the same as at the last sync has the same chains.
+      const recheck = full || f.applied === undefined || changed.has(key);
       for (const [name, rules] of r.chains) {
         wanted.add(name);
-        if (full || f.applied?.get(name) !== rules.join("\n")) {
+        if (!recheck) continue;
+        const text = rules.join("\n");
+        if (full || f.applied?.get(name) !== text) {
           natDeclare.push(name);
           natRules.push(...rules);
+          pendingChains.set(name, text);
         }
       }
     }
+    f.pendingChains = pendingChains;
     f.pendingShared = sharedChains;
     const staticNat = new Set<string>([...STATIC_NAT_CHAINS, STATIC.canary]);
     const staticFilter = new Set<string>([...STATIC_FILTER_CHAINS, STATIC.canary]);
     const existingNat = full ? (saved?.nat.chains ?? []) : (f.applied?.keys() ?? []);
     const natRemove = [...existingNat].filter((c) => !wanted.has(c) && !staticNat.has(c));
+    f.pendingRemoved = natRemove;
     const filterRemove = full ? [...(saved?.filter.chains ?? [])].filter((c) => !staticFilter.has(c)) : [];
     const canary = full ? [STATIC.canary] : [];
     const filter: TableInput = {
