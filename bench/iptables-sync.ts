@@ -74,7 +74,7 @@ function stateOf(services: LocalService[], revision: number): LocalState {
 }
 
 /** The whole nat table in the shape kube-proxy's iptables mode writes it (same rule forms). */
-function upstreamShaped(n: number): string {
+export function upstreamShaped(n: number): string {
   const chains = [
     ":KUBE-SERVICES - [0:0]",
     ":KUBE-NODEPORTS - [0:0]",
@@ -199,4 +199,4 @@ async function main(): Promise<void> {
   for (const r of [header, ...table]) console.log(r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  "));
 }
 
-await main();
+if (import.meta.main) await main();
