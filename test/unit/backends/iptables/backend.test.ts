@@ -130,3 +130,36 @@ test("plan() is the full restore input, accepted by a fresh table", async () => 
   for (const [i, text] of backend.plan(state([service()])).entries())
     await ipt.restore(i === 0 ? "ipv4" : "ipv6", text, { test: true });
 });
+
+test("run(): a missing canary between syncs brings a full sync within the canary interval", async () => {
+  const ipt = new FakeIptables();
+  const backend = new IptablesBackend({
+    runner: ipt,
+    families: [V4],
+    log: silentLogger,
+    minSyncPeriodMs: 0,
+    canaryIntervalMs: 20,
+  });
+  const ac = new AbortController();
+  const feed = {
+    subscribe(listener: (s: ReturnType<typeof state>) => void) {
+      listener(state([service()]));
+      return () => {};
+    },
+  };
+  const running = backend.run(feed, ac.signal);
+  const fullSyncs = () => ipt.restores.filter((r) => r.text.includes(":KPNG-CANARY")).length;
+  const waitFor = async (check: () => boolean) => {
+    for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+  };
+  await waitFor(() => fullSyncs() === 1);
+  assert.equal(fullSyncs(), 1);
+  await new Promise((r) => setTimeout(r, 60));
+  assert.equal(fullSyncs(), 1, "canaries present: no resync");
+  ipt.edit("ipv4", "mangle", (c) => c.delete("KPNG-CANARY"));
+  await waitFor(() => fullSyncs() === 2);
+  assert.equal(fullSyncs(), 2);
+  assert.equal(await ipt.chainExists("ipv4", "mangle", "KPNG-CANARY"), true);
+  ac.abort();
+  await running;
+});
