@@ -128,7 +128,7 @@ export class IptablesBackend {
 
   /** The restore input a full sync of `state` would write to empty tables (for --dry-run). */
   plan(state: LocalState): string[] {
-    return this.#families.map((f) => this.#text(f, state, true, undefined));
+    return this.#families.map((f) => this.#text(f, state, true, undefined).join(""));
   }
 
   /** One sync of every family. Throws on failure, after making the next sync a full one. */
@@ -145,9 +145,12 @@ export class IptablesBackend {
             filter: parseSave(await this.#o.runner.save(f.cfg.family, "filter")),
           };
         }
-        const text = this.#text(f, state, full, saved);
-        if (text !== "") await this.#o.runner.restore(f.cfg.family, text);
-        texts.push(text);
+        // One restore per table: each table's COMMIT is atomic either way, and iptables-nft-restore
+        // is several times slower on one input holding a big nat and a big filter table
+        // (measured at 10k services: 48 s together, 0.2 s + 15.7 s apart).
+        const parts = this.#text(f, state, full, saved);
+        for (const part of parts) await this.#o.runner.restore(f.cfg.family, part);
+        texts.push(parts.join(""));
         f.appliedShared = f.pendingShared;
         const applied = full || f.applied === undefined ? new Map<string, string>() : f.applied;
         for (const [name, text] of f.pendingChains) applied.set(name, text);
@@ -186,7 +189,7 @@ export class IptablesBackend {
     state: LocalState,
     full: boolean,
     saved: { nat: SavedTable; filter: SavedTable } | undefined,
-  ): string {
+  ): string[] {
     const changed = this.#render(f, state);
     const rendered = [...f.cache.values()].map((s) => s.rules);
     const shared = staticRules(f.cfg, rendered);
@@ -237,12 +240,12 @@ export class IptablesBackend {
     const canary = full ? [STATIC.canary] : [];
     const filter: TableInput = {
       declare: [...filterDeclare, ...canary],
-      rules: [...(full ? jumpFixes("filter", saved?.filter) : []), ...filterRules],
+      rules: [...filterRules, ...(full ? jumpFixes("filter", saved?.filter) : [])],
       remove: filterRemove,
     };
     const nat: TableInput = {
       declare: [...natDeclare, ...canary],
-      rules: [...(full ? jumpFixes("nat", saved?.nat) : []), ...natRules],
+      rules: [...natRules, ...(full ? jumpFixes("nat", saved?.nat) : [])],
       remove: natRemove,
     };
     const mangle: TableInput = { declare: canary, rules: [], remove: [] };
@@ -251,10 +254,7 @@ export class IptablesBackend {
       ["nat", nat],
       ["mangle", mangle],
     ];
-    return tables
-      .filter(([, t]) => !isEmpty(t))
-      .map(([name, t]) => tableText(name, t))
-      .join("");
+    return tables.filter(([, t]) => !isEmpty(t)).map(([name, t]) => tableText(name, t));
   }
 
   /** True when every canary chain is still there. */
