@@ -2,6 +2,7 @@
 // command tree (program.ts) is built from these arrays.
 
 import { toApiPlugin } from "../api/plugin.ts";
+import { toIptablesPlugin } from "../backends/iptables/plugin.ts";
 import { toNftPlugin } from "../backends/nft/plugin.ts";
 import { fallbackControllerPlugin } from "../controllers/fallback/plugin.ts";
 import type {
@@ -21,7 +22,7 @@ import { kubeSourcePlugin } from "../sources/kube/plugin.ts";
 export const sources: SourcePlugin[] = [fileSourcePlugin, kubeSourcePlugin, apiSourcePlugin];
 
 /** `… to-local <sink>` and `kpng local … <sink>` */
-export const localSinks: LocalSinkPlugin[] = [toJsonLocalSink, toNftPlugin];
+export const localSinks: LocalSinkPlugin[] = [toJsonLocalSink, toNftPlugin, toIptablesPlugin];
 
 /** `kpng <source> … <sink>` */
 export const globalSinks: GlobalSinkPlugin[] = [toJsonGlobalSink, toApiPlugin];

@@ -17,9 +17,7 @@ export function backendForMode(mode: string): BackendChoice {
       return { mode: "nftables", sink: "to-nft" };
     case "":
     case "iptables":
-      throw new UsageError(
-        `mode: ${mode === "" ? '"" (iptables, the default)' : "iptables"}: the iptables backend is not available in this kpng build; set mode: nftables (or --proxy-mode=nftables) to use the nft backend`,
-      );
+      return { mode: "iptables", sink: "to-iptables" };
     case "ipvs":
       throw new UsageError(
         "mode: ipvs: kpng has no IPVS backend (IPVS mode is deprecated upstream since Kubernetes 1.35); use mode: nftables, its replacement",

@@ -163,9 +163,9 @@ export function translate(
 
   // The backend's own section.
   const masqueradeBit = get(`${section}.masqueradeBit`);
-  if (typeof masqueradeBit === "number" && masqueradeBit !== NFT_MASQUERADE_BIT && mode === "nftables") {
+  if (typeof masqueradeBit === "number" && masqueradeBit !== NFT_MASQUERADE_BIT) {
     throw new UsageError(
-      `${section}.masqueradeBit: ${masqueradeBit} is not supported: the nft backend marks with bit ${NFT_MASQUERADE_BIT} (0x4000) inside its own table`,
+      `${section}.masqueradeBit: ${masqueradeBit} is not supported: kpng's backends mark with bit ${NFT_MASQUERADE_BIT} (0x4000)`,
     );
   }
   add(
@@ -190,25 +190,10 @@ export function translate(
       positiveDuration("minSyncPeriod", str("minSyncPeriod")),
     KUBE_PROXY_DEFAULTS.minSyncPeriod,
   );
-  if (mode === "iptables") {
-    // Both default to kube-proxy's value in the iptables backend; pass them only when set.
-    if (get("iptables.localhostNodePorts") === false) {
-      sinkOptions.push({
-        flag: "--no-localhost-nodeports",
-        value: true,
-        from: "iptables.localhostNodePorts",
-        defaulted: false,
-      });
-    }
-    const bit = get("iptables.masqueradeBit");
-    if (typeof bit === "number" && (bit < 0 || bit > 31)) {
-      throw new UsageError(`iptables.masqueradeBit: ${bit} is outside [0, 31]`);
-    }
-    add(
-      sinkOptions,
-      "--masquerade-bit",
-      "iptables.masqueradeBit",
-      typeof bit === "number" ? String(bit) : undefined,
+  if (mode === "iptables" && get("iptables.localhostNodePorts") === true) {
+    // false is what kpng does; unset means kube-proxy's default, which kpng documents it differs on.
+    throw new UsageError(
+      "iptables.localhostNodePorts: true is not supported: kpng's iptables backend does not accept NodePort traffic on 127.0.0.1 (as kube-proxy's nftables mode); set it to false or leave it unset",
     );
   }
   // Two proxies on one node fight: replacing kube-proxy means removing what it left.

@@ -13,6 +13,8 @@ import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } fro
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
 import { close } from "./http-listen.ts";
+import { removeKubeProxyLeftovers } from "./kube-proxy-leftovers/cleanup.ts";
+import { ExecCommandRunner } from "./kube-proxy-leftovers/command.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesOptions } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
@@ -69,8 +71,17 @@ export class NodeServices implements SyncObserver {
       });
   }
 
-  /** Sets the sysctls and opens the servers; a server that cannot listen is an error. */
+  /**
+   * Removes kube-proxy's leftovers when asked, sets the sysctls and opens the servers; a server
+   * that cannot listen is an error.
+   */
   static async start(o: NodeServicesOptions, ctx: NodeServicesContext): Promise<NodeServices> {
+    if (o.cleanupKubeProxy) {
+      // Two proxies on one node fight over the same packets: kube-proxy's rules must go first.
+      const report = await removeKubeProxyLeftovers(new ExecCommandRunner(), ctx.log);
+      if (report.failures.length > 0)
+        throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
+    }
     const s = new NodeServices(o, ctx);
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),

@@ -15,6 +15,8 @@ export interface NodeServicesOptions {
   readonly metrics: BindAddress | undefined;
   readonly conntrackCleanup: boolean;
   readonly conntrack: ConntrackSysctlOptions;
+  /** Remove what kube-proxy left in the kernel before programming anything. */
+  readonly cleanupKubeProxy: boolean;
 }
 
 export function addNodeServicesOptions(cmd: Command): void {
@@ -27,6 +29,11 @@ export function addNodeServicesOptions(cmd: Command): void {
       "127.0.0.1:10249",
     )
     .option("--no-conntrack-cleanup", "do not remove stale UDP/SCTP conntrack entries after syncs")
+    .option(
+      "--cleanup-kube-proxy",
+      "at start, remove what kube-proxy left in the kernel (its iptables chains, nft tables, IPVS services)",
+      false,
+    )
     .option(
       "--conntrack-max-per-core <n>",
       "nf_conntrack_max per CPU (0: leave the limit alone)",
@@ -68,6 +75,7 @@ export function parseNodeServicesOptions(raw: Options): NodeServicesOptions {
     healthz: parseBindAddress(text(raw, "healthzBindAddress", "0.0.0.0:10256"), "--healthz-bind-address"),
     metrics: parseBindAddress(text(raw, "metricsBindAddress", "127.0.0.1:10249"), "--metrics-bind-address"),
     conntrackCleanup: raw.conntrackCleanup !== false,
+    cleanupKubeProxy: raw.cleanupKubeProxy === true,
     conntrack: {
       maxPerCore: count(raw, "conntrackMaxPerCore", "--conntrack-max-per-core", d.maxPerCore),
       min: count(raw, "conntrackMin", "--conntrack-min", d.min),

@@ -3,8 +3,7 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
-import { removeKubeProxyLeftovers } from "../../node/kube-proxy-leftovers/cleanup.ts";
-import { ExecCommandRunner } from "../../node/kube-proxy-leftovers/command.ts";
+import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../node/host-network.ts";
 import { healthCheckAddresses } from "../../node/listen-addresses.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
@@ -19,7 +18,6 @@ import { NftBackend } from "./backend.ts";
 import { CheckingNftRunner } from "./check-runner.ts";
 import { cleanupTransaction, type NftSettings, TABLE_NAME, tableConfigs } from "./config.ts";
 import type { TableConfig } from "./fragment.ts";
-import { type HostNetwork, IpCommandHost, primaryAddresses } from "./host.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
@@ -37,7 +35,6 @@ const nftOptions = z.object({
   clusterCidr: z.string().optional().default(""),
   masqueradeAll: switchFlag,
   dryRun: switchFlag,
-  cleanupKubeProxy: switchFlag,
   syncPeriod: durationFlag(1000, "it is the periodic resync and the longest retry wait; use 1s or more")
     .optional()
     .default(30_000),
@@ -93,11 +90,6 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
       .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
       .option("--sync-period <duration>", "periodic resync and retry interval", "30s")
-      .option(
-        "--cleanup-kube-proxy",
-        "at start, remove what kube-proxy left in the kernel (its iptables chains, nft tables, IPVS services)",
-        false,
-      )
       .option("--table-name <name>", "name of kpng's nft tables", DEFAULT_TABLE);
     addNodeServicesOptions(cmd);
   },
@@ -127,12 +119,6 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       },
       "starting",
     );
-    if (opts.cleanupKubeProxy) {
-      // Two proxies on one node fight over the same packets: kube-proxy's rules must go first.
-      const report = await removeKubeProxyLeftovers(new ExecCommandRunner(), log);
-      if (report.failures.length > 0)
-        throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
-    }
     const syncPeriodMs = opts.syncPeriod;
     const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
     let backend: NftBackend | undefined;

@@ -55,11 +55,6 @@ describe("kpng kube-proxy: bad input", () => {
       () => [`--config=${file("ipvs.yaml", `${HEADER}mode: ipvs\n`)}`],
       /mode: ipvs: .*use mode: nftables/,
     ],
-    [
-      "the iptables mode (no backend yet)",
-      () => ["--proxy-mode=iptables"],
-      /iptables backend is not available/,
-    ],
     ["an unknown flag", () => ["--proxy-mod=nftables"], /unknown flag --proxy-mod/],
   ];
   for (const [name, args, pattern] of cases) {

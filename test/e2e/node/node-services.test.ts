@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { outcome, type ProbeRequest, probeFrom } from "../../support/client.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
-import { type TestService, writeCluster } from "../nft/cluster.ts";
+import { type TestService, writeCluster } from "../contract/cluster.ts";
 import { httpGet } from "./http-get.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));

@@ -91,7 +91,7 @@ describe("deploy/kube-proxy-replacement", () => {
       (inv.sourceOpts as { kubeconfig?: string }).kubeconfig,
       "/var/lib/kube-proxy/kubeconfig.conf",
     );
-    assert.equal((inv.sinkOpts as { cleanupKubeProxy?: boolean }).cleanupKubeProxy, true);
+    assert.equal((inv.sinkOpts as { node: { cleanupKubeProxy: boolean } }).node.cleanupKubeProxy, true);
   });
 
   it("patch.yaml is exactly the DaemonSet's difference from kubeadm's: image and command", () => {

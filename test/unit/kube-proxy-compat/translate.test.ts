@@ -63,8 +63,11 @@ describe("kube-proxy configuration → kpng", () => {
     assert.deepEqual(t.warnings, []);
   });
 
-  it('the exact kubeadm file (mode "", i.e. iptables) is refused until the iptables backend exists', () => {
-    usageError(() => run(KUBEADM), /mode: "" \(iptables, the default\).*not available.*mode: nftables/);
+  it('the exact kubeadm file (mode "", i.e. iptables) runs the iptables backend', () => {
+    const t = run(KUBEADM);
+    assert.equal(t.sink.name, "to-iptables");
+    assert.ok(sinkFlags(t).includes("--cleanup-kube-proxy"));
+    assert.deepEqual(t.warnings, []);
   });
 
   it("a file with only kind, apiVersion and mode gets kube-proxy's defaults, as kubeadm's does", () => {
@@ -137,26 +140,24 @@ describe("kube-proxy configuration → kpng", () => {
     );
   });
 
-  it("iptables mode (once its backend exists) gets its own section, and the backend's defaults", () => {
-    const iptables = (mode: string) =>
-      mode === "iptables" ? { mode: "iptables" as const, sink: "to-iptables" } : backendForMode(mode);
-    const text = KUBEADM.replace(/^mode: ""$/m, "mode: iptables")
-      .replace("  localhostNodePorts: null", "  localhostNodePorts: false")
-      .replace(/iptables:\n(( {2}.*\n)*?) {2}masqueradeBit: null/, "iptables:\n$1  masqueradeBit: 12");
-    const { values } = readKubeProxyConfig(text, "config.conf");
-    const t = translate(values, parseKubeProxyFlags([]), iptables);
+  it("iptables mode: its own section; what the backend cannot honour is refused", () => {
+    const text = KUBEADM.replace(/^mode: ""$/m, "mode: iptables");
+    const t = translate(readKubeProxyConfig(text, "config.conf").values, parseKubeProxyFlags([]));
     assert.equal(t.sink.name, "to-iptables");
-    const flags = sinkFlags(t);
-    assert.ok(flags.includes("--no-localhost-nodeports"), flags.join(" "));
-    assert.ok(flags.includes("--masquerade-bit=12"));
     assert.ok(
-      !flags.some((f) => f.startsWith("--nodeport-addresses")),
+      !sinkFlags(t).some((f) => f.startsWith("--nodeport-addresses")),
       "iptables: every address, its default",
     );
-    const plain = translate(readKubeProxyConfig(KUBEADM, "c").values, parseKubeProxyFlags([]), (m) =>
-      iptables(m === "" ? "iptables" : m),
+    const refused = (changed: string, pattern: RegExp) =>
+      usageError(() => translate(readKubeProxyConfig(changed, "c").values, parseKubeProxyFlags([])), pattern);
+    refused(
+      text.replace("  localhostNodePorts: null", "  localhostNodePorts: true"),
+      /iptables\.localhostNodePorts: true is not supported/,
     );
-    assert.ok(!sinkFlags(plain).some((f) => /localhost|masquerade-bit/.test(f)));
+    refused(
+      text.replace(/iptables:\n(( {2}.*\n)*?) {2}masqueradeBit: null/, "iptables:\n$1  masqueradeBit: 12"),
+      /iptables\.masqueradeBit: 12 is not supported/,
+    );
   });
 
   it("unknown fields are warnings that name them", () => {

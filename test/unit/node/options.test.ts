@@ -29,6 +29,7 @@ describe("parseNodeServicesOptions", () => {
       metrics: { host: "127.0.0.1", port: 10249 },
       conntrackCleanup: true,
       conntrack: { maxPerCore: 32768, min: 131072, tcpEstablishedSeconds: 86400, tcpCloseWaitSeconds: 3600 },
+      cleanupKubeProxy: false,
     });
   });
 

@@ -2,7 +2,7 @@
 // those of the interfaces holding the default routes, else every global non-loopback address.
 
 import { spawn } from "node:child_process";
-import { ofFamily } from "../../model/local.ts";
+import { ofFamily } from "../model/local.ts";
 
 export interface InterfaceAddresses {
   readonly ifname: string;
@@ -31,9 +31,12 @@ export function primaryAddresses(
   return out;
 }
 
+const IP_TIMEOUT_MS = 10_000;
+
 function ipJson(args: readonly string[]): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const child = spawn("ip", ["-j", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    // A deadline, as for every external call: `ip` answers in milliseconds when all is well.
+    const child = spawn("ip", ["-j", ...args], { stdio: ["ignore", "pipe", "pipe"], timeout: IP_TIMEOUT_MS });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on("data", (b: Buffer) => out.push(b));

@@ -1,4 +1,4 @@
-// Builds the cluster file the end-to-end tests feed to `kpng file … to-nft`: Kubernetes objects
+// Builds the cluster file the backend contract suite feeds to `kpng file … to-local <backend>`: Kubernetes objects
 // as JSON documents (valid YAML), written atomically so the file source sees whole files only.
 
 import { renameSync, writeFileSync } from "node:fs";

@@ -1,0 +1,77 @@
+// Names of the chains kpng creates in the iptables nat and filter tables. Every name starts with
+// KPNG- so kpng's chains sit beside other programs' chains (kube-proxy's KUBE-*) and cleanup can
+// find exactly its own. Per-service chains carry a hash of what they stand for: iptables limits a
+// chain name to 28 characters, so nothing readable fits.
+
+import { createHash } from "node:crypto";
+
+export const PREFIX = "KPNG-";
+
+/** The packet-mark bit that asks KPNG-POSTROUTING to masquerade a connection. */
+export const MASQUERADE_MARK = "0x4000";
+
+/** base32 (RFC 4648 alphabet) of the first bytes of a sha256: 16 characters, A-Z and 2-7. */
+function hash16(text: string): string {
+  const bytes = createHash("sha256").update(text).digest();
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0;
+  let value = 0;
+  let out = "";
+  for (const b of bytes) {
+    value = (value << 8) | b;
+    bits += 8;
+    while (bits >= 5 && out.length < 16) {
+      out += alphabet[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    if (out.length >= 16) break;
+  }
+  return out;
+}
+
+/** What identifies one service port: namespace/name/protocol/port. */
+export function servicePortId(ns: string, name: string, protocol: string, port: number): string {
+  return `${ns}/${name}/${protocol.toLowerCase()}/${port}`;
+}
+
+/** The per-service-port chains (nat table). */
+export const chainName = {
+  /** Balances over the internal endpoints (ClusterIP traffic). */
+  internal: (spId: string) => `KPNG-SVC-${hash16(`svc|${spId}`)}`,
+  /** Balances over the external endpoints when they differ from the internal ones. */
+  externalEndpoints: (spId: string) => `KPNG-XEP-${hash16(`xep|${spId}`)}`,
+  /** Entry of NodePort, externalIP and load-balancer traffic. */
+  external: (spId: string) => `KPNG-EXT-${hash16(`ext|${spId}`)}`,
+  /** loadBalancerSourceRanges: DNATs allowed sources only. */
+  firewall: (spId: string) => `KPNG-FW-${hash16(`fw|${spId}`)}`,
+  /** One endpoint of one service port: hairpin mark, affinity, DNAT. */
+  endpoint: (spId: string, ip: string, port: number) => `KPNG-SEP-${hash16(`sep|${spId}|${ip}|${port}`)}`,
+} as const;
+
+/** Chains that exist once per table; rewritten in full on every sync. */
+export const STATIC = {
+  /** nat: dispatch by destination address and port; filter: no-endpoint rejects/drops. */
+  services: "KPNG-SERVICES",
+  /** nat: dispatch by node port; filter: no-endpoint node ports. */
+  nodePorts: "KPNG-NODEPORTS",
+  /** filter: drops load-balancer traffic that KPNG-FW-* did not DNAT. */
+  firewall: "KPNG-FIREWALL",
+  markForMasquerade: "KPNG-MARK-MASQ",
+  /** Marks for masquerade unless the source is a pod. */
+  masqueradeNonPods: "KPNG-MASQ-NON-POD",
+  postrouting: "KPNG-POSTROUTING",
+  /** Exists in mangle, nat and filter: when it disappears, someone flushed the tables. */
+  canary: "KPNG-CANARY",
+} as const;
+
+export const BUILTIN_CHAINS: ReadonlySet<string> = new Set([
+  "PREROUTING",
+  "INPUT",
+  "FORWARD",
+  "OUTPUT",
+  "POSTROUTING",
+]);
+
+export function isKpngChain(name: string): boolean {
+  return name.startsWith(PREFIX);
+}

@@ -1,0 +1,191 @@
+// `… to-local to-iptables`: the iptables backend as a CLI sink, and `kpng cleanup iptables`.
+
+import type { Command } from "commander";
+import type { LocalState } from "../../model/local.ts";
+import { IpCommandHost, primaryAddresses } from "../../node/host-network.ts";
+import { healthCheckAddresses } from "../../node/listen-addresses.ts";
+import { NodeServices } from "../../node/node-services.ts";
+import {
+  addNodeServicesOptions,
+  type NodeServicesOptions,
+  parseNodeServicesOptions,
+} from "../../node/options.ts";
+import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
+import { parseDuration } from "../../plugin/duration.ts";
+import { UsageError } from "../../plugin/usage-error.ts";
+import type { IpFamily } from "./addresses.ts";
+import { IptablesBackend } from "./backend.ts";
+import { cleanupTableText } from "./cleanup.ts";
+import { familyConfigs, parseCIDRList } from "./config.ts";
+import { ExecIptablesRunner, type IptablesRunner, type Variant } from "./runner.ts";
+import { detectVariant } from "./variant.ts";
+
+export type IptablesMode = "auto" | Variant;
+
+export interface IptablesOptions {
+  readonly nodePortAddresses: string;
+  readonly clusterCIDRs: string;
+  readonly masqueradeAll: boolean;
+  readonly dryRun: boolean;
+  readonly mode: IptablesMode;
+  readonly syncPeriodMs: number;
+  readonly canaryIntervalMs: number;
+  readonly node: NodeServicesOptions;
+}
+
+function str(raw: Record<string, unknown>, key: string, fallback: string): string {
+  const v = raw[key];
+  return typeof v === "string" ? v : fallback;
+}
+
+function duration(raw: RawOptions, key: string, flag: string, fallback: number, minMs: number): number {
+  const v = raw[key];
+  if (typeof v === "number") return v;
+  if (typeof v !== "string") return fallback;
+  let ms: number;
+  try {
+    ms = parseDuration(v);
+  } catch (err) {
+    throw new UsageError(`${flag}: ${(err as Error).message}`);
+  }
+  if (ms < minMs) throw new UsageError(`${flag}: "${v}" is too short: use ${minMs / 1000}s or more`);
+  return ms;
+}
+
+/** Pure: the typed options, or a UsageError naming the flag. */
+export function parseIptablesOptions(raw: RawOptions): IptablesOptions {
+  const mode = str(raw, "iptablesMode", "auto");
+  if (mode !== "auto" && mode !== "nft" && mode !== "legacy")
+    throw new UsageError(`--iptables-mode: "${mode}" is not one of auto, nft, legacy`);
+  const nodePortAddresses = str(raw, "nodeportAddresses", "primary");
+  const clusterCIDRs = str(raw, "clusterCidr", "");
+  try {
+    if (nodePortAddresses.trim() !== "primary") parseCIDRList(nodePortAddresses, "--nodeport-addresses");
+    parseCIDRList(clusterCIDRs, "--cluster-cidr");
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
+  return {
+    nodePortAddresses,
+    clusterCIDRs,
+    masqueradeAll: raw.masqueradeAll === true,
+    dryRun: raw.dryRun === true,
+    mode,
+    syncPeriodMs: duration(raw, "syncPeriod", "--sync-period", 30_000, 1000),
+    canaryIntervalMs: duration(raw, "canaryInterval", "--canary-interval", 2000, 100),
+    node: parseNodeServicesOptions(raw),
+  };
+}
+
+async function runnerFor(mode: IptablesMode): Promise<IptablesRunner> {
+  if (mode !== "auto") return new ExecIptablesRunner(mode);
+  const variant = await detectVariant({
+    nft: new ExecIptablesRunner("nft"),
+    legacy: new ExecIptablesRunner("legacy"),
+  });
+  return new ExecIptablesRunner(variant);
+}
+
+/** Prints the restore input for the first state and checks it with `iptables-restore --test`. */
+async function dryRun(state: LocalState, backend: IptablesBackend, runner: IptablesRunner): Promise<void> {
+  const texts = backend.plan(state);
+  const families: IpFamily[] = ["ipv4", "ipv6"];
+  for (const [i, text] of texts.entries()) {
+    process.stdout.write(`# ${families[i]}\n${text}`);
+    await runner.restore(families[i] ?? "ipv4", text, { test: true });
+  }
+}
+
+export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
+  name: "to-iptables",
+  description: "program the node's services into iptables (KPNG- chains; iptables-nft or -legacy)",
+  defaultMinSyncPeriod: "1s",
+  addOptions(cmd: Command): void {
+    cmd
+      .option(
+        "--nodeport-addresses <cidrs>",
+        'addresses that accept NodePort traffic: "primary" (the node\'s primary IPs) or a comma list of CIDRs',
+        "primary",
+      )
+      .option(
+        "--cluster-cidr <cidrs>",
+        "pod CIDRs (comma list, per family): traffic from them is pod traffic",
+        "",
+      )
+      .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
+      .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
+      .option("--sync-period <duration>", "full resync interval (also the longest retry backoff)", "30s")
+      .option("--canary-interval <duration>", "how often to check that the tables were not flushed", "2s")
+      .option(
+        "--iptables-mode <mode>",
+        "auto (the variant already holding Kubernetes rules, else nft), nft or legacy",
+        "auto",
+      );
+    addNodeServicesOptions(cmd);
+  },
+  parseOptions: parseIptablesOptions,
+  async run(feed, opts, ctx: RunContext): Promise<void> {
+    const host = new IpCommandHost();
+    const interfaces = await host.interfaces();
+    const families = familyConfigs(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
+    const runner = await runnerFor(opts.mode);
+    const log = ctx.log.child({ component: "iptables" });
+    const settings = {
+      runner,
+      families,
+      log,
+      syncPeriodMs: opts.syncPeriodMs,
+      canaryIntervalMs: opts.canaryIntervalMs,
+    };
+    if (opts.dryRun) {
+      const backend = new IptablesBackend(settings);
+      // The feed may call the listener before subscribe() returns: only the first state counts.
+      let done = false;
+      let unsubscribe = () => {};
+      await new Promise<void>((resolve, reject) => {
+        unsubscribe = feed.subscribe(async (state) => {
+          if (done) return;
+          done = true;
+          await dryRun(state, backend, runner).then(resolve, reject);
+        });
+        ctx.signal.addEventListener("abort", () => resolve());
+      });
+      unsubscribe();
+      return;
+    }
+    log.info({ variant: runner.variant, nodePorts: families.flatMap((f) => f.nodePortCIDRs) }, "starting");
+    // Health, metrics, healthCheckNodePorts and conntrack cleanup are the node services'; a
+    // flush of the rules is noticed by the backend's own canary chains.
+    const node = await NodeServices.start(opts.node, {
+      mode: "iptables",
+      families: ["IPv4", "IPv6"],
+      syncPeriodMs: opts.syncPeriodMs,
+      healthCheckAddresses: healthCheckAddresses(
+        families.flatMap((f) => f.nodePortCIDRs),
+        interfaces.flatMap((i) => i.addresses.map((a) => a.ip)),
+      ),
+      log: ctx.log.child({ component: "node" }),
+    });
+    const backend = new IptablesBackend({ ...settings, observer: node });
+    try {
+      await backend.run(feed, ctx.signal);
+    } finally {
+      // Graceful stop: the servers close, the rules stay in place.
+      await node.close();
+    }
+  },
+  async cleanup(_raw, ctx): Promise<void> {
+    for (const variant of ["nft", "legacy"] as const) {
+      const runner = new ExecIptablesRunner(variant);
+      for (const family of ["ipv4", "ipv6"] as const) {
+        for (const table of ["filter", "nat", "mangle"] as const) {
+          const saved = await runner.save(family, table).catch(() => "");
+          const text = cleanupTableText(table, saved);
+          if (text === "") continue;
+          await runner.restore(family, text);
+          ctx.log.info({ variant, family, table }, "removed kpng iptables chains");
+        }
+      }
+    }
+  },
+};

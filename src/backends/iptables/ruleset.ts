@@ -1,0 +1,133 @@
+// Assembles `iptables-restore --noflush` input for one IP family. With --noflush, a declared chain
+// (`:NAME - [0:0]`) is created or flushed and every other chain is left alone, so a partial sync
+// declares and refills only the shared chains and the chains of changed services, and deletes
+// (`-X`) the chains nobody uses any more, all in one COMMIT per table.
+
+import { ofFamily } from "../../model/local.ts";
+import type { IpFamily } from "./addresses.ts";
+import type { FamilyConfig } from "./config.ts";
+import { MASQUERADE_MARK, STATIC } from "./names.ts";
+import type { ServiceRules } from "./render-service.ts";
+import { jumpTarget, type SavedTable } from "./saved.ts";
+
+const NEW = "-m conntrack --ctstate NEW";
+
+/** Jumps from the built-in chains into kpng's chains, in order: table → chain → rule specs. */
+export const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> =
+  {
+    nat: {
+      PREROUTING: [`-j ${STATIC.services}`],
+      OUTPUT: [`-j ${STATIC.services}`],
+      POSTROUTING: [`-j ${STATIC.postrouting}`],
+    },
+    filter: {
+      INPUT: [
+        `${NEW} -j ${STATIC.firewall}`,
+        `${NEW} -j ${STATIC.nodePorts}`,
+        `${NEW} -j ${STATIC.services}`,
+      ],
+      FORWARD: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
+      OUTPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
+    },
+  };
+
+export const STATIC_NAT_CHAINS: readonly string[] = [
+  STATIC.services,
+  STATIC.nodePorts,
+  STATIC.markForMasquerade,
+  STATIC.masqueradeNonPods,
+  STATIC.postrouting,
+];
+export const STATIC_FILTER_CHAINS: readonly string[] = [STATIC.services, STATIC.nodePorts, STATIC.firewall];
+
+function loopback(family: IpFamily): string {
+  return family === "ipv4" ? "127.0.0.0/8" : "::1/128";
+}
+
+/** The shared chains' rules for the given services: table → lines. */
+export function staticRules(
+  cfg: FamilyConfig,
+  services: Iterable<ServiceRules>,
+  serviceCIDRs: readonly string[] = [],
+): { readonly nat: string[]; readonly filter: string[] } {
+  const natServices: string[] = [];
+  const natNodePorts: string[] = [];
+  const filterServices: string[] = [];
+  const filterNodePorts: string[] = [];
+  const filterFirewall: string[] = [];
+  const clusterIPs: string[] = [];
+  for (const s of services) {
+    natServices.push(...s.natServices);
+    natNodePorts.push(...s.natNodePorts);
+    filterServices.push(...s.filterServices);
+    filterNodePorts.push(...s.filterNodePorts);
+    filterFirewall.push(...s.filterFirewall);
+    clusterIPs.push(...s.clusterIPs);
+  }
+  if (cfg.nodePortCIDRs.length > 0) {
+    // Localhost NodePorts are not supported (as kube-proxy's nftables mode).
+    natServices.push(`-A ${STATIC.services} -d ${loopback(cfg.family)} -j RETURN`);
+    for (const cidr of cfg.nodePortCIDRs)
+      natServices.push(
+        `-A ${STATIC.services} -d ${cidr} -m addrtype --dst-type LOCAL -j ${STATIC.nodePorts}`,
+      );
+  }
+  // Reached only by packets that no service DNAT took: a known cluster IP on an unknown port.
+  const bits = cfg.family === "ipv4" ? 32 : 128;
+  for (const ip of new Set(clusterIPs))
+    filterServices.push(`-A ${STATIC.services} -d ${ip}/${bits} -j REJECT`);
+  // Then any other address of the cluster's Service ranges: allocated to no Service, dropped
+  // here rather than routed on. Only new connections reach this chain.
+  for (const range of ofFamily(serviceCIDRs, cfg.family === "ipv4" ? "IPv4" : "IPv6"))
+    filterServices.push(`-A ${STATIC.services} -d ${range} -j DROP`);
+  const nat = [
+    ...natServices,
+    ...natNodePorts,
+    `-A ${STATIC.markForMasquerade} -j MARK --or-mark ${MASQUERADE_MARK}`,
+    ...cfg.podCIDRs.map((p) => `-A ${STATIC.masqueradeNonPods} -s ${p} -j RETURN`),
+    `-A ${STATIC.masqueradeNonPods} -j ${STATIC.markForMasquerade}`,
+    `-A ${STATIC.postrouting} -m mark ! --mark ${MASQUERADE_MARK}/${MASQUERADE_MARK} -j RETURN`,
+    `-A ${STATIC.postrouting} -j MARK --xor-mark ${MASQUERADE_MARK}`,
+    `-A ${STATIC.postrouting} -j MASQUERADE --random-fully`,
+  ];
+  return { nat, filter: [...filterFirewall, ...filterNodePorts, ...filterServices] };
+}
+
+/**
+ * Lines that make the built-in chains jump to kpng's chains in the right order. When a chain's
+ * kpng jumps are not exactly the wanted ones, they are all deleted and inserted again at the top,
+ * within the same COMMIT, so packets never see a half-updated chain.
+ */
+export function jumpFixes(table: "nat" | "filter", saved: SavedTable | undefined): string[] {
+  const out: string[] = [];
+  for (const [chain, wanted] of Object.entries(BUILTIN_JUMPS[table])) {
+    const present = saved?.jumps.get(chain) ?? [];
+    const same =
+      present.length === wanted.length &&
+      present.every((r, i) => jumpTarget(r) === jumpTarget(wanted[i] ?? ""));
+    if (same) continue;
+    for (const rule of present) out.push(rule.replace(/^-A /, "-D "));
+    for (const [i, spec] of wanted.entries()) out.push(`-I ${chain} ${i + 1} ${spec}`);
+  }
+  return out;
+}
+
+export interface TableInput {
+  /** Chains to create or flush and refill. */
+  readonly declare: readonly string[];
+  /** Rule lines (`-A`, `-I`, `-D`). */
+  readonly rules: readonly string[];
+  /** Chains to delete (declared too, so they are flushed first). */
+  readonly remove: readonly string[];
+}
+
+export function tableText(table: string, input: TableInput): string {
+  // iptables-nft keeps user chains sorted by name and inserts each new one by scanning from the
+  // smallest: declaring them in descending order makes every insertion O(1). Measured at 10k
+  // services (30k chains): >60 s in hash order, 23 s ascending, 18 s descending.
+  const declared = [...new Set([...input.declare, ...input.remove])].sort().reverse();
+  const lines = [`*${table}`, ...declared.map((c) => `:${c} - [0:0]`), ...input.rules];
+  for (const c of input.remove) lines.push(`-X ${c}`);
+  lines.push("COMMIT");
+  return `${lines.join("\n")}\n`;
+}

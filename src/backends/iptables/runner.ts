@@ -1,0 +1,114 @@
+// The only place that runs iptables. Restore input goes to `iptables-restore --noflush` on stdin
+// (argv array, no shell); each table's COMMIT applies completely or not at all. Every call has a
+// deadline: a stuck process is killed and reported as a failure.
+
+import { spawn } from "node:child_process";
+import type { IpFamily } from "./addresses.ts";
+
+export type Variant = "nft" | "legacy";
+export type Table = "nat" | "filter" | "mangle";
+
+export class IptablesError extends Error {
+  readonly stderr: string;
+  constructor(message: string, stderr: string) {
+    super(message);
+    this.name = "IptablesError";
+    this.stderr = stderr;
+  }
+}
+
+export interface IptablesRunner {
+  readonly variant: Variant;
+  /** Applies restore input with --noflush; with `test`, only checks it (`--test`). */
+  restore(family: IpFamily, text: string, options?: { readonly test?: boolean }): Promise<void>;
+  /** `iptables-save -t <table>`. */
+  save(family: IpFamily, table: Table): Promise<string>;
+  chainExists(family: IpFamily, table: Table, chain: string): Promise<boolean>;
+}
+
+interface Result {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** iptables-nft-restore of 10k services (30k chains) takes ~20 s on a loaded two-core machine. */
+export const DEFAULT_TIMEOUT_MS = 180_000;
+
+export function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const [cmd = "iptables", ...args] = argv;
+    const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new IptablesError(`${cmd} timed out after ${timeoutMs} ms`, ""));
+    }, timeoutMs);
+    child.stdout.on("data", (b: Buffer) => out.push(b));
+    child.stderr.on("data", (b: Buffer) => err.push(b));
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({
+        code: code ?? 1,
+        stdout: Buffer.concat(out).toString(),
+        stderr: Buffer.concat(err).toString(),
+      });
+    });
+    child.stdin.on("error", () => {}); // a failing process may close stdin early; `close` reports it
+    child.stdin.end(stdin);
+  });
+}
+
+/** `iptables-nft-restore`, `ip6tables-legacy-save`, `iptables-nft`, … */
+export function binary(family: IpFamily, variant: Variant, tool: "" | "restore" | "save"): string {
+  const base = `${family === "ipv4" ? "iptables" : "ip6tables"}-${variant}`;
+  return tool === "" ? base : `${base}-${tool}`;
+}
+
+function firstLine(s: string): string {
+  return s.split("\n").find((l) => l.trim() !== "") ?? "unknown error";
+}
+
+/** Runs the real binaries of one variant. `prefix` may wrap them, e.g. `["ip", "netns", "exec", "ns1"]`. */
+export class ExecIptablesRunner implements IptablesRunner {
+  readonly variant: Variant;
+  readonly #prefix: readonly string[];
+  readonly #timeoutMs: number;
+
+  constructor(variant: Variant, options: { prefix?: readonly string[]; timeoutMs?: number } = {}) {
+    this.variant = variant;
+    this.#prefix = options.prefix ?? [];
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  }
+
+  async restore(family: IpFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
+    const args = ["-w", "5", "--noflush", ...(options.test ? ["--test"] : [])];
+    const r = await exec(
+      [...this.#prefix, binary(family, this.variant, "restore"), ...args],
+      text,
+      this.#timeoutMs,
+    );
+    if (r.code !== 0) throw new IptablesError(`iptables-restore failed: ${firstLine(r.stderr)}`, r.stderr);
+  }
+
+  async save(family: IpFamily, table: Table): Promise<string> {
+    const r = await exec(
+      [...this.#prefix, binary(family, this.variant, "save"), "-t", table],
+      "",
+      this.#timeoutMs,
+    );
+    if (r.code !== 0) throw new IptablesError(`iptables-save failed: ${firstLine(r.stderr)}`, r.stderr);
+    return r.stdout;
+  }
+
+  async chainExists(family: IpFamily, table: Table, chain: string): Promise<boolean> {
+    const argv = [...this.#prefix, binary(family, this.variant, ""), "-w", "5", "-t", table, "-S", chain];
+    const r = await exec(argv, "", this.#timeoutMs);
+    return r.code === 0;
+  }
+}

@@ -1,0 +1,343 @@
+// The backend contract: every backend in backends.ts runs the same end-to-end cases. The real
+// CLI (`kpng file … to-local <backend>`) runs in a node namespace, pods and an external client send
+// real TCP/UDP traffic over IPv4 and IPv6, and the cluster file is rewritten while it runs.
+// KPNG_CONTRACT_BACKENDS=nft,iptables-legacy limits the run to some backends.
+
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { outcome, type ProbeRequest, type ProbeResult, probeFrom } from "../../support/client.ts";
+import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
+import { BACKENDS, type BackendUnderTest } from "./backends.ts";
+import { type TestService, writeCluster } from "./cluster.ts";
+
+const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
+const skip = await netnsSkipReason();
+const echo = { tcpPorts: [8080], udpPorts: [5353] };
+const http = [{ name: "http", port: 80, targetPort: 8080 }];
+const only = process.env.KPNG_CONTRACT_BACKENDS?.split(",");
+function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  return (async () => {
+    for (;;) {
+      if (await check()) return;
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+}
+
+const tcp = (host: string, port: number, timeoutMs = 1000): ProbeRequest => ({
+  proto: "tcp",
+  host,
+  port,
+  timeoutMs,
+});
+
+function contract(backend: BackendUnderTest): void {
+  describe(`${backend.name} backend contract`, { skip }, () => {
+    const env = suiteTopology({
+      pods: [
+        { name: "web-1", echo },
+        { name: "web-2", echo },
+        { name: "web-3", echo },
+      ],
+    });
+    const dir = mkdtempSync(join(tmpdir(), `kpng-${backend.name}-e2e-`));
+    const file = join(dir, "cluster.yaml");
+    let kpng: Spawned | undefined;
+    let topo: Topology;
+    let ip4: (pod: string) => string;
+    let ip6: (pod: string) => string;
+
+    function services(over: Partial<Record<string, Partial<TestService>>> = {}): TestService[] {
+      const on = (pod: string, node = "node-1", extra = {}) => ({ ip: ip4(pod), node, ...extra });
+      const base: TestService[] = [
+        {
+          name: "web",
+          clusterIP: "203.0.113.10",
+          ports: http,
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "np",
+          type: "NodePort",
+          clusterIP: "203.0.113.11",
+          ports: [{ ...http[0]!, nodePort: 30080 }],
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "lb",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.12",
+          ports: [{ ...http[0]!, nodePort: 30081 }],
+          loadBalancerIP: "203.0.113.200",
+          sourceRanges: ["192.0.2.2/32"],
+          endpoints: [on("web-1")],
+        },
+        {
+          name: "local",
+          type: "NodePort",
+          clusterIP: "203.0.113.13",
+          ports: [{ ...http[0]!, nodePort: 30082 }],
+          externalTrafficPolicy: "Local",
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "itp",
+          clusterIP: "203.0.113.14",
+          ports: http,
+          internalTrafficPolicy: "Local",
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "sticky",
+          clusterIP: "203.0.113.15",
+          ports: http,
+          affinitySeconds: 3,
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "term",
+          clusterIP: "203.0.113.16",
+          ports: http,
+          endpoints: [
+            on("web-1", "node-1", { ready: false, serving: true, terminating: true }),
+            on("web-2", "node-2", { ready: false, serving: false, terminating: true }),
+          ],
+        },
+        { name: "empty", clusterIP: "203.0.113.17", ports: http, endpoints: [] },
+        {
+          name: "dns",
+          clusterIP: "203.0.113.18",
+          ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "web6",
+          clusterIP: "2001:db8:2::10",
+          ports: http,
+          endpoints: [
+            { ip: ip6("web-1"), node: "node-1" },
+            { ip: ip6("web-2"), node: "node-2" },
+          ],
+        },
+      ];
+      return base.map((s) => ({ ...s, ...(over[s.name] ?? {}) }));
+    }
+
+    function startKpng(): Spawned {
+      return topo.node.spawn(
+        [
+          process.execPath,
+          MAIN,
+          "file",
+          "--input",
+          file,
+          "to-local",
+          ...backend.sink,
+          "--node-name",
+          "node-1",
+          "--nodeport-addresses",
+          "192.0.2.1/32,2001:db8::1/128",
+          "--cluster-cidr",
+          "198.51.100.0/24,2001:db8:1::/64",
+          "--min-sync-period",
+          "100ms",
+        ],
+        { name: "kpng", env: { KPNG_LOG_LEVEL: "debug" } },
+      );
+    }
+
+    async function names(from: "client" | "external", req: ProbeRequest, n: number): Promise<Set<string>> {
+      const ns = from === "client" ? topo.client.ns : topo.external;
+      const results = await probeFrom(
+        ns,
+        Array.from({ length: n }, () => req),
+        { concurrency: 4 },
+      );
+      return new Set(results.map(outcome));
+    }
+
+    async function one(from: "client" | "external", req: ProbeRequest): Promise<ProbeResult> {
+      const [r] = await probeFrom(from === "client" ? topo.client.ns : topo.external, [req]);
+      return r!;
+    }
+
+    before(async () => {
+      topo = env.topology;
+      ip4 = (pod) => topo.pod(pod).ipv4!;
+      ip6 = (pod) => topo.pod(pod).ipv6!;
+      writeCluster(file, services());
+      kpng = startKpng();
+      await eventually(
+        async () => (await one("client", tcp("203.0.113.10", 80))).ok,
+        "kpng to program the first state",
+      );
+    });
+
+    after(async () => {
+      const out = await kpng?.stop();
+      if (out && process.env.KPNG_E2E_LOGS) console.log(kpng?.stderr());
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    test("ClusterIP traffic is balanced over all endpoints", async () => {
+      assert.deepEqual([...(await names("client", tcp("203.0.113.10", 80), 40))].sort(), ["web-1", "web-2"]);
+    });
+
+    test("NodePort answers the external client, masqueraded under eTP Cluster", async () => {
+      const r = await one("external", tcp("192.0.2.1", 30080));
+      assert.ok(r.ok, outcome(r));
+      assert.notEqual(r.reply?.client.address, "192.0.2.2");
+    });
+
+    test("LoadBalancer IP: allowed source ranges pass, others are dropped; NodePort is not filtered", async () => {
+      const r = await one("external", tcp("203.0.113.200", 80));
+      assert.equal(outcome(r), "web-1");
+      writeCluster(file, services({ lb: { sourceRanges: ["192.0.2.99/32"] } }));
+      await eventually(
+        async () => outcome(await one("external", tcp("203.0.113.200", 80, 500))) === "timeout",
+        "the LB IP to drop a source outside the ranges",
+      );
+      assert.equal(outcome(await one("external", tcp("192.0.2.1", 30081))), "web-1");
+      writeCluster(file, services());
+    });
+
+    test("eTP Local keeps the client IP, and drops on a node without local endpoints", async () => {
+      const r = await one("external", tcp("192.0.2.1", 30082));
+      assert.equal(outcome(r), "web-1");
+      assert.equal(r.ok && r.reply?.client.address.replace("::ffff:", ""), "192.0.2.2");
+      writeCluster(file, services({ local: { endpoints: [{ ip: ip4("web-2"), node: "node-2" }] } }));
+      await eventually(
+        async () => outcome(await one("external", tcp("192.0.2.1", 30082, 500))) === "timeout",
+        "eTP Local without local endpoints to drop",
+      );
+      writeCluster(file, services());
+    });
+
+    test("iTP Local sends ClusterIP traffic to local endpoints only", async () => {
+      assert.deepEqual([...(await names("client", tcp("203.0.113.14", 80), 20))], ["web-1"]);
+    });
+
+    test("hairpin: an endpoint reaching itself through its service is masqueraded", async () => {
+      const [r] = await probeFrom(topo.pod("web-1").ns, [tcp("203.0.113.14", 80)]);
+      assert.equal(r && outcome(r), "web-1");
+      assert.notEqual(r?.ok && r.reply?.client.address.replace("::ffff:", ""), ip4("web-1"));
+    });
+
+    test("ClientIP affinity sticks, and expires after its timeout", async () => {
+      const seen = await names("client", tcp("203.0.113.15", 80), 12);
+      assert.equal(seen.size, 1, `one endpoint for one client, saw ${[...seen]}`);
+      const first = [...seen][0];
+      // Once the 3 s timeout has passed, a new connection picks at random again (and sticks again):
+      // the other endpoint turns up within a few rounds unless affinity never expires.
+      let other = false;
+      for (let round = 0; round < 12 && !other; round++) {
+        await new Promise((r) => setTimeout(r, 3500));
+        other = outcome(await one("client", tcp("203.0.113.15", 80))) !== first;
+      }
+      assert.ok(other, "affinity expired");
+    });
+
+    test("terminating endpoints serve when no endpoint is ready (fallback)", async () => {
+      assert.deepEqual([...(await names("client", tcp("203.0.113.16", 80), 10))], ["web-1"]);
+    });
+
+    test("a service without endpoints rejects at once (connection refused, not a timeout)", async () => {
+      const r = await one("client", tcp("203.0.113.17", 80, 2000));
+      assert.equal(outcome(r), "refused");
+      assert.ok(r.ms < 1000, `took ${r.ms} ms`);
+      // A known ClusterIP on a port it does not have is rejected too.
+      assert.equal(outcome(await one("client", tcp("203.0.113.10", 81, 2000))), "refused");
+    });
+
+    test("UDP services are balanced", async () => {
+      const seen = await names(
+        "client",
+        { proto: "udp", host: "203.0.113.18", port: 53, timeoutMs: 1000 },
+        20,
+      );
+      assert.deepEqual([...seen].sort(), ["web-1", "web-2"]);
+    });
+
+    test("IPv6 ClusterIP traffic is balanced in the ip6 table", async () => {
+      assert.deepEqual([...(await names("client", tcp("2001:db8:2::10", 80), 30))].sort(), [
+        "web-1",
+        "web-2",
+      ]);
+    });
+
+    test("endpoints added and removed while a client keeps connecting: no failed connection", async () => {
+      const load = probeFrom(
+        topo.client.ns,
+        Array.from({ length: 600 }, () => tcp("203.0.113.10", 80, 2000)),
+        { concurrency: 2 },
+      );
+      const web = (pods: string[]) => ({
+        web: { endpoints: pods.map((p) => ({ ip: ip4(p), node: p === "web-2" ? "node-2" : "node-1" })) },
+      });
+      for (const pods of [["web-1", "web-2", "web-3"], ["web-1", "web-3"], ["web-3"], ["web-1", "web-2"]]) {
+        writeCluster(file, services(web(pods)));
+        await new Promise((r) => setTimeout(r, 400));
+      }
+      const results = await load;
+      const failed = results.filter((r) => !r.ok);
+      assert.equal(failed.length, 0, `failed: ${JSON.stringify(failed.slice(0, 3))}`);
+      assert.ok(
+        results.some((r) => outcome(r) === "web-3"),
+        "the added endpoint served",
+      );
+    });
+
+    test("restarting kpng keeps traffic flowing, and the new process converges the table in place", async () => {
+      const before = await backend.adoptionMarker(topo.node);
+      await kpng?.stop();
+      assert.equal(outcome(await one("client", tcp("203.0.113.10", 80))).startsWith("web-"), true);
+      assert.equal(outcome(await one("external", tcp("192.0.2.1", 30080))).startsWith("web-"), true);
+      const load = probeFrom(
+        topo.client.ns,
+        Array.from({ length: 300 }, () => tcp("203.0.113.10", 80, 2000)),
+        { concurrency: 2 },
+      );
+      writeCluster(file, services({ web: { endpoints: [{ ip: ip4("web-3"), node: "node-1" }] } }));
+      kpng = startKpng();
+      await eventually(
+        async () => [...(await names("client", tcp("203.0.113.10", 80), 10))].join() === "web-3",
+        "the restarted kpng to apply the new endpoints",
+      );
+      const results = await load;
+      assert.deepEqual(
+        results.filter((r) => !r.ok),
+        [],
+      );
+      // The entry rules were adopted, not deleted and recreated.
+      assert.notEqual(before, "");
+      assert.equal(await backend.adoptionMarker(topo.node), before);
+    });
+
+    test("rules flushed by someone else are noticed and restored within seconds", {
+      skip: backend.flush === undefined ? "the backend has no flush detection" : false,
+    }, async () => {
+      await backend.flush?.(topo.node);
+      await eventually(
+        async () => (await one("client", tcp("203.0.113.10", 80))).ok,
+        "the flushed rules to come back",
+        10_000,
+      );
+    });
+
+    test(`kpng cleanup ${backend.cleanup} removes kpng's rules and nothing else`, async () => {
+      await kpng?.stop();
+      await backend.addForeign(topo.node);
+      assert.equal((await backend.inspect(topo.node)).kpng, true);
+      await topo.node.exec([process.execPath, MAIN, "cleanup", backend.cleanup]);
+      assert.deepEqual(await backend.inspect(topo.node), { kpng: false, foreign: true });
+    });
+  });
+}
+
+for (const backend of BACKENDS) if (!only || only.includes(backend.name)) contract(backend);

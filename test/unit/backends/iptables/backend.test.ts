@@ -1,0 +1,187 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { IptablesBackend } from "../../../../src/backends/iptables/backend.ts";
+import { chainName } from "../../../../src/backends/iptables/names.ts";
+import { silentLogger } from "../../../../src/observability/log.ts";
+import { FakeIptables } from "../../../support/fake-iptables.ts";
+import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
+
+function setup(ipt = new FakeIptables()) {
+  return { ipt, backend: new IptablesBackend({ runner: ipt, families: [V4, V6], log: silentLogger }) };
+}
+
+const declared = (text: string) => text.split("\n").filter((l) => l.startsWith(":"));
+
+test("first sync is full: shared chains, service chains, jumps from the built-in chains, canaries", async () => {
+  const { ipt, backend } = setup();
+  const report = await backend.sync(state([service()]));
+  assert.equal(report.full, true);
+  assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES"]);
+  assert.deepEqual(ipt.rules("ipv4", "filter", "INPUT"), [
+    "-m conntrack --ctstate NEW -j KPNG-FIREWALL",
+    "-m conntrack --ctstate NEW -j KPNG-NODEPORTS",
+    "-m conntrack --ctstate NEW -j KPNG-SERVICES",
+  ]);
+  assert.ok(ipt.rules("ipv4", "nat", chainName.internal("default/web/tcp/80")));
+  for (const table of ["mangle", "nat", "filter"] as const)
+    assert.ok(await ipt.chainExists("ipv6", table, "KPNG-CANARY"));
+  assert.equal(await backend.canariesPresent(), true);
+});
+
+test("a partial sync rewrites only the changed service's chains (the shared ones did not change)", async () => {
+  const { ipt, backend } = setup();
+  const services = manyServices(50);
+  await backend.sync(state(services));
+  const changed = service({
+    ...services[7],
+    ports: [port({ internalEndpoints: [ep("10.1.0.7"), ep("10.9.9.9")] })],
+  });
+  const next = services.map((s, i) => (i === 7 ? changed : s));
+  const report = await backend.sync(state(next, 2));
+  assert.equal(report.full, false);
+  const v4 = report.texts[0] ?? "";
+  const svc7 = chainName.internal("default/svc-7/tcp/80");
+  const gone = chainName.endpoint("default/svc-7/tcp/80", "10.2.0.7", 8080);
+  const added = chainName.endpoint("default/svc-7/tcp/80", "10.9.9.9", 8080);
+  const nat = v4.slice(v4.indexOf("*nat"));
+  assert.deepEqual(
+    declared(nat)
+      .map((l) => l.slice(1, -" - [0:0]".length))
+      .sort(),
+    [svc7, added, gone].sort(),
+  );
+  assert.match(nat, new RegExp(`-X ${gone}`));
+  assert.equal(ipt.rules("ipv4", "nat", gone), undefined);
+  assert.doesNotMatch(v4, /-I |-D /, "no jump repairs in a partial sync");
+  assert.doesNotMatch(v4, /\*filter/, "the filter table did not change");
+  assert.doesNotMatch(v4, /\*filter/, "the filter table did not change");
+});
+
+test("an unchanged state runs no restore at all", async () => {
+  const { ipt, backend } = setup();
+  const s = state(manyServices(5));
+  await backend.sync(s);
+  const before = ipt.restores.length;
+  await backend.sync(s);
+  assert.equal(ipt.restores.length, before);
+});
+
+test("a new service rewrites the shared dispatch chains", async () => {
+  const { ipt, backend } = setup();
+  await backend.sync(state([service()]));
+  const report = await backend.sync(
+    state([service(), service({ name: "b", clusterIPs: ["203.0.113.11"] })], 2),
+  );
+  assert.match(report.texts[0] ?? "", /^:KPNG-SERVICES /m);
+  assert.ok(ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes("203.0.113.11")));
+});
+
+test("a removed service's chains are deleted, and nothing references them", async () => {
+  const { ipt, backend } = setup();
+  await backend.sync(state([service(), service({ name: "other", clusterIPs: ["203.0.113.11"] })]));
+  await backend.sync(state([service()], 2));
+  assert.equal(ipt.rules("ipv4", "nat", chainName.internal("default/other/tcp/80")), undefined);
+  assert.ok(ipt.rules("ipv4", "nat", chainName.internal("default/web/tcp/80")));
+});
+
+test("a failed restore makes the next sync a full one, which converges the tables", async () => {
+  const { ipt, backend } = setup();
+  await backend.sync(state([service()]));
+  ipt.failNext = 1;
+  await assert.rejects(backend.sync(state([service({ name: "b", clusterIPs: ["203.0.113.11"] })], 2)));
+  assert.equal(backend.needsFullSync, true);
+  const report = await backend.sync(state([service({ name: "b", clusterIPs: ["203.0.113.11"] })], 2));
+  assert.equal(report.full, true);
+  assert.equal(ipt.rules("ipv4", "nat", chainName.internal("default/web/tcp/80")), undefined);
+});
+
+test("adoption: a new process keeps the jumps, deletes stale KPNG chains and leaves others alone", async () => {
+  const ipt = new FakeIptables();
+  await setup(ipt).backend.sync(state([service(), service({ name: "old", clusterIPs: ["203.0.113.12"] })]));
+  ipt.edit("ipv4", "nat", (c) => {
+    c.set("SOMEONE-ELSE", ["-j RETURN"]);
+    c.get("PREROUTING")?.push("-j SOMEONE-ELSE");
+  });
+  const restarted = setup(ipt).backend;
+  const report = await restarted.sync(state([service()]));
+  assert.equal(report.full, true);
+  assert.doesNotMatch(report.texts[0] ?? "", /^-[ID] /m, "jumps already right: not touched");
+  assert.equal(ipt.rules("ipv4", "nat", chainName.internal("default/old/tcp/80")), undefined);
+  assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES", "-j SOMEONE-ELSE"]);
+  assert.deepEqual(ipt.rules("ipv4", "nat", "SOMEONE-ELSE"), ["-j RETURN"]);
+});
+
+test("a flush is noticed through the canaries; the next full sync restores everything", async () => {
+  const { ipt, backend } = setup();
+  await backend.sync(state([service()]));
+  ipt.edit("ipv4", "nat", (c) => {
+    for (const name of [...c.keys()]) if (name.startsWith("KPNG-")) c.delete(name);
+    for (const rules of c.values()) rules.length = 0;
+  });
+  assert.equal(await backend.canariesPresent(), false);
+  await backend.sync(state([service()]), true);
+  assert.equal(await backend.canariesPresent(), true);
+  assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES"]);
+});
+
+test("plan() is the full restore input, accepted by a fresh table", async () => {
+  const ipt = new FakeIptables();
+  const { backend } = setup(new FakeIptables());
+  for (const [i, text] of backend.plan(state([service()])).entries())
+    await ipt.restore(i === 0 ? "ipv4" : "ipv6", text, { test: true });
+});
+
+test("run(): a missing canary between syncs brings a full sync within the canary interval", async () => {
+  const ipt = new FakeIptables();
+  const backend = new IptablesBackend({
+    runner: ipt,
+    families: [V4],
+    log: silentLogger,
+    canaryIntervalMs: 20,
+  });
+  const ac = new AbortController();
+  const feed = {
+    subscribe(listener: (s: ReturnType<typeof state>) => void) {
+      listener(state([service()]));
+      return () => {};
+    },
+  };
+  const running = backend.run(feed, ac.signal);
+  // Only a full sync writes the mangle table (its canary).
+  const fullSyncs = () => ipt.restores.filter((r) => r.text.startsWith("*mangle")).length;
+  const waitFor = async (check: () => boolean) => {
+    for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+  };
+  try {
+    await waitFor(() => fullSyncs() === 1);
+    assert.equal(fullSyncs(), 1);
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(fullSyncs(), 1, "canaries present: no resync");
+    ipt.edit("ipv4", "mangle", (c) => c.delete("KPNG-CANARY"));
+    await waitFor(() => fullSyncs() === 2);
+    assert.equal(fullSyncs(), 2);
+    assert.equal(await ipt.chainExists("ipv4", "mangle", "KPNG-CANARY"), true);
+  } finally {
+    ac.abort();
+    await running;
+  }
+});
+
+test("Service ranges: after the reject of allocated cluster IPs, the rest of each range is dropped; a change of ranges rewrites only that chain", async () => {
+  const { ipt, backend } = setup();
+  const ranges = ["203.0.113.0/24", "2001:db8:1::/112"];
+  await backend.sync(state([service()], 1, ranges));
+  const v4 = ipt.rules("ipv4", "filter", "KPNG-SERVICES") ?? [];
+  const reject = v4.findIndex((r) => r.endsWith("-j REJECT"));
+  const drop = v4.indexOf("-d 203.0.113.0/24 -j DROP");
+  assert.ok(reject >= 0 && drop > reject, v4.join("\n"));
+  assert.ok((ipt.rules("ipv6", "filter", "KPNG-SERVICES") ?? []).includes("-d 2001:db8:1::/112 -j DROP"));
+  const before = ipt.restores.length;
+  await backend.sync(state([service()], 2, []));
+  assert.ok(!(ipt.rules("ipv4", "filter", "KPNG-SERVICES") ?? []).some((r) => r.endsWith("-j DROP")));
+  const partial = ipt.restores
+    .slice(before)
+    .map((r) => r.text)
+    .join("\n");
+  assert.doesNotMatch(partial, /^:KPNG-SVC/m, "no service chain rewritten");
+});

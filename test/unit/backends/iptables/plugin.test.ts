@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { cleanupTableText } from "../../../../src/backends/iptables/cleanup.ts";
+import { familyConfigs } from "../../../../src/backends/iptables/config.ts";
+import { parseIptablesOptions } from "../../../../src/backends/iptables/plugin.ts";
+import { countKubeLines, pickVariant } from "../../../../src/backends/iptables/variant.ts";
+import { UsageError } from "../../../../src/plugin/usage-error.ts";
+import { FakeIptables } from "../../../support/fake-iptables.ts";
+
+test("options: defaults, durations and the mode", () => {
+  const o = parseIptablesOptions({ syncPeriod: "10s", iptablesMode: "legacy" });
+  assert.equal(o.syncPeriodMs, 10_000);
+  assert.equal(o.canaryIntervalMs, 2000);
+  assert.equal(o.mode, "legacy");
+  assert.equal(parseIptablesOptions({}).mode, "auto");
+});
+
+test("options: a bad flag is a UsageError naming it", () => {
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ iptablesMode: "ipvs" }, /--iptables-mode/],
+    [{ nodeportAddresses: "10.0.0.0/99" }, /--nodeport-addresses/],
+    [{ clusterCidr: "nope" }, /--cluster-cidr/],
+    [{ syncPeriod: "soon" }, /--sync-period/],
+    [{ syncPeriod: "0" }, /--sync-period: "0" is too short/],
+    [{ healthzBindAddress: "nowhere" }, /--healthz-bind-address/],
+    [{ canaryInterval: "x" }, /--canary-interval/],
+  ];
+  for (const [raw, flag] of cases)
+    assert.throws(
+      () => parseIptablesOptions(raw),
+      (e) => e instanceof UsageError && flag.test(e.message),
+    );
+});
+
+test("family configs split node-port and pod CIDRs by family; primary means the node's IPs", () => {
+  const [v4, v6] = familyConfigs(
+    { nodePortAddresses: "primary", clusterCIDRs: "10.244.0.0/16,2001:db8:1::/64", masqueradeAll: false },
+    ["192.0.2.1", "2001:db8::1"],
+  );
+  assert.deepEqual(v4?.nodePortCIDRs, ["192.0.2.1/32"]);
+  assert.deepEqual(v6?.podCIDRs, ["2001:db8:1::/64"]);
+});
+
+test("variant: legacy only when it holds more Kubernetes rules than nft", () => {
+  assert.equal(pickVariant({ nft: 0, legacy: 0 }), "nft");
+  assert.equal(pickVariant({ nft: 3, legacy: 10 }), "legacy");
+  assert.equal(pickVariant({ nft: 10, legacy: 10 }), "nft");
+  assert.equal(
+    countKubeLines(":KUBE-SERVICES - [0:0]\n:FOO - [0:0]\n-A KPNG-SVC-X -j DNAT\n-A INPUT -j KUBE-X\n"),
+    2,
+  );
+});
+
+test("cleanup removes kpng's chains and jumps only", async () => {
+  const ipt = new FakeIptables();
+  ipt.edit("ipv4", "nat", (c) => {
+    c.set("KPNG-SERVICES", ["-j KPNG-SVC-A"]);
+    c.set("KPNG-SVC-A", ["-j RETURN"]);
+    c.set("OTHER", []);
+    c.get("PREROUTING")?.push("-j OTHER", "-j KPNG-SERVICES");
+  });
+  await ipt.restore("ipv4", cleanupTableText("nat", await ipt.save("ipv4", "nat")));
+  assert.deepEqual(ipt.chains("ipv4", "nat").sort(), [
+    "INPUT",
+    "OTHER",
+    "OUTPUT",
+    "POSTROUTING",
+    "PREROUTING",
+  ]);
+  assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j OTHER"]);
+  assert.equal(cleanupTableText("filter", await ipt.save("ipv4", "filter")), "");
+});
