@@ -1,14 +1,20 @@
 // The nft sync loop: keeps each family's table in line with the latest local state. States that
 // arrive while a sync runs are coalesced (only the latest matters); syncs are at least
-// minSyncPeriod apart; a failed sync is logged with its transaction, retried with backoff, and
-// followed by a full resync from a fresh listing of the table (the mirror is no longer trusted).
+// minSyncPeriod apart. Families are synced independently: a failed table is logged (the failing
+// statement, not the whole transaction, and a recurring failure at a decaying rate), counted,
+// retried with backoff and resynced from a fresh listing (its mirror is no longer trusted), while
+// the other family keeps following every change. Shutdown never waits for a hung nft.
 
-import { Counter, Histogram } from "prom-client";
+import { Counter, Gauge, Histogram } from "prom-client";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { Logger } from "../../observability/log.ts";
 import { registry } from "../../observability/metrics.ts";
+import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
+import { ABORTED, unlessAborted } from "./abort.ts";
 import { parseListing } from "./adopt.ts";
+import { excerptTransaction } from "./failure-excerpt.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
+import { type BackendHealth, type FamilyHealth, retryDelayMs, summarize } from "./health.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
 import { NftError, type NftRunner } from "./runner.ts";
 import { packTransactions } from "./transaction.ts";
@@ -25,6 +31,30 @@ const syncFailures = new Counter({
   help: "nft transactions that failed; each one triggers a retry and a full resync.",
   registers: [registry],
 });
+
+const listingFailures = new Counter({
+  name: "kpng_nft_table_read_failures_total",
+  help: "Failed reads of a table (nft -j list) before a full resync, by family; the sync is retried.",
+  labelNames: ["family"] as const,
+  registers: [registry],
+});
+
+const programmedGauge = new Gauge({
+  name: "kpng_nft_table_healthy",
+  help: "1 when the family's table is programmed and its last sync succeeded, else 0.",
+  labelNames: ["family"] as const,
+  registers: [registry],
+});
+
+/** Why a table's sync failed: reading it, or applying a transaction. */
+class TableSyncError extends Error {
+  readonly family: NftFamily;
+  constructor(family: NftFamily, message: string, options: { cause: unknown }) {
+    super(message, options);
+    this.name = "TableSyncError";
+    this.family = family;
+  }
+}
 
 /**
  * Statements per transaction on a large sync (each element counts as one): bounded so no single
@@ -55,6 +85,8 @@ export class NftBackend {
   readonly #o: Required<Omit<NftBackendOptions, "now">>;
   readonly #now: () => number;
   readonly #mirrors = new Map<NftFamily, TableMirror>();
+  readonly #health = new Map<NftFamily, FamilyHealth & { retryAt: number }>();
+  readonly #repeats = new Map<NftFamily, RepeatLimiter>();
 
   constructor(options: NftBackendOptions) {
     this.#o = {
@@ -64,6 +96,16 @@ export class NftBackend {
       ...options,
     };
     this.#now = options.now ?? Date.now;
+    for (const cfg of this.#o.tables) {
+      this.#health.set(cfg.family, { family: cfg.family, programmed: false, failures: 0, retryAt: 0 });
+      this.#repeats.set(cfg.family, new RepeatLimiter({ now: this.#now }));
+      programmedGauge.set({ family: cfg.family }, 0);
+    }
+  }
+
+  /** Whether every table is programmed and in line, and what failed if not (for /healthz). */
+  health(): BackendHealth {
+    return summarize([...this.#health.values()].map(({ retryAt: _, ...h }) => h));
   }
 
   /** True when some table holds flushed chains or sets waiting for deletion. */
@@ -78,45 +120,117 @@ export class NftBackend {
   }
 
   /**
-   * One sync of every table to `state`. Throws on failure, after forgetting the failed table's
-   * mirror so that the next sync re-reads the table and converges it.
+   * One sync of the tables (all, or those of `families`) to `state`. Every table is attempted;
+   * throws after the others are done if one failed, having forgotten the failed table's mirror
+   * so that its next sync re-reads the table and converges it.
    */
-  async sync(state: LocalState): Promise<SyncReport> {
+  async sync(state: LocalState, families?: ReadonlySet<NftFamily>): Promise<SyncReport> {
     const started = performance.now();
     const texts: string[] = [];
+    const errors: TableSyncError[] = [];
     for (const cfg of this.#o.tables) {
-      let mirror = this.#mirrors.get(cfg.family);
-      if (!mirror) {
-        const listing = await this.#o.runner.listTable(cfg.family, cfg.table);
-        mirror = new TableMirror(cfg, listing === undefined ? undefined : parseListing(listing));
-        this.#mirrors.set(cfg.family, mirror);
-      }
-      const plan = mirror.plan(state, this.#now());
-      const txs = packTransactions(plan.units, cfg.family, cfg.table, this.#o.maxStatementsPerTransaction);
-      if (plan.deletions.length > 0) txs.unshift(`${plan.deletions.join("\n")}\n`);
-      for (const tx of txs) {
-        try {
-          await this.#o.runner.run(tx);
-          texts.push(tx);
-        } catch (e) {
-          this.#mirrors.delete(cfg.family);
-          syncFailures.inc();
-          const stderr = e instanceof NftError ? e.stderr : String(e);
-          this.#o.log.error(
-            { family: cfg.family, table: cfg.table, stderr, transaction: tx },
-            "nft transaction failed; will retry with a full resync",
-          );
-          throw e;
-        }
+      if (families !== undefined && !families.has(cfg.family)) continue;
+      try {
+        await this.#syncTable(cfg, state, texts);
+        this.#succeeded(cfg.family);
+      } catch (e) {
+        this.#mirrors.delete(cfg.family);
+        const error =
+          e instanceof TableSyncError ? e : new TableSyncError(cfg.family, String(e), { cause: e });
+        this.#failed(cfg, error);
+        errors.push(error);
       }
     }
+    if (errors.length === 1) throw errors[0];
+    if (errors.length > 1) throw new AggregateError(errors, errors.map((e) => e.message).join("; "));
     syncDuration.observe((performance.now() - started) / 1000);
     // Not awaited: the next transaction queues behind it anyway.
     void this.#o.runner.prepare?.();
     return { transactions: texts.length, texts };
   }
 
-  /** Runs until `signal` aborts, syncing each new state of `feed`. */
+  async #syncTable(cfg: TableConfig, state: LocalState, texts: string[]): Promise<void> {
+    let mirror = this.#mirrors.get(cfg.family);
+    if (!mirror) {
+      let listing: unknown;
+      try {
+        listing = await this.#o.runner.listTable(cfg.family, cfg.table);
+      } catch (e) {
+        listingFailures.inc({ family: cfg.family });
+        throw new TableSyncError(
+          cfg.family,
+          `cannot read table ${cfg.family} ${cfg.table}: ${messageOf(e)}`,
+          {
+            cause: e,
+          },
+        );
+      }
+      mirror = new TableMirror(cfg, listing === undefined ? undefined : parseListing(listing));
+      this.#mirrors.set(cfg.family, mirror);
+    }
+    const plan = mirror.plan(state, this.#now());
+    const txs = packTransactions(plan.units, cfg.family, cfg.table, this.#o.maxStatementsPerTransaction);
+    if (plan.deletions.length > 0) txs.unshift(`${plan.deletions.join("\n")}\n`);
+    for (const tx of txs) {
+      try {
+        await this.#o.runner.run(tx);
+        texts.push(tx);
+      } catch (e) {
+        syncFailures.inc();
+        const stderr = e instanceof NftError ? e.stderr : String(e);
+        const error = new TableSyncError(cfg.family, `nft transaction failed: ${messageOf(e)}`, { cause: e });
+        Object.assign(error, { transaction: excerptTransaction(tx, stderr), stderr });
+        throw error;
+      }
+    }
+  }
+
+  #succeeded(family: NftFamily): void {
+    const h = this.#health.get(family);
+    if (h && h.failures > 0) this.#o.log.info({ family }, "nft table in line again after failures");
+    this.#health.set(family, {
+      family,
+      programmed: true,
+      failures: 0,
+      lastSuccessAt: this.#now(),
+      retryAt: 0,
+    });
+    this.#repeats.get(family)?.reset();
+    programmedGauge.set({ family }, 1);
+  }
+
+  #failed(cfg: TableConfig, error: TableSyncError): void {
+    const h = this.#health.get(cfg.family) ?? { family: cfg.family, programmed: false, failures: 0 };
+    const failures = h.failures + 1;
+    const retryInMs = retryDelayMs(failures, this.#o.syncPeriodMs);
+    this.#health.set(cfg.family, {
+      ...h,
+      failures,
+      lastError: error.message,
+      retryAt: this.#now() + retryInMs,
+    });
+    programmedGauge.set({ family: cfg.family }, 0);
+    const details = error as TableSyncError & { transaction?: unknown; stderr?: string };
+    // The same failure again (positions aside) is logged at a decaying rate.
+    const key = (details.stderr ?? error.message).replace(/\d+/g, "#");
+    const decision = this.#repeats.get(cfg.family)?.hit(key) ?? { log: true, count: 1, suppressed: 0 };
+    if (!decision.log) return;
+    this.#o.log.error(
+      {
+        family: cfg.family,
+        table: cfg.table,
+        error: error.message,
+        ...(details.stderr === undefined ? {} : { stderr: details.stderr.slice(0, 2000) }),
+        ...(details.transaction === undefined ? {} : { transaction: details.transaction }),
+        failures,
+        ...(decision.suppressed > 0 ? { suppressedRepeats: decision.suppressed } : {}),
+        retryInMs,
+      },
+      "nft sync failed; will retry with a full resync of the table",
+    );
+  }
+
+  /** Runs until `signal` aborts, syncing each new state of `feed`; never waits for a hung nft to stop. */
   async run(feed: LocalStateFeed, signal: AbortSignal): Promise<void> {
     let latest: LocalState | undefined;
     let dirty = false;
@@ -129,17 +243,19 @@ export class NftBackend {
     const onAbort = () => wake?.();
     signal.addEventListener("abort", onAbort);
     let lastStart = Number.NEGATIVE_INFINITY;
-    let failures = 0;
-    let retryAt = 0;
     try {
       while (!signal.aborted) {
         const now = this.#now();
+        // A failing table waits for its retry; the others follow every change.
+        const failing = [...this.#health.values()].filter((h) => h.failures > 0);
+        const retryAt = Math.min(...failing.map((h) => h.retryAt));
+        const healthy = failing.length < this.#health.size;
         let due = Number.POSITIVE_INFINITY;
         if (latest !== undefined) {
-          if (failures > 0) due = retryAt;
-          else if (dirty) due = lastStart + this.#o.minSyncPeriodMs;
+          if (dirty && healthy) due = lastStart + this.#o.minSyncPeriodMs;
           else if (this.hasStale) due = lastStart + STALE_DELETE_DELAY_MS;
-          else due = lastStart + this.#o.syncPeriodMs;
+          else if (failing.length === 0) due = lastStart + this.#o.syncPeriodMs;
+          due = Math.min(due, retryAt);
         }
         if (due > now || latest === undefined) {
           await new Promise<void>((resolve) => {
@@ -152,19 +268,20 @@ export class NftBackend {
           wake = undefined;
           continue;
         }
+        const families = new Set(
+          [...this.#health.values()].filter((h) => h.failures === 0 || h.retryAt <= now).map((h) => h.family),
+        );
         lastStart = now;
         dirty = false;
+        const synced = latest;
         try {
-          const report = await this.sync(latest);
+          const report = await unlessAborted(this.sync(synced, families), signal);
+          if (report === ABORTED) break;
           if (report.transactions > 0) {
-            this.#o.log.debug({ revision: latest.revision, transactions: report.transactions }, "nft synced");
+            this.#o.log.debug({ revision: synced.revision, transactions: report.transactions }, "nft synced");
           }
-          if (failures > 0) this.#o.log.info({ revision: latest.revision }, "nft resynced after failure");
-          failures = 0;
         } catch {
-          failures++;
-          const backoff = Math.min(1000 * 2 ** (failures - 1), Math.max(this.#o.syncPeriodMs, 1000));
-          retryAt = this.#now() + backoff;
+          // Logged, counted and scheduled for retry by sync().
         }
       }
     } finally {
@@ -172,4 +289,8 @@ export class NftBackend {
       unsubscribe();
     }
   }
+}
+
+function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
