@@ -2,7 +2,7 @@
 // globalv1.Sets/Watch (the global state) on one or more listeners.
 
 import { randomBytes } from "node:crypto";
-import { chmod, rm, stat } from "node:fs/promises";
+import { chmod, rm } from "node:fs/promises";
 import type { Logger } from "../observability/log.ts";
 import { GlobalWatchReq } from "./gen/api/globalv1/api.ts";
 import { WatchReq } from "./gen/api/localv1/api.ts";
@@ -10,6 +10,7 @@ import { type GlobalFlavor, GlobalStates, type GlobalStoreView } from "./global-
 import { GrpcServer } from "./grpc-server.ts";
 import { type HubOptions, type LocalFeedFactory, LocalStateHub, type NodeStates } from "./local-hub.ts";
 import { RevisionSession } from "./revision-session.ts";
+import { claimUnixSocket } from "./unix-socket.ts";
 import { serveWatch } from "./watch-stream.ts";
 
 export interface TlsFiles {
@@ -125,7 +126,7 @@ export class ApiServer {
     for (const spec of this.#options.listen) {
       const listen = parseListen(spec);
       if (listen.kind === "unix") {
-        await removeStaleSocket(listen.address);
+        await claimUnixSocket(listen.address);
         await this.#server.listen({ path: listen.address }).catch((err: Error) => {
           throw new Error(`--listen ${spec}: ${err.message}`);
         });
@@ -164,11 +165,4 @@ export class ApiServer {
     this.#hub.close();
     this.#global?.close();
   }
-}
-
-async function removeStaleSocket(path: string): Promise<void> {
-  const info = await stat(path).catch(() => undefined);
-  if (info === undefined) return;
-  if (!info.isSocket()) throw new Error(`--listen unix://${path}: exists and is not a socket`);
-  await rm(path);
 }
