@@ -3,7 +3,8 @@
 import { type Command, Option } from "commander";
 import type { LocalState } from "../../model/local.ts";
 import type { LocalSinkPlugin, Options, RunContext } from "../../plugin/contracts.ts";
-import { parseDuration } from "../../plugin/duration.ts";
+import { type DurationBounds, parseDuration } from "../../plugin/duration.ts";
+import { UsageError } from "../../plugin/usage-error.ts";
 import { NftBackend } from "./backend.ts";
 import { cleanupTransaction, tableConfigs } from "./config.ts";
 import type { TableConfig } from "./fragment.ts";
@@ -19,11 +20,18 @@ function str(opts: Options, key: string, fallback: string): string {
   return typeof v === "string" ? v : fallback;
 }
 
-function duration(opts: Options, key: string, fallback: number): number {
+/** Shortest --sync-period: it is also the retry cap; 0 would resync in a busy loop. */
+export const MIN_SYNC_PERIOD_MS = 1000;
+
+function duration(opts: Options, key: string, fallback: number, bounds: DurationBounds = {}): number {
   const v = opts[key];
   if (typeof v === "number") return v;
-  if (typeof v === "string") return parseDuration(v);
-  return fallback;
+  if (typeof v !== "string") return fallback;
+  try {
+    return parseDuration(v, bounds);
+  } catch (err) {
+    throw new UsageError(`--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${(err as Error).message}`);
+  }
 }
 
 async function configs(opts: Options): Promise<TableConfig[]> {
@@ -73,6 +81,8 @@ export const toNftPlugin: LocalSinkPlugin = {
       .addOption(new Option("--table-name <name>", "name of kpng's nft tables").default(DEFAULT_TABLE));
   },
   async run(feed, opts, ctx: RunContext): Promise<void> {
+    // Before anything starts: a bad duration is a usage error.
+    const syncPeriodMs = duration(opts, "syncPeriod", 30_000, { min: MIN_SYNC_PERIOD_MS });
     const tables = await configs(opts);
     const log = ctx.log.child({ component: "nft" });
     // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
@@ -107,7 +117,7 @@ export const toNftPlugin: LocalSinkPlugin = {
       tables,
       log,
       minSyncPeriodMs: duration(opts, "minSyncPeriod", 1000),
-      syncPeriodMs: duration(opts, "syncPeriod", 30_000),
+      syncPeriodMs,
     });
     try {
       await backend.run(feed, ctx.signal);
