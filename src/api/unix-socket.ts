@@ -2,9 +2,10 @@
 // one that still answers belongs to a running kpng (or something else), and taking it would
 // silently cut that server's clients off, so that is refused, naming the holder.
 
-import { readdir, readFile, readlink, rm, stat } from "node:fs/promises";
+import { rm, stat } from "node:fs/promises";
 import { connect } from "node:net";
 import { dirname } from "node:path";
+import { socketHolders } from "../observability/socket-holders.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 
 /** How long a connection attempt to an existing socket may take before it counts as stale. */
@@ -48,43 +49,4 @@ export function answers(path: string): Promise<boolean> {
     socket.once("connect", () => done(true));
     socket.once("error", () => done(false));
   });
-}
-
-export interface SocketHolder {
-  readonly pid: number;
-  readonly command: string;
-}
-
-/** The processes with the listening socket at `path` open (Linux /proc; empty when unknown). */
-export async function socketHolders(path: string): Promise<SocketHolder[]> {
-  try {
-    const table = await readFile("/proc/net/unix", "utf8");
-    const inodes = new Set<string>();
-    for (const line of table.split("\n").slice(1)) {
-      const fields = line.trim().split(/\s+/);
-      if (fields[7] === path && fields[6] !== undefined) inodes.add(fields[6]);
-    }
-    if (inodes.size === 0) return [];
-    const holders: SocketHolder[] = [];
-    for (const entry of await readdir("/proc")) {
-      if (!/^\d+$/.test(entry)) continue;
-      const fds = await readdir(`/proc/${entry}/fd`).catch(() => [] as string[]);
-      for (const fd of fds) {
-        const target = await readlink(`/proc/${entry}/fd/${fd}`).catch(() => "");
-        const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
-        if (inode !== undefined && inodes.has(inode)) {
-          const command = (await readFile(`/proc/${entry}/cmdline`, "utf8").catch(() => ""))
-            .split("\0")
-            .filter((a) => a !== "")
-            .join(" ")
-            .slice(0, 200);
-          holders.push({ pid: Number(entry), command });
-          break;
-        }
-      }
-    }
-    return holders;
-  } catch {
-    return [];
-  }
 }

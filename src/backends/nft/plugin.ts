@@ -13,6 +13,7 @@ import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { TableMirror } from "./mirror.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { ExecNftRunner, type NftRunner } from "./runner.ts";
+import { acquireTableLock } from "./table-lock.ts";
 import { packTransactions } from "./transaction.ts";
 
 function str(opts: Options, key: string, fallback: string): string {
@@ -30,7 +31,9 @@ function duration(opts: Options, key: string, fallback: number, bounds: Duration
   try {
     return parseDuration(v, bounds);
   } catch (err) {
-    throw new UsageError(`--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${(err as Error).message}`);
+    throw new UsageError(
+      `--${key.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: ${(err as Error).message}`,
+    );
   }
 }
 
@@ -105,6 +108,7 @@ export const toNftPlugin: LocalSinkPlugin = {
       unsubscribe();
       return;
     }
+    const lock = await acquireTableLock(str(opts, "tableName", DEFAULT_TABLE));
     log.info(
       {
         tables: tables.map((t) => `${t.family} ${t.table}`),
@@ -123,6 +127,7 @@ export const toNftPlugin: LocalSinkPlugin = {
       await backend.run(feed, ctx.signal);
     } finally {
       runner.close();
+      await lock.release();
     }
   },
   async cleanup(opts, ctx): Promise<void> {
