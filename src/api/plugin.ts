@@ -4,6 +4,8 @@ import { readFile } from "node:fs/promises";
 import type { Command } from "commander";
 import { localStateFeed } from "../brain/index.ts";
 import type { GlobalSinkPlugin } from "../plugin/contracts.ts";
+import { UsageError } from "../plugin/usage-error.ts";
+import { DEFAULT_MAX_NODES } from "./local-hub.ts";
 import { ApiServer, type TlsFiles } from "./server.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
@@ -29,6 +31,15 @@ async function readTls(opts: Record<string, unknown>): Promise<TlsFiles | undefi
   };
 }
 
+/** --max-nodes: a positive integer (a bad value is a usage error). */
+export function parseMaxNodes(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_NODES;
+  const text = String(value);
+  if (!/^[1-9]\d{0,6}$/.test(text))
+    throw new UsageError(`--max-nodes: "${text}" is not a positive whole number`);
+  return Number(text);
+}
+
 export const toApiPlugin: GlobalSinkPlugin = {
   name: "to-api",
   description: "serve each node's local state (localv1) and the global state (globalv1) over gRPC",
@@ -45,10 +56,16 @@ export const toApiPlugin: GlobalSinkPlugin = {
         "--tls-ca <file>",
         "CA that client certificates must be signed by (requires client certificates)",
       )
-      .option("--no-global-api", "serve localv1 only");
+      .option("--no-global-api", "serve localv1 only")
+      .option(
+        "--max-nodes <count>",
+        `most node states served at once; the longest-idle is dropped for a new one (default ${DEFAULT_MAX_NODES})`,
+      );
   },
   async run(store, opts, ctx): Promise<void> {
+    const maxNodes = parseMaxNodes(opts.maxNodes);
     const server = new ApiServer({
+      hub: { maxNodes },
       listen: (opts.listen as string[] | undefined) ?? ["tcp://127.0.0.1:12090"],
       localFeed: (nodeName) => localStateFeed(store, nodeName),
       globalStore: opts.globalApi === false ? undefined : store,

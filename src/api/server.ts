@@ -32,6 +32,8 @@ export interface ApiServerOptions {
   /** Server keepalive ping interval; dead peers are dropped after keepaliveTimeoutMs. */
   readonly keepaliveMs?: number;
   readonly keepaliveTimeoutMs?: number;
+  /** Streams one client connection may have open at once. */
+  readonly maxStreamsPerConnection?: number;
   /** Fixed instance id, for tests; random otherwise. */
   readonly instanceId?: string;
 }
@@ -77,6 +79,7 @@ export class ApiServer {
       tls: options.tls,
       keepaliveMs: options.keepaliveMs ?? 30_000,
       keepaliveTimeoutMs: options.keepaliveTimeoutMs ?? 10_000,
+      maxStreamsPerConnection: options.maxStreamsPerConnection,
     });
     const nextRevision = () => ++this.#revision;
     this.#hub = new LocalStateHub(options.localFeed, { ...options.hub, nextRevision });
@@ -145,6 +148,11 @@ export class ApiServer {
       }
       this.#options.log.info({ listen: this.addresses.at(-1) }, "watch API listening");
     }
+  }
+
+  /** Node states held for watchers (and recently idle ones, for resume). */
+  get nodeCount(): number {
+    return this.#hub.nodeCount;
   }
 
   /** What each open stream still holds to send: bounded however slow its client is. */
