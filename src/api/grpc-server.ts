@@ -20,8 +20,8 @@ export interface GrpcServerOptions {
   readonly maxStreamsPerConnection?: number;
 }
 
-/** A backend needs one or two streams; a connection with more is misbehaving or hostile. */
-export const DEFAULT_MAX_STREAMS_PER_CONNECTION = 32;
+/** A backend needs one or two streams; 100 (the usual HTTP/2 default) leaves room for multiplexing clients. */
+export const DEFAULT_MAX_STREAMS_PER_CONNECTION = 100;
 
 export type ListenTarget = { readonly path: string } | { readonly host: string; readonly port: number };
 
