@@ -12,7 +12,7 @@ import { registry } from "../../observability/metrics.ts";
 import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
 import { ABORTED, unlessAborted } from "./abort.ts";
 import { parseListing } from "./adopt.ts";
-import { excerptTransaction } from "./failure-excerpt.ts";
+import { excerptTransaction, type TransactionExcerpt } from "./failure-excerpt.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
 import { type BackendHealth, type FamilyHealth, retryDelayMs, summarize } from "./health.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
@@ -49,10 +49,20 @@ const programmedGauge = new Gauge({
 /** Why a table's sync failed: reading it, or applying a transaction. */
 class TableSyncError extends Error {
   readonly family: NftFamily;
-  constructor(family: NftFamily, message: string, options: { cause: unknown }) {
-    super(message, options);
+  /** nft's error output, when nft ran. */
+  readonly stderr: string | undefined;
+  /** What the log shows of the failed transaction, when one failed. */
+  readonly transaction: TransactionExcerpt | undefined;
+  constructor(
+    family: NftFamily,
+    message: string,
+    options: { cause: unknown; stderr?: string; transaction?: TransactionExcerpt },
+  ) {
+    super(message, { cause: options.cause });
     this.name = "TableSyncError";
     this.family = family;
+    this.stderr = options.stderr;
+    this.transaction = options.transaction;
   }
 }
 
@@ -178,9 +188,11 @@ export class NftBackend {
       } catch (e) {
         syncFailures.inc();
         const stderr = e instanceof NftError ? e.stderr : String(e);
-        const error = new TableSyncError(cfg.family, `nft transaction failed: ${messageOf(e)}`, { cause: e });
-        Object.assign(error, { transaction: excerptTransaction(tx, stderr), stderr });
-        throw error;
+        throw new TableSyncError(cfg.family, `nft transaction failed: ${messageOf(e)}`, {
+          cause: e,
+          stderr,
+          transaction: excerptTransaction(tx, stderr),
+        });
       }
     }
   }
@@ -210,9 +222,9 @@ export class NftBackend {
       retryAt: this.#now() + retryInMs,
     });
     programmedGauge.set({ family: cfg.family }, 0);
-    const details = error as TableSyncError & { transaction?: unknown; stderr?: string };
+
     // The same failure again (positions aside) is logged at a decaying rate.
-    const key = (details.stderr ?? error.message).replace(/\d+/g, "#");
+    const key = (error.stderr ?? error.message).replace(/\d+/g, "#");
     const decision = this.#repeats.get(cfg.family)?.hit(key) ?? { log: true, count: 1, suppressed: 0 };
     if (!decision.log) return;
     this.#o.log.error(
@@ -220,8 +232,8 @@ export class NftBackend {
         family: cfg.family,
         table: cfg.table,
         error: error.message,
-        ...(details.stderr === undefined ? {} : { stderr: details.stderr.slice(0, 2000) }),
-        ...(details.transaction === undefined ? {} : { transaction: details.transaction }),
+        ...(error.stderr === undefined ? {} : { stderr: error.stderr.slice(0, 2000) }),
+        ...(error.transaction === undefined ? {} : { transaction: error.transaction }),
         failures,
         ...(decision.suppressed > 0 ? { suppressedRepeats: decision.suppressed } : {}),
         retryInMs,
