@@ -16,7 +16,12 @@ export interface GrpcServerOptions {
   /** Server ping interval; a connection whose ping is not answered in keepaliveTimeoutMs is dropped. */
   readonly keepaliveMs: number;
   readonly keepaliveTimeoutMs: number;
+  /** Streams one connection may have open at once (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). */
+  readonly maxStreamsPerConnection?: number;
 }
+
+/** A backend needs one or two streams; 100 (the usual HTTP/2 default) leaves room for multiplexing clients. */
+export const DEFAULT_MAX_STREAMS_PER_CONNECTION = 100;
 
 export type ListenTarget = { readonly path: string } | { readonly host: string; readonly port: number };
 
@@ -38,10 +43,14 @@ export class GrpcServer {
   /** Listens; resolves with the bound port (TCP) or 0 (unix socket). */
   async listen(target: ListenTarget): Promise<number> {
     const tls = this.#options.tls;
+    const settings = {
+      maxConcurrentStreams: this.#options.maxStreamsPerConnection ?? DEFAULT_MAX_STREAMS_PER_CONNECTION,
+    };
     const server =
       tls === undefined
-        ? http2.createServer()
+        ? http2.createServer({ settings })
         : http2.createSecureServer({
+            settings,
             cert: tls.cert,
             key: tls.key,
             ca: tls.ca,

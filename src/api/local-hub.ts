@@ -8,8 +8,10 @@
 
 import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
 import type { Frame } from "./frames.ts";
+import { GrpcStatus } from "./grpc-stream.ts";
 import { type LocalDelta, localChangeFrames, localFullFrames } from "./local-diff.ts";
 import type { Revisioned } from "./revision-session.ts";
+import { isValidNodeName, StreamRejection } from "./stream-rejection.ts";
 
 export interface NodeSnapshot {
   readonly revision: number;
@@ -32,6 +34,12 @@ export interface HubOptions {
   readonly maxLogEntries?: number;
   /** How long a node nobody watches is kept (for resume) before it is dropped. */
   readonly idleNodeMs?: number;
+  /**
+   * Most node states served at once. Each costs a brain computation on every change and the
+   * memory of one local state; at the cap, the longest-idle node is dropped for a new one, and
+   * when none is idle the new stream is refused.
+   */
+  readonly maxNodes?: number;
   /** The revision counter; the server shares one between all its states. */
   readonly nextRevision?: () => number;
 }
@@ -188,11 +196,16 @@ export function changedServices(
 
 export type LocalFeedFactory = (nodeName: string) => LocalStateFeed;
 
+/** The most nodes a Kubernetes cluster is tested with (5,000); a brain serves one state per node. */
+export const DEFAULT_MAX_NODES = 5000;
+
 interface HubEntry {
   readonly states: NodeStates;
   readonly unsubscribe: () => void;
   users: number;
   idleTimer: NodeJS.Timeout | undefined;
+  /** When the last user left (performance.now()); meaningful while users is 0. */
+  idleSince: number;
 }
 
 /** The NodeStates of every node someone watches, fed by the brain, shared between streams. */
@@ -210,6 +223,7 @@ export class LocalStateHub {
       maxLogRevisions: options.maxLogRevisions ?? 256,
       maxLogEntries: options.maxLogEntries ?? 50_000,
       idleNodeMs: options.idleNodeMs ?? 5 * 60_000,
+      maxNodes: options.maxNodes ?? DEFAULT_MAX_NODES,
     };
   }
 
@@ -217,9 +231,22 @@ export class LocalStateHub {
     return this.#nodes.size;
   }
 
+  /** Throws a StreamRejection for a name that is no Node's, or when the cap is reached and nothing is idle. */
   acquire(nodeName: string): NodeStates {
     let entry = this.#nodes.get(nodeName);
     if (entry === undefined) {
+      if (!isValidNodeName(nodeName)) {
+        throw new StreamRejection(
+          GrpcStatus.INVALID_ARGUMENT,
+          `${JSON.stringify(nodeName.slice(0, 300))} is not a valid Node name (a DNS subdomain of at most 253 characters)`,
+        );
+      }
+      if (this.#nodes.size >= this.#options.maxNodes && !this.#dropLongestIdle()) {
+        throw new StreamRejection(
+          GrpcStatus.RESOURCE_EXHAUSTED,
+          `already serving ${this.#options.maxNodes} nodes (--max-nodes), all of them watched`,
+        );
+      }
       const states = new NodeStates(
         nodeName,
         this.#nextRevision,
@@ -227,7 +254,7 @@ export class LocalStateHub {
         this.#options.maxLogEntries,
       );
       const unsubscribe = this.#feedOf(nodeName).subscribe((state) => states.push(state));
-      entry = { states, unsubscribe, users: 0, idleTimer: undefined };
+      entry = { states, unsubscribe, users: 0, idleTimer: undefined, idleSince: performance.now() };
       this.#nodes.set(nodeName, entry);
     }
     if (entry.idleTimer !== undefined) clearTimeout(entry.idleTimer);
@@ -239,12 +266,28 @@ export class LocalStateHub {
   release(nodeName: string): void {
     const entry = this.#nodes.get(nodeName);
     if (entry === undefined || --entry.users > 0) return;
+    entry.idleSince = performance.now();
     entry.idleTimer = setTimeout(() => this.#drop(nodeName), this.#options.idleNodeMs);
     entry.idleTimer.unref();
   }
 
   close(): void {
     for (const name of [...this.#nodes.keys()]) this.#drop(name);
+  }
+
+  /** Drops the node that has been idle longest; false when every node is watched. */
+  #dropLongestIdle(): boolean {
+    let oldest: string | undefined;
+    let oldestSince = Number.POSITIVE_INFINITY;
+    for (const [name, entry] of this.#nodes) {
+      if (entry.users === 0 && entry.idleSince < oldestSince) {
+        oldest = name;
+        oldestSince = entry.idleSince;
+      }
+    }
+    if (oldest === undefined) return false;
+    this.#drop(oldest);
+    return true;
   }
 
   #drop(nodeName: string): void {

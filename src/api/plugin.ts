@@ -5,11 +5,14 @@ import type { Command } from "commander";
 import { localStateFeed } from "../brain/local-state-feed.ts";
 import type { GlobalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+import { DEFAULT_MAX_NODES } from "./local-hub.ts";
 import { ApiServer, parseListen, type TlsFiles } from "./server.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
 export interface ToApiOptions {
+  /** --max-nodes: how many node states the server keeps. */
+  readonly maxNodes: number;
   readonly listen: readonly string[];
   readonly tls: TlsFiles | undefined;
   readonly globalApi: boolean;
@@ -25,7 +28,12 @@ export function parseToApiOptions(raw: RawOptions): ToApiOptions {
       throw new UsageError((err as Error).message);
     }
   }
-  return { listen, tls: readTls(raw), globalApi: raw.globalApi !== false };
+  return {
+    listen,
+    tls: readTls(raw),
+    globalApi: raw.globalApi !== false,
+    maxNodes: parseMaxNodes(raw.maxNodes),
+  };
 }
 
 function readTls(raw: RawOptions): TlsFiles | undefined {
@@ -50,6 +58,15 @@ function readTls(raw: RawOptions): TlsFiles | undefined {
   };
 }
 
+/** --max-nodes: a positive integer (a bad value is a usage error). */
+export function parseMaxNodes(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_NODES;
+  const text = String(value);
+  if (!/^[1-9]\d{0,6}$/.test(text))
+    throw new UsageError(`--max-nodes: "${text}" is not a positive whole number`);
+  return Number(text);
+}
+
 export const toApiPlugin: GlobalSinkPlugin<ToApiOptions> = {
   name: "to-api",
   description: "serve each node's local state (localv1) and the global state (globalv1) over gRPC",
@@ -66,11 +83,16 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiOptions> = {
         "--tls-ca <file>",
         "CA that client certificates must be signed by (requires client certificates)",
       )
-      .option("--no-global-api", "serve localv1 only");
+      .option("--no-global-api", "serve localv1 only")
+      .option(
+        "--max-nodes <count>",
+        `most node states served at once; the longest-idle is dropped for a new one (default ${DEFAULT_MAX_NODES})`,
+      );
   },
   parseOptions: parseToApiOptions,
   async run(store, opts, ctx): Promise<void> {
     const server = new ApiServer({
+      hub: { maxNodes: opts.maxNodes },
       listen: opts.listen,
       localFeed: (nodeName) => localStateFeed(store, nodeName),
       globalStore: opts.globalApi ? store : undefined,

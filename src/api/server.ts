@@ -2,7 +2,7 @@
 // globalv1.Sets/Watch (the global state) on one or more listeners.
 
 import { randomBytes } from "node:crypto";
-import { chmod, rm, stat } from "node:fs/promises";
+import { chmod, rm } from "node:fs/promises";
 import type { ClusterView } from "../model/global.ts";
 import type { Logger } from "../observability/log.ts";
 import { GlobalWatchReq } from "./gen/api/globalv1/api.ts";
@@ -11,6 +11,7 @@ import { type GlobalFlavor, GlobalStates } from "./global-hub.ts";
 import { GrpcServer } from "./grpc-server.ts";
 import { type HubOptions, type LocalFeedFactory, LocalStateHub, type NodeStates } from "./local-hub.ts";
 import { RevisionSession } from "./revision-session.ts";
+import { claimUnixSocket } from "./unix-socket.ts";
 import { serveWatch } from "./watch-stream.ts";
 
 export interface TlsFiles {
@@ -32,6 +33,8 @@ export interface ApiServerOptions {
   /** Server keepalive ping interval; dead peers are dropped after keepaliveTimeoutMs. */
   readonly keepaliveMs?: number;
   readonly keepaliveTimeoutMs?: number;
+  /** Streams one client connection may have open at once. */
+  readonly maxStreamsPerConnection?: number;
   /** Fixed instance id, for tests; random otherwise. */
   readonly instanceId?: string;
 }
@@ -77,6 +80,7 @@ export class ApiServer {
       tls: options.tls,
       keepaliveMs: options.keepaliveMs ?? 30_000,
       keepaliveTimeoutMs: options.keepaliveTimeoutMs ?? 10_000,
+      maxStreamsPerConnection: options.maxStreamsPerConnection,
     });
     const nextRevision = () => ++this.#revision;
     this.#hub = new LocalStateHub(options.localFeed, { ...options.hub, nextRevision });
@@ -126,7 +130,7 @@ export class ApiServer {
     for (const spec of this.#options.listen) {
       const listen = parseListen(spec);
       if (listen.kind === "unix") {
-        await removeStaleSocket(listen.address);
+        await claimUnixSocket(listen.address);
         await this.#server.listen({ path: listen.address }).catch((err: Error) => {
           throw new Error(`--listen ${spec}: ${err.message}`);
         });
@@ -147,6 +151,11 @@ export class ApiServer {
     }
   }
 
+  /** Node states held for watchers (and recently idle ones, for resume). */
+  get nodeCount(): number {
+    return this.#hub.nodeCount;
+  }
+
   /** What each open stream still holds to send: bounded however slow its client is. */
   streams(): { readonly frames: number; readonly bytes: number }[] {
     return this.#server.calls().map((c) => c.pending);
@@ -165,11 +174,4 @@ export class ApiServer {
     this.#hub.close();
     this.#global?.close();
   }
-}
-
-async function removeStaleSocket(path: string): Promise<void> {
-  const info = await stat(path).catch(() => undefined);
-  if (info === undefined) return;
-  if (!info.isSocket()) throw new Error(`--listen unix://${path}: exists and is not a socket`);
-  await rm(path);
 }

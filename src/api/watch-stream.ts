@@ -6,6 +6,7 @@
 import type { Logger } from "../observability/log.ts";
 import type { Frame } from "./frames.ts";
 import { type GrpcServerCall, GrpcStatus } from "./grpc-stream.ts";
+import { StreamRejection } from "./stream-rejection.ts";
 
 export interface ChangeSet {
   readonly frames: readonly Frame[];
@@ -65,7 +66,10 @@ export function serveWatch<Req>(
       }
       if (!abort.signal.aborted) call.finish();
     } catch (err) {
-      if (!abort.signal.aborted) {
+      if (err instanceof StreamRejection) {
+        log.warn({ reason: err.message }, "watch request refused");
+        if (!abort.signal.aborted) call.finish(err.status, err.message);
+      } else if (!abort.signal.aborted) {
         log.warn({ err }, "watch stream failed");
         call.finish(GrpcStatus.INTERNAL, err instanceof Error ? err.message : String(err));
       }

@@ -23,6 +23,8 @@ async function main(argv: readonly string[]): Promise<number> {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
+  // kube-proxy ends on SIGHUP (Go's default); so do we, but cleanly and with a log line.
+  process.on("SIGHUP", onSignal);
   const ctx = { signal: controller.signal, log: rootLogger };
   const program = () =>
     buildProgram(
@@ -45,6 +47,7 @@ async function main(argv: readonly string[]): Promise<number> {
   } finally {
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
+    process.off("SIGHUP", onSignal);
   }
 }
 

@@ -18,6 +18,19 @@ export function familyOf(ipOrCidr: string): IPFamily | undefined {
   return familyOfAddress(slash < 0 ? ipOrCidr : ipOrCidr.slice(0, slash));
 }
 
+/**
+ * The one spelling of an address that the rest of kpng compares and keys by: IPv6 lower-case and
+ * compressed as RFC 5952 writes it ("2001:DB8:0000::00C" → "2001:db8::c"); IPv4 as it is (node:net
+ * accepts only plain dotted quads). Undefined when the string is not an address. Two spellings of
+ * one address would otherwise be two endpoints.
+ */
+export function canonicalAddress(text: string): string | undefined {
+  const family = familyOfAddress(text);
+  if (family === "IPv4") return text;
+  if (family === "IPv6") return ipaddr.IPv6.parse(text).toRFC5952String();
+  return undefined;
+}
+
 export interface Cidr {
   readonly family: IPFamily;
   /** Network address and prefix, host bits cleared: "10.0.0.0/8", "2001:db8::/32". */

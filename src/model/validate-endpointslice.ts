@@ -13,7 +13,7 @@ import {
   type RawObject,
   requiredString,
 } from "./field-reader.ts";
-import { familyOfAddress } from "./ip.ts";
+import { canonicalAddress, familyOfAddress } from "./ip.ts";
 import {
   type AddressType,
   type EndpointPort,
@@ -40,7 +40,7 @@ function readAddress(value: unknown, path: string, addressType: AddressType): st
       `${path}: ${text} is an ${family} address in a slice of addressType ${addressType}`,
     );
   }
-  return text;
+  return canonicalAddress(text) ?? text;
 }
 
 function readPort(raw: unknown, path: string): EndpointPort {

@@ -9,7 +9,7 @@ import {
   type RawObject,
   requiredString,
 } from "./field-reader.ts";
-import { familyOfAddress, parseCidr } from "./ip.ts";
+import { canonicalAddress, familyOfAddress, parseCidr } from "./ip.ts";
 import { type Node, type NodeAddress, TAINT_TO_BE_DELETED } from "./kube.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
@@ -25,7 +25,7 @@ function readAddress(raw: unknown, path: string): NodeAddress {
       `${path}.address: ${JSON.stringify(address)} is not a valid IP address for type ${type}`,
     );
   }
-  return { type, address };
+  return { type, address: IP_ADDRESS_TYPES.has(type) ? (canonicalAddress(address) ?? address) : address };
 }
 
 function readCidr(value: unknown, path: string): string {

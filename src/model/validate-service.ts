@@ -12,7 +12,7 @@ import {
   type RawObject,
   requiredString,
 } from "./field-reader.ts";
-import { familyOfAddress, parseCidr } from "./ip.ts";
+import { canonicalAddress, familyOfAddress, parseCidr } from "./ip.ts";
 import type { IPFamily, LoadBalancerIngress, Service, ServicePort } from "./kube.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
@@ -23,9 +23,10 @@ const MAX_AFFINITY_SECONDS = 86400;
 
 function ipAddress(value: unknown, path: string): string {
   const text = requiredString(value, path);
-  if (familyOfAddress(text) === undefined)
+  const canonical = canonicalAddress(text);
+  if (canonical === undefined)
     throw new InvalidField(`${path}: ${JSON.stringify(text)} is not a valid IP address`);
-  return text;
+  return canonical;
 }
 
 /** "" and "None" mean headless; anything else must be an IP. */
@@ -68,8 +69,8 @@ function readPorts(raw: unknown): ServicePort[] {
 
 function readIngress(raw: unknown, path: string): LoadBalancerIngress {
   const ing = object(raw, path);
-  const ip = optionalString(ing.ip, `${path}.ip`);
-  if (ip !== "") ipAddress(ip, `${path}.ip`);
+  const text = optionalString(ing.ip, `${path}.ip`);
+  const ip = text === "" ? "" : ipAddress(text, `${path}.ip`);
   const ipMode =
     ing.ipMode === undefined || ing.ipMode === null
       ? undefined

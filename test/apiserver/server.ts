@@ -109,6 +109,9 @@ export class TestApiServer {
   readonly #held = new Set<ServerResponse>();
   readonly #withheld = new Map<string, (() => void)[]>();
   #silent = false;
+  /** Hostile modes: lists sent one byte at a time, watches that send one line without end. */
+  #trickleMs: number | undefined;
+  #endlessWatchLine = false;
   #failure: { status: number; remaining: number } | undefined;
 
   private constructor(options: TestApiServerOptions) {
@@ -212,6 +215,16 @@ export class TestApiServer {
 
   stopFailing(): void {
     this.#failure = undefined;
+  }
+
+  /** Sends list bodies one byte every `ms` (undefined: at once), as a crawling connection would. */
+  trickleLists(ms: number | undefined): void {
+    this.#trickleMs = ms;
+  }
+
+  /** Makes new watches send one line that never ends (until the connection closes). */
+  endlessWatchLine(on = true): void {
+    this.#endlessWatchLine = on;
   }
 
   /** Holds list and watch requests for a resource ("services", …) until released. */
@@ -377,12 +390,23 @@ export class TestApiServer {
       metadata.continue = encodeContinue({ rv, after: keyOf(page[page.length - 1]!.metadata) });
       metadata.remainingItemCount = rest.length - page.length;
     }
-    this.#sendJson(res, 200, {
-      kind: route.type.listKind,
-      apiVersion: route.type.apiVersion,
-      metadata,
-      items: page,
-    });
+    const body = { kind: route.type.listKind, apiVersion: route.type.apiVersion, metadata, items: page };
+    if (this.#trickleMs !== undefined) this.#trickle(res, JSON.stringify(body), this.#trickleMs);
+    else this.#sendJson(res, 200, body);
+  }
+
+  #trickle(res: ServerResponse, text: string, everyMs: number): void {
+    res.writeHead(200, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(text) });
+    let at = 0;
+    const timer = setInterval(() => {
+      if (res.destroyed || at >= text.length) {
+        clearInterval(timer);
+        if (!res.destroyed) res.end();
+        return;
+      }
+      res.write(text[at++]);
+    }, everyMs);
+    res.on("close", () => clearInterval(timer));
   }
 
   #getOne(res: ServerResponse, route: Route): void {
@@ -456,6 +480,16 @@ export class TestApiServer {
     }
 
     const timers: NodeJS.Timeout[] = [];
+    if (this.#endlessWatchLine) {
+      res.write('{"type":"ADDED","object":{"metadata":{"name":"');
+      const chunk = "x".repeat(64 * 1024);
+      const flood = setInterval(() => {
+        if (!res.destroyed) res.write(chunk);
+      }, 5);
+      timers.push(flood);
+      res.on("close", () => clearInterval(flood));
+      return;
+    }
     const watcher: Watcher = {
       type: route.type,
       res,

@@ -56,12 +56,47 @@ export class FakeNft implements NftRunner {
     this.#failures.push(when);
   }
 
+  /**
+   * Makes every run() whose text matches fail with `stderr` (as nft prints it) until the returned
+   * function is called: a persistent fault such as a conflicting object in the table.
+   */
+  failWhile(when: (text: string) => boolean, stderr = "Error: injected failure"): () => void {
+    const rule = { when, stderr };
+    this.#persistent.add(rule);
+    return () => this.#persistent.delete(rule);
+  }
+
+  /** Makes the next run() whose text matches (default: any) never settle: a hung nft. */
+  hangNext(when: (text: string) => boolean = () => true): void {
+    this.#hangs.push(when);
+  }
+
+  /** Makes listTable() fail with `message` (nft missing, no permission) until the returned function is called. */
+  failListing(message: string): () => void {
+    this.#listingFailure = message;
+    return () => {
+      this.#listingFailure = undefined;
+    };
+  }
+
+  #persistent = new Set<{ when: (text: string) => boolean; stderr: string }>();
+  #hangs: Array<(text: string) => boolean> = [];
+  #listingFailure: string | undefined;
+
   async run(text: string): Promise<void> {
     this.transactions.push(text);
+    const h = this.#hangs.findIndex((f) => f(text));
+    if (h >= 0) {
+      this.#hangs.splice(h, 1);
+      await new Promise<never>(() => {});
+    }
     const i = this.#failures.findIndex((f) => f(text));
     if (i >= 0) {
       this.#failures.splice(i, 1);
       throw new NftError("nft -f failed: injected failure", "injected failure");
+    }
+    for (const rule of this.#persistent) {
+      if (rule.when(text)) throw new NftError(`nft -f failed: ${rule.stderr.split("\n")[0]}`, rule.stderr);
     }
     this.#tables = this.#apply(text);
   }
@@ -71,6 +106,7 @@ export class FakeNft implements NftRunner {
   }
 
   async listTable(family: NftFamily, table: string): Promise<unknown> {
+    if (this.#listingFailure !== undefined) throw new NftError(this.#listingFailure, this.#listingFailure);
     const t = this.#tables.get(`${family} ${table}`);
     if (!t) return undefined;
     const items: unknown[] = [{ table: { family, name: table } }];

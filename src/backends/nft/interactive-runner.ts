@@ -111,6 +111,7 @@ export class InteractiveNftRunner implements NftRunner {
   close(): void {
     this.#closed = true;
     this.#kill();
+    this.#fallback.close?.();
   }
 
   /** Runs `fn` after every earlier transaction has settled: nft sees one at a time. */

@@ -22,6 +22,7 @@ import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
 import { ExecNftRunner } from "./runner.ts";
+import { acquireTableLock } from "./table-lock.ts";
 
 const nftOptions = z.object({
   tableName: z
@@ -107,6 +108,8 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       await syncFirstState(feed, ctx.signal, (state) => backend.sync(state));
       return;
     }
+    // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
+    const lock = await acquireTableLock(opts.tableName);
     // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
     const runner = new InteractiveNftRunner({
       fallback: new ExecNftRunner(),
@@ -136,8 +139,9 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         trigger: () => backend?.forceFullSync(),
         intervalMs: REPAIR_CHECK_MS,
       },
-    }).catch((err: unknown) => {
+    }).catch(async (err: unknown) => {
       runner.close();
+      await lock.release();
       throw err;
     });
     backend = new NftBackend({ runner, tables, log, syncPeriodMs, observer: node });
@@ -147,6 +151,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
       runner.close();
+      await lock.release();
     }
   },
   async cleanup(opts, ctx): Promise<void> {

@@ -1,7 +1,8 @@
 // The only place that runs `nft`. Transactions go to `nft -f -` on stdin (argv array, no shell);
-// each one is atomic in the kernel: it applies completely or not at all.
+// each one is atomic in the kernel: it applies completely or not at all. Every call has a
+// deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import type { NftFamily } from "./fragment.ts";
 
 export class NftError extends Error {
@@ -25,7 +26,15 @@ export interface NftRunner {
   listTable(family: NftFamily, table: string): Promise<unknown>;
   /** Gets ready for the next transaction ahead of time (a long-lived process); never fails. */
   prepare?(): Promise<void>;
+  /** Kills every `nft` process still running (at shutdown); their calls fail. */
+  close?(): void;
 }
+
+/**
+ * How long one `nft -f` or listing may take. Large first syncs take seconds (44k services: 8 s in
+ * 25k-statement transactions), so the deadline is generous; a hung `nft` is what it catches.
+ */
+export const DEFAULT_NFT_TIMEOUT_MS = 60_000;
 
 interface Result {
   readonly code: number;
@@ -33,46 +42,87 @@ interface Result {
   readonly stderr: string;
 }
 
-function exec(argv: readonly string[], stdin: string): Promise<Result> {
+function exec(
+  argv: readonly string[],
+  stdin: string,
+  timeoutMs: number,
+  running: Set<ChildProcess>,
+): Promise<Result> {
   return new Promise((resolve, reject) => {
     const [cmd = "nft", ...args] = argv;
     const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
+    running.add(child);
     const out: Buffer[] = [];
     const err: Buffer[] = [];
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, timeoutMs);
     child.stdout.on("data", (b: Buffer) => out.push(b));
     child.stderr.on("data", (b: Buffer) => err.push(b));
-    child.on("error", reject);
-    child.on("close", (code) =>
-      resolve({
-        code: code ?? 1,
-        stdout: Buffer.concat(out).toString(),
-        stderr: Buffer.concat(err).toString(),
-      }),
-    );
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      running.delete(child);
+      reject(new NftError(`cannot run ${cmd}: ${e.message}`, e.message));
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      running.delete(child);
+      const stderr = Buffer.concat(err).toString();
+      if (timedOut) {
+        reject(new NftError(`${argv.join(" ")} did not finish within ${timeoutMs} ms; killed`, stderr));
+        return;
+      }
+      if (signal !== null) {
+        reject(new NftError(`${argv.join(" ")} was killed (${signal})`, stderr));
+        return;
+      }
+      resolve({ code: code ?? 1, stdout: Buffer.concat(out).toString(), stderr });
+    });
     child.stdin.on("error", () => {}); // a failing nft may close stdin early; `close` reports it
     child.stdin.end(stdin);
   });
 }
 
+export interface ExecNftRunnerOptions {
+  /** Deadline of each call; the process is killed when it passes. */
+  readonly timeoutMs?: number;
+}
+
 /** Runs the real `nft`. `command` may prefix it, e.g. `["ip", "netns", "exec", "ns1", "nft"]`. */
 export class ExecNftRunner implements NftRunner {
   readonly #command: readonly string[];
-  constructor(command: readonly string[] = ["nft"]) {
+  readonly #timeoutMs: number;
+  readonly #running = new Set<ChildProcess>();
+  #closed = false;
+  constructor(command: readonly string[] = ["nft"], options: ExecNftRunnerOptions = {}) {
     this.#command = command;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_NFT_TIMEOUT_MS;
+  }
+
+  close(): void {
+    this.#closed = true;
+    for (const child of this.#running) child.kill("SIGKILL");
+  }
+
+  #exec(args: readonly string[], stdin: string): Promise<Result> {
+    if (this.#closed) return Promise.reject(new NftError("the nft runner is closed", ""));
+    return exec([...this.#command, ...args], stdin, this.#timeoutMs, this.#running);
   }
 
   async run(text: string): Promise<void> {
-    const r = await exec([...this.#command, "-f", "-"], text);
+    const r = await this.#exec(["-f", "-"], text);
     if (r.code !== 0) throw new NftError(`nft -f failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 
   async check(text: string): Promise<void> {
-    const r = await exec([...this.#command, "--check", "-f", "-"], text);
+    const r = await this.#exec(["--check", "-f", "-"], text);
     if (r.code !== 0) throw new NftError(`nft --check failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 
   async listTable(family: NftFamily, table: string): Promise<unknown> {
-    const r = await exec([...this.#command, "-j", "list", "table", family, table], "");
+    const r = await this.#exec(["-j", "list", "table", family, table], "");
     if (r.code !== 0) {
       if (/No such file or directory/.test(r.stderr)) return undefined;
       throw new NftError(`nft list table failed: ${firstLine(r.stderr)}`, r.stderr);

@@ -6,10 +6,30 @@ import type { Writable } from "node:stream";
 /** Writes text and resolves once the stream has taken it (so an exit after it loses nothing). */
 export type WriteText = (text: string) => Promise<void>;
 
+/** The reader went away (`kpng … to-json | head`): the dump is over, which is not a failure. */
+export class ReaderGoneError extends Error {
+  constructor() {
+    super("the reader of the output has gone");
+    this.name = "ReaderGoneError";
+  }
+}
+
+const isReaderGone = (err: unknown) => (err as NodeJS.ErrnoException | null)?.code === "EPIPE";
+
 export function streamWriter(stream: Writable): WriteText {
+  // Without a listener, a write error on a pipe is an uncaught exception; the write callback
+  // below reports it to the caller.
+  if (stream.listenerCount("error") === 0) stream.on("error", () => {});
   return (text) =>
     new Promise((resolve, reject) => {
-      stream.write(text, (err) => (err ? reject(err) : resolve()));
+      if (stream.destroyed || stream.writableEnded) {
+        reject(new ReaderGoneError());
+        return;
+      }
+      stream.write(text, (err) => {
+        if (!err) resolve();
+        else reject(isReaderGone(err) ? new ReaderGoneError() : err);
+      });
     });
 }
 
@@ -26,7 +46,8 @@ export interface PrintOptions {
 
 /**
  * Runs `start` (which subscribes to a source of documents and returns its unsubscribe) until the
- * signal aborts, a write fails (rejects), or, with `once`, the first document is written.
+ * signal aborts, a write fails (rejects), the reader goes away (resolves), or, with `once`, the
+ * first document is written.
  */
 export function printDocuments(
   options: PrintOptions,
@@ -50,7 +71,7 @@ export function printDocuments(
       try {
         await write(text);
       } catch (err) {
-        finish(err);
+        finish(err instanceof ReaderGoneError ? undefined : err);
         return;
       }
       if (once) finish();

@@ -30,6 +30,13 @@ export type ClusterFileParse =
   | { readonly ok: true; readonly contents: ClusterFileContents }
   | { readonly ok: false; readonly error: string };
 
+const TOO_DEEP =
+  "YAML nested too deeply: the parser ran out of stack (Kubernetes objects nest a few dozen levels; this is not one)";
+
+function isStackOverflow(message: string): boolean {
+  return /Maximum call stack size exceeded/.test(message);
+}
+
 // Guards against "billion laughs" files: a few aliases are normal YAML, thousands are an attack.
 const MAX_ALIAS_COUNT = 100;
 
@@ -51,13 +58,21 @@ export function parseClusterFile(
     return { ok: true, contents: validateAll(located, defaultNamespace) };
   }
   const lineCounter = new LineCounter();
-  const documents = parseAllDocuments(text, { lineCounter });
+  let documents: ReturnType<typeof parseAllDocuments>;
+  try {
+    documents = parseAllDocuments(text, { lineCounter });
+  } catch (err) {
+    if (isStackOverflow((err as Error).message)) return { ok: false, error: `${fileName}: ${TOO_DEEP}` };
+    throw err;
+  }
   const located: LocatedObject[] = [];
   for (const doc of documents) {
     const syntaxError = doc.errors[0];
     if (syntaxError !== undefined) {
       const pos = syntaxError.linePos?.[0];
       const where = pos === undefined ? fileName : `${fileName}:${pos.line}:${pos.col}`;
+      // The parser reports running out of stack as an error at the place it gave up.
+      if (isStackOverflow(syntaxError.message)) return { ok: false, error: `${where}: ${TOO_DEEP}` };
       // The message's first line, without the position the library appends (we lead with it).
       const firstLine = (syntaxError.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
       return { ok: false, error: `${where}: YAML syntax error: ${firstLine}` };
@@ -66,7 +81,8 @@ export function parseClusterFile(
     try {
       raw = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (err) {
-      return { ok: false, error: `${fileName}: ${(err as Error).message}` };
+      const message = (err as Error).message;
+      return { ok: false, error: `${fileName}: ${isStackOverflow(message) ? TOO_DEEP : message}` };
     }
     located.push(
       ...objectsOfDocument(doc, raw, (offset) => `${fileName}:${lineCounter.linePos(offset).line}`),

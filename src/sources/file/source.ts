@@ -1,14 +1,18 @@
 // The file source: a Kubernetes YAML/JSON file as the cluster. Each good read replaces the whole
 // state; a broken file (syntax error, unreadable, missing) keeps the last good state, so saving a
-// half-edited file never empties the proxy.
+// half-edited file never empties the proxy. A file rewritten in place is read only once it has
+// stopped changing, and a read that empties it or drops most of its objects is used only after it
+// stays that way: writers that truncate first (`kubectl get … > f`) never publish a partial state.
+// A file replaced whole (rename, ConfigMap symlink swap) is a new inode and is read at once.
 
 import { type FSWatcher, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
 import type { Logger } from "../../observability/log.ts";
 import { type ClusterFileContents, parseClusterFile } from "./parse.ts";
+import { isSuspiciousShrink } from "./shrink.ts";
 
 export interface FileSourceOptions {
   readonly path: string;
@@ -19,11 +23,47 @@ export interface FileSourceOptions {
   readonly debounceMs?: number;
   /** The stat-polling fallback, for file systems where directory watches miss events. */
   readonly pollIntervalMs?: number;
+  /** How long an in-place rewrite must leave size and mtime unchanged before it is read. */
+  readonly settleMs?: number;
+  /** How long a read that empties the file or drops most objects must stay so before it is used. */
+  readonly shrinkHoldMs?: number;
 }
+
+/** The settle time for files rewritten in place. */
+export const DEFAULT_SETTLE_MS = 500;
+/** The further wait for a read that would empty the state or drop most of it. */
+export const DEFAULT_SHRINK_HOLD_MS = 2000;
+
+interface FileIdentity {
+  readonly ino: number;
+  readonly size: number;
+  readonly mtimeMs: number;
+}
+
+async function identity(path: string): Promise<FileIdentity | undefined> {
+  try {
+    const s = await stat(path);
+    return { ino: s.ino, size: s.size, mtimeMs: s.mtimeMs };
+  } catch {
+    return undefined;
+  }
+}
+
+const sameContentStamp = (a: FileIdentity, b: FileIdentity) =>
+  a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+
+const objectCount = (c: ClusterFileContents) => c.services.length + c.endpointSlices.length + c.nodes.length;
 
 export class FileSource implements ClusterSource {
   readonly #options: FileSourceOptions;
   readonly #debounceMs: number;
+  readonly #settleMs: number;
+  readonly #shrinkHoldMs: number;
+  /** Aborted by stop(), to cut the settle waits short. */
+  readonly #stopping = new AbortController();
+  /** The inode last read: a different one means the file was replaced whole. */
+  #readIno: number | undefined;
+  #appliedCount = 0;
   #sink: ClusterSink | undefined;
   #appliedText: string | undefined;
   /** The last error reported, so a file that stays broken is reported once, not at every event. */
@@ -38,6 +78,8 @@ export class FileSource implements ClusterSource {
   constructor(options: FileSourceOptions) {
     this.#options = options;
     this.#debounceMs = options.debounceMs ?? 100;
+    this.#settleMs = options.settleMs ?? DEFAULT_SETTLE_MS;
+    this.#shrinkHoldMs = options.shrinkHoldMs ?? DEFAULT_SHRINK_HOLD_MS;
   }
 
   /** Reads the file once; rejects with a message naming the file and the problem if it is broken. */
@@ -52,6 +94,7 @@ export class FileSource implements ClusterSource {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort();
     clearTimeout(this.#timer);
     this.#watcher?.close();
     this.#watcher = undefined;
@@ -106,10 +149,63 @@ export class FileSource implements ClusterSource {
     });
   }
 
+  /** Resolves after `ms`, or at once when the source stops. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const signal = this.#stopping.signal;
+      if (signal.aborted) return resolve();
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener("abort", done);
+    });
+  }
+
+  /** Waits until a file rewritten in place keeps its size and mtime for the settle time. */
+  async #settle(): Promise<void> {
+    let before = await identity(this.#options.path);
+    // A missing file is reported by the read; a new inode was written before it was renamed here.
+    if (before === undefined || before.ino !== this.#readIno) return;
+    while (!this.#stopped) {
+      await this.#sleep(this.#settleMs);
+      const now = await identity(this.#options.path);
+      if (now === undefined || sameContentStamp(before, now)) return;
+      before = now;
+    }
+  }
+
   async #reload(): Promise<void> {
     const { path, log } = this.#options;
-    const read = await this.#read();
+    await this.#settle();
     if (this.#stopped) return;
+    let read = await this.#read();
+    if (this.#stopped) return;
+    // A read that empties the state or drops most of it is used only if it is still the file's
+    // content after the hold time; anything else read meanwhile is handled as an ordinary change.
+    while (read.ok && read.text !== this.#appliedText) {
+      const count = objectCount(read.contents);
+      if (!isSuspiciousShrink(this.#appliedCount, count)) break;
+      const heldText = read.text;
+      log.warn(
+        { file: path, objects: count, before: this.#appliedCount, holdMs: this.#shrinkHoldMs },
+        "the file lost most of its objects; waiting to see whether it stays that way",
+      );
+      await this.#sleep(this.#shrinkHoldMs);
+      await this.#settle();
+      if (this.#stopped) return;
+      read = await this.#read();
+      if (this.#stopped) return;
+      if (read.ok && read.text === heldText) {
+        log.warn(
+          { file: path, objects: count, before: this.#appliedCount },
+          "the file stayed that way; applying it",
+        );
+        break;
+      }
+    }
     if (!read.ok) {
       if (read.error !== this.#brokenBecause) {
         log.error({ file: path, error: read.error }, "cannot use the file; keeping the last good state");
@@ -129,6 +225,7 @@ export class FileSource implements ClusterSource {
     const { path } = this.#options;
     let text: string;
     try {
+      this.#readIno = (await identity(path))?.ino;
       text = await readFile(path, "utf8");
     } catch (err) {
       return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
@@ -151,6 +248,7 @@ export class FileSource implements ClusterSource {
     sink.replace("Node", contents.nodes);
     sink.replace("ServiceCIDR", contents.serviceCIDRs);
     this.#appliedText = text;
+    this.#appliedCount = objectCount(contents);
     log.info(
       {
         file: path,

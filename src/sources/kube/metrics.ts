@@ -20,7 +20,7 @@ export const relistsTotal = new Counter({
 
 export const reflectorErrorsTotal = new Counter({
   name: "kpng_kube_errors_total",
-  help: "Errors while listing or watching, by resource and reason (network, http, decode, handler, inactive).",
+  help: "Errors while listing or watching, by resource and reason (network, http, decode, handler, inactive, too_large, deadline).",
   labelNames: ["resource", "reason"] as const,
   registers: [registry],
 });

@@ -12,6 +12,12 @@ import { reportInvalidObject } from "../../observability/invalid.ts";
 import type { Logger } from "../../observability/log.ts";
 import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "./backoff.ts";
 import { JsonLineSplitter } from "./json-lines.ts";
+import {
+  DEFAULT_LIST_TIMEOUT_MS,
+  DEFAULT_MAX_LINE_BYTES,
+  DEFAULT_MAX_LIST_BYTES,
+  ReadLimitError,
+} from "./limits.ts";
 import { markActivity, reflectorErrorsTotal, relistsTotal, watchEventsTotal } from "./metrics.ts";
 import type { ApiResponse, KubeTransport } from "./transport.ts";
 
@@ -52,6 +58,12 @@ export interface ReflectorTimings {
   readonly backoff: BackoffOptions;
   /** After this many 410s on continue tokens in a row, list in one page. */
   readonly maxContinueRestarts: number;
+  /** A watch line (one event) longer than this aborts the watch. */
+  readonly maxLineBytes: number;
+  /** A list page body longer than this aborts the list. */
+  readonly maxListBytes: number;
+  /** A list page request that has not completed within this time is aborted. */
+  readonly listTimeoutMs: number;
 }
 
 export const DEFAULT_TIMINGS: ReflectorTimings = {
@@ -61,6 +73,9 @@ export const DEFAULT_TIMINGS: ReflectorTimings = {
   minHealthyWatchMs: 1000,
   backoff: DEFAULT_BACKOFF,
   maxContinueRestarts: 3,
+  maxLineBytes: DEFAULT_MAX_LINE_BYTES,
+  maxListBytes: DEFAULT_MAX_LIST_BYTES,
+  listTimeoutMs: DEFAULT_LIST_TIMEOUT_MS,
 };
 
 export interface ReflectorOptions {
@@ -216,11 +231,13 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
           const reason =
             err instanceof InactivityError
               ? "inactive"
-              : err instanceof ApiStatusError
-                ? "http"
-                : err instanceof SyntaxError
-                  ? "decode"
-                  : "network";
+              : err instanceof ReadLimitError
+                ? err.reason
+                : err instanceof ApiStatusError
+                  ? "http"
+                  : err instanceof SyntaxError
+                    ? "decode"
+                    : "network";
           this.#countError(reason, err, delay);
         }
       }
@@ -241,10 +258,21 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
    * inactivity timer on each chunk, `explain` to turn an inactivity abort into an InactivityError,
    * and `done` to call when finished with the body.
    */
-  async #open(query: URLSearchParams): Promise<OpenRequest> {
+  async #open(query: URLSearchParams, deadlineMs?: number): Promise<OpenRequest> {
     const controller = new AbortController();
     const onStop = () => controller.abort();
     this.#stop.signal.addEventListener("abort", onStop, { once: true });
+    // Bytes that trickle in keep the inactivity timer happy; the deadline bounds the whole request.
+    const deadline =
+      deadlineMs === undefined
+        ? undefined
+        : setTimeout(
+            () =>
+              controller.abort(
+                new ReadLimitError("deadline", `the request did not complete within ${deadlineMs} ms`),
+              ),
+            deadlineMs,
+          );
     let timer: NodeJS.Timeout | undefined;
     const inactivityMs = this.#timings.inactivityTimeoutMs;
     const request: Omit<OpenRequest, "res"> = {
@@ -257,10 +285,14 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
       },
       explain: (err) => {
         const reason: unknown = controller.signal.reason;
-        return reason instanceof InactivityError && !this.#stop.signal.aborted ? reason : err;
+        return (reason instanceof InactivityError || reason instanceof ReadLimitError) &&
+          !this.#stop.signal.aborted
+          ? reason
+          : err;
       },
       done: () => {
         clearTimeout(timer);
+        clearTimeout(deadline);
         this.#stop.signal.removeEventListener("abort", onStop);
         controller.abort();
       },
@@ -286,11 +318,16 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
   }
 
   async #readJson(query: URLSearchParams): Promise<unknown> {
-    const { res, touch, explain, done } = await this.#open(query);
+    const { res, touch, explain, done } = await this.#open(query, this.#timings.listTimeoutMs);
     const chunks: Buffer[] = [];
+    const maxBytes = this.#timings.maxListBytes;
+    let bytes = 0;
     try {
       for await (const chunk of res) {
         touch();
+        bytes += chunk.length;
+        if (bytes > maxBytes)
+          throw new ReadLimitError("too_large", `a list response exceeds ${maxBytes} bytes`);
         chunks.push(chunk);
       }
     } catch (err) {
@@ -378,7 +415,7 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
 
     const startedAt = Date.now();
     const { res, touch, explain, done } = await this.#open(query);
-    const splitter = new JsonLineSplitter();
+    const splitter = new JsonLineSplitter(this.#timings.maxLineBytes);
     let sawEvent = false;
     let ending: "expired" | "error" | undefined;
     const handle = (line: string): void => {

@@ -5,7 +5,6 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { toKpngArgv } from "../../../src/kube-proxy-compat/argv.ts";
-import { backendForMode } from "../../../src/kube-proxy-compat/backend-choice.ts";
 import { readKubeProxyConfig } from "../../../src/kube-proxy-compat/config-file.ts";
 import { parseKubeProxyFlags } from "../../../src/kube-proxy-compat/flags.ts";
 import { type Translation, translate } from "../../../src/kube-proxy-compat/translate.ts";

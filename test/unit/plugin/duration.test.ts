@@ -28,3 +28,21 @@ describe("parseDuration", () => {
       assert.throws(() => parseDuration(tc.text), /is not a duration: .*e\.g\. 1s, 250ms/));
   }
 });
+
+describe("parseDuration with bounds", () => {
+  const cases: { text: string; bounds: { min?: number; max?: number }; want: number | RegExp }[] = [
+    { text: "0", bounds: { min: 1000 }, want: /"0" is too short: it must be at least 1s/ },
+    { text: "999ms", bounds: { min: 1000 }, want: /at least 1s/ },
+    { text: "1s", bounds: { min: 1000 }, want: 1000 },
+    { text: "30s", bounds: { min: 1000, max: 60_000 }, want: 30_000 },
+    { text: "2m", bounds: { max: 60_000 }, want: /"2m" is too long: it must be at most 1m/ },
+    { text: "0", bounds: {}, want: 0 },
+    { text: "soon", bounds: { min: 1 }, want: /is not a duration/ },
+  ];
+  for (const tc of cases) {
+    test(`${tc.text} with ${JSON.stringify(tc.bounds)}`, () => {
+      if (typeof tc.want === "number") assert.equal(parseDuration(tc.text, tc.bounds), tc.want);
+      else assert.throws(() => parseDuration(tc.text, tc.bounds), tc.want);
+    });
+  }
+});

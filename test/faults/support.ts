@@ -1,0 +1,45 @@
+// Shared pieces of the fault suite: a sink that records every state it is given, a logger whose
+// lines the test reads, and small waiting helpers.
+
+import assert from "node:assert/strict";
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import type { ClusterSink } from "../../src/model/global.ts";
+import type { KubeKind, KubeObject } from "../../src/model/kube.ts";
+
+/** Records the object names of every replace, per kind, in order. */
+export class RecordingClusterSink implements ClusterSink {
+  readonly replaces: { kind: KubeKind; names: string[]; at: number }[] = [];
+  upsert(_object: KubeObject): void {}
+  delete(_kind: KubeKind, _key: string): void {}
+  replace(kind: KubeKind, objects: readonly KubeObject[]): void {
+    this.replaces.push({ kind, names: objects.map((o) => o.metadata.name), at: performance.now() });
+  }
+  synced(): void {}
+  /** The Service counts of every replace, in order. */
+  serviceCounts(): number[] {
+    return this.replaces.filter((r) => r.kind === "Service").map((r) => r.names.length);
+  }
+}
+
+export function capturingLogger() {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split("\n")) if (line !== "") lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { log: pino({ level: "debug" }, stream), lines };
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export async function eventually(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const until = performance.now() + timeoutMs;
+  while (performance.now() < until) {
+    if (condition()) return;
+    await sleep(20);
+  }
+  assert.fail(`timed out waiting for: ${what}`);
+}
