@@ -1,10 +1,12 @@
 // `kpng <source> to-api`: serve the brain's state over gRPC (localv1 per node, globalv1).
 
 import { readFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
 import type { Command } from "commander";
 import { localStateFeed } from "../brain/local-state-feed.ts";
 import type { GlobalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+import { DEFAULT_LISTEN, DEFAULT_SOCKET_DIR } from "./defaults.ts";
 import { DEFAULT_MAX_NODES } from "./local-hub.ts";
 import { ApiServer, parseListen, type TlsFiles } from "./server.ts";
 
@@ -20,7 +22,7 @@ export interface ToApiOptions {
 
 /** Checks the listen addresses and reads the TLS files, so a mistake stops kpng before it starts. */
 export function parseToApiOptions(raw: RawOptions): ToApiOptions {
-  const listen = Array.isArray(raw.listen) ? raw.listen.map(String) : ["tcp://127.0.0.1:12090"];
+  const listen = Array.isArray(raw.listen) ? raw.listen.map(String) : [DEFAULT_LISTEN];
   for (const address of listen) {
     try {
       parseListen(address);
@@ -74,7 +76,7 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiOptions> = {
     cmd
       .option(
         "--listen <address>",
-        "tcp://host:port or unix:///path; repeatable (default tcp://127.0.0.1:12090)",
+        `tcp://host:port or unix:///path; repeatable (default ${DEFAULT_LISTEN}, which only root can reach)`,
         collect,
       )
       .option("--tls-cert <file>", "server certificate (PEM)")
@@ -91,6 +93,9 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiOptions> = {
   },
   parseOptions: parseToApiOptions,
   async run(store, opts, ctx): Promise<void> {
+    // The default socket's directory is kpng's own to create; any other path is the user's.
+    if (opts.listen.includes(DEFAULT_LISTEN))
+      await mkdir(DEFAULT_SOCKET_DIR, { recursive: true, mode: 0o700 });
     const server = new ApiServer({
       hub: { maxNodes: opts.maxNodes },
       listen: opts.listen,

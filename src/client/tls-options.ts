@@ -1,10 +1,12 @@
 // The --api and --tls-* options every watch client takes (kpng local, kpng api, run()).
 
 import type { Command } from "commander";
+import { DEFAULT_LISTEN } from "../api/defaults.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
 
-export const DEFAULT_API = "tcp://127.0.0.1:12090";
+/** The brain's default socket (`kpng <source> to-api` without --listen). */
+export const DEFAULT_API = DEFAULT_LISTEN;
 
 export function addApiOptions(cmd: Command): void {
   cmd

@@ -104,3 +104,21 @@ function nftCheckSkipReason(): string | false {
   const found = spawnSync("nft", ["--version"], { stdio: "ignore" });
   return found.status === 0 ? false : "needs the nft command";
 }
+
+describe("the default listener", {
+  skip: process.getuid?.() === 0 ? false : "needs root for /run/kpng",
+}, () => {
+  test("to-api without --listen serves a 0600 unix socket in /run/kpng, and kpng local finds it without --api", async () => {
+    const socket = "/run/kpng/proxy.sock";
+    const brain = spawn(process.execPath, [...cli, "file", "--input", input, "to-api"], { stdio: "ignore" });
+    try {
+      await waitForSocket(socket);
+      assert.equal((await stat(socket)).mode & 0o777, 0o600);
+      const state = JSON.parse(await run(["local", "to-json", "--node-name", "node-1", "--once"]));
+      assert.ok(state.services.length > 0);
+    } finally {
+      brain.kill("SIGTERM");
+      await new Promise((r) => brain.once("exit", r));
+    }
+  });
+});
