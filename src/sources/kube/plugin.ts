@@ -5,6 +5,7 @@ import { z } from "zod";
 import type { ClusterSource } from "../../model/global.ts";
 import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
+import { DEFAULT_LIST_TIMEOUT_MS, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_LIST_BYTES } from "./limits.ts";
 
 const optionalText = z
   .string()
@@ -22,7 +23,31 @@ const kubeOptions = z.object({
   watchInactivityTimeout: durationFlag(1000, "a watch is reconnected after this much silence; use 1s or more")
     .optional()
     .default(60_000),
+  maxWatchLineBytes: byteCount(DEFAULT_MAX_LINE_BYTES, 64 * 1024, "a watch line holds one whole object"),
+  maxListBytes: byteCount(DEFAULT_MAX_LIST_BYTES, 1024 * 1024, "a list page holds many whole objects"),
+  listTimeout: durationFlag(1000, "a list page must have time to arrive; use 1s or more")
+    .optional()
+    .default(DEFAULT_LIST_TIMEOUT_MS),
 });
+
+/** A size in bytes of at least `min`, as a whole number; `why` says why smaller makes no sense. */
+function byteCount(fallback: number, min: number, why: string) {
+  return z
+    .union([z.string(), z.number()])
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return fallback;
+      const n = typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v.trim()) : Number.NaN;
+      if (!Number.isSafeInteger(n) || n < min) {
+        ctx.addIssue({
+          code: "custom",
+          message: `"${v}" is not a whole number of bytes of at least ${min}: ${why}`,
+        });
+        return z.NEVER;
+      }
+      return n;
+    });
+}
 
 export type KubeSourceOptions = z.output<typeof kubeOptions>;
 
@@ -42,6 +67,12 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
         "watch every Node, not only the one named by the sink's --node-name (always so with a global sink)",
         false,
       )
+      .option(
+        "--max-watch-line-bytes <bytes>",
+        `largest watch event accepted (default ${DEFAULT_MAX_LINE_BYTES})`,
+      )
+      .option("--max-list-bytes <bytes>", `largest list page accepted (default ${DEFAULT_MAX_LIST_BYTES})`)
+      .option("--list-timeout <duration>", "longest one list page request may take", "60s")
       .option(
         "--watch-inactivity-timeout <duration>",
         "reconnect a list or watch that receives no data (not even a bookmark) for this long",
@@ -83,7 +114,12 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
           serviceProxyName,
           // Ranges given on the command line replace the cluster's: no need to read them.
           watchServiceCIDRs: opts.serviceCidrs === undefined,
-          timings: { inactivityTimeoutMs },
+          timings: {
+            inactivityTimeoutMs,
+            maxLineBytes: opts.maxWatchLineBytes,
+            maxListBytes: opts.maxListBytes,
+            listTimeoutMs: opts.listTimeout,
+          },
         });
         await started.start(sink);
       },
