@@ -5,10 +5,10 @@ import { parseRunFlags, UsageError } from "../../../src/client/run.ts";
 const argv = (...flags: string[]) => ["node", "backend.ts", ...flags];
 
 describe("run() flags", () => {
-  test("defaults: the local brain's TCP address, no TLS, not once", () => {
+  test("defaults: the local brain's socket, no TLS, not once", () => {
     const flags = parseRunFlags(argv("--node-name", "n1"));
     assert.deepEqual(flags, {
-      api: "tcp://127.0.0.1:12090",
+      api: "unix:///run/kpng/proxy.sock",
       nodeName: "n1",
       once: false,
       tls: { cert: undefined, key: undefined, ca: undefined },
