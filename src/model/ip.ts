@@ -53,3 +53,36 @@ export function parseCidr(text: string): Cidr | undefined {
       : ipaddr.IPv6.networkAddressFromCIDR(`${address}/${prefix}`);
   return { family, text: `${network.toString()}/${prefix}` };
 }
+
+/** Canonical address text (IPv6 compressed), the form the kernel tools print back. Throws when invalid. */
+export function canonicalIP(ip: string): string {
+  return ipaddr.parse(ip).toString();
+}
+
+/** Canonical CIDR text with the host bits cleared; a bare address becomes /32 or /128. Throws when invalid. */
+export function canonicalCIDR(cidr: string): string {
+  const trimmed = cidr.trim();
+  if (!trimmed.includes("/")) {
+    const ip = ipaddr.parse(trimmed);
+    return `${ip.toString()}/${ip.kind() === "ipv6" ? 128 : 32}`;
+  }
+  if (!ipaddr.isValidCIDR(trimmed)) throw new Error(`invalid CIDR "${cidr}"`);
+  const [addr, len] = ipaddr.parseCIDR(trimmed);
+  const bytes = addr.toByteArray();
+  for (let bit = len; bit < bytes.length * 8; bit++) {
+    const byte = bit >> 3;
+    bytes[byte] = (bytes[byte] ?? 0) & ~(0x80 >> (bit & 7));
+  }
+  return `${ipaddr.fromByteArray(bytes).toString()}/${len}`;
+}
+
+/** Whether the address lies in the CIDR (false for either being invalid, or of two families). */
+export function cidrContains(cidr: string, ip: string): boolean {
+  try {
+    const addr = ipaddr.parse(ip);
+    const range = ipaddr.parseCIDR(cidr);
+    return addr.kind() === range[0].kind() && addr.match(range);
+  } catch {
+    return false;
+  }
+}

@@ -2,6 +2,7 @@
 // A CIDR covering a whole family (0.0.0.0/0, ::/0) means every address of it.
 
 import ipaddr from "ipaddr.js";
+import { familyOf } from "../model/ip.ts";
 
 function contains(cidr: string, ip: string): boolean {
   try {
@@ -20,7 +21,7 @@ export function healthCheckAddresses(nodePortCIDRs: readonly string[], hostIPs: 
     else if (cidr === "::/0") out.add("::");
   }
   for (const ip of hostIPs) {
-    const wildcard = ip.includes(":") ? "::" : "0.0.0.0";
+    const wildcard = familyOf(ip) === "IPv6" ? "::" : "0.0.0.0";
     if (!out.has(wildcard) && nodePortCIDRs.some((c) => contains(c, ip))) out.add(ip);
   }
   return [...out];

@@ -1,7 +1,9 @@
 // What the rules of one IP family depend on beyond the local state, built from the to-iptables
 // options and the node's addresses. Pure: the addresses are passed in.
 
-import { canonicalCIDR, canonicalIP, familyOf, type IpFamily } from "./addresses.ts";
+import { canonicalCIDR, canonicalIP, familyOf } from "../../model/ip.ts";
+import { ofFamily } from "../../model/local.ts";
+import { type IpFamily, ipFamilyOfTools } from "./addresses.ts";
 
 export interface FamilyConfig {
   readonly family: IpFamily;
@@ -44,14 +46,14 @@ export function familyConfigs(settings: IptablesSettings, primaryIPs: readonly s
   const nodeIPs = primaryIPs.map(canonicalIP);
   const nodePort =
     settings.nodePortAddresses.trim() === "primary"
-      ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "ipv4" ? 32 : 128}`)
+      ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "IPv4" ? 32 : 128}`)
       : parseCIDRList(settings.nodePortAddresses, "--nodeport-addresses");
   const pods = parseCIDRList(settings.clusterCIDRs, "--cluster-cidr");
   return (["ipv4", "ipv6"] as const).map((family) => ({
     family,
-    nodePortCIDRs: nodePort.filter((c) => familyOf(c) === family),
-    podCIDRs: pods.filter((c) => familyOf(c) === family),
+    nodePortCIDRs: ofFamily(nodePort, ipFamilyOfTools(family)),
+    podCIDRs: ofFamily(pods, ipFamilyOfTools(family)),
     masqueradeAll: settings.masqueradeAll,
-    nodeIPs: nodeIPs.filter((ip) => familyOf(ip) === family),
+    nodeIPs: ofFamily(nodeIPs, ipFamilyOfTools(family)),
   }));
 }

@@ -11,8 +11,15 @@
 // Lines for the shared chains (nat KPNG-SERVICES/KPNG-NODEPORTS dispatch; filter rejects, drops
 // and firewall drops) are returned separately: those chains are rewritten on every sync.
 
-import type { LocalEndpoint, LocalService, LocalServicePort } from "../../model/local.ts";
-import { canonicalIP, cidrContains, dnatTarget, familyOf, hostCIDR } from "./addresses.ts";
+import { canonicalIP, cidrContains } from "../../model/ip.ts";
+import {
+  endpointString,
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServicePort,
+  ofFamily,
+} from "../../model/local.ts";
+import { hostCIDR, ipFamilyOfTools } from "./addresses.ts";
 import type { FamilyConfig } from "./config.ts";
 import { chainName, STATIC, servicePortId } from "./names.ts";
 
@@ -53,8 +60,8 @@ function comment(text: string): string {
   return `-m comment --comment "${text.replace(/[^A-Za-z0-9/._:-]/g, "_")}"`;
 }
 
-function ofFamily(ips: readonly string[], cfg: FamilyConfig): string[] {
-  return ips.filter((ip) => familyOf(ip) === cfg.family).map(canonicalIP);
+function addressesOfFamily(ips: readonly string[], cfg: FamilyConfig): string[] {
+  return ofFamily(ips, ipFamilyOfTools(cfg.family)).map(canonicalIP);
 }
 
 function sameEndpoints(a: readonly LocalEndpoint[], b: readonly LocalEndpoint[]): boolean {
@@ -63,7 +70,7 @@ function sameEndpoints(a: readonly LocalEndpoint[], b: readonly LocalEndpoint[])
 
 export function renderService(svc: LocalService, cfg: FamilyConfig): ServiceRules {
   if (svc.type === "ExternalName") return EMPTY_RULES;
-  const clusterIP = svc.clusterIPs.find((ip) => familyOf(ip) === cfg.family);
+  const clusterIP = ofFamily(svc.clusterIPs, ipFamilyOfTools(cfg.family))[0];
   // As kube-proxy does, a family carries a service only when it has a ClusterIP there.
   if (clusterIP === undefined) return EMPTY_RULES;
   const cip = canonicalIP(clusterIP);
@@ -84,8 +91,8 @@ function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip
   const spId = servicePortId(svc.namespace, svc.name, proto, port.port);
   const name = `${svc.namespace}/${svc.name}:${port.name || port.port}`;
   const match = `-p ${proto} -m ${proto} --dport ${port.port}`;
-  const internal = port.internalEndpoints.filter((ep) => familyOf(ep.ip) === cfg.family);
-  const external = port.externalEndpoints.filter((ep) => familyOf(ep.ip) === cfg.family);
+  const internal = ofFamily(port.internalEndpoints, ipFamilyOfTools(cfg.family));
+  const external = ofFamily(port.externalEndpoints, ipFamilyOfTools(cfg.family));
   const hasAny = port.endpointFamilies.includes(cfg.family === "ipv4" ? "IPv4" : "IPv6");
   const affinity = svc.sessionAffinitySeconds;
   // Reject (ICMP port unreachable) when nothing serves the port in this family; drop when
@@ -110,8 +117,8 @@ function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip
   }
 
   const nodePort = cfg.nodePortCIDRs.length > 0 ? port.nodePort : 0;
-  const externalIPs = ofFamily(svc.externalIPs, cfg);
-  const lbIPs = ofFamily(svc.loadBalancerIPs, cfg);
+  const externalIPs = addressesOfFamily(svc.externalIPs, cfg);
+  const lbIPs = addressesOfFamily(svc.loadBalancerIPs, cfg);
   if (nodePort === 0 && externalIPs.length === 0 && lbIPs.length === 0) return;
 
   let externalChain: string | undefined;
@@ -204,7 +211,7 @@ function firewallRules(
   lbIPs: readonly string[],
   cfg: FamilyConfig,
 ): string[] {
-  const ranges = svc.sourceRanges.filter((r) => familyOf(r) === cfg.family);
+  const ranges = ofFamily(svc.sourceRanges, ipFamilyOfTools(cfg.family));
   const rules = ranges.map((r) => `-A ${chain} -s ${r} -g ${externalChain}`);
   if (ranges.some((r) => cfg.nodeIPs.some((ip) => cidrContains(r, ip)))) {
     for (const lb of lbIPs) rules.push(`-A ${chain} -s ${hostCIDR(lb)} -g ${externalChain}`);
@@ -231,7 +238,7 @@ function balance(
     c.chains.set(sep, [
       // Hairpin: an endpoint that reached itself through the service must see the node as source.
       `-A ${sep} -s ${hostCIDR(ip)} -j ${STATIC.markForMasquerade}`,
-      `-A ${sep} -p ${proto} ${remember}-j DNAT --to-destination ${dnatTarget(ip, ep.port)}`,
+      `-A ${sep} -p ${proto} ${remember}-j DNAT --to-destination ${endpointString({ ip, port: ep.port })}`,
     ]);
     if (affinitySeconds > 0)
       sticky.push(

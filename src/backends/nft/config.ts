@@ -1,9 +1,9 @@
 // Turns the to-nft command-line options into one TableConfig per family. Pure apart from the
 // node's addresses, which are passed in.
 
-import { familyOf } from "../../model/ip.ts";
+import { canonicalCIDR, canonicalIP, familyOf } from "../../model/ip.ts";
 import { ofFamily } from "../../model/local.ts";
-import { canonicalCIDR, canonicalIP, ipFamilyOfTable } from "./addresses.ts";
+import { ipFamilyOfTable } from "./addresses.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
 import { type NftOp, renderScript } from "./ops.ts";
 

@@ -14,8 +14,15 @@
 // The DNAT happens in the service chain itself, so no per-endpoint chain is needed; hairpin
 // traffic is caught by the static `hairpin-endpoints` set in the masquerading chain.
 
-import { type LocalEndpoint, type LocalService, type LocalServicePort, ofFamily } from "../../model/local.ts";
-import { canonicalIP, cidrContains, dnatTarget, ipFamilyOfTable } from "./addresses.ts";
+import { canonicalIP, cidrContains } from "../../model/ip.ts";
+import {
+  endpointString,
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServicePort,
+  ofFamily,
+} from "../../model/local.ts";
+import { ipFamilyOfTable } from "./addresses.ts";
 import type { AffinitySetSpec, ChainSpec, ElementSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { affinitySetName, chainName, type NftProtocol, STATIC, servicePortId } from "./names.ts";
@@ -231,7 +238,7 @@ function balance(
   endpoints.forEach((ep, i) => {
     const ip = canonicalIP(ep.ip);
     addElement(c, STATIC.hairpin, `${ip} . ${ip}`);
-    const dnat = `meta l4proto ${proto} dnat to ${dnatTarget(ip, ep.port)}`;
+    const dnat = `meta l4proto ${proto} dnat to ${endpointString({ ip, port: ep.port })}`;
     let update = "";
     if (affinitySeconds > 0) {
       const set = affinitySetName(spId, ip, ep.port, affinitySeconds);

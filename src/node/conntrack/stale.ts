@@ -4,6 +4,7 @@
 // keeps being dropped after a service that had no endpoints gets one. Pure: two states in,
 // deletion filters out.
 
+import { familyOf } from "../../model/ip.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort, LocalState } from "../../model/local.ts";
 
 export type CtFamily = "ipv4" | "ipv6";
@@ -21,7 +22,7 @@ export interface CtFilter {
   readonly replySrc?: string;
 }
 
-const familyOf = (ip: string): CtFamily => (ip.includes(":") ? "ipv6" : "ipv4");
+const ctFamilyOf = (ip: string): CtFamily => (familyOf(ip) === "IPv6" ? "ipv6" : "ipv4");
 
 function protocolOf(p: LocalServicePort): CtProtocol | undefined {
   if (p.protocol === "UDP") return "udp";
@@ -60,17 +61,17 @@ export function staleFilters(before: LocalState | undefined, after: LocalState):
       for (const ip of ips(p.internalEndpoints)) {
         if (keptInternal.has(ip)) continue;
         for (const vip of prev.clusterIPs) {
-          if (familyOf(vip) === familyOf(ip))
-            add({ family: familyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
+          if (ctFamilyOf(vip) === ctFamilyOf(ip))
+            add({ family: ctFamilyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
         }
       }
       for (const ip of ips(p.externalEndpoints)) {
         if (keptExternal.has(ip)) continue;
         for (const vip of [...prev.externalIPs, ...prev.loadBalancerIPs]) {
-          if (familyOf(vip) === familyOf(ip))
-            add({ family: familyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
+          if (ctFamilyOf(vip) === ctFamilyOf(ip))
+            add({ family: ctFamilyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
         }
-        if (p.nodePort > 0) add({ family: familyOf(ip), protocol, origDstPort: p.nodePort, replySrc: ip });
+        if (p.nodePort > 0) add({ family: ctFamilyOf(ip), protocol, origDstPort: p.nodePort, replySrc: ip });
       }
     }
     // Ports that gained endpoints: entries created while traffic was dropped or rejected.
@@ -80,14 +81,14 @@ export function staleFilters(before: LocalState | undefined, after: LocalState):
       const p = findPort(prev, q);
       if (q.internalEndpoints.length > 0 && (p?.internalEndpoints.length ?? 0) === 0) {
         for (const vip of next.clusterIPs)
-          add({ family: familyOf(vip), protocol, origDst: vip, origDstPort: q.port });
+          add({ family: ctFamilyOf(vip), protocol, origDst: vip, origDstPort: q.port });
       }
       if (q.externalEndpoints.length > 0 && (p?.externalEndpoints.length ?? 0) === 0) {
         for (const vip of [...next.externalIPs, ...next.loadBalancerIPs]) {
-          add({ family: familyOf(vip), protocol, origDst: vip, origDstPort: q.port });
+          add({ family: ctFamilyOf(vip), protocol, origDst: vip, origDstPort: q.port });
         }
         if (q.nodePort > 0) {
-          for (const family of new Set(next.clusterIPs.map(familyOf)))
+          for (const family of new Set(next.clusterIPs.map(ctFamilyOf)))
             add({ family, protocol, origDstPort: q.nodePort });
         }
       }
