@@ -39,167 +39,170 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
 
 const tcp = (host: string, port: number): ProbeRequest => ({ proto: "tcp", host, port, timeoutMs: 1000 });
 
-describe("kpng kube-proxy with kubeadm's configuration", { skip }, () => {
-  const env = suiteTopology({
-    pods: [
-      { name: "web-1", echo },
-      { name: "web-2", echo },
-    ],
-  });
-  const dir = mkdtempSync(join(tmpdir(), "kpng-kube-proxy-e2e-"));
-  let topo: Topology;
-  let api: Spawned | undefined;
-  let kpng: Spawned | undefined;
-
-  /** Writes an object to the API server in the node's namespace, as kubectl would. */
-  async function write(method: "POST" | "PUT", path: string, object: object): Promise<void> {
-    await topo.node.exec(
-      [
-        "curl",
-        "-sSf",
-        "-X",
-        method,
-        "-H",
-        "Content-Type: application/json",
-        "--data-binary",
-        "@-",
-        `${API_URL}${path}`,
+// kubeadm's exact file says mode "" (iptables); the nftables run sets the mode.
+for (const mode of ["nftables", "iptables"] as const)
+  describe(`kpng kube-proxy with kubeadm's configuration (${mode} mode)`, { skip }, () => {
+    const env = suiteTopology({
+      pods: [
+        { name: "web-1", echo },
+        { name: "web-2", echo },
       ],
-      { stdin: JSON.stringify(object), timeoutMs: 5000 },
-    );
-  }
-
-  function slice(ips: readonly string[]): object {
-    return {
-      apiVersion: "discovery.k8s.io/v1",
-      kind: "EndpointSlice",
-      metadata: { name: "web-1", namespace: "default", labels: { "kubernetes.io/service-name": "web" } },
-      addressType: "IPv4",
-      ports: [{ name: "http", protocol: "TCP", port: 8080 }],
-      endpoints: ips.map((ip) => ({
-        addresses: [ip],
-        nodeName: "node-1",
-        conditions: { ready: true, serving: true, terminating: false },
-      })),
-    };
-  }
-
-  async function answers(from: "client" | "external", req: ProbeRequest, n: number): Promise<string[]> {
-    const ns = from === "client" ? topo.client.ns : topo.external;
-    const results = await probeFrom(
-      ns,
-      Array.from({ length: n }, () => req),
-      { concurrency: 4 },
-    );
-    return [...new Set(results.map(outcome))].sort();
-  }
-
-  before(async () => {
-    topo = env.topology;
-    await loadNft(topo.node, KUBE_PROXY_LEFTOVER);
-    api = topo.node.spawn(
-      [process.execPath, API_SERVER, "--port", String(API_PORT), "--bookmark-interval-ms", "1000"],
-      {
-        name: "apiserver",
-      },
-    );
-    await eventually(async () => api!.stdout().includes("listening"), "the test API server");
-    await write("POST", "/api/v1/nodes", {
-      apiVersion: "v1",
-      kind: "Node",
-      metadata: { name: "node-1", labels: {} },
-      status: { addresses: [{ type: "InternalIP", address: topo.nodeIPv4 }] },
     });
-    await write("POST", "/api/v1/namespaces/default/services", {
-      apiVersion: "v1",
-      kind: "Service",
-      metadata: { name: "web", namespace: "default" },
-      spec: {
-        type: "NodePort",
-        clusterIP: "203.0.113.10",
-        clusterIPs: ["203.0.113.10"],
-        ipFamilies: ["IPv4"],
-        externalTrafficPolicy: "Cluster",
-        ports: [{ name: "http", protocol: "TCP", port: 80, targetPort: 8080, nodePort: 30080 }],
-      },
-    });
-    await write(
-      "POST",
-      "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
-      slice([topo.pod("web-1").ipv4!, topo.pod("web-2").ipv4!]),
-    );
+    const dir = mkdtempSync(join(tmpdir(), "kpng-kube-proxy-e2e-"));
+    let topo: Topology;
+    let api: Spawned | undefined;
+    let kpng: Spawned | undefined;
 
-    // kubeadm's ConfigMap, as mounted at /var/lib/kube-proxy: config.conf and kubeconfig.conf.
-    const kubeconfig = join(dir, "kubeconfig.conf");
-    writeFileSync(join(dir, "token"), "kube-proxy-token");
-    writeFileSync(
-      kubeconfig,
-      stringify({
+    /** Writes an object to the API server in the node's namespace, as kubectl would. */
+    async function write(method: "POST" | "PUT", path: string, object: object): Promise<void> {
+      await topo.node.exec(
+        [
+          "curl",
+          "-sSf",
+          "-X",
+          method,
+          "-H",
+          "Content-Type: application/json",
+          "--data-binary",
+          "@-",
+          `${API_URL}${path}`,
+        ],
+        { stdin: JSON.stringify(object), timeoutMs: 5000 },
+      );
+    }
+
+    function slice(ips: readonly string[]): object {
+      return {
+        apiVersion: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        metadata: { name: "web-1", namespace: "default", labels: { "kubernetes.io/service-name": "web" } },
+        addressType: "IPv4",
+        ports: [{ name: "http", protocol: "TCP", port: 8080 }],
+        endpoints: ips.map((ip) => ({
+          addresses: [ip],
+          nodeName: "node-1",
+          conditions: { ready: true, serving: true, terminating: false },
+        })),
+      };
+    }
+
+    async function answers(from: "client" | "external", req: ProbeRequest, n: number): Promise<string[]> {
+      const ns = from === "client" ? topo.client.ns : topo.external;
+      const results = await probeFrom(
+        ns,
+        Array.from({ length: n }, () => req),
+        { concurrency: 4 },
+      );
+      return [...new Set(results.map(outcome))].sort();
+    }
+
+    before(async () => {
+      topo = env.topology;
+      await loadNft(topo.node, KUBE_PROXY_LEFTOVER);
+      api = topo.node.spawn(
+        [process.execPath, API_SERVER, "--port", String(API_PORT), "--bookmark-interval-ms", "1000"],
+        {
+          name: "apiserver",
+        },
+      );
+      await eventually(async () => api!.stdout().includes("listening"), "the test API server");
+      await write("POST", "/api/v1/nodes", {
         apiVersion: "v1",
-        kind: "Config",
-        clusters: [{ name: "default", cluster: { server: API_URL } }],
-        // As kubeadm writes it: the service account token, by file.
-        users: [{ name: "default", user: { tokenFile: join(dir, "token") } }],
-        contexts: [{ name: "default", context: { cluster: "default", user: "default" } }],
-        "current-context": "default",
-      }),
-    );
-    const config = readFileSync(KUBEADM_CONFIG, "utf8")
-      .replace(/^mode: ""$/m, "mode: nftables")
-      .replace("/var/lib/kube-proxy/kubeconfig.conf", kubeconfig)
-      .replace("clusterCIDR: 10.244.0.0/16", "clusterCIDR: 198.51.100.0/24");
-    writeFileSync(join(dir, "config.conf"), config);
+        kind: "Node",
+        metadata: { name: "node-1", labels: {} },
+        status: { addresses: [{ type: "InternalIP", address: topo.nodeIPv4 }] },
+      });
+      await write("POST", "/api/v1/namespaces/default/services", {
+        apiVersion: "v1",
+        kind: "Service",
+        metadata: { name: "web", namespace: "default" },
+        spec: {
+          type: "NodePort",
+          clusterIP: "203.0.113.10",
+          clusterIPs: ["203.0.113.10"],
+          ipFamilies: ["IPv4"],
+          externalTrafficPolicy: "Cluster",
+          ports: [{ name: "http", protocol: "TCP", port: 80, targetPort: 8080, nodePort: 30080 }],
+        },
+      });
+      await write(
+        "POST",
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+        slice([topo.pod("web-1").ipv4!, topo.pod("web-2").ipv4!]),
+      );
 
-    kpng = topo.node.spawn(
-      [
-        process.execPath,
-        MAIN,
-        "kube-proxy",
-        `--config=${join(dir, "config.conf")}`,
-        "--hostname-override=Node-1",
-        // A flag overriding the file: NodePorts on the node's address toward the external client.
-        `--nodeport-addresses=${topo.nodeIPv4}/32`,
-        "--min-sync-period=100ms",
-      ],
-      { name: "kpng", env: { KPNG_LOG_LEVEL: "info" } },
-    );
-    await eventually(
-      async () => (await answers("client", tcp("203.0.113.10", 80), 1)).join() !== "timeout",
-      "kpng to program the first state",
-    );
-  });
+      // kubeadm's ConfigMap, as mounted at /var/lib/kube-proxy: config.conf and kubeconfig.conf.
+      const kubeconfig = join(dir, "kubeconfig.conf");
+      writeFileSync(join(dir, "token"), "kube-proxy-token");
+      writeFileSync(
+        kubeconfig,
+        stringify({
+          apiVersion: "v1",
+          kind: "Config",
+          clusters: [{ name: "default", cluster: { server: API_URL } }],
+          // As kubeadm writes it: the service account token, by file.
+          users: [{ name: "default", user: { tokenFile: join(dir, "token") } }],
+          contexts: [{ name: "default", context: { cluster: "default", user: "default" } }],
+          "current-context": "default",
+        }),
+      );
+      const config = readFileSync(KUBEADM_CONFIG, "utf8")
+        .replace(/^mode: ""$/m, mode === "nftables" ? "mode: nftables" : 'mode: ""')
+        .replace("/var/lib/kube-proxy/kubeconfig.conf", kubeconfig)
+        .replace("clusterCIDR: 10.244.0.0/16", "clusterCIDR: 198.51.100.0/24");
+      writeFileSync(join(dir, "config.conf"), config);
 
-  after(async () => {
-    await kpng?.stop();
-    if (process.env.KPNG_E2E_LOGS) console.log(kpng?.stderr());
-    await api?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+      kpng = topo.node.spawn(
+        [
+          process.execPath,
+          MAIN,
+          "kube-proxy",
+          `--config=${join(dir, "config.conf")}`,
+          "--hostname-override=Node-1",
+          // A flag overriding the file: NodePorts on the node's address toward the external client.
+          `--nodeport-addresses=${topo.nodeIPv4}/32`,
+          "--min-sync-period=100ms",
+        ],
+        { name: "kpng", env: { KPNG_LOG_LEVEL: "info" } },
+      );
+      await eventually(
+        async () => (await answers("client", tcp("203.0.113.10", 80), 1)).join() !== "timeout",
+        "kpng to program the first state",
+      );
+    });
 
-  test("kube-proxy's leftover nftables table was removed before kpng programmed its own", async () => {
-    const tables = (await topo.node.exec(["nft", "list", "tables"])).stdout;
-    assert.doesNotMatch(tables, /kube-proxy/);
-    assert.match(tables, /table ip kpng/);
-    assert.match(kpng!.stderr(), /running as kube-proxy/);
-  });
+    after(async () => {
+      await kpng?.stop();
+      if (process.env.KPNG_E2E_LOGS) console.log(kpng?.stderr());
+      await api?.stop();
+      rmSync(dir, { recursive: true, force: true });
+    });
 
-  test("ClusterIP traffic from a pod reaches both endpoints", async () => {
-    assert.deepEqual(await answers("client", tcp("203.0.113.10", 80), 30), ["web-1", "web-2"]);
-  });
+    test("kube-proxy's leftover nftables table was removed before kpng programmed its own", async () => {
+      const tables = (await topo.node.exec(["nft", "list", "tables"])).stdout;
+      assert.doesNotMatch(tables, /kube-proxy/);
+      if (mode === "nftables") assert.match(tables, /table ip kpng/);
+      else assert.match((await topo.node.exec(["iptables-save", "-t", "nat"])).stdout, /^:KPNG-SERVICES/m);
+      assert.match(kpng!.stderr(), /running as kube-proxy/);
+    });
 
-  test("the NodePort answers an external client on the --nodeport-addresses flag's address", async () => {
-    assert.deepEqual(await answers("external", tcp(topo.nodeIPv4, 30080), 10), ["web-1", "web-2"]);
-  });
+    test("ClusterIP traffic from a pod reaches both endpoints", async () => {
+      assert.deepEqual(await answers("client", tcp("203.0.113.10", 80), 30), ["web-1", "web-2"]);
+    });
 
-  test("an EndpointSlice change in the API server is followed", async () => {
-    await write(
-      "PUT",
-      "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/web-1",
-      slice([topo.pod("web-2").ipv4!]),
-    );
-    await eventually(
-      async () => (await answers("client", tcp("203.0.113.10", 80), 10)).join() === "web-2",
-      "traffic to go to web-2 only",
-    );
+    test("the NodePort answers an external client on the --nodeport-addresses flag's address", async () => {
+      assert.deepEqual(await answers("external", tcp(topo.nodeIPv4, 30080), 10), ["web-1", "web-2"]);
+    });
+
+    test("an EndpointSlice change in the API server is followed", async () => {
+      await write(
+        "PUT",
+        "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/web-1",
+        slice([topo.pod("web-2").ipv4!]),
+      );
+      await eventually(
+        async () => (await answers("client", tcp("203.0.113.10", 80), 10)).join() === "web-2",
+        "traffic to go to web-2 only",
+      );
+    });
   });
-});
