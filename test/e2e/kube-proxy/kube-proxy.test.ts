@@ -1,6 +1,6 @@
-// `kpng kube-proxy` end to end, as kubeadm's DaemonSet would run it: kubeadm's config.conf (mode
-// nftables) with a kubeconfig pointing at the test API server, `--hostname-override`, and a node
-// that still holds kube-proxy's nftables table. Real traffic from a pod and an external client.
+// `kpng kube-proxy` end to end, as kubeadm's DaemonSet would run it: kubeadm's config.conf (as
+// written, mode "" = iptables, and with mode nftables) with a kubeconfig pointing at the test API
+// server, `--hostname-override`, and a node that still holds kube-proxy's nftables table. Real traffic from a pod and an external client.
 
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
