@@ -74,7 +74,10 @@ describe("fallback stories with real traffic (kube source, nft backend)", { skip
     };
   }
 
-  /** A Service on its own cluster IP, its primary pods in one slice, a fallback selector. */
+  /**
+   * A Service on its own cluster IP with a fallback selector, and no selector of its own: its
+   * primary EndpointSlice is hand-made, as for a Service whose endpoints someone else manages.
+   */
   function story(name: string, primaries: readonly string[], selector: string, returnDelay = "1s"): string {
     const clusterIP = `203.0.113.${nextIP++}`;
     api.create({
@@ -238,6 +241,39 @@ describe("fallback stories with real traffic (kube source, nft backend)", { skip
     assert.deepEqual(await answers(ip), ["cache-1"]);
     await answeredBy(ip, ["canary-1"], "the canary answering again");
   });
+  test("flapping: a primary ready and not ready every 200 ms for 6 s: never mixed, at most 2 switches per return delay", async () => {
+    const name = "flappy";
+    const ip = story(name, ["shop-1"], "app=sorry-page", "1s");
+    await answeredBy(ip, ["shop-1"], "the primary answering");
+    const writes = () =>
+      api.requests.filter((r) => r.resource === "endpointslices" && r.method !== "GET").length;
+    const switches = () =>
+      api.store
+        .snapshot("events", api.store.currentRv)
+        .filter((e) => e.reason === "FallbackActivated" || e.reason === "FallbackDeactivated")
+        .filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === name).length;
+    const [switchesBefore, writesBefore] = [switches(), writes()];
+    const started = Date.now();
+    const seen: string[][] = [];
+    for (let i = 0; Date.now() - started < 6000; i++) {
+      setPrimaryReady(name, i % 2 === 1);
+      seen.push(await answers(ip, 4));
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    setPrimaryReady(name, true);
+    await answeredBy(ip, ["shop-1"], "the primary answering after the flapping");
+    const seconds = (Date.now() - started) / 1000;
+    const [switched, written] = [switches() - switchesBefore, writes() - writesBefore];
+    report(
+      `flapping for ${seconds.toFixed(1)} s (return delay 1 s): ${switched} switches, ${written} slice writes`,
+    );
+    for (const answer of seen) {
+      assert.ok(!(answer.includes("shop-1") && answer.includes("sorry-1")), `mixed: ${answer.join()}`);
+    }
+    assert.ok(switched <= 2 * Math.ceil(seconds / 1), `${switched} switches in ${seconds} s`);
+    assert.ok(written <= switched + 2, `${written} writes for ${switched} switches`);
+  });
+
   test("bad input: an invalid selector, return delay banana, a selector matching nothing: no fallback", async () => {
     // sorry-1 (app=sorry-page) exists since story 1; none of these may send traffic to it.
     const cases = [
