@@ -59,11 +59,14 @@ export function kpngWatch(
   nodeName: string,
   changeSets: number,
   extra: Record<string, unknown> = {},
+  onChangeSet: (received: number) => void = () => {},
 ): Promise<RawOp[][]> {
-  return watchSets(new loaded.localv1.Sets(target, grpc.credentials.createInsecure()), changeSets, {
-    NodeName: nodeName,
-    ...extra,
-  });
+  return watchSets(
+    new loaded.localv1.Sets(target, grpc.credentials.createInsecure()),
+    changeSets,
+    { NodeName: nodeName, ...extra },
+    onChangeSet,
+  );
 }
 
 /** Opens a globalv1 watch the way kpng's `api` source does (an empty GlobalWatchReq each time). */
@@ -75,6 +78,7 @@ function watchSets(
   client: grpc.Client,
   changeSets: number,
   request: Record<string, unknown>,
+  onChangeSet: (received: number) => void = () => {},
 ): Promise<RawOp[][]> {
   return new Promise((resolve, reject) => {
     const call = (
@@ -94,6 +98,7 @@ function watchSets(
         current.push({ op, sync: item.Sync as Record<string, unknown> });
         result.push(current);
         current = [];
+        onChangeSet(result.length);
         if (result.length === changeSets) {
           call.cancel();
           client.close();

@@ -18,7 +18,9 @@ function rank(op: RawOp): number {
   return endpointOp ? 1 : 3;
 }
 
-test("each change set of a scenario is Reset? (Set|Delete)* Sync in kpng's order", async () => {
+test("each change set of a scenario is Reset? (Set|Delete)* Sync in kpng's order", {
+  timeout: 30_000,
+}, async () => {
   const brain = new FakeBrain();
   brain.update("n1", [service("a", { ports: eps("192.0.2.1") }), service("b", { ports: eps("192.0.2.2") })]);
   const server = new ApiServer({ listen: ["tcp://127.0.0.1:0"], localFeed: brain.feed, log: silentLogger });
@@ -30,9 +32,21 @@ test("each change set of a scenario is Reset? (Set|Delete)* Sync in kpng's order
     () => brain.update("n1", [service("d", { ports: [] })]),
   ];
   try {
-    const watching = kpngWatch(server.addresses[0]!, "n1", steps.length + 1);
-    for (const step of steps) {
-      await new Promise((r) => setTimeout(r, 100));
+    // Each step waits for the change set of the one before: a client that connects late (a
+    // loaded machine) would otherwise see two steps in one change set and wait forever.
+    let received = 0;
+    let onReceived = () => {};
+    const watching = kpngWatch(server.addresses[0]!, "n1", steps.length + 1, {}, (n) => {
+      received = n;
+      onReceived();
+    });
+    const receivedAtLeast = (n: number) =>
+      new Promise<void>((resolve) => {
+        onReceived = () => received >= n && resolve();
+        onReceived();
+      });
+    for (const [i, step] of steps.entries()) {
+      await receivedAtLeast(i + 1);
       step();
     }
     const changeSets = await watching;
