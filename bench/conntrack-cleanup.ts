@@ -4,7 +4,7 @@
 // service, when a full resync delivers every service as a new (equal) object, and when ten
 // services lose an endpoint at once. Prints quantiles in ms.
 //
-//   node bench/conntrack-cleanup.ts            (root: it creates a network namespace)
+//   node bench/conntrack-cleanup.ts [--rounds=N]   (root: it creates a network namespace)
 
 import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
@@ -19,7 +19,8 @@ import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 
 const SERVICES = 10_000;
 const FLOWS_PER_SERVICE = 10;
-const ROUNDS = 10;
+const roundsArg = process.argv.find((a) => a.startsWith("--rounds="));
+const ROUNDS = roundsArg ? Number(roundsArg.slice("--rounds=".length)) : 10;
 
 const endpoint = (ip: string): LocalEndpoint => ({
   ip,
@@ -112,7 +113,7 @@ if (ns) {
       goneMs.push(performance.now() - t0);
     }
     const q = (xs: number[]) =>
-      `p50 ${quantile(xs, 0.5).toFixed(1)} ms, p90 ${quantile(xs, 0.9).toFixed(1)} ms`;
+      `p50 ${quantile(xs, 0.5).toFixed(1)} ms, p90 ${quantile(xs, 0.9).toFixed(1)} ms, p99 ${quantile(xs, 0.99).toFixed(1)} ms`;
     console.log(
       `one endpoint leaves: added to the sync ${q(addedMs)}; stale entries gone after ${q(goneMs)}`,
     );
