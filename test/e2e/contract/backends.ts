@@ -35,6 +35,10 @@ const nft: BackendUnderTest = {
     const tables = (await node.exec(["nft", "list", "tables"])).stdout;
     return { kpng: /kpng/.test(tables), foreign: /table ip someone-else/.test(tables) };
   },
+  // Repaired by the node services' rules watchdog.
+  async flush(node) {
+    await node.exec(["nft", "flush", "ruleset"]);
+  },
 };
 
 function iptables(variant: "nft" | "legacy"): BackendUnderTest {
