@@ -10,13 +10,14 @@ import {
   type NodeServicesOptions,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
+import { addTrafficAddressOptions, trafficAddresses } from "../../node/traffic-addresses.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { parseDuration } from "../../plugin/duration.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 import type { IpFamily } from "./addresses.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
-import { familyConfigs, parseCIDRList } from "./config.ts";
+import { familyConfigs } from "./config.ts";
 import { ExecIptablesRunner, type IptablesRunner, type Variant } from "./runner.ts";
 import { detectVariant } from "./variant.ts";
 
@@ -60,8 +61,8 @@ export function parseIptablesOptions(raw: RawOptions): IptablesOptions {
   const nodePortAddresses = str(raw, "nodeportAddresses", "primary");
   const clusterCIDRs = str(raw, "clusterCidr", "");
   try {
-    if (nodePortAddresses.trim() !== "primary") parseCIDRList(nodePortAddresses, "--nodeport-addresses");
-    parseCIDRList(clusterCIDRs, "--cluster-cidr");
+    // The node's own addresses are read later; checking the flags needs none.
+    trafficAddresses({ nodePortAddresses, clusterCIDRs, masqueradeAll: false }, []);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -101,18 +102,8 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
   description: "program the node's services into iptables (KPNG- chains; iptables-nft or -legacy)",
   defaultMinSyncPeriod: "1s",
   addOptions(cmd: Command): void {
+    addTrafficAddressOptions(cmd);
     cmd
-      .option(
-        "--nodeport-addresses <cidrs>",
-        'addresses that accept NodePort traffic: "primary" (the node\'s primary IPs) or a comma list of CIDRs',
-        "primary",
-      )
-      .option(
-        "--cluster-cidr <cidrs>",
-        "pod CIDRs (comma list, per family): traffic from them is pod traffic",
-        "",
-      )
-      .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
       .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
       .option("--sync-period <duration>", "full resync interval (also the longest retry backoff)", "30s")
       .option("--canary-interval <duration>", "how often to check that the tables were not flushed", "2s")

@@ -1,36 +1,14 @@
 // Turns the to-nft command-line options into one TableConfig per family. Pure apart from the
 // node's addresses, which are passed in.
 
-import { canonicalCIDR, canonicalIP, familyOf } from "../../model/ip.ts";
 import { ofFamily } from "../../model/local.ts";
+import { type TrafficAddressSettings, trafficAddresses } from "../../node/traffic-addresses.ts";
 import { ipFamilyOfTable } from "./addresses.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
 import { type NftOp, renderScript } from "./ops.ts";
 
-export interface NftSettings {
+export interface NftSettings extends TrafficAddressSettings {
   readonly table: string;
-  /** "primary", or a comma list of CIDRs. */
-  readonly nodePortAddresses: string;
-  /** Comma list of pod CIDRs, possibly empty. */
-  readonly clusterCIDRs: string;
-  readonly masqueradeAll: boolean;
-}
-
-function list(text: string): string[] {
-  return text
-    .split(",")
-    .map((s) => s.trim())
-    .filter((s) => s !== "");
-}
-
-function cidrs(text: string, flag: string): string[] {
-  return list(text).map((c) => {
-    try {
-      return canonicalCIDR(c);
-    } catch {
-      throw new Error(`${flag}: "${c}" is not a CIDR (e.g. 10.244.0.0/16 or 2001:db8::/64)`);
-    }
-  });
 }
 
 /** What nft accepts as a table name without quoting. */
@@ -41,12 +19,7 @@ export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[
   if (!TABLE_NAME.test(settings.table)) {
     throw new Error(`--table-name: "${settings.table}" is not a valid nft table name`);
   }
-  const nodeIPs = primaryIPs.map(canonicalIP);
-  const nodePort =
-    settings.nodePortAddresses.trim() === "primary"
-      ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "IPv4" ? 32 : 128}`)
-      : cidrs(settings.nodePortAddresses, "--nodeport-addresses");
-  const pods = cidrs(settings.clusterCIDRs, "--cluster-cidr");
+  const { nodeIPs, nodePortCIDRs: nodePort, podCIDRs: pods } = trafficAddresses(settings, primaryIPs);
   return (["ip", "ip6"] as NftFamily[]).map((family) => ({
     family,
     table: settings.table,

@@ -11,6 +11,7 @@ import {
   type NodeServicesOptions,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
+import { addTrafficAddressOptions } from "../../node/traffic-addresses.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
@@ -77,18 +78,8 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   description: "program the node's services into nftables (tables ip/ip6 kpng)",
   defaultMinSyncPeriod: "1s",
   addOptions(cmd: Command): void {
+    addTrafficAddressOptions(cmd);
     cmd
-      .option(
-        "--nodeport-addresses <cidrs>",
-        'addresses that accept NodePort traffic: "primary" (the node\'s primary IPs) or a comma list of CIDRs',
-        "primary",
-      )
-      .option(
-        "--cluster-cidr <cidrs>",
-        "pod CIDRs (comma list, per family): traffic from them is pod traffic",
-        "",
-      )
-      .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
       .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
       .option("--sync-period <duration>", "periodic resync and retry interval", "30s")
       .option("--table-name <name>", "name of kpng's nft tables", DEFAULT_TABLE);
