@@ -12,9 +12,9 @@ import type { IpFamily } from "../src/backends/iptables/addresses.ts";
 import { IptablesBackend } from "../src/backends/iptables/backend.ts";
 import type { FamilyConfig } from "../src/backends/iptables/config.ts";
 import { binary, ExecIptablesRunner, type Variant } from "../src/backends/iptables/runner.ts";
-import type { LocalService, LocalState } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
+import { stateOf, svc } from "./lib/services.ts";
 
 function arg(name: string, fallback: string): string {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
@@ -31,52 +31,6 @@ const CFG: FamilyConfig = {
   masqueradeAll: false,
   nodeIPs: ["192.0.2.1"],
 };
-
-function svc(i: number, generation = 0): LocalService {
-  const eps = [0, 1].map((e) => ({
-    ip: ipOf(e === 0 ? 11 : 12 + generation, i),
-    port: 8080,
-    local: false,
-    ready: true,
-    serving: true,
-    terminating: false,
-  }));
-  return {
-    namespace: "bench",
-    name: `svc-${i}`,
-    type: "ClusterIP",
-    clusterIPs: [ipOf(10, i)],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
-    sessionAffinitySeconds: 0,
-    internalTrafficPolicy: "Cluster",
-    externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
-    localReadyEndpoints: 0,
-    ports: [
-      {
-        name: "http",
-        protocol: "TCP",
-        port: 80,
-        nodePort: 0,
-        hasEndpoints: true,
-        endpointFamilies: ["IPv4"],
-        internalEndpoints: eps,
-        externalEndpoints: eps,
-      },
-    ],
-  };
-}
-
-function stateOf(services: LocalService[], revision: number): LocalState {
-  return {
-    node: "bench",
-    revision,
-    services: new Map(services.map((s) => [`bench/${s.name}`, s])),
-    serviceCIDRs: [],
-  };
-}
 
 /** The whole nat table in the shape kube-proxy's iptables mode writes it (same rule forms). */
 export function upstreamShaped(n: number): string {

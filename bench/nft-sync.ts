@@ -10,9 +10,9 @@
 import { spawn, spawnSync } from "node:child_process";
 import { NftBackend } from "../src/backends/nft/backend.ts";
 import type { TableConfig } from "../src/backends/nft/fragment.ts";
-import type { LocalService, LocalState } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
+import { stateOf, svc } from "./lib/services.ts";
 
 const quick = process.argv.includes("--quick");
 const onlyArg = process.argv.find((a) => a.startsWith("--sizes="));
@@ -35,52 +35,6 @@ const CFG: TableConfig = {
   masqueradeAll: false,
   nodeIPs: ["192.0.2.1"],
 };
-
-function svc(i: number, generation = 0): LocalService {
-  const eps = [0, 1].map((e) => ({
-    ip: ipOf(e === 0 ? 11 : 12 + generation, i),
-    port: 8080,
-    local: false,
-    ready: true,
-    serving: true,
-    terminating: false,
-  }));
-  return {
-    namespace: "bench",
-    name: `svc-${i}`,
-    type: "ClusterIP",
-    clusterIPs: [ipOf(10, i)],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
-    sessionAffinitySeconds: 0,
-    internalTrafficPolicy: "Cluster",
-    externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
-    localReadyEndpoints: 0,
-    ports: [
-      {
-        name: "http",
-        protocol: "TCP",
-        port: 80,
-        nodePort: 0,
-        hasEndpoints: true,
-        endpointFamilies: ["IPv4"],
-        internalEndpoints: eps,
-        externalEndpoints: eps,
-      },
-    ],
-  };
-}
-
-function stateOf(services: LocalService[], revision: number): LocalState {
-  return {
-    node: "bench",
-    revision,
-    services: new Map(services.map((s) => [`bench/${s.name}`, s])),
-    serviceCIDRs: [],
-  };
-}
 
 /** A ruleset in the shape upstream kube-proxy writes (names and rules of the same form). */
 function upstreamShaped(n: number): string {
