@@ -1,8 +1,8 @@
 // The node's own addresses, read with `ip -j` (argv array, no shell). The "primary" addresses are
 // those of the interfaces holding the default routes, else every global non-loopback address.
 
-import { spawn } from "node:child_process";
 import { ofFamily } from "../model/local.ts";
+import { execCommand } from "./exec.ts";
 
 export interface InterfaceAddresses {
   readonly ifname: string;
@@ -33,22 +33,13 @@ export function primaryAddresses(
 
 const IP_TIMEOUT_MS = 10_000;
 
-function ipJson(args: readonly string[]): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    // A deadline, as for every external call: `ip` answers in milliseconds when all is well.
-    const child = spawn("ip", ["-j", ...args], { stdio: ["ignore", "pipe", "pipe"], timeout: IP_TIMEOUT_MS });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on("data", (b: Buffer) => out.push(b));
-    child.stderr.on("data", (b: Buffer) => err.push(b));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      if (code !== 0)
-        return reject(new Error(`ip ${args.join(" ")}: ${Buffer.concat(err).toString().trim()}`));
-      const text = Buffer.concat(out).toString().trim();
-      resolve(text === "" ? [] : (JSON.parse(text) as unknown));
-    });
-  });
+async function ipJson(args: readonly string[]): Promise<unknown> {
+  // A deadline, as for every external call: `ip` answers in milliseconds when all is well.
+  const r = await execCommand(["ip", "-j", ...args], { timeoutMs: IP_TIMEOUT_MS });
+  if (r.code !== 0 || r.signal !== null)
+    throw new Error(`ip ${args.join(" ")}: ${r.stderr.trim() || r.signal}`);
+  const text = r.stdout.trim();
+  return text === "" ? [] : (JSON.parse(text) as unknown);
 }
 
 function records(x: unknown): Record<string, unknown>[] {

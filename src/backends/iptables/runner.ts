@@ -2,7 +2,7 @@
 // (argv array, no shell); each table's COMMIT applies completely or not at all. Every call has a
 // deadline: a stuck process is killed and reported as a failure.
 
-import { spawn } from "node:child_process";
+import { execCommand } from "../../node/exec.ts";
 import type { IpFamily } from "./addresses.ts";
 
 export type Variant = "nft" | "legacy";
@@ -35,33 +35,10 @@ interface Result {
 /** iptables-nft-restore of 10k services (30k chains) takes ~20 s on a loaded two-core machine. */
 export const DEFAULT_TIMEOUT_MS = 180_000;
 
-export function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const [cmd = "iptables", ...args] = argv;
-    const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      reject(new IptablesError(`${cmd} timed out after ${timeoutMs} ms`, ""));
-    }, timeoutMs);
-    child.stdout.on("data", (b: Buffer) => out.push(b));
-    child.stderr.on("data", (b: Buffer) => err.push(b));
-    child.on("error", (e) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({
-        code: code ?? 1,
-        stdout: Buffer.concat(out).toString(),
-        stderr: Buffer.concat(err).toString(),
-      });
-    });
-    child.stdin.on("error", () => {}); // a failing process may close stdin early; `close` reports it
-    child.stdin.end(stdin);
-  });
+export async function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<Result> {
+  const r = await execCommand(argv, { stdin, timeoutMs });
+  if (r.timedOut) throw new IptablesError(`${argv[0] ?? "iptables"} timed out after ${timeoutMs} ms`, "");
+  return r;
 }
 
 /** `iptables-nft-restore`, `ip6tables-legacy-save`, `iptables-nft`, … */

@@ -2,42 +2,27 @@
 // exists and holds its dispatch rule. `nft flush ruleset`, deleting or flushing the table, or
 // flushing the chain all fail it. Listing one chain is cheap whatever the number of services.
 
-import { spawn } from "node:child_process";
+import { execCommand } from "../../node/exec.ts";
 import type { RulesProbe } from "../../node/rules-watchdog.ts";
 import type { TableConfig } from "./fragment.ts";
 import { STATIC } from "./names.ts";
 
 const PROBE_TIMEOUT_MS = 2000;
 
-function listChain(
+async function listChain(
   command: readonly string[],
   family: string,
   table: string,
   chain: string,
 ): Promise<string | undefined> {
-  const [cmd = "nft", ...prefix] = command;
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, [...prefix, "list", "chain", family, table, chain], {
-      stdio: ["ignore", "pipe", "pipe"],
-      timeout: PROBE_TIMEOUT_MS,
-      killSignal: "SIGKILL",
-    });
-    let out = "";
-    let err = "";
-    child.stdout.setEncoding("utf8").on("data", (c: string) => {
-      out += c;
-    });
-    child.stderr.setEncoding("utf8").on("data", (c: string) => {
-      err += c;
-    });
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      if (signal !== null) reject(new Error(`nft list chain killed by ${signal} (timeout)`));
-      else if (code === 0) resolve(out);
-      else if (/No such file or directory/.test(err)) resolve(undefined);
-      else reject(new Error(`nft list chain failed: ${err.trim()}`));
-    });
+  const r = await execCommand([...command, "list", "chain", family, table, chain], {
+    timeoutMs: PROBE_TIMEOUT_MS,
   });
+  if (r.signal !== null)
+    throw new Error(`nft list chain killed by ${r.signal}${r.timedOut ? " (timeout)" : ""}`);
+  if (r.code === 0) return r.stdout;
+  if (/No such file or directory/.test(r.stderr)) return undefined;
+  throw new Error(`nft list chain failed: ${r.stderr.trim()}`);
 }
 
 export class NftRulesProbe implements RulesProbe {

@@ -2,7 +2,8 @@
 // each one is atomic in the kernel: it applies completely or not at all. Every call has a
 // deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { type ExecResult, execCommand } from "../../node/exec.ts";
 import type { NftFamily } from "./fragment.ts";
 
 export class NftError extends Error {
@@ -42,47 +43,23 @@ interface Result {
   readonly stderr: string;
 }
 
-function exec(
+async function exec(
   argv: readonly string[],
   stdin: string,
   timeoutMs: number,
   running: Set<ChildProcess>,
 ): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    const [cmd = "nft", ...args] = argv;
-    const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
-    running.add(child);
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.stdout.on("data", (b: Buffer) => out.push(b));
-    child.stderr.on("data", (b: Buffer) => err.push(b));
-    child.on("error", (e) => {
-      clearTimeout(timer);
-      running.delete(child);
-      reject(new NftError(`cannot run ${cmd}: ${e.message}`, e.message));
-    });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      running.delete(child);
-      const stderr = Buffer.concat(err).toString();
-      if (timedOut) {
-        reject(new NftError(`${argv.join(" ")} did not finish within ${timeoutMs} ms; killed`, stderr));
-        return;
-      }
-      if (signal !== null) {
-        reject(new NftError(`${argv.join(" ")} was killed (${signal})`, stderr));
-        return;
-      }
-      resolve({ code: code ?? 1, stdout: Buffer.concat(out).toString(), stderr });
-    });
-    child.stdin.on("error", () => {}); // a failing nft may close stdin early; `close` reports it
-    child.stdin.end(stdin);
-  });
+  let r: ExecResult;
+  try {
+    r = await execCommand(argv, { stdin, timeoutMs, track: running });
+  } catch (e) {
+    const message = (e as Error).message;
+    throw new NftError(`cannot run ${argv[0] ?? "nft"}: ${message}`, message);
+  }
+  if (r.timedOut)
+    throw new NftError(`${argv.join(" ")} did not finish within ${timeoutMs} ms; killed`, r.stderr);
+  if (r.signal !== null) throw new NftError(`${argv.join(" ")} was killed (${r.signal})`, r.stderr);
+  return r;
 }
 
 export interface ExecNftRunnerOptions {

@@ -1,7 +1,7 @@
 // Runs the tools the kube-proxy cleanup needs (iptables-save/-restore, nft, ipvsadm, ipset, ip)
 // from an argv, data on stdin, with a deadline. An interface, so tests can record the calls.
 
-import { spawn } from "node:child_process";
+import { execCommand } from "../exec.ts";
 
 export interface CommandOutput {
   /** The exit code; -1 when the command could not start (not installed) or timed out. */
@@ -21,32 +21,14 @@ export class ExecCommandRunner implements CommandRunner {
     this.#timeoutMs = timeoutMs;
   }
 
-  run(argv: readonly string[], stdin = ""): Promise<CommandOutput> {
-    const [file = "", ...args] = argv;
-    return new Promise((resolve) => {
-      const child = spawn(file, args, {
-        stdio: ["pipe", "pipe", "pipe"],
-        timeout: this.#timeoutMs,
-        killSignal: "SIGKILL",
-      });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (c: string) => {
-        stdout += c;
-      });
-      child.stderr.setEncoding("utf8").on("data", (c: string) => {
-        stderr += c;
-      });
-      child.on("error", (err) => resolve({ code: -1, stdout, stderr: `${stderr}${err.message}` }));
-      child.on("close", (code, signal) =>
-        resolve({
-          code: code ?? -1,
-          stdout,
-          stderr: signal === null ? stderr : `${stderr}killed by ${signal}`,
-        }),
-      );
-      child.stdin.on("error", () => {});
-      child.stdin.end(stdin);
-    });
+  async run(argv: readonly string[], stdin = ""): Promise<CommandOutput> {
+    try {
+      const r = await execCommand(argv, { stdin, timeoutMs: this.#timeoutMs });
+      if (r.signal !== null)
+        return { code: -1, stdout: r.stdout, stderr: `${r.stderr}killed by ${r.signal}` };
+      return { code: r.code, stdout: r.stdout, stderr: r.stderr };
+    } catch (err) {
+      return { code: -1, stdout: "", stderr: (err as Error).message };
+    }
   }
 }
