@@ -7,6 +7,7 @@ import type { Command } from "commander";
 import type { ControllerPlugin, RunContext } from "../../plugin/contracts.ts";
 import { parseDuration } from "../../plugin/duration.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
+import { addKubeConnectionOptions } from "../../sources/kube/plugin.ts";
 import { type ListenAddress, parseListenAddress } from "../status-server.ts";
 
 export interface FallbackControllerOptions {
@@ -139,13 +140,8 @@ export const fallbackControllerPlugin: ControllerPlugin<FallbackControllerOption
   name: "fallback-controller",
   description: "keep fallback EndpointSlices for Services annotated with fallback.kpng.io/selector",
   addOptions(cmd: Command): void {
+    addKubeConnectionOptions(cmd);
     cmd
-      .option(
-        "--kubeconfig <file>",
-        "kubeconfig file (default: $KUBECONFIG, the pod's service account, ~/.kube/config)",
-      )
-      .option("--context <name>", "kubeconfig context to use (default: current-context)")
-      .option("--master <url>", "API server URL; overrides the kubeconfig's server")
       .option("--leader-elect", "elect a leader on a Lease, so that replicas can run side by side (default)")
       .option("--no-leader-elect", "run without leader election (only one replica may run)")
       .option(

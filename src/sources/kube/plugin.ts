@@ -51,17 +51,23 @@ function byteCount(fallback: number, min: number, why: string) {
 
 export type KubeSourceOptions = z.output<typeof kubeOptions>;
 
+/** How to reach the API server: every command that talks to it takes these. */
+export function addKubeConnectionOptions(cmd: Command): void {
+  cmd
+    .option(
+      "--kubeconfig <file>",
+      "kubeconfig file (default: $KUBECONFIG, the pod's service account, ~/.kube/config)",
+    )
+    .option("--context <name>", "kubeconfig context to use (default: current-context)")
+    .option("--master <url>", "API server URL; overrides the kubeconfig's server");
+}
+
 export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
   name: "kube",
   description: "list and watch Services, EndpointSlices, Nodes and ServiceCIDRs from the Kubernetes API",
   addOptions(cmd: Command): void {
+    addKubeConnectionOptions(cmd);
     cmd
-      .option(
-        "--kubeconfig <file>",
-        "kubeconfig file (default: $KUBECONFIG, the pod's service account, ~/.kube/config)",
-      )
-      .option("--context <name>", "kubeconfig context to use (default: current-context)")
-      .option("--master <url>", "API server URL; overrides the kubeconfig's server")
       .option(
         "--watch-all-nodes",
         "watch every Node, not only the one named by the sink's --node-name (always so with a global sink)",
