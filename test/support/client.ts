@@ -4,7 +4,7 @@
 //   const [r] = await probeFrom(topo.client.ns, [{ proto: "tcp", host: "203.0.113.10", port: 80 }]);
 //   assert.equal(r.ok && r.reply?.name, "web-1");
 
-import type { ProbeResult } from "../../tools/netns/probe.ts";
+import type { ProbeRequest, ProbeResult } from "../../tools/netns/probe.ts";
 
 export {
   classifyError,
@@ -22,3 +22,11 @@ export function outcome(result: ProbeResult): string {
   if (!result.ok) return result.failure;
   return result.reply?.name ?? `answer:${result.answer}`;
 }
+
+/** A TCP request to host:port, given up after `timeoutMs`. */
+export const tcp = (host: string, port: number, timeoutMs = 1000): ProbeRequest => ({
+  proto: "tcp",
+  host,
+  port,
+  timeoutMs,
+});

@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { outcome, type ProbeRequest, type ProbeResult, probeFrom } from "../../support/client.ts";
+import { outcome, type ProbeRequest, type ProbeResult, probeFrom, tcp } from "../../support/client.ts";
+import { eventually } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
 import { BACKENDS, type BackendUnderTest } from "./backends.ts";
 import { type TestService, writeCluster } from "./cluster.ts";
@@ -19,23 +20,6 @@ const skip = await netnsSkipReason();
 const echo = { tcpPorts: [8080], udpPorts: [5353] };
 const http = [{ name: "http", port: 80, targetPort: 8080 }];
 const only = process.env.KPNG_CONTRACT_BACKENDS?.split(",");
-function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return (async () => {
-    for (;;) {
-      if (await check()) return;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  })();
-}
-
-const tcp = (host: string, port: number, timeoutMs = 1000): ProbeRequest => ({
-  proto: "tcp",
-  host,
-  port,
-  timeoutMs,
-});
 
 function contract(backend: BackendUnderTest): void {
   describe(`${backend.name} backend contract`, { skip }, () => {

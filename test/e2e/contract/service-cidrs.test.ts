@@ -12,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { outcome, type ProbeRequest, type ProbeResult, probeFrom } from "../../support/client.ts";
+import { outcome, type ProbeRequest, type ProbeResult, probeFrom, tcp } from "../../support/client.ts";
+import { eventually } from "../../support/eventually.ts";
 import {
   netnsSkipReason,
   type Pod,
@@ -32,24 +33,6 @@ const families = [
   { name: "IPv4", range: "198.51.100.0/24", service: "198.51.100.10", unallocated: "198.51.100.99" },
   { name: "IPv6", range: "2001:db8:1::/112", service: "2001:db8:1::10", unallocated: "2001:db8:1::99" },
 ] as const;
-
-function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return (async () => {
-    for (;;) {
-      if (await check()) return;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  })();
-}
-
-const tcp = (host: string, port: number, timeoutMs = 1000): ProbeRequest => ({
-  proto: "tcp",
-  host,
-  port,
-  timeoutMs,
-});
 
 /** A counter, in the pod's own namespace, of the TCP packets for port 8080 that reach it. */
 const COUNTER_RULES = `

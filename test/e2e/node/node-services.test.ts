@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { outcome, type ProbeRequest, probeFrom } from "../../support/client.ts";
+import { eventually as waitFor } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
 import { type TestService, writeCluster } from "../contract/cluster.ts";
 import { httpGet } from "./http-get.ts";
@@ -20,14 +21,7 @@ const http = [{ name: "http", port: 80, targetPort: 8080 }];
 const dnsPort = [{ name: "dns", protocol: "UDP" as const, port: 53, targetPort: 5353 }];
 
 function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  return (async () => {
-    for (;;) {
-      if (await check()) return;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  })();
+  return waitFor(check, what, timeoutMs, 100);
 }
 
 const tcp = (host: string, port: number): ProbeRequest => ({ proto: "tcp", host, port, timeoutMs: 1000 });
