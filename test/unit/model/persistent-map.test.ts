@@ -60,10 +60,10 @@ describe("PersistentMap", () => {
     ];
     const editor = PersistentMap.empty<number>().edit();
     for (let i = 0; i < 5000; i++) editor.set(`k${i}`, i);
-    colliding.flat().forEach((key, i) => editor.set(key, -i));
+    for (const [i, key] of colliding.flat().entries()) editor.set(key, -i);
     let map = editor.done();
     assert.equal(map.size, 5006);
-    colliding.flat().forEach((key, i) => assert.equal(map.get(key), -i));
+    for (const [i, key] of colliding.flat().entries()) assert.equal(map.get(key), -i);
     map = map.delete("ns/s232789").set("ns/s429192", 42);
     assert.equal(map.has("ns/s232789"), false);
     assert.equal(map.get("ns/s429192"), 42);
