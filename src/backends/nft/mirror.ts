@@ -1,9 +1,11 @@
 // The in-memory mirror of what kpng applied to one table, and the planner that turns a new local
-// state into the smallest set of changes against it. Services are diffed by object identity
-// first (the feed keeps unchanged services identical), then chain by chain and element by
-// element, so a sync costs O(what changed), never O(table).
+// state into the smallest set of changes against it. Only the services the state's change log
+// names since the last applied state are looked at, then diffed by object identity (the feed
+// keeps unchanged services identical), chain by chain and element by element, so a sync costs
+// O(what changed), never O(table).
 
 import type { LocalService, LocalState } from "../../model/local.ts";
+import { changedServiceKeys } from "../../model/local-changes.ts";
 import type { AdoptedTable } from "./adopt.ts";
 import { STATIC_SET_NAMES, skeletonOps, staticChainNames } from "./base.ts";
 import type { ChainSpec, Fragment, TableConfig } from "./fragment.ts";
@@ -54,6 +56,11 @@ export class TableMirror {
    * chains keeps an endpoint change to one chain rewrite and one element add.
    */
   readonly #staleHairpins = new Map<string, number>();
+  /** The chains and sets waiting for deletion, so finding them never walks the whole table. */
+  readonly #staleChains = new Set<string>();
+  readonly #staleSets = new Set<string>();
+  /** The state the mirror last planned to, which the next state's changes are counted from. */
+  #applied: LocalState | undefined;
   #lastDeletion = Number.NEGATIVE_INFINITY;
   /** True until the first plan: the skeleton must be (re)written and unclaimed objects retired. */
   #fresh = true;
@@ -78,9 +85,7 @@ export class TableMirror {
 
   /** True when flushed chains or sets wait for deletion. */
   get hasStale(): boolean {
-    for (const c of this.#chains.values()) if (c.staleSince !== undefined) return true;
-    for (const s of this.#sets.values()) if (s.staleSince !== undefined) return true;
-    return this.#staleHairpins.size > 0;
+    return this.#staleChains.size > 0 || this.#staleSets.size > 0 || this.#staleHairpins.size > 0;
   }
 
   #elementsOf(set: string): Map<string, ElementState> {
@@ -108,28 +113,23 @@ export class TableMirror {
       units.push({ phase: PHASE.skeleton, ops: serviceCIDROps(ranges), elements: [] });
       this.#serviceCIDRs = ranges;
     }
-    const before = this.#services.size;
-    let added = 0;
     // A first plan visits services in key order, so the same state always renders the same text
     // whichever way it arrived (in-process or over the API, whose maps are built in other orders).
-    const keys = this.#fresh ? [...state.services.keys()].sort() : state.services.keys();
+    const keys = this.#fresh ? [...state.services.keys()].sort() : changedServiceKeys(this.#applied, state);
     for (const key of keys) {
-      const svc = state.services.get(key)!;
+      const svc = state.services.get(key);
       const prev = this.#services.get(key);
       if (prev?.svc === svc) continue;
-      if (prev === undefined) added++;
+      if (svc === undefined) {
+        this.#replace(key, prev!.fragment, EMPTY_FRAGMENT, units, touched, unshared, now);
+        this.#services.delete(key);
+        continue;
+      }
       const fragment = renderService(svc, this.#cfg);
       this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, units, touched, unshared, now);
       this.#services.set(key, { svc, fragment });
     }
-    // Every service kpng had is still there when the counts add up: no need to look for removals.
-    if (before + added !== state.services.size) {
-      for (const [key, prev] of this.#services) {
-        if (state.services.has(key)) continue;
-        this.#replace(key, prev.fragment, EMPTY_FRAGMENT, units, touched, unshared, now);
-        this.#services.delete(key);
-      }
-    }
+    this.#applied = state;
     // Only now: another service may have started using a chain that one stopped using.
     for (const name of unshared) if (!this.#sharedUsers.has(name)) this.#retireChain(name, units, now);
     if (this.#fresh) this.#retireUnclaimed(units, touched, now);
@@ -144,17 +144,21 @@ export class TableMirror {
     // At most one deletion transaction per delay period: under a steady stream of changes,
     // something expires at every sync, and a second nft run per sync would double its cost.
     if (now - this.#lastDeletion < STALE_DELETE_DELAY_MS) return out;
-    for (const [name, c] of this.#chains) {
-      if (c.staleSince !== undefined && now - c.staleSince >= STALE_DELETE_DELAY_MS) {
+    for (const name of this.#staleChains) {
+      const since = this.#chains.get(name)?.staleSince;
+      if (since !== undefined && now - since >= STALE_DELETE_DELAY_MS) {
         out.push({ verb: "delete", kind: "chain", name });
         this.#chains.delete(name);
+        this.#staleChains.delete(name);
       }
     }
     // Sets after chains: the stale chains were the last rules that referred to them.
-    for (const [name, s] of this.#sets) {
-      if (s.staleSince !== undefined && now - s.staleSince >= STALE_DELETE_DELAY_MS) {
+    for (const name of this.#staleSets) {
+      const since = this.#sets.get(name)?.staleSince;
+      if (since !== undefined && now - since >= STALE_DELETE_DELAY_MS) {
         out.push({ verb: "delete", kind: "set", name });
         this.#sets.delete(name);
+        this.#staleSets.delete(name);
       }
     }
     const hairpins = this.#elementsOf(STATIC.hairpin);
@@ -185,8 +189,10 @@ export class TableMirror {
   ): void {
     for (const s of next.affinitySets) {
       const st = this.#sets.get(s.name);
-      if (st) st.staleSince = undefined;
-      else {
+      if (st) {
+        st.staleSince = undefined;
+        this.#staleSets.delete(s.name);
+      } else {
         this.#sets.set(s.name, { staleSince: undefined });
         const decl = `{ type ${this.#cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr"}; flags dynamic,timeout; timeout ${s.timeoutSeconds}s; }`;
         units.push({
@@ -199,7 +205,7 @@ export class TableMirror {
     const nextSets = new Set(next.affinitySets.map((s) => s.name));
     for (const s of old.affinitySets) {
       const st = this.#sets.get(s.name);
-      if (!nextSets.has(s.name) && st && st.staleSince === undefined) st.staleSince = now;
+      if (!nextSets.has(s.name) && st && st.staleSince === undefined) this.#markStaleSet(s.name, st, now);
     }
     for (const c of next.chains) this.#writeChain(c, units);
     const nextChains = new Set(next.chains.map((c) => c.name));
@@ -248,6 +254,12 @@ export class TableMirror {
       units.push({ phase, ops: [...flush, ...rules], elements: [] });
     }
     this.#chains.set(c.name, { rules: c.rules, staleSince: undefined });
+    this.#staleChains.delete(c.name);
+  }
+
+  #markStaleSet(name: string, st: { staleSince: number | undefined }, now: number): void {
+    st.staleSince = now;
+    this.#staleSets.add(name);
   }
 
   #retireChain(name: string, units: Unit[], now: number): void {
@@ -257,6 +269,7 @@ export class TableMirror {
       units.push({ phase: PHASE.staleFlush, ops: [{ verb: "flush", kind: "chain", name }], elements: [] });
     }
     this.#chains.set(name, { rules: [], staleSince: now });
+    this.#staleChains.add(name);
   }
 
   /** After adopting an existing table: what no service claimed is retired. */
@@ -266,7 +279,7 @@ export class TableMirror {
     for (const { fragment } of this.#services.values())
       for (const s of fragment.affinitySets) claimed.add(s.name);
     for (const [name, st] of this.#sets)
-      if (!claimed.has(name) && st.staleSince === undefined) st.staleSince = now;
+      if (!claimed.has(name) && st.staleSince === undefined) this.#markStaleSet(name, st, now);
     for (const [set, m] of this.#elements) {
       for (const [key, st] of m) if (st.owners.size === 0) touched.add(`${set}\n${key}`);
     }

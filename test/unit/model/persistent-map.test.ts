@@ -53,7 +53,7 @@ describe("PersistentMap", () => {
 
   it("keeps keys whose 32-bit hashes are equal apart, and removes them one by one", () => {
     // Found by search: each pair has one FNV-1a hash.
-    const colliding = [
+    const colliding: [string, string][] = [
       ["ns/s232789", "ns/s429192"],
       ["ns/s232788", "ns/s429193"],
       ["ns/s232783", "ns/s429198"],
