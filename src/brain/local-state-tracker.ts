@@ -9,13 +9,16 @@ import type { LocalService, LocalState } from "../model/local.ts";
 import { ServiceChangeLog } from "../model/local-changes.ts";
 import { PersistentMap } from "../model/persistent-map.ts";
 import { sameLocalService, sameStrings } from "./local-equal.ts";
-import { computeLocalService, type NodeView } from "./local-service.ts";
+import type { NodeView } from "./local-service.ts";
+import { type LocalServiceCache, localServiceCacheOf } from "./local-service-cache.ts";
 
 const NO_LABELS = Object.freeze({});
 
 export class LocalStateTracker {
   readonly #store: ClusterView;
   readonly #nodeName: string;
+  /** Shared with the store's other trackers: nodes that look alike share results. */
+  readonly #computed: LocalServiceCache;
   #state: LocalState;
   #services: PersistentMap<LocalService> = PersistentMap.empty();
   readonly #changeLog = new ServiceChangeLog();
@@ -25,6 +28,7 @@ export class LocalStateTracker {
   constructor(store: ClusterView, nodeName: string) {
     this.#store = store;
     this.#nodeName = nodeName;
+    this.#computed = localServiceCacheOf(store);
     this.#state = {
       node: nodeName,
       revision: 0,
@@ -52,12 +56,12 @@ export class LocalStateTracker {
       const before = editor.get(key);
       const service = this.#store.service(key);
       const after =
-        service === undefined ? undefined : computeLocalService(service, this.#store.slicesOf(key), node);
+        service === undefined ? undefined : this.#computed.compute(service, this.#store.slicesOf(key), node);
       if (after === undefined) {
         if (before === undefined) continue;
         editor.delete(key);
         changed.add(key);
-      } else if (before === undefined || !sameLocalService(before, after)) {
+      } else if (before === undefined || (before !== after && !sameLocalService(before, after))) {
         editor.set(key, after);
         changed.add(key);
       }
