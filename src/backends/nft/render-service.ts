@@ -32,12 +32,19 @@ interface Collector {
   readonly chains: ChainSpec[];
   readonly shared: Map<string, ChainSpec>;
   readonly sets: Map<string, AffinitySetSpec>;
-  readonly elements: Map<string, ElementSpec>;
+  /** By set, then by key: the first value for a key wins. */
+  readonly elements: Map<string, Map<string, ElementSpec>>;
 }
 
 function addElement(c: Collector, set: string, key: string, value = ""): void {
-  const id = `${set}|${key}`;
-  if (!c.elements.has(id)) c.elements.set(id, { set, key, value });
+  let bySet = c.elements.get(set);
+  if (bySet === undefined) {
+    bySet = new Map();
+    c.elements.set(set, bySet);
+  }
+  // Keyed by the key text itself: its hash is computed here once, and the mirror's lookup of
+  // the same string reuses it.
+  if (!bySet.has(key)) bySet.set(key, { set, key, value });
 }
 
 export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
@@ -50,7 +57,7 @@ export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
     chains: c.chains,
     sharedChains: [...c.shared.values()],
     affinitySets: [...c.sets.values()],
-    elements: [...c.elements.values()],
+    elements: [...c.elements.values()].flatMap((bySet) => [...bySet.values()]),
   };
 }
 
