@@ -8,9 +8,11 @@ import type { LocalService, LocalState } from "../../model/local.ts";
 import { changedServiceKeys } from "../../model/local-changes.ts";
 import type { AdoptedTable } from "./adopt.ts";
 import { STATIC_SET_NAMES, skeletonOps, staticChainNames } from "./base.ts";
+import { EndpointGroups } from "./endpoint-groups.ts";
 import type { ChainSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
-import { STATIC } from "./names.ts";
+import { HairpinEndpoints } from "./hairpins.ts";
+import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
 import type { NftOp } from "./ops.ts";
 import { renderService } from "./render-service.ts";
 import { serviceCIDROps, serviceCIDRsOfFamily } from "./service-cidrs.ts";
@@ -100,17 +102,14 @@ export class TableMirror {
   readonly #services = new Map<string, { svc: LocalService; fragment: Fragment }>();
   /** How many service fragments use each shared chain. */
   readonly #sharedUsers = new Map<string, number>();
-  /**
-   * Hairpin elements no endpoint uses any more, with the time they became unused. They only
-   * match a connection DNATed to its own source, so they can wait: deleting them with the stale
-   * chains keeps an endpoint change to one chain rewrite and one element add.
-   */
-  readonly #staleHairpins = new Map<string, number>();
   /** The chains and sets waiting for deletion, so finding them never walks the whole table. */
   readonly #staleChains = new Set<string>();
   readonly #staleSets = new Set<string>();
   /** The state the mirror last planned to, which the next state's changes are counted from. */
   #applied: LocalState | undefined;
+  /** The endpoints maps' elements, one list per service port. */
+  readonly #groups: EndpointGroups;
+  readonly #hairpins: HairpinEndpoints;
   #lastDeletion = Number.NEGATIVE_INFINITY;
   /** Counts plans, to mark the elements each one touched. */
   #plans = 0;
@@ -122,6 +121,11 @@ export class TableMirror {
   constructor(cfg: TableConfig, adopted?: AdoptedTable) {
     this.#cfg = cfg;
     this.#staticChains = staticChainNames(cfg);
+    const grouped = new Set(ENDPOINTS_MAPS);
+    this.#hairpins = new HairpinEndpoints(STATIC.hairpin, adopted?.elements.get(STATIC.hairpin)?.keys());
+    this.#groups = new EndpointGroups(
+      new Map([...(adopted?.elements ?? new Map())].filter(([set]) => grouped.has(set))),
+    );
     if (!adopted) return;
     for (const name of adopted.chains) {
       if (!this.#staticChains.has(name)) this.#chains.set(name, { rules: undefined, staleSince: undefined });
@@ -130,6 +134,7 @@ export class TableMirror {
       if (!STATIC_SET_NAMES.has(name)) this.#sets.set(name, { staleSince: undefined });
     }
     for (const [set, elements] of adopted.elements) {
+      if (grouped.has(set) || set === STATIC.hairpin) continue;
       const m = this.#elementsOf(set);
       for (const [key, value] of elements)
         m.set(key, {
@@ -146,7 +151,7 @@ export class TableMirror {
 
   /** True when flushed chains or sets wait for deletion. */
   get hasStale(): boolean {
-    return this.#staleChains.size > 0 || this.#staleSets.size > 0 || this.#staleHairpins.size > 0;
+    return this.#staleChains.size > 0 || this.#staleSets.size > 0 || this.#hairpins.hasStale;
   }
 
   #elementsOf(set: string): Map<string, ElementState> {
@@ -167,6 +172,7 @@ export class TableMirror {
     const deletions = this.#expiredStale(now);
     const units: Unit[] = [];
     const touched: Touched = { plan: ++this.#plans, list: [] };
+    this.#groups.begin(touched.plan);
     const unshared = new Set<string>();
     if (this.#fresh) units.push({ phase: PHASE.skeleton, ops: skeletonOps(this.#cfg), elements: [] });
     const ranges = serviceCIDRsOfFamily(state.serviceCIDRs, this.#cfg.family);
@@ -222,17 +228,7 @@ export class TableMirror {
         this.#staleSets.delete(name);
       }
     }
-    const hairpins = this.#elementsOf(STATIC.hairpin);
-    const expired: string[] = [];
-    for (const [key, since] of this.#staleHairpins) {
-      if (now - since < STALE_DELETE_DELAY_MS) continue;
-      this.#staleHairpins.delete(key);
-      const st = hairpins.get(key);
-      if (st && st.owner === undefined && st.applied !== undefined) {
-        expired.push(key);
-        hairpins.delete(key);
-      }
-    }
+    const expired = this.#hairpins.expired(now, STALE_DELETE_DELAY_MS);
     if (expired.length > 0)
       out.push({ verb: "delete", kind: "element", set: STATIC.hairpin, elements: expired });
     if (out.length > 0) this.#lastDeletion = now;
@@ -286,6 +282,9 @@ export class TableMirror {
         unshared.add(c.name);
       }
     }
+    this.#groups.replace(owner, old.groups, next.groups);
+    for (const ip of old.hairpins) this.#hairpins.release(ip);
+    for (const ip of next.hairpins) this.#hairpins.use(ip);
     for (const e of old.elements) {
       const st = this.#elementsOf(e.set).get(e.key);
       if (st === undefined) continue;
@@ -354,6 +353,8 @@ export class TableMirror {
     for (const m of this.#elements.values()) {
       for (const st of m.values()) if (st.owner === undefined) touch(touched, st);
     }
+    this.#groups.retireUnclaimed();
+    this.#hairpins.retireUnclaimed(now);
   }
 
   #elementUnits(touched: Touched, units: Unit[], now: number): void {
@@ -364,11 +365,6 @@ export class TableMirror {
       const wanted = st.value;
       if (wanted === st.applied) {
         if (wanted === undefined) this.#elementsOf(set).delete(key);
-        if (set === STATIC.hairpin) this.#staleHairpins.delete(key);
-        continue;
-      }
-      if (set === STATIC.hairpin && wanted === undefined) {
-        if (!this.#staleHairpins.has(key)) this.#staleHairpins.set(key, now);
         continue;
       }
       if (wanted === undefined) {
@@ -380,10 +376,14 @@ export class TableMirror {
       changes.push({ op: "add", set, key, value: wanted });
       st.applied = wanted;
     }
+    const grouped = this.#groups.ops();
     // Removals go last: when a big sync is split, no endpoint index disappears before the
     // dispatch element that draws from it has moved to a smaller pick chain.
     pushElementUnits(units, PHASE.elements, changes);
+    pushElementUnits(units, PHASE.elements, grouped.changes);
+    pushElementUnits(units, PHASE.elements, this.#hairpins.additions(now));
     pushElementUnits(units, PHASE.removals, removals);
+    pushElementUnits(units, PHASE.removals, grouped.removals);
   }
 }
 
