@@ -163,7 +163,7 @@ describe("parseClusterFile: bad objects are skipped, the rest is kept", () => {
     assert.match(c.invalid[0]?.reason ?? "", /\(cluster\.yaml:5\)$/);
   });
 
-  test("an invalid item of a JSON list is named by its index", () => {
+  test("an invalid item of a JSON list is named by its line and its index", () => {
     const text = JSON.stringify({
       kind: "List",
       items: [
@@ -173,7 +173,7 @@ describe("parseClusterFile: bad objects are skipped, the rest is kept", () => {
     });
     const c = contents(text);
     assert.deepEqual(keys(c).nodes, ["ok"]);
-    assert.match(c.invalid[0]?.reason ?? "", /\(cluster\.yaml: items\[1\]\)$/);
+    assert.match(c.invalid[0]?.reason ?? "", /\(cluster\.yaml:1, items\[1\]\)$/);
   });
 
   test("a document that is not an object is invalid, not fatal", () => {

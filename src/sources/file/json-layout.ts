@@ -1,0 +1,154 @@
+// The outline of a JSON file that is one object: where its `items` are and what its `kind` is,
+// found without building the object. `kubectl get -o json` of a large cluster is a List whose text
+// can be longer than the longest string JavaScript can hold (about 512 MiB), so the file is read as
+// bytes, outlined here, and each item is parsed on its own by JSON.parse (which checks its syntax).
+// This only finds where values begin and end; it checks the punctuation between the items and the
+// top-level members, and leaves everything inside a value to JSON.parse.
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+export interface JsonLayout {
+  /** The top-level `kind` value, parsed, or undefined when absent. */
+  readonly kind: unknown;
+  /** Byte ranges [start, end) of the elements of a top-level `items` array, if it has one. */
+  readonly items: readonly (readonly [number, number])[] | undefined;
+}
+
+export type JsonLayoutResult =
+  | { readonly ok: true; readonly layout: JsonLayout }
+  | { readonly ok: false; readonly offset: number; readonly message: string };
+
+class LayoutError extends Error {
+  readonly offset: number;
+  constructor(offset: number, message: string) {
+    super(message);
+    this.offset = offset;
+  }
+}
+
+function isSpace(b: number | undefined): boolean {
+  return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+}
+
+function skipSpace(bytes: Uint8Array, i: number): number {
+  while (isSpace(bytes[i])) i++;
+  return i;
+}
+
+/** The offset after the string that opens at `i`. */
+function skipString(bytes: Buffer, i: number): number {
+  let from = i + 1;
+  for (;;) {
+    const quote = bytes.indexOf(QUOTE, from);
+    if (quote < 0) throw new LayoutError(i, "unterminated string");
+    // A quote preceded by an odd number of backslashes is escaped.
+    let backslashes = 0;
+    while (bytes[quote - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return quote + 1;
+    from = quote + 1;
+  }
+}
+
+/** The offset after the value that starts at `i` (its inside is left to JSON.parse). */
+function skipValue(bytes: Buffer, i: number): number {
+  const first = bytes[i];
+  if (first === QUOTE) return skipString(bytes, i);
+  if (first === OPEN_BRACE || first === OPEN_BRACKET) {
+    let depth = 0;
+    for (let j = i; j < bytes.length; j++) {
+      const b = bytes[j];
+      if (b === QUOTE) j = skipString(bytes, j) - 1;
+      else if (b === OPEN_BRACE || b === OPEN_BRACKET) depth++;
+      else if ((b === CLOSE_BRACE || b === CLOSE_BRACKET) && --depth === 0) return j + 1;
+    }
+    throw new LayoutError(i, first === OPEN_BRACE ? "unterminated object" : "unterminated array");
+  }
+  let j = i;
+  while (
+    j < bytes.length &&
+    !isSpace(bytes[j]) &&
+    bytes[j] !== COMMA &&
+    bytes[j] !== CLOSE_BRACE &&
+    bytes[j] !== CLOSE_BRACKET
+  )
+    j++;
+  if (j === i) throw new LayoutError(i, "expected a value");
+  return j;
+}
+
+/** JSON.parse of one value of the file; its syntax errors are placed at the value. */
+function parseAt(bytes: Buffer, start: number, end: number): unknown {
+  try {
+    return JSON.parse(bytes.toString("utf8", start, end));
+  } catch (err) {
+    throw new LayoutError(start, (err as Error).message);
+  }
+}
+
+function expect(bytes: Uint8Array, i: number, byte: number, what: string): void {
+  if (bytes[i] !== byte) throw new LayoutError(i, `expected ${what}`);
+}
+
+/** The elements of the array that opens at `i`, and the offset after it. */
+function arrayElements(bytes: Buffer, i: number): { elements: [number, number][]; end: number } {
+  const elements: [number, number][] = [];
+  i = skipSpace(bytes, i + 1);
+  if (bytes[i] === CLOSE_BRACKET) return { elements, end: i + 1 };
+  for (;;) {
+    const end = skipValue(bytes, i);
+    elements.push([i, end]);
+    i = skipSpace(bytes, end);
+    if (bytes[i] === CLOSE_BRACKET) return { elements, end: i + 1 };
+    expect(bytes, i, COMMA, "',' or ']' after an array element");
+    i = skipSpace(bytes, i + 1);
+  }
+}
+
+/** Outlines `bytes`, which must hold one JSON object (after an optional UTF-8 byte order mark). */
+export function jsonLayout(bytes: Buffer): JsonLayoutResult {
+  try {
+    let i = skipSpace(bytes, bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0);
+    expect(bytes, i, OPEN_BRACE, "'{'");
+    let kind: unknown;
+    let items: [number, number][] | undefined;
+    i = skipSpace(bytes, i + 1);
+    if (bytes[i] !== CLOSE_BRACE) {
+      for (;;) {
+        expect(bytes, i, QUOTE, "a member name in double quotes");
+        const keyEnd = skipString(bytes, i);
+        const key = parseAt(bytes, i, keyEnd);
+        i = skipSpace(bytes, keyEnd);
+        expect(bytes, i, COLON, "':' after a member name");
+        i = skipSpace(bytes, i + 1);
+        if (key === "items" && bytes[i] === OPEN_BRACKET) {
+          const array = arrayElements(bytes, i);
+          items = array.elements;
+          i = array.end;
+        } else {
+          const end = skipValue(bytes, i);
+          if (key === "kind") kind = parseAt(bytes, i, end);
+          // The last of two members of one name counts, as with JSON.parse.
+          else if (key === "items") items = undefined;
+          i = end;
+        }
+        i = skipSpace(bytes, i);
+        if (bytes[i] === CLOSE_BRACE) break;
+        expect(bytes, i, COMMA, "',' or '}' after an object member");
+        i = skipSpace(bytes, i + 1);
+      }
+    }
+    i = skipSpace(bytes, i + 1);
+    if (i < bytes.length) throw new LayoutError(i, "unexpected text after the object");
+    return { ok: true, layout: { kind, items } };
+  } catch (err) {
+    if (err instanceof LayoutError) return { ok: false, offset: err.offset, message: err.message };
+    throw err;
+  }
+}
