@@ -213,6 +213,7 @@ interface Measured {
   readMs: number;
   parseMs: number;
   validateMs: number;
+  cpuMs: number;
   heapMiB: number;
   peakRssMiB: number;
 }
@@ -238,6 +239,7 @@ function measure(path: string): Measured {
   const gc = (globalThis as { gc?: () => void }).gc;
   gc?.();
   const heapBefore = process.memoryUsage().heapUsed;
+  const cpuBefore = process.cpuUsage();
   const t0 = performance.now();
   const bytes = readFileSync(path);
   const digest = contentDigest(bytes);
@@ -245,6 +247,7 @@ function measure(path: string): Measured {
   const parsing = { ms: 0 };
   const contents = validateObjects(timed(readObjects(bytes, path), parsing), "default");
   const t2 = performance.now();
+  const cpu = process.cpuUsage(cpuBefore);
   gc?.();
   // What a running source holds: the validated objects (and the file's bytes, until the next read).
   const heapMiB = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
@@ -257,6 +260,7 @@ function measure(path: string): Measured {
     readMs: t1 - t0,
     parseMs: parsing.ms,
     validateMs: t2 - t1 - parsing.ms,
+    cpuMs: (cpu.user + cpu.system) / 1000,
     heapMiB,
     peakRssMiB: process.resourceUsage().maxRSS / 1024,
   };
@@ -320,6 +324,7 @@ if (writeArg > 0) {
         m.parseMs.toFixed(0),
         m.validateMs.toFixed(0),
         (m.readMs + m.parseMs + m.validateMs).toFixed(0),
+        m.cpuMs.toFixed(0),
         m.heapMiB.toFixed(0),
         m.peakRssMiB.toFixed(0),
       ]);
@@ -340,6 +345,7 @@ if (writeArg > 0) {
         "parse ms",
         "validate ms",
         "total ms",
+        "cpu ms",
         "heap MiB",
         "peak RSS MiB",
       ],

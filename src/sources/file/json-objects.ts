@@ -66,7 +66,11 @@ export function* jsonObjects(
     const itemKind = listItemKind(raw.kind);
     const items: unknown[] = raw.items;
     for (let i = 0; i < items.length; i++) {
-      yield { raw: withKind(items[i], itemKind), where: () => itemWhere(i) };
+      const item = items[i];
+      // Let each raw item go once it has been handed on: the file's raw objects are bigger than
+      // the validated ones, and need not all stay until the last item is validated.
+      items[i] = undefined;
+      yield { raw: withKind(item, itemKind), where: () => itemWhere(i) };
     }
     return;
   }
