@@ -13,12 +13,21 @@ const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
+const NEWLINE = 0x0a;
+const SPACE = 0x20;
+const TAB = 0x09;
 
 export interface JsonLayout {
   /** The top-level `kind` value, parsed, or undefined when absent. */
   readonly kind: unknown;
   /** Byte ranges [start, end) of the elements of a top-level `items` array, if it has one. */
   readonly items: readonly (readonly [number, number])[] | undefined;
+  /**
+   * Whether the items were found by the separator the file repeats between them (see
+   * guessedElements). An item that then fails JSON.parse may be a wrong guess, not a broken file:
+   * the file must be outlined again with `exact`.
+   */
+  readonly guessed: boolean;
 }
 
 export type JsonLayoutResult =
@@ -107,28 +116,86 @@ function expect(bytes: Uint8Array, i: number, byte: number, what: string): void 
   if (bytes[i] !== byte) throw new LayoutError(i, `expected ${what}`);
 }
 
+/**
+ * Pretty-printed JSON (kubectl's) repeats one separator between the items of a list: the line of
+ * an item's closing brace, the comma, and the next item's opening brace ("\n        },\n        {").
+ * It holds newlines, which a JSON string cannot, so it is never inside a string, and the native
+ * search for it is many times faster than looking at each byte. It could still match inside an
+ * item (a nested list printed at the same indentation, in a hand-made file) or after the list:
+ * the pieces are then not items, which JSON.parse of each piece reveals, and the caller starts
+ * again with an exact outline. Items from the second-to-last on are found exactly.
+ */
+function guessedElements(
+  bytes: Buffer,
+  first: number,
+): { elements: [number, number][]; lastStart: number } | undefined {
+  if (bytes[first] !== OPEN_BRACE) return undefined;
+  const firstEnd = skipValue(bytes, first);
+  const comma = skipSpace(bytes, firstEnd);
+  if (bytes[comma] !== COMMA) return undefined;
+  const second = skipSpace(bytes, comma + 1);
+  if (bytes[second] !== OPEN_BRACE) return undefined;
+  // The closing brace alone on its line, and a line break before the next item.
+  const lineStart = bytes.lastIndexOf(NEWLINE, firstEnd - 2);
+  if (lineStart <= first) return undefined;
+  for (let j = lineStart + 1; j < firstEnd - 1; j++)
+    if (bytes[j] !== SPACE && bytes[j] !== TAB) return undefined;
+  const breakAfter = bytes.indexOf(NEWLINE, firstEnd);
+  if (breakAfter < 0 || breakAfter >= second) return undefined;
+  const separator = bytes.subarray(lineStart, second + 1);
+  const closeAt = firstEnd - 1 - lineStart;
+  const elements: [number, number][] = [[first, firstEnd]];
+  let start = second;
+  for (;;) {
+    const match = bytes.indexOf(separator, start);
+    if (match < 0) return { elements, lastStart: start };
+    elements.push([start, match + closeAt + 1]);
+    start = match + separator.length - 1;
+  }
+}
+
 /** The elements of the array that opens at `i`, and the offset after it. */
-function arrayElements(bytes: Buffer, i: number): { elements: [number, number][]; end: number } {
-  const elements: [number, number][] = [];
+function arrayElements(
+  bytes: Buffer,
+  i: number,
+  exact: boolean,
+): { elements: [number, number][]; end: number; guessed: boolean } {
+  let elements: [number, number][] = [];
   i = skipSpace(bytes, i + 1);
-  if (bytes[i] === CLOSE_BRACKET) return { elements, end: i + 1 };
+  if (bytes[i] === CLOSE_BRACKET) return { elements, end: i + 1, guessed: false };
+  const guess = exact ? undefined : guessedElements(bytes, i);
+  const guessed = guess !== undefined;
+  if (guess !== undefined) {
+    elements = guess.elements;
+    i = guess.lastStart;
+  }
   for (;;) {
     const end = skipValue(bytes, i);
     elements.push([i, end]);
     i = skipSpace(bytes, end);
-    if (bytes[i] === CLOSE_BRACKET) return { elements, end: i + 1 };
+    if (bytes[i] === CLOSE_BRACKET) return { elements, end: i + 1, guessed };
     expect(bytes, i, COMMA, "',' or ']' after an array element");
     i = skipSpace(bytes, i + 1);
   }
 }
 
-/** Outlines `bytes`, which must hold one JSON object (after an optional UTF-8 byte order mark). */
-export function jsonLayout(bytes: Buffer): JsonLayoutResult {
+/**
+ * Outlines `bytes`, which must hold one JSON object (after an optional UTF-8 byte order mark).
+ * Unless `exact`, the items of a pretty-printed list are found by their separator.
+ */
+export function jsonLayout(bytes: Buffer, exact = false): JsonLayoutResult {
+  const result = outline(bytes, exact);
+  // A failure after a guess may be the guess's; only an exact outline can say the file is broken.
+  return !result.ok && !exact ? outline(bytes, true) : result;
+}
+
+function outline(bytes: Buffer, exact: boolean): JsonLayoutResult {
   try {
     let i = skipSpace(bytes, bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0);
     expect(bytes, i, OPEN_BRACE, "'{'");
     let kind: unknown;
     let items: [number, number][] | undefined;
+    let guessed = false;
     i = skipSpace(bytes, i + 1);
     if (bytes[i] !== CLOSE_BRACE) {
       for (;;) {
@@ -139,8 +206,9 @@ export function jsonLayout(bytes: Buffer): JsonLayoutResult {
         expect(bytes, i, COLON, "':' after a member name");
         i = skipSpace(bytes, i + 1);
         if (key === "items" && bytes[i] === OPEN_BRACKET) {
-          const array = arrayElements(bytes, i);
+          const array = arrayElements(bytes, i, exact);
           items = array.elements;
+          guessed = array.guessed;
           i = array.end;
         } else {
           const end = skipValue(bytes, i);
@@ -157,7 +225,7 @@ export function jsonLayout(bytes: Buffer): JsonLayoutResult {
     }
     i = skipSpace(bytes, i + 1);
     if (i < bytes.length) throw new LayoutError(i, "unexpected text after the object");
-    return { ok: true, layout: { kind, items } };
+    return { ok: true, layout: { kind, items, guessed } };
   } catch (err) {
     if (err instanceof LayoutError) return { ok: false, offset: err.offset, message: err.message };
     throw err;

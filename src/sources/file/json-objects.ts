@@ -34,12 +34,29 @@ export function looksLikeJson(content: string | Uint8Array): boolean {
  */
 export const MAX_WHOLE_JSON_BYTES = 128 * 2 ** 20;
 
+export interface JsonReadOptions {
+  /** Defaults to MAX_WHOLE_JSON_BYTES. */
+  readonly maxWholeBytes?: number;
+  /** Outline a large list byte by byte, without guessing its items by their separator. */
+  readonly exactOutline?: boolean;
+}
+
+/**
+ * Thrown while reading a large list whose items were found by their separator, when one of them
+ * does not parse: either the file is broken or the guess was wrong, and only reading it again
+ * with `exactOutline` tells which. Nothing read before it may be used.
+ */
+export class GuessedOutlineFailed extends Error {
+  override readonly name = "GuessedOutlineFailed";
+}
+
 /** The objects of a JSON file: its items if it is a List, else the object itself. */
 export function* jsonObjects(
   bytes: Buffer,
   fileName: string,
-  maxWholeBytes = MAX_WHOLE_JSON_BYTES,
+  options: JsonReadOptions = {},
 ): Generator<LocatedObject> {
+  const maxWholeBytes = options.maxWholeBytes ?? MAX_WHOLE_JSON_BYTES;
   const lines = new LineLocator(bytes);
   const at = (offset: number) => `${fileName}:${lines.locate(offset).line}`;
   const fail = (offset: number, message: string) => {
@@ -58,7 +75,7 @@ export function* jsonObjects(
     let starts: readonly (readonly [number, number])[] | undefined;
     const itemWhere = (i: number) => {
       if (starts === undefined) {
-        const outline = jsonLayout(bytes);
+        const outline = jsonLayout(bytes, true);
         starts = outline.ok ? (outline.layout.items ?? []) : [];
       }
       return `${at(starts[i]?.[0] ?? bom)}, items[${i}]`;
@@ -74,17 +91,25 @@ export function* jsonObjects(
     }
     return;
   }
-  const outline = jsonLayout(bytes);
+  const outline = jsonLayout(bytes, options.exactOutline === true);
   if (!outline.ok) throw fail(outline.offset, outline.message);
-  const { kind, items } = outline.layout;
+  const { kind, items, guessed } = outline.layout;
   if (!isListKind(kind) || items === undefined) {
+    // A wrong guess can hide members, `kind` among them; as a list, every piece is checked.
+    if (guessed) throw new GuessedOutlineFailed(`${fileName} is not a list as guessed`);
     yield { raw: parseValue(bytes, bom, bytes.length, ascii, fail), where: () => at(bom) };
     return;
   }
   const itemKind = listItemKind(kind);
   for (let i = 0; i < items.length; i++) {
     const [start, end] = items[i] ?? [0, 0];
-    const raw = parseValue(bytes, start, end, ascii, fail);
+    let raw: unknown;
+    try {
+      raw = parseValue(bytes, start, end, ascii, fail);
+    } catch (err) {
+      if (guessed) throw new GuessedOutlineFailed(`items[${i}] of ${fileName} does not parse as guessed`);
+      throw err;
+    }
     // The index too: kubectl output has a line per field, but a JSON file may be a single line.
     yield { raw: withKind(raw, itemKind), where: () => `${at(start)}, items[${i}]` };
   }

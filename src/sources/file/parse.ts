@@ -5,7 +5,7 @@ import type { EndpointSlice, KubeObject, Node, Service, ServiceCIDR } from "../.
 import { objectKey } from "../../model/kube.ts";
 import { parseKubeObject } from "../../model/validate.ts";
 import type { InvalidObject } from "../../observability/invalid.ts";
-import { jsonObjects, looksLikeJson } from "./json-objects.ts";
+import { GuessedOutlineFailed, type JsonReadOptions, jsonObjects, looksLikeJson } from "./json-objects.ts";
 import { isPlainObject, type LocatedObject, UnreadableFile } from "./located.ts";
 import { yamlObjects } from "./yaml-objects.ts";
 
@@ -36,22 +36,26 @@ export type ClusterFileParse =
  * Parses every document of `content` (the file's text, or its bytes as read). A document may be
  * one object, a `kind: List` or a typed list such as `ServiceList` (whose items, as the API returns
  * them, carry no `kind`). Objects without a namespace get `defaultNamespace`. `fileName` only
- * labels positions in messages.
+ * labels positions in messages; `json` is for tests.
  */
 export function parseClusterFile(
   content: string | Uint8Array,
   fileName: string,
   defaultNamespace = "default",
+  json: JsonReadOptions = {},
 ): ClusterFileParse {
   const read = (objects: () => Iterable<LocatedObject>): ClusterFileParse => {
     try {
       return { ok: true, contents: validateObjects(objects(), defaultNamespace) };
     } catch (err) {
       if (err instanceof UnreadableFile) return { ok: false, error: err.message };
+      // A large JSON list read by guessed item boundaries: read it again, outlined exactly.
+      if (err instanceof GuessedOutlineFailed)
+        return read(() => readObjects(content, fileName, { ...json, exactOutline: true }));
       throw err;
     }
   };
-  const parsed = read(() => readObjects(content, fileName));
+  const parsed = read(() => readObjects(content, fileName, json));
   if (parsed.ok || !looksLikeJson(content) || content.length > MAX_YAML_RETRY_BYTES) return parsed;
   // Text that opens like JSON but is not JSON may be YAML in flow style; if it is not that either,
   // the YAML parser's message places the mistake.
@@ -65,9 +69,13 @@ const MAX_YAML_RETRY_BYTES = 64 * 2 ** 20;
  * The first stage of parseClusterFile: the raw objects of the content, before validation, read as
  * they are iterated. Iterating throws UnreadableFile for a file that cannot be used as a whole.
  */
-export function readObjects(content: string | Uint8Array, fileName: string): Iterable<LocatedObject> {
+export function readObjects(
+  content: string | Uint8Array,
+  fileName: string,
+  json: JsonReadOptions = {},
+): Iterable<LocatedObject> {
   // kubectl -o json output parses many times faster as JSON than through a YAML parser.
-  if (looksLikeJson(content)) return jsonObjects(asBytes(content), fileName);
+  if (looksLikeJson(content)) return jsonObjects(asBytes(content), fileName, json);
   return yamlObjects(asText(content, fileName), fileName);
 }
 

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { jsonObjects } from "../../../../src/sources/file/json-objects.ts";
+import { jsonLayout } from "../../../../src/sources/file/json-layout.ts";
+import { GuessedOutlineFailed, jsonObjects } from "../../../../src/sources/file/json-objects.ts";
 import { UnreadableFile } from "../../../../src/sources/file/located.ts";
+import { parseClusterFile } from "../../../../src/sources/file/parse.ts";
 
 /** Read item by item, as files over MAX_WHOLE_JSON_BYTES are. */
-const read = (text: string) => [...jsonObjects(Buffer.from(text), "cluster.json", 0)];
+const read = (text: string) => [...jsonObjects(Buffer.from(text), "cluster.json", { maxWholeBytes: 0 })];
 /** Read with one JSON.parse, as smaller files are. */
 const readWhole = (text: string) => [...jsonObjects(Buffer.from(text), "cluster.json")];
 
@@ -124,5 +126,58 @@ describe("jsonObjects: a JSON list read item by item", () => {
       objects.map((o) => o.raw),
       [tricky, { kind: "Node" }],
     );
+  });
+});
+
+describe("jsonObjects: the items of a pretty-printed list found by their separator", () => {
+  const node = (name: string, extra: Record<string, unknown> = {}) => ({
+    kind: "Node",
+    metadata: { name },
+    ...extra,
+  });
+  const pretty = (value: unknown) => JSON.stringify(value, null, 4);
+  const names = (text: string) => {
+    const parsed = parseClusterFile(text, "cluster.json", "default", { maxWholeBytes: 0 });
+    assert.ok(parsed.ok, parsed.ok ? "" : parsed.error);
+    return parsed.contents.nodes.map((n) => n.metadata.name);
+  };
+
+  test("kubectl's layout is outlined by the separator, to the same items as an exact outline", () => {
+    const text = pretty({ apiVersion: "v1", items: [1, 2, 3, 4, 5].map((i) => node(`n${i}`)), kind: "List" });
+    const bytes = Buffer.from(text);
+    const guessed = jsonLayout(bytes);
+    const exact = jsonLayout(bytes, true);
+    assert.ok(guessed.ok && exact.ok);
+    assert.equal(guessed.layout.guessed, true);
+    assert.equal(exact.layout.guessed, false);
+    assert.deepEqual(guessed.layout.items, exact.layout.items);
+    assert.deepEqual(names(text), ["n1", "n2", "n3", "n4", "n5"]);
+  });
+
+  // Items whose own lists are printed at the items' indentation, as no JSON printer does but a
+  // hand-made file may: the separator is found inside an item.
+  const sameIndentInside =
+    '{\n"kind": "List",\n"items": [\n{\n"kind": "Node", "metadata": {"name": "a"}\n},\n{\n"kind": "Node", "metadata": {"name": "b"}, "x": [\n{\n"y": 1\n},\n{\n"y": 2\n}\n]\n},\n{\n"kind": "Node", "metadata": {"name": "c"}\n}\n]\n}\n';
+
+  test("a wrong guess shows as an item that does not parse; read again exactly, the file is good", () => {
+    assert.throws(() => read(sameIndentInside), GuessedOutlineFailed);
+    assert.deepEqual(names(sameIndentInside), ["a", "b", "c"]);
+  });
+
+  test("the separator found after the list is a wrong guess too", () => {
+    const text =
+      '{\n"items": [\n{\n"kind": "Node", "metadata": {"name": "a"}\n},\n{\n"kind": "Node", "metadata": {"name": "b"}\n}\n],\n"kind": "List",\n"other": [\n{\n"y": 1\n},\n{\n"y": 2\n}\n]\n}\n';
+    assert.deepEqual(names(text), ["a", "b"]);
+  });
+
+  test("a broken item of a guessed list is still reported at its line", () => {
+    const text = pretty({ kind: "List", items: [node("a"), node("b"), node("c")] }).replace(
+      '"name": "b"',
+      '"name" "b"',
+    );
+    const parsed = parseClusterFile(text, "cluster.json", "default", { maxWholeBytes: 0 });
+    assert.equal(parsed.ok, false);
+    const line = text.split("\n").findIndex((l) => l.includes('"name" "b"')) + 1;
+    if (!parsed.ok) assert.match(parsed.error, new RegExp(`^cluster\\.json:${line}:\\d+: `));
   });
 });
