@@ -28,7 +28,7 @@ const TOO_DEEP = `YAML nested too deeply: more than ${MAX_DEPTH} levels (Kuberne
  * A line that is only `---` starts a document wherever it is (YAML forbids such a line inside a
  * scalar), so the text can be cut there. Documents with directives (`%YAML`) are left whole.
  */
-const DOCUMENT_START = /^---[ \t]*(?:#.*)?$/gm;
+const DOCUMENT_START = /^---[ \t]*(?:#[^\n]*)?\r?$/gm;
 const DIRECTIVE = /^%/m;
 
 /** The offsets where the pieces of `text` that are parsed separately begin. */

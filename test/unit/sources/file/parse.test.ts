@@ -304,6 +304,15 @@ describe("parseClusterFile: positions in large streams and lists", () => {
     }
   });
 
+  test("Windows line ends and a byte order mark change neither the objects nor the lines", () => {
+    const crlf = (name: string) => `kind: Node\r\nmetadata:\r\n  name: ${name}\r\n`;
+    const text = `\ufeff${[crlf("a"), crlf("b"), "kind: Node\r\nmetadata: {}\r\n"].join("---\r\n")}`;
+    const parsed = parseClusterFile(Buffer.from(text), "cluster.yaml");
+    assert.ok(parsed.ok);
+    assert.deepEqual(keys(parsed.contents).nodes, ["a", "b"]);
+    assert.match(parsed.contents.invalid[0]?.reason ?? "", /\(cluster\.yaml:9\)$/);
+  });
+
   test("YAML in flow style, which opens like JSON, is read as YAML", () => {
     assert.deepEqual(keys(contents("{kind: Node, metadata: {name: flow}}\n")).nodes, ["flow"]);
   });
