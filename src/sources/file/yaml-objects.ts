@@ -14,7 +14,8 @@ import {
 } from "js-yaml";
 import { parseAllDocuments } from "yaml";
 import { LineLocator } from "./lines.ts";
-import { expandList, type LocatedObject, UnreadableFile } from "./located.ts";
+import { expandList, isPlainObject, type LocatedObject, UnreadableFile } from "./located.ts";
+import { splitListDocument } from "./yaml-list-split.ts";
 
 // Guards against "billion laughs" files: a few aliases are normal YAML, thousands are an attack.
 const MAX_ALIAS_COUNT = 100;
@@ -46,6 +47,16 @@ export function* yamlObjects(text: string, fileName: string): Generator<LocatedO
   for (let p = 0; p < starts.length; p++) {
     const base = starts[p] ?? 0;
     const piece = text.slice(base, starts[p + 1] ?? text.length);
+    const list = readListInParts(piece);
+    if (list !== undefined) {
+      const docStart = base + list.start;
+      yield* expandList(
+        list.raw,
+        () => at(docStart),
+        (i) => at(base + (list.itemStarts[i] ?? list.start)),
+      );
+      continue;
+    }
     let events: Event[];
     let documents: unknown[];
     try {
@@ -102,6 +113,45 @@ function explain(piece: string): { offset: number; message: string } | undefined
   return undefined;
 }
 
+/**
+ * A `kind: List` document written kubectl's way, parsed a run of items at a time (see
+ * yaml-list-split.ts); undefined when it is not one, or when any part does not parse on its own,
+ * for the caller to parse it whole (and report its errors).
+ */
+function readListInParts(
+  document: string,
+): { raw: Record<string, unknown>; start: number; itemStarts: number[] } | undefined {
+  const split = splitListDocument(document);
+  if (split === undefined) return undefined;
+  try {
+    const skeletonEvents = parseEvents(split.skeleton, { maxDepth: MAX_DEPTH });
+    const [raw, ...more] = constructFromEvents(skeletonEvents, {
+      source: split.skeleton,
+      maxAliases: MAX_ALIAS_COUNT,
+    });
+    if (more.length > 0 || !isPlainObject(raw) || raw.items !== null) return undefined;
+    const items: unknown[] = [];
+    const itemStarts: number[] = [];
+    for (const part of split.parts) {
+      const events = parseEvents(part.text, { maxDepth: MAX_DEPTH });
+      const [sequence, ...rest] = constructFromEvents(events, {
+        source: part.text,
+        maxAliases: MAX_ALIAS_COUNT,
+      });
+      const starts = documentLayouts(events, part.text)[0]?.elements;
+      if (rest.length > 0 || !Array.isArray(sequence) || starts?.length !== sequence.length) return undefined;
+      for (const item of sequence) items.push(item);
+      for (const start of starts) itemStarts.push(part.start + start);
+    }
+    raw.items = items;
+    const start = documentLayouts(skeletonEvents, split.skeleton)[0]?.start ?? 0;
+    return { raw, start: Math.max(0, start), itemStarts };
+  } catch (err) {
+    if (err instanceof YAMLException) return undefined;
+    throw err;
+  }
+}
+
 function position(lines: LineLocator, fileName: string, offset: number): string {
   const { line, col } = lines.locate(offset);
   return `${fileName}:${line}:${col}`;
@@ -112,6 +162,8 @@ interface DocumentLayout {
   start: number;
   /** Where each item of a root mapping's `items` sequence starts. */
   items: number[] | undefined;
+  /** Where each element of a root sequence starts. */
+  elements: number[] | undefined;
 }
 
 function startOf(event: Event): number {
@@ -131,15 +183,16 @@ function startOf(event: Event): number {
 /** One layout per document of the events, in order, as constructFromEvents returns documents. */
 function documentLayouts(events: readonly Event[], source: string): DocumentLayout[] {
   const layouts: DocumentLayout[] = [];
-  let layout: DocumentLayout = { start: -1, items: undefined };
+  let layout: DocumentLayout = { start: -1, items: undefined, elements: undefined };
   let depth = 0; // collections open in the current document
   let rootIsMapping = false;
+  let rootIsSequence = false;
   let rootChildren = 0; // nodes seen directly in the root mapping: key, value, key, value…
   let nextIsItems = false; // the next root child is the value of the key "items"
   let inItems = false; // depth-2 nodes are items of the root's `items` sequence
   for (const event of events) {
     if (event.type === EVENT_ID.DOCUMENT) {
-      layout = { start: -1, items: undefined };
+      layout = { start: -1, items: undefined, elements: undefined };
       layouts.push(layout);
       depth = 0;
       rootChildren = 0;
@@ -153,6 +206,10 @@ function documentLayouts(events: readonly Event[], source: string): DocumentLayo
     if (depth === 0) {
       layout.start = startOf(event);
       rootIsMapping = event.type === EVENT_ID.MAPPING;
+      rootIsSequence = event.type === EVENT_ID.SEQUENCE;
+      if (rootIsSequence) layout.elements = [];
+    } else if (depth === 1 && rootIsSequence) {
+      layout.elements?.push(startOf(event));
     } else if (depth === 1 && rootIsMapping) {
       if (rootChildren % 2 === 0) {
         nextIsItems = event.type === EVENT_ID.SCALAR && getScalarValue(source, event) === "items";
