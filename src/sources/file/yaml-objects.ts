@@ -2,7 +2,8 @@
 // flat event list, with no document model in between; the same events give the offset where each
 // document and each item of a `kind: List` starts, from which lines are counted on demand.
 // A stream of `---` separated documents is parsed a document at a time, so the events of one
-// document are dropped before the next is parsed and objects reach validation as they are read.
+// document are dropped before the next is parsed and objects reach validation as they are read;
+// a kubectl `kind: List` is parsed in runs of items (yaml-list-split.ts) for the same reason.
 
 import {
   constructFromEvents,
