@@ -13,7 +13,8 @@
 // Needs root (network namespaces).
 //
 //   node bench/scale.ts [--quick] [--sizes=1000,100000] [--sections=cold,change,dataplane]
-//                       [--changes=200] [--samples=200] [--cpu-prof]
+//                       [--sources=kube,file] [--changes=200] [--samples=200] [--cpu-prof]
+//                       [--cold-timeout-s=N]
 // --cpu-prof profiles kpng's cold starts (nothing else) and prints where the CPU time went.
 
 import { spawnSync } from "node:child_process";
@@ -41,11 +42,18 @@ const quick = process.argv.includes("--quick");
 const SIZES = sizesFlag([1000, 10_000, 100_000]);
 const cpuProf = process.argv.includes("--cpu-prof");
 const SECTIONS = new Set(cpuProf ? ["cold"] : (flagValue("sections") ?? "cold,change,dataplane").split(","));
+const SOURCES = new Set((flagValue("sources") ?? "kube,file").split(","));
 const CHANGES = Number(flagValue("changes") ?? (quick ? 20 : 200));
 const SAMPLES = Number(flagValue("samples") ?? (quick ? 40 : 200));
 const ENDPOINTS = 10;
+/** A profiled kpng writes its profile as it exits: give it time (a busy one answers late). */
+const STOP_GRACE_MS = cpuProf ? 180_000 : 10_000;
+/** One change not applied in this time ends the changes (counted as done so far). */
+const CHANGE_TIMEOUT_MS = 30_000;
+/** The changes at one size stop after this long, however many were asked for. */
+const CHANGE_BUDGET_MS = 240_000;
 /** How long kpng may take to its first ruleset before the run fails. */
-const COLD_TIMEOUT_MS = Math.max(60_000, Math.max(...SIZES) * 3);
+const COLD_TIMEOUT_MS = Number(flagValue("cold-timeout-s") ?? Math.max(60, Math.max(...SIZES) / 500)) * 1000;
 /**
  * The echo pods' addresses: the endpoints of every probed Service. One address per pod: a UDP
  * server bound to all addresses answers from the pod's first one, which a second address's
@@ -65,8 +73,9 @@ const revisionOf = (text: string) => Number((JSON.parse(text) as { revision?: nu
 interface ColdRun {
   readonly services: number;
   readonly source: string;
-  readonly sourceSyncedS: number;
-  readonly rulesInS: number;
+  readonly sourceSyncedS: number | undefined;
+  /** Undefined when no ruleset was applied within the timeout. */
+  readonly rulesInS: number | undefined;
   readonly rssMiB: number;
   readonly kpngCpuS: number;
   readonly nftCpuS: number;
@@ -75,7 +84,8 @@ interface ColdRun {
 interface Kpng {
   readonly process: LineProcess;
   readonly cold: ColdRun;
-  readonly firstSync: Line;
+  /** Undefined when no ruleset was applied within the timeout. */
+  readonly firstSync: Line | undefined;
 }
 
 function shapeOf(services: number): ClusterShape {
@@ -118,8 +128,13 @@ async function startKpng(
     ],
     { KPNG_LOG_LEVEL: "debug", KUBECONFIG: "", HOME: "/nonexistent" },
   );
-  const storeSynced = await kpng.waitFor((t) => t.includes('"msg":"store synced"'), 0, COLD_TIMEOUT_MS);
-  const firstSync = await kpng.waitFor(isSynced, 0, COLD_TIMEOUT_MS);
+  // A kpng too slow for the timeout still gets its row (and its profile), marked as such.
+  const storeSynced = await kpng
+    .waitFor((t) => t.includes('"msg":"store synced"'), 0, COLD_TIMEOUT_MS)
+    .catch(() => undefined);
+  const firstSync = await kpng
+    .waitFor(isSynced, 0, Math.max(1, kpng.startedAt + COLD_TIMEOUT_MS - wallMs()))
+    .catch(() => undefined);
   const cpu = kpng.cpuTimes();
   return {
     process: kpng,
@@ -127,8 +142,8 @@ async function startKpng(
     cold: {
       services,
       source,
-      sourceSyncedS: (storeSynced.at - kpng.startedAt) / 1000,
-      rulesInS: (firstSync.at - kpng.startedAt) / 1000,
+      sourceSyncedS: storeSynced && (storeSynced.at - kpng.startedAt) / 1000,
+      rulesInS: firstSync && (firstSync.at - kpng.startedAt) / 1000,
       rssMiB: kpng.peakRssMiB(),
       kpngCpuS: cpu.selfMs / 1000,
       nftCpuS: cpu.childrenMs / 1000,
@@ -137,16 +152,28 @@ async function startKpng(
 }
 
 /** One EndpointSlice change at a time, each waited for: watch MODIFIED written → rules applied. */
-async function measureChanges(api: LineProcess, kpng: Kpng, shape: ClusterShape): Promise<number[]> {
+async function measureChanges(
+  api: LineProcess,
+  kpng: Kpng,
+  firstSync: Line,
+  shape: ClusterShape,
+): Promise<number[]> {
   const latencies: number[] = [];
-  let revision = revisionOf(kpng.firstSync.text);
-  for (let k = 0; k < CHANGES; k++) {
+  let revision = revisionOf(firstSync.text);
+  const started = performance.now();
+  for (let k = 0; k < CHANGES && performance.now() - started < CHANGE_BUDGET_MS; k++) {
     const i = changedService(shape, k);
     const since = wallMs();
     api.write(`change ${i} ${k + 1}`);
     const ack = await api.waitFor((t) => t.startsWith(`changed ${i} `), since, 10_000);
     const at = Number(ack.text.split(" ")[2]);
-    const applied = await kpng.process.waitFor((t) => isSynced(t) && revisionOf(t) > revision, at, 10_000);
+    const applied = await kpng.process
+      .waitFor((t) => isSynced(t) && revisionOf(t) > revision, at, CHANGE_TIMEOUT_MS)
+      .catch(() => undefined);
+    if (applied === undefined) {
+      console.log(`  change ${k} not applied within ${CHANGE_TIMEOUT_MS / 1000} s; no more changes`);
+      break;
+    }
     revision = revisionOf(applied.text);
     latencies.push(applied.at - at);
     if (process.env.KPNG_BENCH_TRACE) console.log(`  change ${k}: ${(applied.at - at).toFixed(2)} ms`);
@@ -257,7 +284,7 @@ async function main(): Promise<void> {
   try {
     for (const n of SIZES) {
       const shape = shapeOf(n);
-      if (SECTIONS.has("cold") || SECTIONS.has("change")) {
+      if (SOURCES.has("kube") && (SECTIONS.has("cold") || SECTIONS.has("change"))) {
         const api = new LineProcess("test API server", topo.node.name, [
           process.execPath,
           APISERVER,
@@ -279,10 +306,11 @@ async function main(): Promise<void> {
           );
           try {
             cold.push(kpng.cold);
-            if (SECTIONS.has("change"))
-              changes.push({ services: n, ms: await measureChanges(api, kpng, shape) });
+            if (SECTIONS.has("change") && kpng.firstSync !== undefined) {
+              changes.push({ services: n, ms: await measureChanges(api, kpng, kpng.firstSync, shape) });
+            }
           } finally {
-            await kpng.process.stop();
+            await kpng.process.stop(STOP_GRACE_MS);
           }
           if (profileDir) printProfile(profileDir, `kube source, ${n} services, start to first ruleset`);
         } finally {
@@ -290,21 +318,27 @@ async function main(): Promise<void> {
         }
         console.log(`  done kube ${n}`);
       }
-      if (SECTIONS.has("cold") || SECTIONS.has("dataplane")) {
+      if (SOURCES.has("file") && (SECTIONS.has("cold") || SECTIONS.has("dataplane"))) {
         const file = writeClusterFile(shape, work);
         const profileDir = cpuProf ? mkdtempSync(join(work, "prof-file-")) : undefined;
         const kpng = await startKpng(topo, n, "file", ["file", "--input", file], profileDir);
         try {
           cold.push(kpng.cold);
-          if (SECTIONS.has("dataplane")) dataPlane.push(await measureDataPlane(topo, shape));
+          if (SECTIONS.has("dataplane") && kpng.firstSync !== undefined) {
+            dataPlane.push(await measureDataPlane(topo, shape));
+          }
         } finally {
-          await kpng.process.stop();
+          await kpng.process.stop(STOP_GRACE_MS);
           rmSync(file);
         }
         if (profileDir) printProfile(profileDir, `file source, ${n} services, start to first ruleset`);
         console.log(`  done file ${n}`);
       }
     }
+  } catch (err) {
+    // What was measured before the failure is still worth printing.
+    report(cold, changes, dataPlane);
+    throw err;
   } finally {
     await topo.destroy();
     rmSync(work, { recursive: true, force: true });
@@ -330,8 +364,8 @@ function report(
         cold.map((c) => [
           String(c.services),
           c.source,
-          c.sourceSyncedS.toFixed(2),
-          c.rulesInS.toFixed(2),
+          c.sourceSyncedS === undefined ? `>${COLD_TIMEOUT_MS / 1000}` : c.sourceSyncedS.toFixed(2),
+          c.rulesInS === undefined ? `>${COLD_TIMEOUT_MS / 1000}` : c.rulesInS.toFixed(2),
           c.rssMiB.toFixed(0),
           c.kpngCpuS.toFixed(2),
           c.nftCpuS.toFixed(2),

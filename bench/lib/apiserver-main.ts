@@ -19,7 +19,8 @@ const shape: ClusterShape = {
   probeEndpoints: (probeEndpoints ?? "").split(",").filter((s) => s !== ""),
 };
 
-const api = await TestApiServer.start({ bookmarkIntervalMs: 60_000 });
+// Bookmarks well inside kpng's 60 s watch inactivity timeout: a quiet watch is not a dead one.
+const api = await TestApiServer.start({ bookmarkIntervalMs: 10_000 });
 for (const object of clusterObjects(shape)) api.create(object);
 // The creations are history a watch never needs: kpng lists first.
 api.compact();

@@ -113,7 +113,8 @@ export class TestApiServer {
   #trickleMs: number | undefined;
   #endlessWatchLine = false;
   #failure: { status: number; remaining: number } | undefined;
-  #lastList: { readonly key: string; readonly items: RawObject[] } | undefined;
+  /** Per resource, the last list's snapshot (lists of several resources run side by side). */
+  readonly #lastList = new Map<string, { readonly key: string; readonly items: RawObject[] }>();
 
   private constructor(options: TestApiServerOptions) {
     this.#options = {
@@ -404,16 +405,16 @@ export class TestApiServer {
    */
   #listed(route: Route, query: URLSearchParams, rv: number, matches: (o: RawObject) => boolean): RawObject[] {
     const key = [
-      route.type.resource,
       rv,
       route.namespace ?? "",
       query.get("labelSelector") ?? "",
       query.get("fieldSelector") ?? "",
     ].join("\n");
-    if (this.#lastList?.key !== key) {
-      this.#lastList = { key, items: this.store.snapshot(route.type.resource, rv).filter(matches) };
-    }
-    return this.#lastList.items;
+    const last = this.#lastList.get(route.type.resource);
+    if (last?.key === key) return last.items;
+    const items = this.store.snapshot(route.type.resource, rv).filter(matches);
+    this.#lastList.set(route.type.resource, { key, items });
+    return items;
   }
 
   #trickle(res: ServerResponse, text: string, everyMs: number): void {
