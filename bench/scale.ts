@@ -296,7 +296,7 @@ async function main(): Promise<void> {
         try {
           const ready = await api.waitFor((t) => t.startsWith("ready "), 0, 600_000);
           const port = ready.text.split(" ")[1];
-          const profileDir = cpuProf ? mkdtempSync(join(work, "prof-kube-")) : undefined;
+          const profileDir = cpuProf ? mkdtempSync(join(tmpdir(), "kpng-prof-kube-")) : undefined;
           const kpng = await startKpng(
             topo,
             n,
@@ -320,7 +320,7 @@ async function main(): Promise<void> {
       }
       if (SOURCES.has("file") && (SECTIONS.has("cold") || SECTIONS.has("dataplane"))) {
         const file = writeClusterFile(shape, work);
-        const profileDir = cpuProf ? mkdtempSync(join(work, "prof-file-")) : undefined;
+        const profileDir = cpuProf ? mkdtempSync(join(tmpdir(), "kpng-prof-file-")) : undefined;
         const kpng = await startKpng(topo, n, "file", ["file", "--input", file], profileDir);
         try {
           cold.push(kpng.cold);
