@@ -131,11 +131,14 @@ if (ns) {
       if (cleaner.cleanup(stateOf(fresh, 2)) > 0) throw new Error("an equal state made filters");
       fullMs.push(performance.now() - t0);
     }
-    console.log(`full resync (10k equal services): added to the sync ${q(fullMs)}, no conntrack run`);
+    console.log(
+      `full resync (${SERVICES / 1000}k equal services): added to the sync ${q(fullMs)}, no conntrack run`,
+    );
 
     // Ten services lose an endpoint in one sync: one batch, one table walk per filter line.
     const next = new Map(services);
-    for (let k = 0; k < 10; k++) next.set(`bench/dns-${5000 + k}`, dns(5000 + k, [both(5000 + k)[0]!]));
+    const mid = SERVICES / 2;
+    for (let k = 0; k < 10; k++) next.set(`bench/dns-${mid + k}`, dns(mid + k, [both(mid + k)[0]!]));
     const t0 = performance.now();
     const filters = staleFilters(base, stateOf(next, 2));
     const got = await runner.deleteBatch(filters.map(filterLine));
