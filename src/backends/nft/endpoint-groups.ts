@@ -11,8 +11,8 @@ import type { ElementOp } from "./transaction.ts";
 interface GroupState {
   readonly set: string;
   readonly prefix: string;
-  /** The values in the table, by index; a hole is an index not in the table. */
-  applied: (string | undefined)[];
+  /** The values in the table, by index (the owner's list itself once applied); a hole is an index not in the table. */
+  applied: readonly (string | undefined)[];
   owner: string | undefined;
   values: readonly string[] | undefined;
   others: Map<string, readonly string[]> | undefined;
@@ -41,7 +41,9 @@ export class EndpointGroups {
         const split = splitKey(key);
         if (split === undefined) continue;
         const group = this.#group(set, split[0]);
-        group.applied[split[1]] = value;
+        const applied = [...group.applied];
+        applied[split[1]] = value;
+        group.applied = applied;
       }
     }
   }
@@ -108,7 +110,7 @@ export class EndpointGroups {
         if (had !== undefined) changes.push({ op: "delete", set, key, value: had });
         changes.push({ op: "add", set, key, value: want });
       }
-      st.applied = [...wanted];
+      st.applied = wanted;
       if (st.owner === undefined) this.#groups.get(set)?.delete(prefix);
     }
     this.#touched.length = 0;
