@@ -14,7 +14,7 @@ import { localStateFeed } from "../src/brain/local-state-feed.ts";
 import { ClusterStore } from "../src/brain/store.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ep, slice, svc } from "../test/unit/brain/fixtures.ts";
-import { positionalArgs, quick } from "./lib/table.ts";
+import { positionalArgs, quick, table } from "./lib/table.ts";
 
 const args = positionalArgs();
 
@@ -101,14 +101,30 @@ async function runServer(nodes: number, services: number, maxNodes: number): Pro
 
   const free = await run(nodes, nodes);
   const perNode = (free.after.heap - free.before.heap) / free.served;
-  console.log(
-    `${services} services x 10 endpoints, ${free.served} nodes served: heap ${mb(free.before.heap)} -> ${mb(free.after.heap)} MB, ` +
-      `rss ${mb(free.before.rss)} -> ${mb(free.after.rss)} MB; ${mb(perNode)} MB heap per served node`,
-  );
   const capped = await run(maxNodes, nodes);
+  console.log(`${services} services x 10 endpoints, ${nodes} distinct node names`);
   console.log(
-    `--max-nodes ${maxNodes}, ${nodes} distinct names: ${capped.served} served, ${capped.refused} refused; ` +
-      `heap ${mb(capped.before.heap)} -> ${mb(capped.after.heap)} MB`,
+    table(
+      ["--max-nodes", "served", "refused", "heap MB", "rss MB", "heap MB per served node"],
+      [
+        [
+          String(nodes),
+          String(free.served),
+          "0",
+          `${mb(free.before.heap)} -> ${mb(free.after.heap)}`,
+          `${mb(free.before.rss)} -> ${mb(free.after.rss)}`,
+          mb(perNode),
+        ],
+        [
+          String(maxNodes),
+          String(capped.served),
+          String(capped.refused),
+          `${mb(capped.before.heap)} -> ${mb(capped.after.heap)}`,
+          `${mb(capped.before.rss)} -> ${mb(capped.after.rss)}`,
+          "",
+        ],
+      ],
+    ),
   );
   process.exit(0);
 }

@@ -17,7 +17,7 @@ import { ExecConntrackRunner } from "../src/node/conntrack/runner.ts";
 import { filterLine, staleFilters } from "../src/node/conntrack/stale.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
-import { quick } from "./lib/table.ts";
+import { quick, table } from "./lib/table.ts";
 
 const SERVICES = quick ? 1000 : 10_000;
 const FLOWS_PER_SERVICE = 10;
@@ -114,11 +114,11 @@ if (ns) {
       addedMs.push(t1 - t0);
       goneMs.push(performance.now() - t0);
     }
-    const q = (xs: number[]) =>
-      `p50 ${quantile(xs, 0.5).toFixed(1)} ms, p90 ${quantile(xs, 0.9).toFixed(1)} ms, p99 ${quantile(xs, 0.99).toFixed(1)} ms`;
-    console.log(
-      `one endpoint leaves: added to the sync ${q(addedMs)}; stale entries gone after ${q(goneMs)}`,
-    );
+    const rows: string[][] = [];
+    const q = (what: string, xs: number[]) =>
+      rows.push([what, ...[0.5, 0.9, 0.99].map((p) => quantile(xs, p).toFixed(1))]);
+    q("one endpoint leaves: added to the sync", addedMs);
+    q("one endpoint leaves: stale entries gone after", goneMs);
 
     // A full resync: every service a new but equal object; no filter, no conntrack run.
     const fullMs: number[] = [];
@@ -131,9 +131,8 @@ if (ns) {
       if (cleaner.cleanup(stateOf(fresh, 2)) > 0) throw new Error("an equal state made filters");
       fullMs.push(performance.now() - t0);
     }
-    console.log(
-      `full resync (${SERVICES / 1000}k equal services): added to the sync ${q(fullMs)}, no conntrack run`,
-    );
+    q(`full resync (${SERVICES / 1000}k equal services, no conntrack run): added to the sync`, fullMs);
+    console.log(table(["scenario", "p50 ms", "p90 ms", "p99 ms"], rows));
 
     // Ten services lose an endpoint in one sync: one batch, one table walk per filter line.
     const next = new Map(services);

@@ -7,7 +7,7 @@ import { removeKubeProxyLeftovers } from "../src/node/kube-proxy-leftovers/clean
 import { type CommandRunner, ExecCommandRunner } from "../src/node/kube-proxy-leftovers/command.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf } from "./lib/nft-netns.ts";
-import { positionalArgs, quick } from "./lib/table.ts";
+import { positionalArgs, quick, table } from "./lib/table.ts";
 
 function ruleset(services: number): string {
   const chains = ["KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"];
@@ -50,6 +50,7 @@ if (process.getuid?.() !== 0) {
   process.exit(0);
 }
 const sizes = positionalArgs().map(Number);
+const rows: string[][] = [];
 for (const n of sizes.length > 0 ? sizes : quick ? [1000] : [1000, 5000]) {
   const ns = `kpng-kpcleanup-${process.pid}`;
   spawnSync("ip", ["netns", "add", ns]);
@@ -64,11 +65,15 @@ for (const n of sizes.length > 0 ? sizes : quick ? [1000] : [1000, 5000]) {
     const report = await removeKubeProxyLeftovers(runner, silentLogger);
     const ms = performance.now() - start;
     if (report.failures.length > 0) throw new Error(report.failures.join("; "));
-    console.log(
-      `${n} services (${report.iptablesChains.length} chains, ${text.split("\n").length} lines): ` +
-        `cleanup ${ms.toFixed(0)} ms (loading them took ${loadMs.toFixed(0)} ms)`,
-    );
+    rows.push([
+      String(n),
+      String(report.iptablesChains.length),
+      String(text.split("\n").length),
+      ms.toFixed(0),
+      loadMs.toFixed(0),
+    ]);
   } finally {
     spawnSync("ip", ["netns", "del", ns]);
   }
 }
+console.log(table(["services", "chains", "lines", "cleanup ms", "loading them ms"], rows));

@@ -9,7 +9,7 @@ import { NftBackend } from "../src/backends/nft/backend.ts";
 import type { LocalEndpoint, LocalService } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
-import { quick } from "./lib/table.ts";
+import { quick, table } from "./lib/table.ts";
 
 const N = quick ? 1000 : 10_000;
 const ROUNDS = quick ? 20 : 100;
@@ -88,12 +88,15 @@ async function main(): Promise<void> {
     }
     const share = `${(100 / EVERY).toFixed(1)}%`;
     console.log(`${N / 1000}k services, ${share} with affinity, ${share} NodePort eTP Local`);
-    KINDS.forEach((name, kind) => {
-      const xs = latencies[kind]!;
-      console.log(
-        `  one endpoint change, ${name.padEnd(18)} p50 ${quantile(xs, 0.5).toFixed(1)} ms, p99 ${quantile(xs, 0.99).toFixed(1)} ms`,
-      );
-    });
+    console.log(
+      table(
+        ["one endpoint change of", "changes", "p50 ms", "p99 ms"],
+        KINDS.map((name, kind) => {
+          const xs = latencies[kind]!;
+          return [name, String(xs.length), quantile(xs, 0.5).toFixed(1), quantile(xs, 0.99).toFixed(1)];
+        }),
+      ),
+    );
   } finally {
     netns.close();
   }
