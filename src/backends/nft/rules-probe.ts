@@ -1,28 +1,28 @@
-// The nft backend's answer to "are my rules still there?": the services chain of each table
-// exists and holds its dispatch rule. `nft flush ruleset`, deleting or flushing the table, or
-// flushing the chain all fail it. Listing one chain is cheap whatever the number of services.
+// The nft backend's answer to "are my rules still there?": each table exists and holds its
+// `services` chain and its `nat-prerouting` base chain. `nft flush ruleset` and deleting the
+// table or a chain fail it. It asks for the chain declarations only (`nft list chains`): listing
+// any chain's rules makes nft fetch every element of every set in the table first, which takes
+// minutes at 100k Services (a million endpoint elements) and would run every second. A flush of
+// kpng's rules that keeps the chains (`nft flush table`) is therefore not noticed here; it is
+// repaired by restarting kpng, which rewrites the table.
 
 import { execCommand } from "../../node/exec.ts";
 import type { RulesProbe } from "../../node/rules-watchdog.ts";
-import type { TableConfig } from "./fragment.ts";
+import type { NftFamily, TableConfig } from "./fragment.ts";
 import { STATIC } from "./names.ts";
 
 const PROBE_TIMEOUT_MS = 2000;
 
-async function listChain(
-  command: readonly string[],
-  family: string,
-  table: string,
-  chain: string,
-): Promise<string | undefined> {
-  const r = await execCommand([...command, "list", "chain", family, table, chain], {
-    timeoutMs: PROBE_TIMEOUT_MS,
-  });
-  if (r.signal !== null)
-    throw new Error(`nft list chain killed by ${r.signal}${r.timedOut ? " (timeout)" : ""}`);
-  if (r.code === 0) return r.stdout;
-  if (/No such file or directory/.test(r.stderr)) return undefined;
-  throw new Error(`nft list chain failed: ${r.stderr.trim()}`);
+/** The chains `nft list chains` shows in table `table`: `chain <name> {` lines inside its block. */
+export function chainsOfTable(listing: string, family: NftFamily, table: string): Set<string> {
+  const out = new Set<string>();
+  let inside = false;
+  for (const line of listing.split("\n")) {
+    const t = line.trim();
+    if (t.startsWith("table ")) inside = t === `table ${family} ${table} {`;
+    else if (inside && t.startsWith("chain ") && t.endsWith("{")) out.add(t.slice(6, -1).trim());
+  }
+  return out;
 }
 
 export class NftRulesProbe implements RulesProbe {
@@ -36,8 +36,14 @@ export class NftRulesProbe implements RulesProbe {
 
   async intact(): Promise<boolean> {
     for (const t of this.#tables) {
-      const text = await listChain(this.#command, t.family, t.table, STATIC.services);
-      if (text === undefined || !text.includes("vmap")) return false;
+      const r = await execCommand([...this.#command, "list", "chains", t.family], {
+        timeoutMs: PROBE_TIMEOUT_MS,
+      });
+      if (r.signal !== null)
+        throw new Error(`nft list chains killed by ${r.signal}${r.timedOut ? " (timeout)" : ""}`);
+      if (r.code !== 0) throw new Error(`nft list chains failed: ${r.stderr.trim()}`);
+      const chains = chainsOfTable(r.stdout, t.family, t.table);
+      if (!chains.has(STATIC.services) || !chains.has("nat-prerouting")) return false;
     }
     return true;
   }
