@@ -7,6 +7,7 @@
 import type { LocalService } from "../model/local.ts";
 import { deleteFrame, type Frame, sameBytes, setFrame, type WireValue, wireValue } from "./frames.ts";
 import { ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
+import { KeyOrder } from "./key-order.ts";
 import { encodeEndpointBytes, encodeLocalService, encodeServiceBytes } from "./local-codec.ts";
 
 /** A service's wire values. Cached per LocalService object: unchanged services keep theirs. */
@@ -147,15 +148,17 @@ export function localChangeFrames(delta: LocalDelta): Frame[] {
   return out;
 }
 
+/** Shared by every node: their maps nearly always hold the same keys, sorted once. */
+const fullStateOrder = new KeyOrder();
+
 /** The Set ops of a whole state: the Service IP ranges, every service, every service's endpoints. */
 export function localFullFrames(
   services: ReadonlyMap<string, LocalService>,
   serviceCIDRs: readonly string[] = [],
 ): Frame[] {
-  const keys = [...services.keys()].sort();
   const out: Frame[] = [];
   if (serviceCIDRs.length > 0) out.push(serviceCIDRsFrame(serviceCIDRs));
-  const encoded = keys.map((key) => encodedService(services.get(key)!));
+  const encoded = fullStateOrder.sortedValues(services).map(encodedService);
   for (const e of encoded) out.push(e.service.frame);
   for (const e of encoded) if (e.endpointSets.length > 0) out.push(e.endpointSets);
   return out;
