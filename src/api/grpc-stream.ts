@@ -5,7 +5,7 @@
 
 import { once } from "node:events";
 import type { ServerHttp2Stream } from "node:http2";
-import type { Frame } from "./frames.ts";
+import { concatFrames, type Frame } from "./frames.ts";
 
 /** gRPC status codes used here. */
 export const GrpcStatus = {
@@ -121,7 +121,7 @@ export class GrpcServerCall<Req> {
         const first = i;
         let size = 0;
         while (i < frames.length && size < BATCH_BYTES) size += (frames[i++] as Frame).length;
-        this.#stream.write(i - first === 1 ? frames[first]! : Buffer.concat(frames.slice(first, i), size));
+        this.#stream.write(concatFrames(frames, first, i));
         this.#queuedFrames = frames.length - i;
         if (this.#stream.writableNeedDrain) await once(this.#stream, "drain", { signal });
       }

@@ -123,6 +123,21 @@ function encodeEndpoints(svc: LocalService): Map<string, Endpoint> {
   return byIP;
 }
 
+/**
+ * A string that two Endpoint values share exactly when they encode to the same bytes: every
+ * field, in order. Nodes see most endpoints alike (only `Local` differs on the node that runs
+ * one), so the encoding is looked up by this instead of being done again for each node.
+ */
+export function endpointFingerprint(ep: Endpoint): string {
+  const flag = (b: boolean | undefined) => (b === undefined ? "-" : b ? "1" : "0");
+  let out = `${ep.Hostname}\0${ep.IPs === undefined ? "-" : `${ep.IPs.V4.join(",")}\0${ep.IPs.V6.join(",")}`}\0`;
+  out += `${flag(ep.Local)}${flag(ep.Scopes?.Internal)}${flag(ep.Scopes?.External)}`;
+  out += `${ep.Conditions === undefined ? "-" : `${flag(ep.Conditions.Ready)}${flag(ep.Conditions.Serving)}${flag(ep.Conditions.Terminating)}`}`;
+  for (const o of ep.PortOverrides) out += `\0o${o.Name}\0${o.Port}`;
+  for (const s of ep.PortScopes) out += `\0s${s.Name}\0${s.Port}\0${flag(s.Internal)}${flag(s.External)}`;
+  return out;
+}
+
 export function encodeServiceBytes(service: Service): Uint8Array {
   return Service.encode(service).finish();
 }

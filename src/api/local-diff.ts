@@ -5,10 +5,23 @@
 // full state needs one sort of the service keys, not one of every endpoint path.
 
 import type { LocalService } from "../model/local.ts";
-import { deleteFrame, type Frame, sameBytes, setFrame, type WireValue, wireValue } from "./frames.ts";
-import { ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
+import {
+  concatFrames,
+  deleteFrame,
+  type Frame,
+  sameBytes,
+  setFrame,
+  type WireValue,
+  wireValue,
+} from "./frames.ts";
+import { type Endpoint, ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
 import { KeyOrder } from "./key-order.ts";
-import { encodeEndpointBytes, encodeLocalService, encodeServiceBytes } from "./local-codec.ts";
+import {
+  encodeEndpointBytes,
+  encodeLocalService,
+  encodeServiceBytes,
+  endpointFingerprint,
+} from "./local-codec.ts";
 
 /** A service's wire values. Cached per LocalService object: unchanged services keep theirs. */
 export interface EncodedService {
@@ -21,32 +34,44 @@ export interface EncodedService {
 
 const cache = new WeakMap<LocalService, EncodedService>();
 
+/**
+ * Endpoint values by path and fingerprint, shared between the LocalService objects of different
+ * nodes (a node that runs one of a service's endpoints has its own object, equal to other
+ * nodes' but for that endpoint). Two generations bound it: when the newer one is full it
+ * becomes the older and the oldest is dropped, so what every node still uses stays cached.
+ */
+const ENDPOINT_VALUES_PER_GENERATION = 131_072;
+let endpointValues = new Map<string, WireValue>();
+let olderEndpointValues = new Map<string, WireValue>();
+
+function endpointValue(path: string, endpoint: Endpoint): WireValue {
+  const id = `${path}\0${endpointFingerprint(endpoint)}`;
+  let value = endpointValues.get(id);
+  if (value !== undefined) return value;
+  value = olderEndpointValues.get(id) ?? wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(endpoint));
+  if (endpointValues.size >= ENDPOINT_VALUES_PER_GENERATION) {
+    olderEndpointValues = endpointValues;
+    endpointValues = new Map();
+  }
+  endpointValues.set(id, value);
+  return value;
+}
+
 export function encodedService(svc: LocalService): EncodedService {
   let encoded = cache.get(svc);
   if (encoded === undefined) {
     const wire = encodeLocalService(svc);
     const key = `${svc.namespace}/${svc.name}`;
-    const values: [string, WireValue][] = [];
+    const endpoints = new Map<string, WireValue>();
     for (const ip of [...wire.endpoints.keys()].sort()) {
       const path = `${key}/${ip}`;
-      values.push([
-        path,
-        wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(wire.endpoints.get(ip)!)),
-      ]);
-    }
-    // One buffer for the full state; each endpoint's frame becomes a view into it.
-    const endpointSets = Buffer.concat(values.map(([, v]) => v.frame));
-    const endpoints = new Map<string, WireValue>();
-    let offset = 0;
-    for (const [path, v] of values) {
-      const frame = endpointSets.subarray(offset, offset + v.frame.length);
-      offset += v.frame.length;
-      endpoints.set(path, { bytes: v.bytes, frame });
+      endpoints.set(path, endpointValue(path, wire.endpoints.get(ip)!));
     }
     encoded = {
       service: wireValue(WireSet.ServicesSet, key, encodeServiceBytes(wire.service)),
       endpoints,
-      endpointSets,
+      // One buffer for the full state, which sends every endpoint.
+      endpointSets: concatFrames([...endpoints.values()].map((v) => v.frame)),
     };
     cache.set(svc, encoded);
   }
