@@ -6,13 +6,17 @@
 // and memory printed are the server process's alone (brain + API).
 //
 //   node --expose-gc bench/api-fanout.ts [--quick] [--clients 1000] [--services 10000]
-//        [--processes 4] [--changes 5] [--stalled 10]
+//        [--processes 4] [--changes 5] [--stalled 10] [--profile DIR]
 //
 // --quick is 100 clients × 1,000 services. --stalled K adds K more streams (for nodes that
 // already have a reading client) that ask once and never read: what the server holds for them is
-// printed after the changes.
+// printed after the changes. --profile writes the server's CPU profiles of the initial full state
+// and of the changes to DIR (initial.cpuprofile, changes.cpuprofile).
 
 import { fork } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { join } from "node:path";
 import http2 from "node:http2";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -25,8 +29,9 @@ import { benchNode, benchService, benchSlice, policyOf } from "./lib/cluster.ts"
 
 const ENDPOINTS = 10;
 
-/** What a client process tells the server process after each Sync. */
+/** What a client process tells the server process after each Sync, or when its stream fails. */
 interface SyncReport {
+  readonly error?: string;
   readonly client: number;
   readonly syncs: number;
   /** OpItems and bytes of the change set this Sync ended. */
@@ -59,7 +64,6 @@ function openStream(target: string): http2.ClientHttp2Stream {
     "content-type": "application/grpc",
     te: "trailers",
   });
-  stream.on("error", () => {});
   return stream;
 }
 
@@ -67,6 +71,9 @@ function openStream(target: string): http2.ClientHttp2Stream {
 function runClient(target: string, n: number): void {
   const req = request(`node-${n}`);
   const stream = openStream(target);
+  const fail = (error: string) => process.send?.({ client: n, syncs, ops, bytes, error } satisfies SyncReport);
+  stream.on("error", (err) => fail(err.message));
+  stream.on("close", () => fail(`stream closed (code ${stream.rstCode})`));
   let pending: Buffer = Buffer.alloc(0);
   let ops = 0;
   let bytes = 0;
@@ -97,6 +104,7 @@ function runClients(spec: ClientSpec): void {
   for (let n = spec.first; n < spec.first + spec.count; n++) runClient(spec.target, n);
   for (let n = spec.first; n < spec.first + spec.stalled; n++) {
     const stream = openStream(spec.target);
+    stream.on("error", () => {});
     stream.pause();
     stream.write(request(`node-${n}`));
   }
@@ -110,6 +118,7 @@ const { values: args } = parseArgs({
     processes: { type: "string" },
     changes: { type: "string", default: "5" },
     stalled: { type: "string", default: "0" },
+    profile: { type: "string" },
   },
 });
 
@@ -126,7 +135,20 @@ async function runServer(o: {
   processes: number;
   changes: number;
   stalled: number;
+  profile: string | undefined;
 }): Promise<void> {
+  const profiler = o.profile === undefined ? undefined : new Session();
+  profiler?.connect();
+  const startProfile = async () => {
+    await profiler?.post("Profiler.enable");
+    await profiler?.post("Profiler.start");
+  };
+  const stopProfile = async (name: string) => {
+    if (profiler === undefined || o.profile === undefined) return;
+    const { profile } = await profiler.post("Profiler.stop");
+    mkdirSync(o.profile, { recursive: true });
+    writeFileSync(join(o.profile, `${name}.cpuprofile`), JSON.stringify(profile));
+  };
   const store = new ClusterStore();
   for (let n = 0; n < o.clients; n++) store.upsert(benchNode(n));
   for (let i = 0; i < o.services; i++) {
@@ -150,13 +172,21 @@ async function runServer(o: {
     waiting.resolve();
     waiting = undefined;
   };
-  const allSynced = (syncs: number) =>
-    new Promise<void>((resolve) => {
+  let failures = 0;
+  const allSynced = async (syncs: number) => {
+    const progress = setInterval(() => {
+      const done = [...latest.values()].filter((r) => r.syncs >= syncs).length;
+      console.error(`… ${done}/${o.clients} clients have change set ${syncs}, ${failures} stream failures`);
+    }, 30_000);
+    await new Promise<void>((resolve) => {
       waiting = { syncs, resolve };
       check();
     });
+    clearInterval(progress);
+  };
 
   global.gc?.();
+  await startProfile();
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const children = [];
@@ -171,6 +201,11 @@ async function runServer(o: {
       execArgv: [],
     });
     child.on("message", (r: SyncReport) => {
+      if (r.error !== undefined) {
+        failures++;
+        if (failures <= 5) console.error(`client ${r.client}: ${r.error}`);
+        return;
+      }
       latest.set(r.client, r);
       check();
     });
@@ -180,6 +215,7 @@ async function runServer(o: {
   const initialWall = performance.now() - t0;
   const initialCpu = cpuMs(process.cpuUsage(cpu0));
   const initial = latest.get(0)!;
+  await stopProfile("initial");
   global.gc?.();
   const afterSync = process.memoryUsage();
 
@@ -188,6 +224,7 @@ async function runServer(o: {
   const changeWall: number[] = [];
   let changeBytes = 0;
   const clusterServices = [...Array(o.services).keys()].filter((i) => policyOf(i) === "cluster");
+  await startProfile();
   for (let round = 0; round < o.changes; round++) {
     const i = clusterServices[(round * 7919) % clusterServices.length]!;
     const slice = benchSlice(i, o.clients, ENDPOINTS, round + 1);
@@ -200,6 +237,7 @@ async function runServer(o: {
     changeCpu.push(cpuMs(process.cpuUsage(cpu)));
     changeBytes = latest.get(0)!.bytes;
   }
+  await stopProfile("changes");
   const stalled = server.streams().filter((s) => s.frames > 0 || s.bytes > 0);
   global.gc?.();
   const end = process.memoryUsage();
@@ -249,5 +287,6 @@ if (process.env.KPNG_BENCH_CLIENTS !== undefined) {
     processes: Number(args.processes ?? (args.quick ? 2 : 4)),
     changes: Number(args.changes),
     stalled: Number(args.stalled),
+    profile: args.profile,
   });
 }

@@ -17,16 +17,16 @@ function framed(message: Uint8Array): Frame {
   return out;
 }
 
-/** Frames back to back in one buffer (one copy each: cheaper than handing each to HTTP/2). */
-export function concatFrames(frames: readonly Frame[], from = 0, to = frames.length): Frame {
-  if (to - from === 1) return frames[from]!;
+/** Frames back to back in one buffer. */
+export function concatFrames(frames: readonly Frame[]): Frame {
+  if (frames.length === 1) return frames[0]!;
   let size = 0;
-  for (let i = from; i < to; i++) size += frames[i]!.length;
+  for (const frame of frames) size += frame.length;
   const out = Buffer.allocUnsafe(size);
   let at = 0;
-  for (let i = from; i < to; i++) {
-    out.set(frames[i]!, at);
-    at += frames[i]!.length;
+  for (const frame of frames) {
+    out.set(frame, at);
+    at += frame.length;
   }
   return out;
 }

@@ -5,7 +5,8 @@
 
 import { once } from "node:events";
 import type { ServerHttp2Stream } from "node:http2";
-import { concatFrames, type Frame } from "./frames.ts";
+import type { Frame } from "./frames.ts";
+import { takeBatch } from "./write-batches.ts";
 
 /** gRPC status codes used here. */
 export const GrpcStatus = {
@@ -18,8 +19,6 @@ export const GrpcStatus = {
   UNAVAILABLE: 14,
 } as const;
 
-/** Bytes per HTTP/2 write when many messages are queued. */
-const BATCH_BYTES = 64 * 1024;
 const PREFIX = 5;
 
 /** A request message larger than this ends the call (requests are a few bytes). */
@@ -117,11 +116,12 @@ export class GrpcServerCall<Req> {
       while (i < frames.length && !signal.aborted && !this.closed) {
         // One copy into one buffer costs less than handing HTTP/2 thousands of small chunks
         // (even corked, each costs a queue entry in JS and a buffer in the native write): a
-        // full state is ~20k frames a node.
-        const first = i;
-        let size = 0;
-        while (i < frames.length && size < BATCH_BYTES) size += (frames[i++] as Frame).length;
-        this.#stream.write(concatFrames(frames, first, i));
+        // full state is ~20k frames a node. The buffer is reused once written, never before.
+        const batch = takeBatch(frames, i);
+        i += batch.count;
+        this.#stream.write(batch.bytes, (err) => {
+          if (err === undefined || err === null) batch.release();
+        });
         this.#queuedFrames = frames.length - i;
         if (this.#stream.writableNeedDrain) await once(this.#stream, "drain", { signal });
       }
