@@ -15,9 +15,9 @@
 
 import { fork } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
+import http2 from "node:http2";
 import { Session } from "node:inspector/promises";
 import { join } from "node:path";
-import http2 from "node:http2";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { OpItem, WatchReq } from "../src/api/gen/api/localv1/api.ts";
@@ -71,7 +71,8 @@ function openStream(target: string): http2.ClientHttp2Stream {
 function runClient(target: string, n: number): void {
   const req = request(`node-${n}`);
   const stream = openStream(target);
-  const fail = (error: string) => process.send?.({ client: n, syncs, ops, bytes, error } satisfies SyncReport);
+  const fail = (error: string) =>
+    process.send?.({ client: n, syncs, ops, bytes, error } satisfies SyncReport);
   stream.on("error", (err) => fail(err.message));
   stream.on("close", () => fail(`stream closed (code ${stream.rstCode})`));
   let pending: Buffer = Buffer.alloc(0);
