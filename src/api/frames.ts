@@ -3,7 +3,7 @@
 // so a value shared by many streams and many nodes is encoded once, not once per stream. A frame
 // may also hold several such messages back to back (a service's endpoints, for a full state).
 
-import { OpItem, type Set as WireSet } from "./gen/api/localv1/api.ts";
+import type { Set as WireSet } from "./gen/api/localv1/api.ts";
 
 export type Frame = Buffer;
 
@@ -118,16 +118,31 @@ export function deleteFrame(set: WireSet, path: string): Frame {
   return out;
 }
 
+/** An OpItem holding an EmptyOp (Reset: field 4, Sync: field 1), written by hand like Set. */
+function emptyOpFrame(tag: number, instanceId: string, revision: number): Frame {
+  const idBytes = Buffer.byteLength(instanceId, "utf8");
+  const length =
+    (idBytes === 0 ? 0 : delimitedLength(idBytes)) + (revision === 0 ? 0 : 1 + varintLength(revision));
+  const { out, at: start } = opFrame(tag, length);
+  let at = start;
+  if (idBytes > 0) {
+    out[at++] = 0x0a; // EmptyOp.InstanceID
+    at = writeVarint(out, at, idBytes);
+    at += out.write(instanceId, at, "utf8");
+  }
+  if (revision !== 0) {
+    out[at++] = 0x10; // EmptyOp.Revision, varint
+    writeVarint(out, at, revision);
+  }
+  return out;
+}
+
 export function resetFrame(instanceId: string): Frame {
-  return framed(
-    OpItem.encode({ Op: { $case: "Reset", value: { InstanceID: instanceId, Revision: 0 } } }).finish(),
-  );
+  return emptyOpFrame(0x22 /* OpItem.Reset */, instanceId, 0);
 }
 
 export function syncFrame(instanceId: string, revision: number): Frame {
-  return framed(
-    OpItem.encode({ Op: { $case: "Sync", value: { InstanceID: instanceId, Revision: revision } } }).finish(),
-  );
+  return emptyOpFrame(0x0a /* OpItem.Sync */, instanceId, revision);
 }
 
 /** A value on the wire: its bytes (to compare) and its Set op (to send). */

@@ -2,7 +2,14 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { deleteFrame, GRPC_PREFIX_BYTES, opItemsOf, setFrame } from "../../../src/api/frames.ts";
+import {
+  deleteFrame,
+  GRPC_PREFIX_BYTES,
+  opItemsOf,
+  resetFrame,
+  setFrame,
+  syncFrame,
+} from "../../../src/api/frames.ts";
 import { OpItem, Set as WireSet } from "../../../src/api/gen/api/localv1/api.ts";
 
 function generated(op: OpItem["Op"]): Buffer {
@@ -59,3 +66,24 @@ test("a frame is one OpItem that decodes to what was asked", () => {
   assert.equal(op?.$case, "Set");
   assert.deepEqual(op.$case === "Set" && op.value.Ref, { Set: WireSet.EndpointsSet, Path: "a/b/192.0.2.1" });
 });
+
+for (const [instanceId, revision] of [
+  ["0123456789abcdef", 1],
+  ["0123456789abcdef", 127],
+  ["0123456789abcdef", 128],
+  ["0123456789abcdef", 300_000],
+  ["0123456789abcdef", 2 ** 40 + 3],
+  ["", 5],
+  ["", 0],
+] as const) {
+  test(`syncFrame and resetFrame: instance "${instanceId}", revision ${revision}`, () => {
+    assert.deepEqual(
+      syncFrame(instanceId, revision),
+      generated({ $case: "Sync", value: { InstanceID: instanceId, Revision: revision } }),
+    );
+    assert.deepEqual(
+      resetFrame(instanceId),
+      generated({ $case: "Reset", value: { InstanceID: instanceId, Revision: 0 } }),
+    );
+  });
+}
