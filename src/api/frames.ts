@@ -9,14 +9,6 @@ export type Frame = Buffer;
 
 export const GRPC_PREFIX_BYTES = 5;
 
-function framed(message: Uint8Array): Frame {
-  const out = Buffer.allocUnsafe(GRPC_PREFIX_BYTES + message.length);
-  out[0] = 0;
-  out.writeUInt32BE(message.length, 1);
-  out.set(message, GRPC_PREFIX_BYTES);
-  return out;
-}
-
 /** Frames back to back in one buffer. */
 export function concatFrames(frames: readonly Frame[]): Frame {
   if (frames.length === 1) return frames[0]!;

@@ -14,6 +14,7 @@ import {
   type WireValue,
   wireValue,
 } from "./frames.ts";
+import { FullStateSegments } from "./full-state-segments.ts";
 import { type Endpoint, ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
 import { KeyOrder } from "./key-order.ts";
 import {
@@ -175,6 +176,11 @@ export function localChangeFrames(delta: LocalDelta): Frame[] {
 
 /** Shared by every node: their maps nearly always hold the same keys, sorted once. */
 const fullStateOrder = new KeyOrder();
+/** Shared by every node: runs of services that nodes hold alike are built once. */
+const fullStateSegments = new FullStateSegments((svc) => {
+  const e = encodedService(svc);
+  return { service: e.service.frame, endpointSets: e.endpointSets };
+});
 
 /** The Set ops of a whole state: the Service IP ranges, every service, every service's endpoints. */
 export function localFullFrames(
@@ -183,8 +189,8 @@ export function localFullFrames(
 ): Frame[] {
   const out: Frame[] = [];
   if (serviceCIDRs.length > 0) out.push(serviceCIDRsFrame(serviceCIDRs));
-  const encoded = fullStateOrder.sortedValues(services).map(encodedService);
-  for (const e of encoded) out.push(e.service.frame);
-  for (const e of encoded) if (e.endpointSets.length > 0) out.push(e.endpointSets);
+  const frames = fullStateSegments.frames(fullStateOrder.sortedValues(services));
+  for (const f of frames.services) out.push(f);
+  for (const f of frames.endpoints) out.push(f);
   return out;
 }
