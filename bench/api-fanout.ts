@@ -162,6 +162,9 @@ async function runServer(o: {
     listen: ["tcp://127.0.0.1:0"],
     localFeed: (nodeName) => localStateFeed(store, nodeName),
     log: silentLogger,
+    // A client process here plays 250 nodes and may lag a minute behind its reads while they
+    // decode the first full state; a real node's client answers pings in time.
+    keepaliveTimeoutMs: 300_000,
   });
   await server.start();
 
