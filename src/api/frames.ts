@@ -144,7 +144,9 @@ export interface WireValue {
 }
 
 export function wireValue(set: WireSet, path: string, bytes: Uint8Array): WireValue {
-  return { bytes, frame: setFrame(set, path, bytes) };
+  const frame = setFrame(set, path, bytes);
+  // The value ends the Set op: a view of it there lets the encoder's copy go.
+  return { bytes: frame.subarray(frame.length - bytes.length), frame };
 }
 
 export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

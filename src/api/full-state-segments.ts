@@ -20,9 +20,11 @@ export interface SegmentEncoding {
 
 interface Variant {
   readonly members: readonly LocalService[];
-  /** Service Set ops of the members, back to back; then their endpoint Set ops. */
-  readonly services: Frame;
-  readonly endpoints: Frame;
+  /**
+   * Service Set ops of the members, back to back; then their endpoint Set ops. Built when the
+   * variant is seen a second time: a node's own variant, seen once, is never copied.
+   */
+  built: { readonly services: Frame; readonly endpoints: Frame } | undefined;
   /** The full state that used it last (a count of full states built). */
   lastUse: number;
 }
@@ -48,8 +50,14 @@ export class FullStateSegments {
     for (let start = 0, position = 0; start < sorted.length; start += SEGMENT, position++) {
       const end = Math.min(start + SEGMENT, sorted.length);
       const variant = this.#variant(position, sorted, start, end);
-      services.push(variant.services);
-      if (variant.endpoints.length > 0) endpoints.push(variant.endpoints);
+      if (variant.built === undefined) {
+        const encoded = variant.members.map(this.#encode);
+        for (const e of encoded) services.push(e.service);
+        for (const e of encoded) if (e.endpointSets.length > 0) endpoints.push(e.endpointSets);
+      } else {
+        services.push(variant.built.services);
+        if (variant.built.endpoints.length > 0) endpoints.push(variant.built.endpoints);
+      }
     }
     return { services, endpoints };
   }
@@ -63,17 +71,17 @@ export class FullStateSegments {
     for (const variant of list) {
       if (sameMembers(variant.members, sorted, start, end)) {
         variant.lastUse = this.#uses;
+        if (variant.built === undefined) {
+          const encoded = variant.members.map(this.#encode);
+          variant.built = {
+            services: concatFrames(encoded.map((e) => e.service)),
+            endpoints: concatFrames(encoded.map((e) => e.endpointSets).filter((f) => f.length > 0)),
+          };
+        }
         return variant;
       }
     }
-    const members = sorted.slice(start, end);
-    const encoded = members.map(this.#encode);
-    const variant: Variant = {
-      members,
-      services: concatFrames(encoded.map((e) => e.service)),
-      endpoints: concatFrames(encoded.map((e) => e.endpointSets).filter((f) => f.length > 0)),
-      lastUse: this.#uses,
-    };
+    const variant: Variant = { members: sorted.slice(start, end), built: undefined, lastUse: this.#uses };
     if (list.length >= VARIANTS) {
       // The least recently used goes. A zone's variant is used again within a few full states
       // (the nodes between hold other zones' variants or their own), a node's own variant not.

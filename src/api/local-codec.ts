@@ -2,6 +2,7 @@
 // value per endpoint IP (key "namespace/service/<ip>"): the IP is unique per endpoint and
 // family, unlike kpng's pod name, so a dual-stack pod gives two values that never collide.
 
+import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { IPFamily, Protocol as KubeProtocol, ServiceType } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
 import { compareEndpoints } from "../model/order.ts";
@@ -138,12 +139,19 @@ export function endpointFingerprint(ep: Endpoint): string {
   return out;
 }
 
+/**
+ * One writer for every value: a fresh one allocates and grows a buffer for each message, which
+ * cost more than the encoding at ~1M values. Encoding is synchronous, so it is never shared
+ * between two messages at once; finish() copies the bytes out and keeps the buffer.
+ */
+const writer = new BinaryWriter();
+
 export function encodeServiceBytes(service: Service): Uint8Array {
-  return Service.encode(service).finish();
+  return Service.encode(service, writer).finish();
 }
 
 export function encodeEndpointBytes(endpoint: Endpoint): Uint8Array {
-  return Endpoint.encode(endpoint).finish();
+  return Endpoint.encode(endpoint, writer).finish();
 }
 
 const protocolFromWire = new Map<number, KubeProtocol>([

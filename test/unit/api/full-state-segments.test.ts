@@ -51,22 +51,35 @@ test("nodes holding the same objects share the segments' buffers", () => {
     return { service: e.service.frame, endpointSets: e.endpointSets };
   });
   const base = Array.from({ length: 64 }, (_, i) => shared(i));
+  const first = segments.frames(base);
+  assert.equal(first.services.length, 64, "seen once: each service's own frame, nothing copied");
   const a = segments.frames(base);
-  const b = segments.frames(base.map((s, i) => (i === 20 ? own(20) : s)));
-  assert.equal(a.services.length, 4, "64 services in segments of 16");
+  assert.equal(a.services.length, 4, "seen twice: 64 services in 4 segments of 16");
+  const mine = own(20);
+  const withMine = base.map((s, i) => (i === 20 ? mine : s));
+  const b = segments.frames(withMine);
+  assert.equal(b.services.length, 3 + 16, "the segment holding the node's own service is not built");
+  assert.equal(b.services[0], a.services[0]);
+  assert.equal(b.services[1 + 16], a.services[2]);
+  assert.equal(b.services[1 + 4], encodedService(mine).service.frame);
   assert.deepEqual(
-    a.services.map((f, i) => f === b.services[i]),
-    [true, false, true, true],
-    "only the segment holding the node's own service differs",
+    Buffer.concat(b.services),
+    Buffer.concat(withMine.map((s) => encodedService(s).service.frame)),
   );
   // More variants of one segment than are kept: still right, and the shared one survives.
   for (let v = 0; v < 20; v++) {
     const variant = base.map((s, i) => (i === 3 ? own(3) : s));
-    const frames = segments.frames(variant);
-    assert.deepEqual(
-      Buffer.concat(frames.services),
-      Buffer.concat(variant.map((s) => encodedService(s).service.frame)),
-    );
+    for (const _ of [1, 2]) {
+      const frames = segments.frames(variant);
+      assert.deepEqual(
+        Buffer.concat(frames.services),
+        Buffer.concat(variant.map((s) => encodedService(s).service.frame)),
+      );
+      assert.deepEqual(
+        Buffer.concat(frames.endpoints),
+        Buffer.concat(variant.map((s) => encodedService(s).endpointSets)),
+      );
+    }
     assert.equal(segments.frames(base).services[0], a.services[0]);
   }
 });
