@@ -1,14 +1,14 @@
 // The buffers frames are copied into for an HTTP/2 write, used again once HTTP/2 has written
-// them: a full state to 1,000 nodes is ~400k batches, and a fresh buffer for each cost
+// them: a full state to 1,000 nodes is ~100k batches, and a fresh buffer for each cost
 // more CPU (allocation, page faults, garbage collection of external memory) than the copies.
 
 import type { Frame } from "./frames.ts";
 
 /** Bytes per batch: frames are gathered until the next would not fit. */
-export const BATCH_BYTES = 16 * 1024;
+export const BATCH_BYTES = 64 * 1024;
 
 /** Idle buffers kept for reuse; more are allocated when needed and left to the collector. */
-const KEPT = 2048;
+const KEPT = 1024;
 const idle: Buffer[] = [];
 
 export interface Batch {

@@ -8,7 +8,7 @@ import { BATCH_BYTES, takeBatch } from "../../../src/api/write-batches.ts";
 const frame = (size: number, fill: number) => Buffer.alloc(size, fill);
 
 test("batches hold the frames in order, never more than BATCH_BYTES, and every frame once", () => {
-  const sizes = [100, 5000, 3000, 8000, 9000, 1, 70_000, 10, 10, 16 * 1024 - 20, 300];
+  const sizes = [100, 5000, 30_000, 20_000, 40_000, 1, 70_000, 10, 10, 64 * 1024 - 20, 300];
   const frames = sizes.map((size, i) => frame(size, i + 1));
   const out: Buffer[] = [];
   for (let i = 0; i < frames.length; ) {
@@ -23,7 +23,7 @@ test("batches hold the frames in order, never more than BATCH_BYTES, and every f
     batch.release();
   }
   assert.deepEqual(Buffer.concat(out), Buffer.concat(frames));
-  // 100+5000+3000+8000 fit together; 9000 does not fit with them.
+  // 100+5000+30000+20000 fit together; 40000 does not fit with them.
   assert.equal(takeBatch(frames, 0).count, 4);
 });
 
