@@ -54,8 +54,14 @@ export function parseCidr(text: string): Cidr | undefined {
   return { family, text: `${network.toString()}/${prefix}` };
 }
 
+/** A dotted quad without leading zeros: already canonical. */
+const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+const CANONICAL_IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
+
 /** Canonical address text (IPv6 compressed), the form the kernel tools print back. Throws when invalid. */
 export function canonicalIP(ip: string): string {
+  // Most addresses already are (validation canonicalizes them): one regular expression says so.
+  if (CANONICAL_IPV4.test(ip)) return ip;
   return ipaddr.parse(ip).toString();
 }
 
