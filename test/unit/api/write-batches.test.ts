@@ -28,15 +28,23 @@ test("batches hold the frames in order, never more than BATCH_BYTES, and every f
 });
 
 test("a released buffer is reused; one not released is not", () => {
-  const frames = [frame(10, 1), frame(10, 2)];
+  const frames = [frame(3000, 1), frame(3000, 2)];
   const a = takeBatch(frames, 0);
   const b = takeBatch(frames, 0);
   assert.notEqual(a.bytes.buffer, b.bytes.buffer, "a is still being written");
   const kept = Buffer.from(a.bytes);
   b.release();
-  const c = takeBatch([frame(10, 9), frame(10, 9)], 0);
+  const c = takeBatch([frame(3000, 9), frame(3000, 9)], 0);
   assert.equal(c.bytes.buffer, b.bytes.buffer, "b's buffer is used again");
   assert.deepEqual(a.bytes, kept, "a's bytes were not touched");
   a.release();
   c.release();
+});
+
+test("a small batch is a buffer of its own size, not a reused one", () => {
+  const small = takeBatch([frame(100, 1), frame(60, 2)], 0);
+  assert.equal(small.count, 2);
+  assert.equal(small.bytes.length, 160);
+  assert.deepEqual(small.bytes, Buffer.concat([frame(100, 1), frame(60, 2)]));
+  small.release();
 });
