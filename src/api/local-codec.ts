@@ -2,6 +2,7 @@
 // value per endpoint IP (key "namespace/service/<ip>"): the IP is unique per endpoint and
 // family, unlike kpng's pod name, so a dual-stack pod gives two values that never collide.
 
+import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import type { IPFamily, Protocol as KubeProtocol, ServiceType } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
 import { compareEndpoints } from "../model/order.ts";
@@ -123,12 +124,34 @@ function encodeEndpoints(svc: LocalService): Map<string, Endpoint> {
   return byIP;
 }
 
+/**
+ * A string that two Endpoint values share exactly when they encode to the same bytes: every
+ * field, in order. Nodes see most endpoints alike (only `Local` differs on the node that runs
+ * one), so the encoding is looked up by this instead of being done again for each node.
+ */
+export function endpointFingerprint(ep: Endpoint): string {
+  const flag = (b: boolean | undefined) => (b === undefined ? "-" : b ? "1" : "0");
+  let out = `${ep.Hostname}\0${ep.IPs === undefined ? "-" : `${ep.IPs.V4.join(",")}\0${ep.IPs.V6.join(",")}`}\0`;
+  out += `${flag(ep.Local)}${flag(ep.Scopes?.Internal)}${flag(ep.Scopes?.External)}`;
+  out += `${ep.Conditions === undefined ? "-" : `${flag(ep.Conditions.Ready)}${flag(ep.Conditions.Serving)}${flag(ep.Conditions.Terminating)}`}`;
+  for (const o of ep.PortOverrides) out += `\0o${o.Name}\0${o.Port}`;
+  for (const s of ep.PortScopes) out += `\0s${s.Name}\0${s.Port}\0${flag(s.Internal)}${flag(s.External)}`;
+  return out;
+}
+
+/**
+ * One writer for every value: a fresh one allocates and grows a buffer for each message, which
+ * cost more than the encoding at ~1M values. Encoding is synchronous, so it is never shared
+ * between two messages at once; finish() copies the bytes out and keeps the buffer.
+ */
+const writer = new BinaryWriter();
+
 export function encodeServiceBytes(service: Service): Uint8Array {
-  return Service.encode(service).finish();
+  return Service.encode(service, writer).finish();
 }
 
 export function encodeEndpointBytes(endpoint: Endpoint): Uint8Array {
-  return Endpoint.encode(endpoint).finish();
+  return Endpoint.encode(endpoint, writer).finish();
 }
 
 const protocolFromWire = new Map<number, KubeProtocol>([

@@ -5,9 +5,24 @@
 // full state needs one sort of the service keys, not one of every endpoint path.
 
 import type { LocalService } from "../model/local.ts";
-import { deleteFrame, type Frame, sameBytes, setFrame, type WireValue, wireValue } from "./frames.ts";
-import { ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
-import { encodeEndpointBytes, encodeLocalService, encodeServiceBytes } from "./local-codec.ts";
+import {
+  concatFrames,
+  deleteFrame,
+  type Frame,
+  sameBytes,
+  setFrame,
+  type WireValue,
+  wireValue,
+} from "./frames.ts";
+import { FullStateSegments } from "./full-state-segments.ts";
+import { type Endpoint, ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
+import { KeyOrder } from "./key-order.ts";
+import {
+  encodeEndpointBytes,
+  encodeLocalService,
+  encodeServiceBytes,
+  endpointFingerprint,
+} from "./local-codec.ts";
 
 /** A service's wire values. Cached per LocalService object: unchanged services keep theirs. */
 export interface EncodedService {
@@ -20,32 +35,44 @@ export interface EncodedService {
 
 const cache = new WeakMap<LocalService, EncodedService>();
 
+/**
+ * Endpoint values by path and fingerprint, shared between the LocalService objects of different
+ * nodes (a node that runs one of a service's endpoints has its own object, equal to other
+ * nodes' but for that endpoint). Two generations bound it: when the newer one is full it
+ * becomes the older and the oldest is dropped, so what every node still uses stays cached.
+ */
+const ENDPOINT_VALUES_PER_GENERATION = 131_072;
+let endpointValues = new Map<string, WireValue>();
+let olderEndpointValues = new Map<string, WireValue>();
+
+function endpointValue(path: string, endpoint: Endpoint): WireValue {
+  const id = `${path}\0${endpointFingerprint(endpoint)}`;
+  let value = endpointValues.get(id);
+  if (value !== undefined) return value;
+  value = olderEndpointValues.get(id) ?? wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(endpoint));
+  if (endpointValues.size >= ENDPOINT_VALUES_PER_GENERATION) {
+    olderEndpointValues = endpointValues;
+    endpointValues = new Map();
+  }
+  endpointValues.set(id, value);
+  return value;
+}
+
 export function encodedService(svc: LocalService): EncodedService {
   let encoded = cache.get(svc);
   if (encoded === undefined) {
     const wire = encodeLocalService(svc);
     const key = `${svc.namespace}/${svc.name}`;
-    const values: [string, WireValue][] = [];
+    const endpoints = new Map<string, WireValue>();
     for (const ip of [...wire.endpoints.keys()].sort()) {
       const path = `${key}/${ip}`;
-      values.push([
-        path,
-        wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(wire.endpoints.get(ip)!)),
-      ]);
-    }
-    // One buffer for the full state; each endpoint's frame becomes a view into it.
-    const endpointSets = Buffer.concat(values.map(([, v]) => v.frame));
-    const endpoints = new Map<string, WireValue>();
-    let offset = 0;
-    for (const [path, v] of values) {
-      const frame = endpointSets.subarray(offset, offset + v.frame.length);
-      offset += v.frame.length;
-      endpoints.set(path, { bytes: v.bytes, frame });
+      endpoints.set(path, endpointValue(path, wire.endpoints.get(ip)!));
     }
     encoded = {
       service: wireValue(WireSet.ServicesSet, key, encodeServiceBytes(wire.service)),
       endpoints,
-      endpointSets,
+      // One buffer for the full state, which sends every endpoint.
+      endpointSets: concatFrames([...endpoints.values()].map((v) => v.frame)),
     };
     cache.set(svc, encoded);
   }
@@ -147,16 +174,23 @@ export function localChangeFrames(delta: LocalDelta): Frame[] {
   return out;
 }
 
+/** Shared by every node: their maps nearly always hold the same keys, sorted once. */
+const fullStateOrder = new KeyOrder();
+/** Shared by every node: runs of services that nodes hold alike are built once. */
+const fullStateSegments = new FullStateSegments((svc) => {
+  const e = encodedService(svc);
+  return { service: e.service.frame, endpointSets: e.endpointSets };
+});
+
 /** The Set ops of a whole state: the Service IP ranges, every service, every service's endpoints. */
 export function localFullFrames(
   services: ReadonlyMap<string, LocalService>,
   serviceCIDRs: readonly string[] = [],
 ): Frame[] {
-  const keys = [...services.keys()].sort();
   const out: Frame[] = [];
   if (serviceCIDRs.length > 0) out.push(serviceCIDRsFrame(serviceCIDRs));
-  const encoded = keys.map((key) => encodedService(services.get(key)!));
-  for (const e of encoded) out.push(e.service.frame);
-  for (const e of encoded) if (e.endpointSets.length > 0) out.push(e.endpointSets);
+  const frames = fullStateSegments.frames(fullStateOrder.sortedValues(services));
+  for (const f of frames.services) out.push(f);
+  for (const f of frames.endpoints) out.push(f);
   return out;
 }

@@ -57,10 +57,16 @@ export class NodeStates implements Revisioned {
   readonly #maxRevisions: number;
   readonly #maxEntries: number;
   /**
-   * Change sets computed for the current revision, by the revision they start from (-1: the
-   * full state). Streams of one node at the same revision share them; a new state clears them.
+   * Change sets computed for the current revision, by the revision they start from. Streams of
+   * one node at the same revision share them; a new state clears them.
    */
   #computed = new Map<number, Frame[] | undefined>();
+  /**
+   * The full state's frames, while a stream still holds them: most of their bytes are shared
+   * with other nodes, but a node's own segments are not, and 1,000 nodes keeping theirs after
+   * the first sync would hold about a full copy of every node's state.
+   */
+  #full: WeakRef<Frame[]> | undefined;
 
   constructor(nodeName: string, nextRevision: RevisionSource, maxRevisions: number, maxEntries: number) {
     this.nodeName = nodeName;
@@ -87,10 +93,10 @@ export class NodeStates implements Revisioned {
   }
 
   allFrames(): Frame[] {
-    let frames = this.#computed.get(-1);
+    let frames = this.#full?.deref();
     if (frames === undefined) {
       frames = localFullFrames(this.#current?.state.services ?? new Map(), this.#current?.state.serviceCIDRs);
-      this.#computed.set(-1, frames);
+      this.#full = new WeakRef(frames);
     }
     return frames;
   }
@@ -129,6 +135,7 @@ export class NodeStates implements Revisioned {
     }
     this.#current = { revision, state };
     this.#computed = new Map();
+    this.#full = undefined;
     for (const listener of [...this.#listeners]) listener();
   }
 

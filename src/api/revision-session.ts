@@ -76,9 +76,12 @@ export class RevisionSession<Req extends ResumeRequest> implements WatchSession<
   #full(state: Revisioned): ChangeSet {
     const revision = state.revision!;
     this.#sent = revision;
-    return {
-      frames: [resetFrame(this.#instanceId), ...state.allFrames(), syncFrame(this.#instanceId, revision)],
-    };
+    const all = state.allFrames();
+    const frames = new Array<Frame>(all.length + 2);
+    frames[0] = resetFrame(this.#instanceId);
+    for (let i = 0; i < all.length; i++) frames[i + 1] = all[i]!;
+    frames[all.length + 1] = syncFrame(this.#instanceId, revision);
+    return { frames };
   }
 
   close(): void {

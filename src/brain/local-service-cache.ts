@@ -7,6 +7,7 @@
 import type { EndpointSlice, Service } from "../model/kube.ts";
 import { LABEL_ZONE } from "../model/kube.ts";
 import type { LocalService } from "../model/local.ts";
+import { sameLocalService } from "./local-equal.ts";
 import { computeLocalService, type NodeView } from "./local-service.ts";
 
 interface Entry {
@@ -42,7 +43,15 @@ export class LocalServiceCache {
     if (entry.named.has(node.name)) return computeLocalService(service, slices, node);
     const zone = node.labels[LABEL_ZONE] ?? "";
     if (entry.byZone.has(zone)) return entry.byZone.get(zone);
-    const computed = computeLocalService(service, slices, node);
+    let computed = computeLocalService(service, slices, node);
+    // Zones that see the service alike (no topology hints) share one object too: consumers
+    // (the watch API's encodings, the nft mirror) then do their work once, not once per zone.
+    for (const other of entry.byZone.values()) {
+      if (computed !== undefined && other !== undefined && sameLocalService(other, computed)) {
+        computed = other;
+        break;
+      }
+    }
     entry.byZone.set(zone, computed);
     return computed;
   }

@@ -16,7 +16,7 @@ type Listener = (state: LocalState) => void | Promise<void>;
 
 /**
  * Emits this node's LocalState after the store has synced (the first emission even when empty),
- * then on each revision change, coalescing.
+ * then on each revision change, coalescing. Follows the store only while it has listeners.
  */
 export function localStateFeed(
   store: ClusterView,
@@ -26,13 +26,14 @@ export function localStateFeed(
   const log = options.log ?? silentLogger;
   const deliveries = new Set<Delivery>();
   let tracker: LocalStateTracker | undefined;
+  let unsubscribeStore: (() => void) | undefined;
   let current: LocalState | undefined;
 
   const start = (): void => {
     if (tracker !== undefined) return;
     const t = new LocalStateTracker(store, nodeName);
     tracker = t;
-    store.subscribe((change) => {
+    unsubscribeStore = store.subscribe((change) => {
       const next = t.update(change);
       if (next === current) return;
       current = next;
@@ -43,6 +44,16 @@ export function localStateFeed(
       current = t.update({ services: new Set(), nodes: new Set([nodeName]), serviceCIDRs: true });
   };
 
+  // With no listener left, the tracker stops following the store: a node nobody serves costs
+  // nothing on later changes. A new listener starts it again from the store.
+  const stop = (): void => {
+    unsubscribeStore?.();
+    unsubscribeStore = undefined;
+    tracker?.retire();
+    tracker = undefined;
+    current = undefined;
+  };
+
   return {
     subscribe(listener: Listener): () => void {
       start();
@@ -50,8 +61,9 @@ export function localStateFeed(
       deliveries.add(delivery);
       if (current !== undefined) delivery.offer(current);
       return () => {
-        deliveries.delete(delivery);
+        if (!deliveries.delete(delivery)) return;
         delivery.close();
+        if (deliveries.size === 0) stop();
       };
     },
   };

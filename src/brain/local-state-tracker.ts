@@ -11,14 +11,17 @@ import { PersistentMap } from "../model/persistent-map.ts";
 import { sameLocalService, sameStrings } from "./local-equal.ts";
 import type { NodeView } from "./local-service.ts";
 import { type LocalServiceCache, localServiceCacheOf } from "./local-service-cache.ts";
+import { type SeedSource, type TrackerSeeds, trackerSeedsOf } from "./tracker-seeds.ts";
 
 const NO_LABELS = Object.freeze({});
 
-export class LocalStateTracker {
+export class LocalStateTracker implements SeedSource {
   readonly #store: ClusterView;
   readonly #nodeName: string;
   /** Shared with the store's other trackers: nodes that look alike share results. */
   readonly #computed: LocalServiceCache;
+  /** Shared with the store's other trackers: a new node starts from a sibling's state. */
+  readonly #seeds: TrackerSeeds;
   #state: LocalState;
   #services: PersistentMap<LocalService> = PersistentMap.empty();
   readonly #changeLog = new ServiceChangeLog();
@@ -29,6 +32,7 @@ export class LocalStateTracker {
     this.#store = store;
     this.#nodeName = nodeName;
     this.#computed = localServiceCacheOf(store);
+    this.#seeds = trackerSeedsOf(store);
     this.#state = {
       node: nodeName,
       revision: 0,
@@ -43,14 +47,40 @@ export class LocalStateTracker {
     return this.#state;
   }
 
+  get nodeName(): string {
+    return this.#nodeName;
+  }
+
+  get zone(): string | undefined {
+    return this.#zone;
+  }
+
+  get services(): PersistentMap<LocalService> {
+    return this.#services;
+  }
+
+  /** The tracker no longer follows the store: other nodes must not start from its state. */
+  retire(): void {
+    this.#seeds.forget(this);
+  }
+
   /** Recomputes what changed for this node; returns the same LocalState object if nothing did. */
   update(change: ClusterChange): LocalState {
     const node = this.#nodeView();
     const zone = node.labels[LABEL_ZONE] ?? "";
     const everything = change.nodes.has(this.#nodeName) || this.#zone !== zone;
     this.#zone = zone;
-    const keys = everything ? this.#allKeys() : change.services;
-    const editor = this.#services.edit();
+    // A node with no state yet starts from a sibling's (see tracker-seeds.ts) when it can.
+    const seed =
+      everything && this.#services.size === 0 ? this.#seeds.seedFor(this.#nodeName, zone) : undefined;
+    const keys =
+      seed !== undefined
+        ? new Set([...seed.recompute, ...change.services])
+        : everything
+          ? this.#allKeys()
+          : change.services;
+    const previous = this.#services;
+    const editor = (seed?.services ?? this.#services).edit();
     const changed = new Set<string>();
     for (const key of keys) {
       const before = editor.get(key);
@@ -67,13 +97,17 @@ export class LocalStateTracker {
       }
     }
     this.#services = editor.done();
+    if (everything) this.#seeds.offer(this);
+    // A state that starts from nothing changed every key: comparing finds them as fast as a
+    // log would, so none is kept (10k keys per node held for nothing otherwise).
+    const fromNothing = previous.size === 0 && this.#services.size > 0;
     const known = this.#store.node(this.#nodeName);
     const nodeEligible = known !== undefined && known.beingDeleted !== true;
     const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#state.serviceCIDRs;
     const rangesChanged = !sameStrings(ranges, this.#state.serviceCIDRs);
-    if (changed.size > 0 || rangesChanged) {
+    if (changed.size > 0 || fromNothing || rangesChanged) {
       const revision = this.#state.revision + 1;
-      this.#changeLog.record(revision, changed);
+      if (!fromNothing) this.#changeLog.record(revision, changed);
       this.#state = {
         node: this.#nodeName,
         revision,

@@ -42,6 +42,16 @@ describe("LocalServiceCache", () => {
     assert.deepEqual(y, computeLocalService(service, hinted, at("n1")));
   });
 
+  it("zones that see the service alike (no hints) share one object", () => {
+    const plain = [slice([ep("10.0.0.1", { node: "host-a" }), ep("10.0.0.2", { node: "host-b" })])];
+    const z1 = cache.compute(service, plain, at("n1", "z1"));
+    const z2 = cache.compute(service, plain, at("n3", "z2"));
+    const z3 = cache.compute(service, plain, at("n4", "z3"));
+    assert.equal(z1, z2);
+    assert.equal(z1, z3);
+    assert.deepEqual(z2, computeLocalService(service, plain, at("n3", "z2")));
+  });
+
   it("new slices (a new array) are computed again", () => {
     const first = cache.compute(service, slices, at("n1"));
     const moved = [slice([ep("10.0.0.7", { node: "host-c" })])];
