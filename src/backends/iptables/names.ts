@@ -44,7 +44,12 @@ export const chainName = {
   external: (spId: string) => `KPNG-EXT-${hash16(`ext|${spId}`)}`,
   /** loadBalancerSourceRanges: DNATs allowed sources only. */
   firewall: (spId: string) => `KPNG-FW-${hash16(`fw|${spId}`)}`,
-  /** One endpoint of one service port: hairpin mark, affinity, DNAT. */
+  /**
+   * Hairpin DNATs of one balancing chain (`chain` is its name): reached only by a connection whose
+   * source is the endpoint the balancing chain picked, it marks for masquerade and DNATs to it.
+   */
+  hairpin: (chain: string) => `KPNG-HP-${hash16(`hp|${chain}`)}`,
+  /** One endpoint of one service port (ClientIP affinity): hairpin mark, affinity, DNAT. */
   endpoint: (spId: string, ip: string, port: number) => `KPNG-SEP-${hash16(`sep|${spId}|${ip}|${port}`)}`,
 } as const;
 
