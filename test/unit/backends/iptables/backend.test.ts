@@ -194,3 +194,35 @@ test("Service ranges: after the reject of allocated cluster IPs, the rest of eac
     .join("\n");
   assert.doesNotMatch(partial, /^:KPNG-SVC/m, "no service chain rewritten");
 });
+
+test("many chains to write go in several nat restores: each service whole, the dispatch chains last; the result is the same", async () => {
+  const one = new FakeIptables();
+  const split = new FakeIptables();
+  const services = manyServices(12);
+  await new IptablesBackend({ runner: one, families: [V4], log: silentLogger }).sync(state(services));
+  const backend = new IptablesBackend({ runner: split, families: [V4], log: silentLogger, chunkChains: 5 });
+  await backend.sync(state(services));
+  const nat = split.restores.map((r) => r.text).filter((t) => t.startsWith("*nat"));
+  assert.ok(nat.length >= 4, `${nat.length} nat restores`);
+  assert.match(nat.at(-1) ?? "", /^:KPNG-SERVICES /m);
+  assert.match(nat.at(-1) ?? "", /^-I PREROUTING 1 -j KPNG-SERVICES$/m);
+  for (const [i, text] of nat.entries()) {
+    if (i < nat.length - 1) assert.doesNotMatch(text, /^:KPNG-SERVICES /m);
+    for (const svcName of ["svc-3", "svc-9"]) {
+      const svc = chainName.internal(`default/${svcName}/tcp/80`);
+      if (text.includes(`:${svc} `)) assert.match(text, new RegExp(`^:${chainName.hairpin(svc)} `, "m"));
+    }
+  }
+  for (const chain of ["KPNG-SERVICES", chainName.internal("default/svc-11/tcp/80")])
+    assert.deepEqual(split.rules("ipv4", "nat", chain), one.rules("ipv4", "nat", chain));
+  // A partial sync of one service stays one restore.
+  const before = split.restores.length;
+  const changed = service({ ...services[4], ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] });
+  await backend.sync(
+    state(
+      services.map((s, i) => (i === 4 ? changed : s)),
+      2,
+    ),
+  );
+  assert.equal(split.restores.length - before, 1);
+});
