@@ -84,6 +84,24 @@ interface FamilyState {
   /** Service chains written, and chains removed, by the restore input being applied. */
   pendingChains: Map<string, string>;
   pendingRemoved: string[];
+  /** The Service CIDRs of the last render, joined. */
+  serviceCIDRs: string | undefined;
+}
+
+function sameLines(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((l, i) => l === b[i]);
+}
+
+/** Whether two renders of a service put the same lines into the shared chains. */
+function sameSharedLines(a: ServiceRules, b: ServiceRules): boolean {
+  return (
+    sameLines(a.natServices, b.natServices) &&
+    sameLines(a.natNodePorts, b.natNodePorts) &&
+    sameLines(a.filterServices, b.filterServices) &&
+    sameLines(a.filterNodePorts, b.filterNodePorts) &&
+    sameLines(a.filterFirewall, b.filterFirewall) &&
+    sameLines(a.clusterIPs, b.clusterIPs)
+  );
 }
 
 interface Chunk {
@@ -138,6 +156,7 @@ export class IptablesBackend {
       pendingShared: undefined,
       pendingChains: new Map(),
       pendingRemoved: [],
+      serviceCIDRs: undefined,
     }));
   }
 
@@ -199,17 +218,32 @@ export class IptablesBackend {
     return { full, texts };
   }
 
-  /** Renders the services whose object changed; returns their keys. */
-  #render(f: FamilyState, state: LocalState): Set<string> {
+  /**
+   * Renders the services whose object changed; returns their keys, and whether the shared chains'
+   * lines can have changed (a service came or went, or a changed one has other shared lines).
+   */
+  #render(f: FamilyState, state: LocalState): { changed: Set<string>; sharedChanged: boolean } {
     const changed = new Set<string>();
+    let sharedChanged = false;
     for (const [key, svc] of state.services) {
-      if (f.cache.get(key)?.svc !== svc) {
-        f.cache.set(key, { svc, rules: renderService(svc, f.cfg) });
+      const before = f.cache.get(key);
+      if (before?.svc !== svc) {
+        const rules = renderService(svc, f.cfg);
+        f.cache.set(key, { svc, rules });
         changed.add(key);
+        if (!sharedChanged && (before === undefined || !sameSharedLines(before.rules, rules)))
+          sharedChanged = true;
       }
     }
-    for (const key of f.cache.keys()) if (!state.services.has(key)) f.cache.delete(key);
-    return changed;
+    for (const key of f.cache.keys())
+      if (!state.services.has(key)) {
+        f.cache.delete(key);
+        sharedChanged = true;
+      }
+    const cidrs = state.serviceCIDRs.join(",");
+    if (cidrs !== f.serviceCIDRs) sharedChanged = true;
+    f.serviceCIDRs = cidrs;
+    return { changed, sharedChanged };
   }
 
   #text(
@@ -219,10 +253,19 @@ export class IptablesBackend {
     saved: { nat: SavedTable; filter: SavedTable } | undefined,
     chunked = true,
   ): string[] {
-    const changed = this.#render(f, state);
-    const rendered = [...f.cache.values()].map((s) => s.rules);
-    const shared = staticRules(f.cfg, rendered, state.serviceCIDRs);
-    const sharedChains = new Map<string, string>();
+    const { changed, sharedChanged } = this.#render(f, state);
+    // An endpoint change leaves the shared chains alone: they are not even rebuilt (O(changed)).
+    const reuseShared = !full && !sharedChanged && f.appliedShared !== undefined;
+    const shared = reuseShared
+      ? { nat: [], filter: [] }
+      : staticRules(
+          f.cfg,
+          [...f.cache.values()].map((s) => s.rules),
+          state.serviceCIDRs,
+        );
+    const sharedChains = reuseShared
+      ? (f.appliedShared ?? new Map<string, string>())
+      : new Map<string, string>();
     // nat's shared chains: the ones service chains jump to go first, the dispatch chains (which
     // jump to service chains) last.
     const early: Chunk = { declare: [], rules: [] };
@@ -230,10 +273,12 @@ export class IptablesBackend {
     const filterChunk: Chunk = { declare: [], rules: [] };
     // Shared chains are rewritten when their rules changed (an endpoint change usually leaves
     // them alone), and on every full sync.
-    for (const [table, names, lines] of [
-      ["nat", STATIC_NAT_CHAINS, shared.nat],
-      ["filter", STATIC_FILTER_CHAINS, shared.filter],
-    ] as const) {
+    for (const [table, names, lines] of reuseShared
+      ? []
+      : ([
+          ["nat", STATIC_NAT_CHAINS, shared.nat],
+          ["filter", STATIC_FILTER_CHAINS, shared.filter],
+        ] as const)) {
       for (const [name, rules] of byChain(names, lines)) {
         const text = rules.join("\n");
         sharedChains.set(`${table}/${name}`, text);

@@ -226,3 +226,26 @@ test("many chains to write go in several nat restores: each service whole, the d
   );
   assert.equal(split.restores.length - before, 1);
 });
+
+test("a changed service whose dispatch lines change rewrites the dispatch chain; an endpoint change does not", async () => {
+  const { ipt, backend } = setup();
+  const services = manyServices(3);
+  await backend.sync(state(services));
+  const moved = service({ ...services[1], ports: [port({ port: 8443 })] });
+  const report = await backend.sync(
+    state(
+      services.map((s, i) => (i === 1 ? moved : s)),
+      2,
+    ),
+  );
+  assert.match(report.texts[0] ?? "", /^:KPNG-SERVICES /m);
+  assert.ok(ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes("--dport 8443")));
+  const eps = service({ ...moved, ports: [port({ port: 8443, internalEndpoints: [ep("10.9.9.9")] })] });
+  const again = await backend.sync(
+    state(
+      services.map((s, i) => (i === 1 ? eps : s)),
+      3,
+    ),
+  );
+  assert.doesNotMatch(again.texts[0] ?? "", /^:KPNG-SERVICES /m);
+});
