@@ -1,7 +1,8 @@
 // Fan-out cost of the watch API: 10k services × 10 endpoints, N node clients on one server,
 // one endpoint change at a time. The clients run in a child process, so the memory and CPU time
 // printed are the server's alone.
-//   node --expose-gc bench/api-fanout.ts [clients=100] [services=10000] [changes=5]
+//   node --expose-gc bench/api-fanout.ts [clients=100] [services=10000] [changes=5] [--quick]
+// --quick: 20 clients, 1k services, 2 changes.
 
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -10,6 +11,9 @@ import { WatchReq } from "../src/api/gen/api/localv1/api.ts";
 import { ApiServer } from "../src/api/server.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { endpoint, FakeBrain, service, servicePort } from "../test/unit/api/fixtures.ts";
+import { positionalArgs, quick } from "./lib/table.ts";
+
+const args = positionalArgs();
 
 /** What the client process reports to the server process after each Sync. */
 interface SyncReport {
@@ -52,7 +56,7 @@ if (process.env.KPNG_BENCH_CLIENTS !== undefined) {
   const [target = "", count = "0"] = process.env.KPNG_BENCH_CLIENTS.split(" ");
   runClients(target, Number(count));
 } else {
-  await runServer(Number(process.argv[2] ?? 100), Number(process.argv[3] ?? 10_000));
+  await runServer(Number(args[0] ?? (quick ? 20 : 100)), Number(args[1] ?? (quick ? 1000 : 10_000)));
 }
 
 async function runServer(clients: number, serviceCount: number): Promise<void> {
@@ -99,7 +103,7 @@ async function runServer(clients: number, serviceCount: number): Promise<void> {
   const mem = process.memoryUsage();
 
   const rows: Record<string, string>[] = [];
-  const rounds = Number(process.argv[4] ?? 5);
+  const rounds = Number(args[2] ?? (quick ? 2 : 5));
   for (let round = 0; round < rounds; round++) {
     const changed = service(`svc-${round}`, {
       ports: [servicePort({ internalEndpoints: eps(round, 100 + round) })],

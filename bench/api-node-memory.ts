@@ -2,7 +2,8 @@
 // node) behind the server, N clients each watching a distinct node name (the clients run in a
 // child process, so the memory printed is the server's alone). Also shows the --max-nodes cap
 // holding the count down when more names arrive than it allows.
-//   node --expose-gc bench/api-node-memory.ts [nodes=200] [services=2000] [maxNodes=100]
+//   node --expose-gc bench/api-node-memory.ts [nodes=200] [services=2000] [maxNodes=100] [--quick]
+// --quick: 40 nodes, 1k services, at most 20.
 
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -13,6 +14,9 @@ import { localStateFeed } from "../src/brain/local-state-feed.ts";
 import { ClusterStore } from "../src/brain/store.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ep, slice, svc } from "../test/unit/brain/fixtures.ts";
+import { positionalArgs, quick, table } from "./lib/table.ts";
+
+const args = positionalArgs();
 
 const SYNC_TAG = 0x0a;
 
@@ -51,9 +55,9 @@ if (process.env.KPNG_BENCH_CLIENTS !== undefined) {
   runClients(target, Number(first), Number(count));
 } else {
   await runServer(
-    Number(process.argv[2] ?? 200),
-    Number(process.argv[3] ?? 2000),
-    Number(process.argv[4] ?? 100),
+    Number(args[0] ?? (quick ? 40 : 200)),
+    Number(args[1] ?? (quick ? 1000 : 2000)),
+    Number(args[2] ?? (quick ? 20 : 100)),
   );
 }
 
@@ -97,14 +101,30 @@ async function runServer(nodes: number, services: number, maxNodes: number): Pro
 
   const free = await run(nodes, nodes);
   const perNode = (free.after.heap - free.before.heap) / free.served;
-  console.log(
-    `${services} services x 10 endpoints, ${free.served} nodes served: heap ${mb(free.before.heap)} -> ${mb(free.after.heap)} MB, ` +
-      `rss ${mb(free.before.rss)} -> ${mb(free.after.rss)} MB; ${mb(perNode)} MB heap per served node`,
-  );
   const capped = await run(maxNodes, nodes);
+  console.log(`${services} services x 10 endpoints, ${nodes} distinct node names`);
   console.log(
-    `--max-nodes ${maxNodes}, ${nodes} distinct names: ${capped.served} served, ${capped.refused} refused; ` +
-      `heap ${mb(capped.before.heap)} -> ${mb(capped.after.heap)} MB`,
+    table(
+      ["--max-nodes", "served", "refused", "heap MB", "rss MB", "heap MB per served node"],
+      [
+        [
+          String(nodes),
+          String(free.served),
+          "0",
+          `${mb(free.before.heap)} -> ${mb(free.after.heap)}`,
+          `${mb(free.before.rss)} -> ${mb(free.after.rss)}`,
+          mb(perNode),
+        ],
+        [
+          String(maxNodes),
+          String(capped.served),
+          String(capped.refused),
+          `${mb(capped.before.heap)} -> ${mb(capped.after.heap)}`,
+          `${mb(capped.before.rss)} -> ${mb(capped.after.rss)}`,
+          "",
+        ],
+      ],
+    ),
   );
   process.exit(0);
 }

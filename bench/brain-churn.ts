@@ -1,19 +1,25 @@
 // Brain benchmark: initial computation for clusters of 1k and 10k services, then a churn of
 // cluster events, mostly irrelevant to this node, replayed through ClusterStore and
-// LocalStateTracker. Reports how many events became revisions and what each event cost.
+// LocalStateTracker. Reports how many events became revisions and what each event cost, and the
+// cost of one relevant change (an EndpointSlice change that alters this node's state): p50/p99,
+// which should stay flat from 1k to 100k services.
 //
-//   ./node_modules/.bin/node --expose-gc bench/brain-churn.ts [--events N]
+//   ./node_modules/.bin/node --expose-gc bench/brain-churn.ts [--events N] [--sizes=1000,100000] [--quick]
 
 import { LocalStateTracker } from "../src/brain/local-state-tracker.ts";
 import { ClusterStore } from "../src/brain/store.ts";
 import type { EndpointSlice, Node, Service } from "../src/model/kube.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../src/model/validate.ts";
+import { quantile } from "./lib/nft-netns.ts";
+import { sizesFlag, table } from "./lib/table.ts";
 
 const NODES = 100;
 const ENDPOINTS_PER_SERVICE = 10;
 const THIS_NODE = "node-0";
 const eventsArg = process.argv.indexOf("--events");
-const EVENTS = eventsArg > 0 ? Number(process.argv[eventsArg + 1]) : 20000;
+const quick = process.argv.includes("--quick");
+const EVENTS = eventsArg > 0 ? Number(process.argv[eventsArg + 1]) : quick ? 4000 : 20000;
+const SIZES = sizesFlag([1000, 10_000]);
 
 /** A deterministic generator, so two runs replay the same churn. */
 function rng(seed: number): () => number {
@@ -147,6 +153,8 @@ interface Row {
   revisions: number;
   churnMs: number;
   byKind: Map<Kind, { events: number; revisions: number; ms: number }>;
+  /** Each relevant endpoint change's cost, ms. */
+  relevantMs: number[];
 }
 
 function run(services: number): Row {
@@ -188,6 +196,7 @@ function run(services: number): Row {
   const extras = new Map<number, number>();
 
   const byKind = new Map<Kind, { events: number; revisions: number; ms: number }>();
+  const relevantMs: number[] = [];
   let churnMs = 0;
   for (let e = 0; e < EVENTS; e++) {
     const r = random();
@@ -236,6 +245,7 @@ function run(services: number): Row {
     store.flush();
     const ms = performance.now() - start;
     churnMs += ms;
+    if (kind === "relevant endpoint change") relevantMs.push(ms);
     const k = byKind.get(kind) ?? { events: 0, revisions: 0, ms: 0 };
     k.events++;
     k.revisions += tracker.state.revision - before;
@@ -243,16 +253,20 @@ function run(services: number): Row {
     byKind.set(kind, k);
   }
   const revisions = [...byKind.values()].reduce((a, k) => a + k.revisions, 0);
-  return { services, parseMs, initialMs, heapMiB: heap, events: EVENTS, revisions, churnMs, byKind };
+  return {
+    services,
+    parseMs,
+    initialMs,
+    heapMiB: heap,
+    events: EVENTS,
+    revisions,
+    churnMs,
+    byKind,
+    relevantMs,
+  };
 }
 
-function table(headers: string[], rows: string[][]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padStart(widths[i] ?? 0)).join("  ");
-  return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
-}
-
-const results = [1000, 10000].map(run);
+const results = SIZES.map(run);
 console.log(
   `brain churn: ${NODES} nodes, ${ENDPOINTS_PER_SERVICE} endpoints per service, ${EVENTS} events, node ${THIS_NODE}, gc ${"gc" in globalThis ? "on" : "off (use --expose-gc)"}\n`,
 );
@@ -294,5 +308,26 @@ for (const r of results) {
         ((1000 * k.ms) / k.events).toFixed(1),
       ]),
     ),
+  );
+}
+
+console.log("\none relevant change (EndpointSlice change for this node) through store + tracker:");
+console.log(
+  table(
+    ["services", "changes", "p50 µs", "p99 µs"],
+    results.map((r) => [
+      String(r.services),
+      String(r.relevantMs.length),
+      (1000 * quantile(r.relevantMs, 0.5)).toFixed(1),
+      (1000 * quantile(r.relevantMs, 0.99)).toFixed(1),
+    ]),
+  ),
+);
+const smallest = results[0];
+const largest = results[results.length - 1];
+if (smallest !== undefined && largest !== undefined && largest !== smallest) {
+  const ratio = quantile(largest.relevantMs, 0.5) / quantile(smallest.relevantMs, 0.5);
+  console.log(
+    `p50 at ${largest.services} / p50 at ${smallest.services}: ${ratio.toFixed(2)}x (target: flat within 20%)`,
   );
 }

@@ -4,7 +4,8 @@
 // service, when a full resync delivers every service as a new (equal) object, and when ten
 // services lose an endpoint at once. Prints quantiles in ms.
 //
-//   node bench/conntrack-cleanup.ts [--rounds=N]   (root: it creates a network namespace)
+//   node bench/conntrack-cleanup.ts [--rounds=N] [--quick]   (root: it creates a network namespace)
+// --quick: 1k services, 3 rounds.
 
 import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
@@ -16,11 +17,12 @@ import { ExecConntrackRunner } from "../src/node/conntrack/runner.ts";
 import { filterLine, staleFilters } from "../src/node/conntrack/stale.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
+import { quick, table } from "./lib/table.ts";
 
-const SERVICES = 10_000;
+const SERVICES = quick ? 1000 : 10_000;
 const FLOWS_PER_SERVICE = 10;
 const roundsArg = process.argv.find((a) => a.startsWith("--rounds="));
-const ROUNDS = roundsArg ? Number(roundsArg.slice("--rounds=".length)) : 10;
+const ROUNDS = roundsArg ? Number(roundsArg.slice("--rounds=".length)) : quick ? 3 : 10;
 
 const endpoint = (ip: string): LocalEndpoint => ({
   ip,
@@ -112,11 +114,11 @@ if (ns) {
       addedMs.push(t1 - t0);
       goneMs.push(performance.now() - t0);
     }
-    const q = (xs: number[]) =>
-      `p50 ${quantile(xs, 0.5).toFixed(1)} ms, p90 ${quantile(xs, 0.9).toFixed(1)} ms, p99 ${quantile(xs, 0.99).toFixed(1)} ms`;
-    console.log(
-      `one endpoint leaves: added to the sync ${q(addedMs)}; stale entries gone after ${q(goneMs)}`,
-    );
+    const rows: string[][] = [];
+    const q = (what: string, xs: number[]) =>
+      rows.push([what, ...[0.5, 0.9, 0.99].map((p) => quantile(xs, p).toFixed(1))]);
+    q("one endpoint leaves: added to the sync", addedMs);
+    q("one endpoint leaves: stale entries gone after", goneMs);
 
     // A full resync: every service a new but equal object; no filter, no conntrack run.
     const fullMs: number[] = [];
@@ -129,11 +131,13 @@ if (ns) {
       if (cleaner.cleanup(stateOf(fresh, 2)) > 0) throw new Error("an equal state made filters");
       fullMs.push(performance.now() - t0);
     }
-    console.log(`full resync (10k equal services): added to the sync ${q(fullMs)}, no conntrack run`);
+    q(`full resync (${SERVICES / 1000}k equal services, no conntrack run): added to the sync`, fullMs);
+    console.log(table(["scenario", "p50 ms", "p90 ms", "p99 ms"], rows));
 
     // Ten services lose an endpoint in one sync: one batch, one table walk per filter line.
     const next = new Map(services);
-    for (let k = 0; k < 10; k++) next.set(`bench/dns-${5000 + k}`, dns(5000 + k, [both(5000 + k)[0]!]));
+    const mid = SERVICES / 2;
+    for (let k = 0; k < 10; k++) next.set(`bench/dns-${mid + k}`, dns(mid + k, [both(mid + k)[0]!]));
     const t0 = performance.now();
     const filters = staleFilters(base, stateOf(next, 2));
     const got = await runner.deleteBatch(filters.map(filterLine));

@@ -2,18 +2,22 @@
 // the controller in its own process (`kpng fallback-controller`), so the memory and CPU printed
 // are the controller's alone. Then a batch of primaries loses its ready endpoint at once, and the
 // time until each Service's fallback slice says active is measured.
-//   node bench/fallback-controller.ts [services=1000] [pods=10000] [down=100]
+//   node bench/fallback-controller.ts [services=1000] [pods=10000] [down=100] [--quick]
+// --quick: 1k pods, 20 down, 2 s of steady state.
 
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { TestApiServer } from "../test/apiserver/server.ts";
 import type { RawObject } from "../test/apiserver/store.ts";
+import { positionalArgs, quick, table } from "./lib/table.ts";
 
 const MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
-const services = Number(process.argv[2] ?? 1000);
-const pods = Number(process.argv[3] ?? 10_000);
-const down = Number(process.argv[4] ?? 100);
+const args = positionalArgs();
+const services = Number(args[0] ?? 1000);
+const pods = Number(args[1] ?? (quick ? 1000 : 10_000));
+const down = Number(args[2] ?? (quick ? 20 : 100));
+const STEADY_S = quick ? 2 : 10;
 
 type Kinded = RawObject & { kind: string };
 
@@ -102,17 +106,18 @@ const child = spawn(
 );
 const pid = child.pid!;
 while (fallbackSlices < services) await new Promise((r) => setTimeout(r, 50));
-console.log(
-  `${services} services, ${pods} pods: every fallback slice written ${((performance.now() - started) / 1000).toFixed(1)} s after start`,
-);
+const rows: string[][] = [];
+rows.push([
+  "every fallback slice written after start",
+  `${((performance.now() - started) / 1000).toFixed(1)} s`,
+]);
 
-await new Promise((r) => setTimeout(r, 3000));
+await new Promise((r) => setTimeout(r, quick ? 1000 : 3000));
 const cpu0 = cpuSeconds(pid);
-await new Promise((r) => setTimeout(r, 10_000));
-const idleCpu = (cpuSeconds(pid) - cpu0) / 10;
-console.log(
-  `steady state: RSS ${rssMiB(pid).toFixed(0)} MiB, CPU ${(idleCpu * 100).toFixed(2)} % of a core (10 s)`,
-);
+await new Promise((r) => setTimeout(r, STEADY_S * 1000));
+const idleCpu = (cpuSeconds(pid) - cpu0) / STEADY_S;
+rows.push(["steady state RSS", `${rssMiB(pid).toFixed(0)} MiB`]);
+rows.push([`steady state CPU (${STEADY_S} s)`, `${(idleCpu * 100).toFixed(2)} % of a core`]);
 
 const downAt = new Map<string, number>();
 for (let s = 0; s < down; s++) {
@@ -125,10 +130,12 @@ for (let s = 0; s < down; s++) {
 }
 while ([...downAt.keys()].some((k) => !activeAt.has(k))) await new Promise((r) => setTimeout(r, 10));
 const latencies = [...downAt].map(([k, t]) => activeAt.get(k)! - t).sort((a, b) => a - b);
-console.log(
-  `${down} primaries down at once: activation p50 ${quantile(latencies, 0.5).toFixed(0)} ms, p99 ${quantile(latencies, 0.99).toFixed(0)} ms, max ${latencies.at(-1)!.toFixed(0)} ms`,
-);
-console.log(`after the burst: RSS ${rssMiB(pid).toFixed(0)} MiB`);
+rows.push([`${down} primaries down at once: activation p50`, `${quantile(latencies, 0.5).toFixed(0)} ms`]);
+rows.push(["  … p99", `${quantile(latencies, 0.99).toFixed(0)} ms`]);
+rows.push(["  … max", `${latencies.at(-1)!.toFixed(0)} ms`]);
+rows.push(["RSS after the burst", `${rssMiB(pid).toFixed(0)} MiB`]);
+console.log(`${services} services, ${pods} pods`);
+console.log(table(["measurement", "value"], rows));
 
 child.kill("SIGTERM");
 await new Promise((r) => child.on("exit", r));

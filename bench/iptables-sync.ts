@@ -6,7 +6,8 @@
 // endpoint, `statistic` probabilities, one KUBE-SERVICES rule per service) loaded by one
 // `iptables-restore` of the filter and nat tables, generated in the same run (its cold start also
 // counts kube-proxy's jump setup and nat read before that restore). Needs root.
-//   node bench/iptables-sync.ts [--sizes=1000,10000] [--variants=nft,legacy] [--changes=100]
+//   node bench/iptables-sync.ts [--sizes=1000,10000] [--variants=nft,legacy] [--changes=100] [--quick]
+// --quick: 1k services, 20 changes.
 
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -22,9 +23,12 @@ function arg(name: string, fallback: string): string {
   const a = process.argv.find((x) => x.startsWith(`--${name}=`));
   return a ? a.slice(name.length + 3) : fallback;
 }
-const SIZES = arg("sizes", "1000,10000").split(",").map(Number);
+const quick = process.argv.includes("--quick");
+const SIZES = arg("sizes", quick ? "1000" : "1000,10000")
+  .split(",")
+  .map(Number);
 const VARIANTS = arg("variants", "nft,legacy").split(",") as Variant[];
-const CHANGES = Number(arg("changes", "100"));
+const CHANGES = Number(arg("changes", quick ? "20" : "100"));
 const UPSTREAM_BUDGET_MS = 60_000;
 
 const CFG: FamilyConfig = {

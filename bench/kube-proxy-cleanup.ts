@@ -1,12 +1,13 @@
 // How long `kpng cleanup kube-proxy` takes on a node that kube-proxy's iptables mode served with
 // N Services of 2 endpoints each (iptables-nft), in a private network namespace.
-//   node bench/kube-proxy-cleanup.ts [N …]      (default 1000 5000)
+//   node bench/kube-proxy-cleanup.ts [N …] [--quick]      (default 1000 5000; --quick: 1000)
 
 import { spawnSync } from "node:child_process";
 import { removeKubeProxyLeftovers } from "../src/node/kube-proxy-leftovers/cleanup.ts";
 import { type CommandRunner, ExecCommandRunner } from "../src/node/kube-proxy-leftovers/command.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf } from "./lib/nft-netns.ts";
+import { positionalArgs, quick, table } from "./lib/table.ts";
 
 function ruleset(services: number): string {
   const chains = ["KUBE-SERVICES", "KUBE-NODEPORTS", "KUBE-POSTROUTING", "KUBE-MARK-MASQ"];
@@ -48,8 +49,9 @@ if (process.getuid?.() !== 0) {
   console.log("kube-proxy-cleanup: skipped (needs root for network namespaces)");
   process.exit(0);
 }
-const sizes = process.argv.slice(2).map(Number);
-for (const n of sizes.length > 0 ? sizes : [1000, 5000]) {
+const sizes = positionalArgs().map(Number);
+const rows: string[][] = [];
+for (const n of sizes.length > 0 ? sizes : quick ? [1000] : [1000, 5000]) {
   const ns = `kpng-kpcleanup-${process.pid}`;
   spawnSync("ip", ["netns", "add", ns]);
   try {
@@ -63,11 +65,15 @@ for (const n of sizes.length > 0 ? sizes : [1000, 5000]) {
     const report = await removeKubeProxyLeftovers(runner, silentLogger);
     const ms = performance.now() - start;
     if (report.failures.length > 0) throw new Error(report.failures.join("; "));
-    console.log(
-      `${n} services (${report.iptablesChains.length} chains, ${text.split("\n").length} lines): ` +
-        `cleanup ${ms.toFixed(0)} ms (loading them took ${loadMs.toFixed(0)} ms)`,
-    );
+    rows.push([
+      String(n),
+      String(report.iptablesChains.length),
+      String(text.split("\n").length),
+      ms.toFixed(0),
+      loadMs.toFixed(0),
+    ]);
   } finally {
     spawnSync("ip", ["netns", "del", ns]);
   }
 }
+console.log(table(["services", "chains", "lines", "cleanup ms", "loading them ms"], rows));

@@ -2,14 +2,17 @@
 // them use ClientIP affinity (a chain and a set per endpoint) and as many are NodePort services
 // with eTP Local (three chains each); the rest are plain ClusterIP services. Prints p50/p99 of
 // 100 changes of each kind. Real nft in a private network namespace; needs root.
-//   node bench/nft-mixed.ts [--every=20]   (one service in 20 has affinity, one in 20 eTP Local)
+//   node bench/nft-mixed.ts [--every=20] [--quick]   (one service in 20 has affinity, one in 20 eTP Local)
+// --quick: 1k services, 20 changes of each kind.
 
 import { NftBackend } from "../src/backends/nft/backend.ts";
 import type { LocalEndpoint, LocalService } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
+import { quick, table } from "./lib/table.ts";
 
-const N = 10_000;
+const N = quick ? 1000 : 10_000;
+const ROUNDS = quick ? 20 : 100;
 const everyArg = process.argv.find((a) => a.startsWith("--every="));
 const EVERY = everyArg ? Number(everyArg.slice("--every=".length)) : 20;
 const KINDS = ["plain ClusterIP", "ClientIP affinity", "NodePort eTP Local"] as const;
@@ -73,7 +76,7 @@ async function main(): Promise<void> {
     await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: [] });
     await new Promise((r) => setTimeout(r, 1000)); // --min-sync-period after the cold start
     const latencies: number[][] = KINDS.map(() => []);
-    for (let k = 0; k < 100 * KINDS.length; k++) {
+    for (let k = 0; k < ROUNDS * KINDS.length; k++) {
       const kind = k % KINDS.length;
       // A service of this kind: plain ones sit at i % EVERY == 2.
       const i = ((k * 97) % Math.floor(N / EVERY)) * EVERY + [2, 0, 1][kind]!;
@@ -84,13 +87,16 @@ async function main(): Promise<void> {
       latencies[kind]!.push(performance.now() - t0);
     }
     const share = `${(100 / EVERY).toFixed(1)}%`;
-    console.log(`10k services, ${share} with affinity, ${share} NodePort eTP Local`);
-    KINDS.forEach((name, kind) => {
-      const xs = latencies[kind]!;
-      console.log(
-        `  one endpoint change, ${name.padEnd(18)} p50 ${quantile(xs, 0.5).toFixed(1)} ms, p99 ${quantile(xs, 0.99).toFixed(1)} ms`,
-      );
-    });
+    console.log(`${N / 1000}k services, ${share} with affinity, ${share} NodePort eTP Local`);
+    console.log(
+      table(
+        ["one endpoint change of", "changes", "p50 ms", "p99 ms"],
+        KINDS.map((name, kind) => {
+          const xs = latencies[kind]!;
+          return [name, String(xs.length), quantile(xs, 0.5).toFixed(1), quantile(xs, 0.99).toFixed(1)];
+        }),
+      ),
+    );
   } finally {
     netns.close();
   }

@@ -7,6 +7,7 @@
 // again, and a client's old revision must never be mistaken for the new tracker's.
 
 import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
+import { serviceChanges } from "../model/local-changes.ts";
 import type { Frame } from "./frames.ts";
 import { GrpcStatus } from "./grpc-stream.ts";
 import { type LocalDelta, localChangeFrames, localFullFrames } from "./local-diff.ts";
@@ -111,7 +112,8 @@ export class NodeStates implements Revisioned {
       return;
     const revision = this.#nextRevision();
     if (previous !== undefined) {
-      const changed = changedServices(previous.state.services, state.services);
+      const changed = new Map<string, LocalService | undefined>();
+      for (const [key, before] of serviceChanges(previous.state, state)) changed.set(key, before);
       this.#log.push({
         from: previous.revision,
         previous: changed,
@@ -151,47 +153,6 @@ export class NodeStates implements Revisioned {
     };
     return { keys: before.keys(), before: (k) => before.get(k), after: (k) => services.get(k), serviceCIDRs };
   }
-}
-
-/**
- * The previous value of every service that differs between two states. This runs per node per
- * change, so it walks both maps in step first: the brain derives each state from the previous
- * one (kept keys stay in place, new ones are appended), and comparing in order is several times
- * cheaper than a lookup per key. Only if the orders differ does it fall back to lookups.
- */
-export function changedServices(
-  before: ReadonlyMap<string, LocalService>,
-  after: ReadonlyMap<string, LocalService>,
-): Map<string, LocalService | undefined> {
-  const changed = new Map<string, LocalService | undefined>();
-  const old = before.entries();
-  let inStep = true;
-  for (const [key, value] of after) {
-    const entry = old.next();
-    if (entry.done === true) {
-      changed.set(key, undefined);
-      continue;
-    }
-    if (entry.value[0] !== key) {
-      inStep = false;
-      break;
-    }
-    if (entry.value[1] !== value) changed.set(key, entry.value[1]);
-  }
-  if (inStep && old.next().done === true) return changed;
-  changed.clear();
-  let added = 0;
-  for (const [key, value] of after) {
-    const was = before.get(key);
-    if (was === value) continue;
-    changed.set(key, was);
-    if (was === undefined) added++;
-  }
-  // Keys only in the previous state exist exactly when it had more keys than the kept ones.
-  if (before.size > after.size - added) {
-    for (const [key, value] of before) if (!after.has(key)) changed.set(key, value);
-  }
-  return changed;
 }
 
 export type LocalFeedFactory = (nodeName: string) => LocalStateFeed;

@@ -1,26 +1,42 @@
 // This node's LocalState over time: recompute only the services a ClusterChange names, keep the
 // old object for every service whose result is structurally equal, and bump the revision only
-// when something this node programs changed.
+// when something this node programs changed. Each revision shares every unchanged part of the
+// previous services map and records the keys it changed, so a change costs O(changed).
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
 import { LABEL_ZONE } from "../model/kube.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
+import { ServiceChangeLog } from "../model/local-changes.ts";
+import { PersistentMap } from "../model/persistent-map.ts";
 import { sameLocalService, sameStrings } from "./local-equal.ts";
-import { computeLocalService, type NodeView } from "./local-service.ts";
+import type { NodeView } from "./local-service.ts";
+import { type LocalServiceCache, localServiceCacheOf } from "./local-service-cache.ts";
 
 const NO_LABELS = Object.freeze({});
 
 export class LocalStateTracker {
   readonly #store: ClusterView;
   readonly #nodeName: string;
+  /** Shared with the store's other trackers: nodes that look alike share results. */
+  readonly #computed: LocalServiceCache;
   #state: LocalState;
+  #services: PersistentMap<LocalService> = PersistentMap.empty();
+  readonly #changeLog = new ServiceChangeLog();
   /** This node's zone label as last computed with: a change of it recomputes everything. */
   #zone: string | undefined;
 
   constructor(store: ClusterView, nodeName: string) {
     this.#store = store;
     this.#nodeName = nodeName;
-    this.#state = { node: nodeName, revision: 0, services: new Map(), nodeEligible: false, serviceCIDRs: [] };
+    this.#computed = localServiceCacheOf(store);
+    this.#state = {
+      node: nodeName,
+      revision: 0,
+      services: this.#services,
+      nodeEligible: false,
+      serviceCIDRs: [],
+      changeLog: this.#changeLog,
+    };
   }
 
   get state(): LocalState {
@@ -33,34 +49,38 @@ export class LocalStateTracker {
     const zone = node.labels[LABEL_ZONE] ?? "";
     const everything = change.nodes.has(this.#nodeName) || this.#zone !== zone;
     this.#zone = zone;
-    const previous = this.#state.services;
     const keys = everything ? this.#allKeys() : change.services;
-    let next: Map<string, LocalService> | undefined;
+    const editor = this.#services.edit();
+    const changed = new Set<string>();
     for (const key of keys) {
-      const before = previous.get(key);
+      const before = editor.get(key);
       const service = this.#store.service(key);
       const after =
-        service === undefined ? undefined : computeLocalService(service, this.#store.slicesOf(key), node);
+        service === undefined ? undefined : this.#computed.compute(service, this.#store.slicesOf(key), node);
       if (after === undefined) {
         if (before === undefined) continue;
-        next ??= new Map(previous);
-        next.delete(key);
-      } else if (before === undefined || !sameLocalService(before, after)) {
-        next ??= new Map(previous);
-        next.set(key, after);
+        editor.delete(key);
+        changed.add(key);
+      } else if (before === undefined || (before !== after && !sameLocalService(before, after))) {
+        editor.set(key, after);
+        changed.add(key);
       }
     }
+    this.#services = editor.done();
     const known = this.#store.node(this.#nodeName);
     const nodeEligible = known !== undefined && known.beingDeleted !== true;
     const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#state.serviceCIDRs;
     const rangesChanged = !sameStrings(ranges, this.#state.serviceCIDRs);
-    if (next !== undefined || rangesChanged) {
+    if (changed.size > 0 || rangesChanged) {
+      const revision = this.#state.revision + 1;
+      this.#changeLog.record(revision, changed);
       this.#state = {
         node: this.#nodeName,
-        revision: this.#state.revision + 1,
-        services: next ?? previous,
+        revision,
+        services: this.#services,
         nodeEligible,
         serviceCIDRs: rangesChanged ? ranges : this.#state.serviceCIDRs,
+        changeLog: this.#changeLog,
       };
     } else if (nodeEligible !== this.#state.nodeEligible) {
       // Eligibility programs nothing (same revision), but /healthz needs it: a new state object.

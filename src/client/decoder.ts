@@ -1,11 +1,14 @@
 // Wire change sets → LocalState. Keeps the wire values it holds, rebuilds only the services a
 // change set touched, and keeps the previous LocalService object when the rebuilt one is equal,
-// so consumers can diff by identity as they do in-process.
+// so consumers can diff by identity as they do in-process. Like the brain, it shares unchanged
+// parts between states and logs which services each revision changed.
 
 import { isDeepStrictEqual } from "node:util";
 import { Endpoint, Service, ServiceCIDRs, Set as WireSet } from "../api/gen/api/localv1/api.ts";
 import { decodeLocalService } from "../api/local-codec.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
+import { ServiceChangeLog } from "../model/local-changes.ts";
+import { PersistentMap } from "../model/persistent-map.ts";
 import type { WireChangeSet } from "./watch.ts";
 
 interface Held {
@@ -16,7 +19,8 @@ interface Held {
 export class LocalStateDecoder {
   readonly #node: string;
   #held = new Map<string, Held>();
-  #services: ReadonlyMap<string, LocalService> = new Map();
+  #services: PersistentMap<LocalService> = PersistentMap.empty();
+  readonly #changeLog = new ServiceChangeLog();
   #serviceCIDRs: readonly string[] = [];
   #revision = 0;
 
@@ -30,6 +34,7 @@ export class LocalStateDecoder {
       revision: this.#revision,
       services: this.#services,
       serviceCIDRs: this.#serviceCIDRs,
+      changeLog: this.#changeLog,
     };
   }
 
@@ -61,7 +66,8 @@ export class LocalStateDecoder {
       }
       dirty.add(key);
     }
-    const next = new Map(this.#services);
+    const next = this.#services.edit();
+    const changedKeys = new Set<string>();
     let changed = false;
     if (!isDeepStrictEqual(serviceCIDRs, this.#serviceCIDRs)) {
       this.#serviceCIDRs = serviceCIDRs;
@@ -71,18 +77,20 @@ export class LocalStateDecoder {
       const held = this.#held.get(key);
       if (held?.service === undefined) {
         if (held !== undefined && held.endpoints.size === 0) this.#held.delete(key);
-        if (next.delete(key)) changed = true;
+        if (next.delete(key)) changedKeys.add(key);
         continue;
       }
       const rebuilt = decodeLocalService(held.service, held.endpoints.values());
       const previous = next.get(key);
       if (previous !== undefined && isDeepStrictEqual(previous, rebuilt)) continue;
       next.set(key, rebuilt);
-      changed = true;
+      changedKeys.add(key);
     }
-    if (changed) {
-      this.#services = next;
+    this.#services = next.done();
+    if (changed || changedKeys.size > 0) {
       this.#revision++;
+      this.#changeLog.record(this.#revision, changedKeys);
+      changed = true;
     }
     return { state: this.state, changed };
   }

@@ -4,6 +4,7 @@
 // reports only the real difference, deletes included.
 
 import type { LocalEndpoint, LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
+import { changedServiceKeys } from "../model/local-changes.ts";
 
 export interface IncrementalHandlers {
   setService(service: LocalService): void | Promise<void>;
@@ -34,7 +35,7 @@ const sameEndpoint = (a: LocalEndpoint, b: LocalEndpoint) =>
   a.terminating === b.terminating;
 
 export function incrementalSink(feed: LocalStateFeed, handlers: IncrementalHandlers): () => void {
-  let previous: ReadonlyMap<string, LocalService> = new Map();
+  let previousState: LocalState | undefined;
   let previousCIDRs: readonly string[] = [];
   return feed.subscribe(async (state) => {
     const cidrs = state.serviceCIDRs;
@@ -42,7 +43,8 @@ export function incrementalSink(feed: LocalStateFeed, handlers: IncrementalHandl
       await handlers.setServiceCIDRs?.(cidrs);
       previousCIDRs = cidrs;
     }
-    const keys = [...new Set([...previous.keys(), ...state.services.keys()])].sort();
+    const previous: ReadonlyMap<string, LocalService> = previousState?.services ?? new Map();
+    const keys = [...changedServiceKeys(previousState, state)].sort();
     // Services first, endpoints next, service deletes last: no endpoint without its service.
     for (const key of keys) {
       const cur = state.services.get(key);
@@ -68,7 +70,7 @@ export function incrementalSink(feed: LocalStateFeed, handlers: IncrementalHandl
       if (old !== undefined && !state.services.has(key))
         await handlers.deleteService(old.namespace, old.name);
     }
-    previous = state.services;
+    previousState = state;
     await handlers.sync(state);
   });
 }

@@ -54,15 +54,16 @@ export function parseCidr(text: string): Cidr | undefined {
   return { family, text: `${network.toString()}/${prefix}` };
 }
 
+/** A dotted quad without leading zeros: already canonical. */
+const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
+const CANONICAL_IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
+
 /** Canonical address text (IPv6 compressed), the form the kernel tools print back. Throws when invalid. */
 export function canonicalIP(ip: string): string {
-  // Most addresses are dotted quads already in canonical form: no need to parse them (a backend
-  // renders three per service, 10k services at a time).
-  if (CANONICAL_V4.test(ip)) return ip;
+  // Most addresses already are (validation canonicalizes them): one regular expression says so.
+  if (CANONICAL_IPV4.test(ip)) return ip;
   return ipaddr.parse(ip).toString();
 }
-
-const CANONICAL_V4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/;
 
 /** Canonical CIDR text with the host bits cleared; a bare address becomes /32 or /128. Throws when invalid. */
 export function canonicalCIDR(cidr: string): string {

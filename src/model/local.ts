@@ -3,6 +3,7 @@
 
 import { familyOf } from "./ip.ts";
 import type { IPFamily, Protocol, ServiceType, TrafficPolicy } from "./kube.ts";
+import type { ServiceChangeLog } from "./local-changes.ts";
 
 export interface LocalEndpoint {
   readonly ip: string;
@@ -78,6 +79,11 @@ export interface LocalState {
    * another. A packet to an address in them that no service holds is dropped. Empty when unknown.
    */
   readonly serviceCIDRs: readonly string[];
+  /**
+   * The producer's record of which services each revision changed, shared by all its states:
+   * `changedServiceKeys` uses it to diff two states in O(changed). Absent: diff by comparing.
+   */
+  readonly changeLog?: ServiceChangeLog;
 }
 
 /** "ip:port", with IPv6 addresses in brackets. */

@@ -6,7 +6,8 @@
 
 import type { Server } from "node:http";
 import { Counter, Gauge } from "prom-client";
-import type { LocalState } from "../model/local.ts";
+import type { LocalService, LocalState } from "../model/local.ts";
+import { serviceChanges } from "../model/local-changes.ts";
 import type { Logger } from "../observability/log.ts";
 import { registry } from "../observability/metrics.ts";
 import { close, listen, sendJson } from "./http-listen.ts";
@@ -29,18 +30,8 @@ export interface HealthCheckTarget {
   readonly localEndpoints: number;
 }
 
-/** The healthCheckNodePorts a state asks for; the first service wins a port two of them claim. */
-export function healthCheckTargets(state: LocalState): Map<number, HealthCheckTarget> {
-  const out = new Map<number, HealthCheckTarget>();
-  for (const s of state.services.values()) {
-    if (s.healthCheckNodePort <= 0 || out.has(s.healthCheckNodePort)) continue;
-    out.set(s.healthCheckNodePort, {
-      namespace: s.namespace,
-      name: s.name,
-      localEndpoints: s.localReadyEndpoints,
-    });
-  }
-  return out;
+function targetOf(s: LocalService): HealthCheckTarget {
+  return { namespace: s.namespace, name: s.name, localEndpoints: s.localReadyEndpoints };
 }
 
 /** The body and status kube-proxy answers for one service. */
@@ -74,6 +65,13 @@ export interface HealthCheckNodePortsOptions {
 export class HealthCheckNodePorts {
   readonly #o: HealthCheckNodePortsOptions;
   readonly #served = new Map<number, Served>();
+  /** Per port, the services that ask for it, in the order they asked: the first one is served. */
+  readonly #claims = new Map<number, Map<string, HealthCheckTarget>>();
+  /** The port each service asks for. */
+  readonly #portOf = new Map<string, number>();
+  /** Ports wanted but not bound (the bind failed): retried at every update. */
+  readonly #unbound = new Set<number>();
+  #last: LocalState | undefined;
 
   constructor(options: HealthCheckNodePortsOptions) {
     this.#o = options;
@@ -84,23 +82,48 @@ export class HealthCheckNodePorts {
     return [...this.#served.keys()].sort((a, b) => a - b);
   }
 
-  /** Opens, updates and closes servers to match `state`. Never throws. */
+  /**
+   * Opens, updates and closes servers to match `state`, looking only at the services that
+   * changed since the last update (and at ports that could not be bound). Never throws.
+   */
   async update(state: LocalState): Promise<void> {
-    const wanted = healthCheckTargets(state);
+    const touched = new Set(this.#unbound);
+    for (const [key, , after] of serviceChanges(this.#last, state)) {
+      const old = this.#portOf.get(key);
+      if (old !== undefined) {
+        const claims = this.#claims.get(old);
+        claims?.delete(key);
+        if (claims?.size === 0) this.#claims.delete(old);
+        this.#portOf.delete(key);
+        touched.add(old);
+      }
+      const port = after?.healthCheckNodePort ?? 0;
+      if (after === undefined || port <= 0) continue;
+      let claims = this.#claims.get(port);
+      if (claims === undefined) {
+        claims = new Map();
+        this.#claims.set(port, claims);
+      }
+      claims.set(key, targetOf(after));
+      this.#portOf.set(key, port);
+      touched.add(port);
+    }
+    this.#last = state;
     const closing: Promise<void>[] = [];
-    for (const [port, served] of this.#served) {
-      if (wanted.has(port)) continue;
-      this.#served.delete(port);
-      closing.push(...served.servers.map(close));
+    const opening: [number, HealthCheckTarget][] = [];
+    for (const port of touched) {
+      const target = this.#claims.get(port)?.values().next().value;
+      const served = this.#served.get(port);
+      this.#unbound.delete(port);
+      if (target === undefined) {
+        if (served === undefined) continue;
+        this.#served.delete(port);
+        closing.push(...served.servers.map(close));
+      } else if (served !== undefined) served.target = target;
+      else opening.push([port, target]);
     }
     await Promise.all(closing);
-    const opening: Promise<void>[] = [];
-    for (const [port, target] of wanted) {
-      const served = this.#served.get(port);
-      if (served) served.target = target;
-      else opening.push(this.#open(port, target));
-    }
-    await Promise.all(opening);
+    await Promise.all(opening.map(([port, target]) => this.#open(port, target)));
     openServers.set(this.#served.size);
   }
 
@@ -126,6 +149,7 @@ export class HealthCheckNodePorts {
       // All addresses or none: a half-served port would answer some load balancers only.
       await Promise.all(servers.map(close));
       bindFailures.inc();
+      this.#unbound.add(port);
       this.#o.log.warn(
         { port, service: `${target.namespace}/${target.name}`, err: String(failed.reason) },
         "cannot serve healthCheckNodePort; retrying at the next sync",

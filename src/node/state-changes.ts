@@ -3,6 +3,7 @@
 // whose computed value did not change.
 
 import type { LocalService, LocalState } from "../model/local.ts";
+import { serviceChanges } from "../model/local-changes.ts";
 
 export interface StateChanges {
   /** Services added, removed, or whose own fields (IPs, ports, policies) changed. */
@@ -38,22 +39,15 @@ function withoutEndpoints(s: LocalService): string {
 export function stateChanges(before: LocalState | undefined, after: LocalState): StateChanges {
   let services = 0;
   let endpoints = 0;
-  const old = before?.services ?? new Map<string, LocalService>();
-  for (const [key, s] of after.services) {
-    const b = old.get(key);
-    if (b === s) continue;
-    if (b === undefined) {
+  for (const [, b, s] of serviceChanges(before, after)) {
+    const either = (s ?? b)!;
+    if (b === undefined || s === undefined) {
       services++;
-      if (s.ports.some((p) => p.internalEndpoints.length + p.externalEndpoints.length > 0)) endpoints++;
+      if (either.ports.some((p) => p.internalEndpoints.length + p.externalEndpoints.length > 0)) endpoints++;
       continue;
     }
     if (withoutEndpoints(b) !== withoutEndpoints(s)) services++;
     if (endpointsOf(b) !== endpointsOf(s)) endpoints++;
-  }
-  for (const [key, b] of old) {
-    if (after.services.has(key)) continue;
-    services++;
-    if (b.ports.some((p) => p.internalEndpoints.length + p.externalEndpoints.length > 0)) endpoints++;
   }
   return { services, endpoints };
 }

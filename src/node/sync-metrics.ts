@@ -2,7 +2,8 @@
 // Buckets follow kube-proxy's; the failure counter's name depends on the backend's mode.
 
 import { Counter, Gauge, Histogram } from "prom-client";
-import type { LocalState } from "../model/local.ts";
+import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
+import { serviceChanges } from "../model/local-changes.ts";
 import { registry } from "../observability/metrics.ts";
 import { stateChanges } from "./state-changes.ts";
 import type { SyncOutcome } from "./sync-observer.ts";
@@ -57,7 +58,7 @@ const endpointChanges = new Counter({
   help: "Services whose endpoints changed, counted as the changes arrive.",
   registers: [registry],
 });
-const serviceChanges = new Counter({
+const serviceChangesTotal = new Counter({
   name: "kubeproxy_sync_proxy_rules_service_changes_total",
   help: "Services added, removed or changed, counted as the changes arrive.",
   registers: [registry],
@@ -90,6 +91,24 @@ function failureCounter(mode: string): Counter {
   return c;
 }
 
+const noLocal = (lists: readonly (readonly LocalEndpoint[])[]): boolean =>
+  lists.every((l) => !l.some((e) => e.local));
+
+/** internalTrafficPolicy Local, and no endpoint on this node. */
+const lacksLocalInternal = (s: LocalService): boolean =>
+  s.internalTrafficPolicy === "Local" && noLocal(s.ports.map((p) => p.internalEndpoints));
+
+/** externalTrafficPolicy Local on a service reachable from outside, and no endpoint on this node. */
+const lacksLocalExternal = (s: LocalService): boolean =>
+  s.externalTrafficPolicy === "Local" &&
+  s.ports.some((p) => p.nodePort > 0 || s.type === "LoadBalancer") &&
+  noLocal(s.ports.map((p) => p.externalEndpoints));
+
+function setMember(set: Set<string>, key: string, member: boolean): void {
+  if (member) set.add(key);
+  else set.delete(key);
+}
+
 export class SyncMetrics {
   readonly #failures: Counter;
   readonly #now: () => number;
@@ -97,6 +116,9 @@ export class SyncMetrics {
   readonly #startedAt: number;
   #lastQueued: LocalState | undefined;
   #lastSynced: LocalState | undefined;
+  /** The services counted by kubeproxy_sync_proxy_rules_no_local_endpoints_total, per policy. */
+  readonly #noLocalInternal = new Set<string>();
+  readonly #noLocalExternal = new Set<string>();
 
   constructor(mode: string, now: () => number = Date.now) {
     this.#failures = failureCounter(mode);
@@ -108,7 +130,7 @@ export class SyncMetrics {
     lastQueued.set(this.#now() / 1000);
     const c = stateChanges(this.#lastQueued, state);
     this.#lastQueued = state;
-    serviceChanges.inc(c.services);
+    serviceChangesTotal.inc(c.services);
     endpointChanges.inc(c.endpoints);
   }
 
@@ -118,27 +140,16 @@ export class SyncMetrics {
     (o.full ? fullSyncDuration : partialSyncDuration).observe(seconds);
     const now = this.#now();
     lastSynced.set(now / 1000);
-    const before = this.#lastSynced?.services;
-    let internal = 0;
-    let external = 0;
-    for (const [key, s] of o.state.services) {
-      const prev = before?.get(key);
-      const t = s.endpointsChangedAt;
-      if (prev !== s && t !== undefined && t >= this.#startedAt && t !== prev?.endpointsChangedAt) {
+    for (const [key, prev, s] of serviceChanges(this.#lastSynced, o.state)) {
+      const t = s?.endpointsChangedAt;
+      if (t !== undefined && t >= this.#startedAt && t !== prev?.endpointsChangedAt) {
         networkProgramming.observe(Math.max(0, now - t) / 1000);
       }
-      const noLocal = (eps: readonly { local: boolean }[][]) => eps.every((l) => !l.some((e) => e.local));
-      if (s.internalTrafficPolicy === "Local" && noLocal(s.ports.map((p) => [...p.internalEndpoints])))
-        internal++;
-      if (
-        s.externalTrafficPolicy === "Local" &&
-        s.ports.some((p) => p.nodePort > 0 || s.type === "LoadBalancer")
-      ) {
-        if (noLocal(s.ports.map((p) => [...p.externalEndpoints]))) external++;
-      }
+      setMember(this.#noLocalInternal, key, s !== undefined && lacksLocalInternal(s));
+      setMember(this.#noLocalExternal, key, s !== undefined && lacksLocalExternal(s));
     }
-    noLocalEndpoints.set({ traffic_policy: "internal" }, internal);
-    noLocalEndpoints.set({ traffic_policy: "external" }, external);
+    noLocalEndpoints.set({ traffic_policy: "internal" }, this.#noLocalInternal.size);
+    noLocalEndpoints.set({ traffic_policy: "external" }, this.#noLocalExternal.size);
     this.#lastSynced = o.state;
   }
 

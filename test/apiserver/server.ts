@@ -113,6 +113,8 @@ export class TestApiServer {
   #trickleMs: number | undefined;
   #endlessWatchLine = false;
   #failure: { status: number; remaining: number } | undefined;
+  /** Per resource, the last list's snapshot (lists of several resources run side by side). */
+  readonly #lastList = new Map<string, { readonly key: string; readonly items: RawObject[] }>();
 
   private constructor(options: TestApiServerOptions) {
     this.#options = {
@@ -382,17 +384,37 @@ export class TestApiServer {
       rv = parsed.rv;
       after = parsed.after;
     }
-    const all = this.store.snapshot(route.type.resource, rv).filter(matches);
-    const rest = all.filter((o) => keyOf(o.metadata) > after);
-    const page = limit > 0 ? rest.slice(0, limit) : rest;
+    const all = this.#listed(route, query, rv, matches);
+    const start = firstKeyAfter(all, after);
+    const restLength = all.length - start;
+    const page = all.slice(start, limit > 0 ? start + limit : all.length);
     const metadata: Record<string, unknown> = { resourceVersion: String(rv) };
-    if (page.length < rest.length) {
+    if (page.length < restLength) {
       metadata.continue = encodeContinue({ rv, after: keyOf(page[page.length - 1]!.metadata) });
-      metadata.remainingItemCount = rest.length - page.length;
+      metadata.remainingItemCount = restLength - page.length;
     }
     const body = { kind: route.type.listKind, apiVersion: route.type.apiVersion, metadata, items: page };
     if (this.#trickleMs !== undefined) this.#trickle(res, JSON.stringify(body), this.#trickleMs);
     else this.#sendJson(res, 200, body);
+  }
+
+  /**
+   * The objects a list at `rv` returns, sorted by key. A paginated list asks for the same snapshot
+   * once per page: the last one is kept, so a list of N objects in pages costs O(N), not O(N²).
+   * A snapshot at a revision never changes (objects are replaced, never mutated).
+   */
+  #listed(route: Route, query: URLSearchParams, rv: number, matches: (o: RawObject) => boolean): RawObject[] {
+    const key = [
+      rv,
+      route.namespace ?? "",
+      query.get("labelSelector") ?? "",
+      query.get("fieldSelector") ?? "",
+    ].join("\n");
+    const last = this.#lastList.get(route.type.resource);
+    if (last?.key === key) return last.items;
+    const items = this.store.snapshot(route.type.resource, rv).filter(matches);
+    this.#lastList.set(route.type.resource, { key, items });
+    return items;
   }
 
   #trickle(res: ServerResponse, text: string, everyMs: number): void {
@@ -589,6 +611,18 @@ function decodeContinue(token: string): ContinueToken | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The index of the first object whose key sorts after `after` in a list sorted by key. */
+function firstKeyAfter(sorted: readonly RawObject[], after: string): number {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keyOf(sorted[mid]!.metadata) > after) hi = mid;
+    else lo = mid + 1;
+  }
+  return lo;
 }
 
 async function main(): Promise<void> {

@@ -82,7 +82,8 @@ export function classifyError(code: string | undefined): ProbeFailure {
 
 function probeTcp(req: ProbeRequest): Promise<ProbeResult> {
   const started = performance.now();
-  const elapsed = (): number => Math.round(performance.now() - started);
+  // Hundredths of a ms: benchmarks take quantiles of sub-millisecond times.
+  const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
   return new Promise((resolve) => {
     let data = "";
     let settled = false;
@@ -125,7 +126,8 @@ function probeTcp(req: ProbeRequest): Promise<ProbeResult> {
 
 function probeUdp(req: ProbeRequest): Promise<ProbeResult> {
   const started = performance.now();
-  const elapsed = (): number => Math.round(performance.now() - started);
+  // Hundredths of a ms: benchmarks take quantiles of sub-millisecond times.
+  const elapsed = (): number => Math.round((performance.now() - started) * 100) / 100;
   return new Promise((resolve) => {
     let settled = false;
     const socket = dgram.createSocket(net.isIPv6(req.host) ? "udp6" : "udp4");

@@ -21,6 +21,17 @@ export interface ElementSpec {
   readonly value: string;
 }
 
+/**
+ * One service port's endpoints in an endpoints map: the elements `<prefix><i> : values[i]`.
+ * They change together, so the mirror tracks them as one.
+ */
+export interface ElementGroupSpec {
+  readonly set: string;
+  /** The key up to the index, e.g. `10.96.0.1 . 80 . `. */
+  readonly prefix: string;
+  readonly values: readonly string[];
+}
+
 export interface AffinitySetSpec {
   readonly name: string;
   readonly timeoutSeconds: number;
@@ -32,9 +43,19 @@ export interface Fragment {
   readonly sharedChains: readonly ChainSpec[];
   readonly affinitySets: readonly AffinitySetSpec[];
   readonly elements: readonly ElementSpec[];
+  readonly groups: readonly ElementGroupSpec[];
+  /** The endpoint addresses it uses: each needs its `<ip> . <ip>` hairpin element. */
+  readonly hairpins: readonly string[];
 }
 
-export const EMPTY_FRAGMENT: Fragment = { chains: [], sharedChains: [], affinitySets: [], elements: [] };
+export const EMPTY_FRAGMENT: Fragment = {
+  chains: [],
+  sharedChains: [],
+  affinitySets: [],
+  elements: [],
+  groups: [],
+  hairpins: [],
+};
 
 /** How a table is configured: everything the renderer needs beyond the local state. */
 export interface TableConfig {

@@ -1,18 +1,22 @@
 // The in-memory mirror of what kpng applied to one table, and the planner that turns a new local
-// state into the smallest set of changes against it. Services are diffed by object identity
-// first (the feed keeps unchanged services identical), then chain by chain and element by
-// element, so a sync costs O(what changed), never O(table).
+// state into the smallest set of changes against it. Only the services the state's change log
+// names since the last applied state are looked at, then diffed by object identity (the feed
+// keeps unchanged services identical), chain by chain and element by element, so a sync costs
+// O(what changed), never O(table).
 
 import type { LocalService, LocalState } from "../../model/local.ts";
+import { changedServiceKeys } from "../../model/local-changes.ts";
 import type { AdoptedTable } from "./adopt.ts";
 import { STATIC_SET_NAMES, skeletonOps, staticChainNames } from "./base.ts";
+import { EndpointGroups } from "./endpoint-groups.ts";
 import type { ChainSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
-import { STATIC } from "./names.ts";
+import { HairpinEndpoints } from "./hairpins.ts";
+import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
 import type { NftOp } from "./ops.ts";
 import { renderService } from "./render-service.ts";
 import { serviceCIDROps, serviceCIDRsOfFamily } from "./service-cidrs.ts";
-import { type ElementOp, PHASE, type Unit } from "./transaction.ts";
+import { type ElementOp, PHASE, type Phase, type Unit } from "./transaction.ts";
 
 /** A chain or set that is no longer used is flushed at once and deleted this long after. */
 export const STALE_DELETE_DELAY_MS = 1000;
@@ -23,11 +27,61 @@ interface ChainState {
   staleSince: number | undefined;
 }
 
+/**
+ * One key of a map or set. Which services want it, and with which value: the first one wins.
+ * Nearly every key has one owner, so it is held inline; more go to `others`, in order.
+ */
 interface ElementState {
+  readonly set: string;
+  readonly key: string;
   applied: string | undefined;
-  /** Which services want this key, and with which value; the first one wins. */
-  readonly owners: Map<string, string>;
+  owner: string | undefined;
+  value: string | undefined;
+  others: Map<string, string> | undefined;
+  /** The plan that last touched it: the touched list holds each element once. */
+  mark: number;
 }
+
+function addOwner(st: ElementState, owner: string, value: string): void {
+  if (st.owner === undefined || st.owner === owner) {
+    st.owner = owner;
+    st.value = value;
+  } else {
+    st.others ??= new Map();
+    st.others.set(owner, value);
+  }
+}
+
+function removeOwner(st: ElementState, owner: string): void {
+  if (st.owner !== owner) {
+    st.others?.delete(owner);
+    return;
+  }
+  const next = st.others?.entries().next().value;
+  if (next === undefined) {
+    st.owner = undefined;
+    st.value = undefined;
+    return;
+  }
+  st.owner = next[0];
+  st.value = next[1];
+  st.others!.delete(next[0]);
+}
+
+/** The elements one plan touched, each once. */
+interface Touched {
+  readonly plan: number;
+  readonly list: ElementState[];
+}
+
+function touch(touched: Touched, st: ElementState): void {
+  if (st.mark === touched.plan) return;
+  st.mark = touched.plan;
+  touched.list.push(st);
+}
+
+/** Element changes per unit: big enough to keep units few, small enough to pack transactions. */
+const ELEMENTS_PER_UNIT = 256;
 
 export interface Plan {
   /** Deletions of objects stale for long enough: run first, in their own transaction. */
@@ -48,13 +102,17 @@ export class TableMirror {
   readonly #services = new Map<string, { svc: LocalService; fragment: Fragment }>();
   /** How many service fragments use each shared chain. */
   readonly #sharedUsers = new Map<string, number>();
-  /**
-   * Hairpin elements no endpoint uses any more, with the time they became unused. They only
-   * match a connection DNATed to its own source, so they can wait: deleting them with the stale
-   * chains keeps an endpoint change to one chain rewrite and one element add.
-   */
-  readonly #staleHairpins = new Map<string, number>();
+  /** The chains and sets waiting for deletion, so finding them never walks the whole table. */
+  readonly #staleChains = new Set<string>();
+  readonly #staleSets = new Set<string>();
+  /** The state the mirror last planned to, which the next state's changes are counted from. */
+  #applied: LocalState | undefined;
+  /** The endpoints maps' elements, one list per service port. */
+  readonly #groups: EndpointGroups;
+  readonly #hairpins: HairpinEndpoints;
   #lastDeletion = Number.NEGATIVE_INFINITY;
+  /** Counts plans, to mark the elements each one touched. */
+  #plans = 0;
   /** True until the first plan: the skeleton must be (re)written and unclaimed objects retired. */
   #fresh = true;
   /** The Service IP ranges (this family) last written to the table's range set. */
@@ -63,6 +121,11 @@ export class TableMirror {
   constructor(cfg: TableConfig, adopted?: AdoptedTable) {
     this.#cfg = cfg;
     this.#staticChains = staticChainNames(cfg);
+    const grouped = new Set(ENDPOINTS_MAPS);
+    this.#hairpins = new HairpinEndpoints(STATIC.hairpin, adopted?.elements.get(STATIC.hairpin)?.keys());
+    this.#groups = new EndpointGroups(
+      new Map([...(adopted?.elements ?? new Map())].filter(([set]) => grouped.has(set))),
+    );
     if (!adopted) return;
     for (const name of adopted.chains) {
       if (!this.#staticChains.has(name)) this.#chains.set(name, { rules: undefined, staleSince: undefined });
@@ -71,16 +134,24 @@ export class TableMirror {
       if (!STATIC_SET_NAMES.has(name)) this.#sets.set(name, { staleSince: undefined });
     }
     for (const [set, elements] of adopted.elements) {
+      if (grouped.has(set) || set === STATIC.hairpin) continue;
       const m = this.#elementsOf(set);
-      for (const [key, value] of elements) m.set(key, { applied: value, owners: new Map() });
+      for (const [key, value] of elements)
+        m.set(key, {
+          set,
+          key,
+          applied: value,
+          owner: undefined,
+          value: undefined,
+          others: undefined,
+          mark: 0,
+        });
     }
   }
 
   /** True when flushed chains or sets wait for deletion. */
   get hasStale(): boolean {
-    for (const c of this.#chains.values()) if (c.staleSince !== undefined) return true;
-    for (const s of this.#sets.values()) if (s.staleSince !== undefined) return true;
-    return this.#staleHairpins.size > 0;
+    return this.#staleChains.size > 0 || this.#staleSets.size > 0 || this.#hairpins.hasStale;
   }
 
   #elementsOf(set: string): Map<string, ElementState> {
@@ -100,7 +171,8 @@ export class TableMirror {
   plan(state: LocalState, now: number): Plan {
     const deletions = this.#expiredStale(now);
     const units: Unit[] = [];
-    const touched = new Set<string>();
+    const touched: Touched = { plan: ++this.#plans, list: [] };
+    this.#groups.begin(touched.plan);
     const unshared = new Set<string>();
     if (this.#fresh) units.push({ phase: PHASE.skeleton, ops: skeletonOps(this.#cfg), elements: [] });
     const ranges = serviceCIDRsOfFamily(state.serviceCIDRs, this.#cfg.family);
@@ -108,28 +180,23 @@ export class TableMirror {
       units.push({ phase: PHASE.skeleton, ops: serviceCIDROps(ranges), elements: [] });
       this.#serviceCIDRs = ranges;
     }
-    const before = this.#services.size;
-    let added = 0;
     // A first plan visits services in key order, so the same state always renders the same text
     // whichever way it arrived (in-process or over the API, whose maps are built in other orders).
-    const keys = this.#fresh ? [...state.services.keys()].sort() : state.services.keys();
+    const keys = this.#fresh ? [...state.services.keys()].sort() : changedServiceKeys(this.#applied, state);
     for (const key of keys) {
-      const svc = state.services.get(key)!;
+      const svc = state.services.get(key);
       const prev = this.#services.get(key);
       if (prev?.svc === svc) continue;
-      if (prev === undefined) added++;
+      if (svc === undefined) {
+        this.#replace(key, prev!.fragment, EMPTY_FRAGMENT, units, touched, unshared, now);
+        this.#services.delete(key);
+        continue;
+      }
       const fragment = renderService(svc, this.#cfg);
       this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, units, touched, unshared, now);
       this.#services.set(key, { svc, fragment });
     }
-    // Every service kpng had is still there when the counts add up: no need to look for removals.
-    if (before + added !== state.services.size) {
-      for (const [key, prev] of this.#services) {
-        if (state.services.has(key)) continue;
-        this.#replace(key, prev.fragment, EMPTY_FRAGMENT, units, touched, unshared, now);
-        this.#services.delete(key);
-      }
-    }
+    this.#applied = state;
     // Only now: another service may have started using a chain that one stopped using.
     for (const name of unshared) if (!this.#sharedUsers.has(name)) this.#retireChain(name, units, now);
     if (this.#fresh) this.#retireUnclaimed(units, touched, now);
@@ -144,30 +211,24 @@ export class TableMirror {
     // At most one deletion transaction per delay period: under a steady stream of changes,
     // something expires at every sync, and a second nft run per sync would double its cost.
     if (now - this.#lastDeletion < STALE_DELETE_DELAY_MS) return out;
-    for (const [name, c] of this.#chains) {
-      if (c.staleSince !== undefined && now - c.staleSince >= STALE_DELETE_DELAY_MS) {
+    for (const name of this.#staleChains) {
+      const since = this.#chains.get(name)?.staleSince;
+      if (since !== undefined && now - since >= STALE_DELETE_DELAY_MS) {
         out.push({ verb: "delete", kind: "chain", name });
         this.#chains.delete(name);
+        this.#staleChains.delete(name);
       }
     }
     // Sets after chains: the stale chains were the last rules that referred to them.
-    for (const [name, s] of this.#sets) {
-      if (s.staleSince !== undefined && now - s.staleSince >= STALE_DELETE_DELAY_MS) {
+    for (const name of this.#staleSets) {
+      const since = this.#sets.get(name)?.staleSince;
+      if (since !== undefined && now - since >= STALE_DELETE_DELAY_MS) {
         out.push({ verb: "delete", kind: "set", name });
         this.#sets.delete(name);
+        this.#staleSets.delete(name);
       }
     }
-    const hairpins = this.#elementsOf(STATIC.hairpin);
-    const expired: string[] = [];
-    for (const [key, since] of this.#staleHairpins) {
-      if (now - since < STALE_DELETE_DELAY_MS) continue;
-      this.#staleHairpins.delete(key);
-      const st = hairpins.get(key);
-      if (st && st.owners.size === 0 && st.applied !== undefined) {
-        expired.push(key);
-        hairpins.delete(key);
-      }
-    }
+    const expired = this.#hairpins.expired(now, STALE_DELETE_DELAY_MS);
     if (expired.length > 0)
       out.push({ verb: "delete", kind: "element", set: STATIC.hairpin, elements: expired });
     if (out.length > 0) this.#lastDeletion = now;
@@ -179,14 +240,16 @@ export class TableMirror {
     old: Fragment,
     next: Fragment,
     units: Unit[],
-    touched: Set<string>,
+    touched: Touched,
     unshared: Set<string>,
     now: number,
   ): void {
     for (const s of next.affinitySets) {
       const st = this.#sets.get(s.name);
-      if (st) st.staleSince = undefined;
-      else {
+      if (st) {
+        st.staleSince = undefined;
+        this.#staleSets.delete(s.name);
+      } else {
         this.#sets.set(s.name, { staleSince: undefined });
         const decl = `{ type ${this.#cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr"}; flags dynamic,timeout; timeout ${s.timeoutSeconds}s; }`;
         units.push({
@@ -199,7 +262,7 @@ export class TableMirror {
     const nextSets = new Set(next.affinitySets.map((s) => s.name));
     for (const s of old.affinitySets) {
       const st = this.#sets.get(s.name);
-      if (!nextSets.has(s.name) && st && st.staleSince === undefined) st.staleSince = now;
+      if (!nextSets.has(s.name) && st && st.staleSince === undefined) this.#markStaleSet(s.name, st, now);
     }
     for (const c of next.chains) this.#writeChain(c, units);
     const nextChains = new Set(next.chains.map((c) => c.name));
@@ -219,19 +282,32 @@ export class TableMirror {
         unshared.add(c.name);
       }
     }
+    this.#groups.replace(owner, old.groups, next.groups);
+    for (const ip of old.hairpins) this.#hairpins.release(ip);
+    for (const ip of next.hairpins) this.#hairpins.use(ip);
     for (const e of old.elements) {
-      this.#elementsOf(e.set).get(e.key)?.owners.delete(owner);
-      touched.add(`${e.set}\n${e.key}`);
+      const st = this.#elementsOf(e.set).get(e.key);
+      if (st === undefined) continue;
+      removeOwner(st, owner);
+      touch(touched, st);
     }
     for (const e of next.elements) {
       const m = this.#elementsOf(e.set);
       let st = m.get(e.key);
       if (!st) {
-        st = { applied: undefined, owners: new Map() };
+        st = {
+          set: e.set,
+          key: e.key,
+          applied: undefined,
+          owner: undefined,
+          value: undefined,
+          others: undefined,
+          mark: 0,
+        };
         m.set(e.key, st);
       }
-      st.owners.set(owner, e.value);
-      touched.add(`${e.set}\n${e.key}`);
+      addOwner(st, owner, e.value);
+      touch(touched, st);
     }
   }
 
@@ -248,6 +324,12 @@ export class TableMirror {
       units.push({ phase, ops: [...flush, ...rules], elements: [] });
     }
     this.#chains.set(c.name, { rules: c.rules, staleSince: undefined });
+    this.#staleChains.delete(c.name);
+  }
+
+  #markStaleSet(name: string, st: { staleSince: number | undefined }, now: number): void {
+    st.staleSince = now;
+    this.#staleSets.add(name);
   }
 
   #retireChain(name: string, units: Unit[], now: number): void {
@@ -257,45 +339,64 @@ export class TableMirror {
       units.push({ phase: PHASE.staleFlush, ops: [{ verb: "flush", kind: "chain", name }], elements: [] });
     }
     this.#chains.set(name, { rules: [], staleSince: now });
+    this.#staleChains.add(name);
   }
 
   /** After adopting an existing table: what no service claimed is retired. */
-  #retireUnclaimed(units: Unit[], touched: Set<string>, now: number): void {
+  #retireUnclaimed(units: Unit[], touched: Touched, now: number): void {
     for (const [name, st] of this.#chains) if (st.rules === undefined) this.#retireChain(name, units, now);
     const claimed = new Set<string>();
     for (const { fragment } of this.#services.values())
       for (const s of fragment.affinitySets) claimed.add(s.name);
     for (const [name, st] of this.#sets)
-      if (!claimed.has(name) && st.staleSince === undefined) st.staleSince = now;
-    for (const [set, m] of this.#elements) {
-      for (const [key, st] of m) if (st.owners.size === 0) touched.add(`${set}\n${key}`);
+      if (!claimed.has(name) && st.staleSince === undefined) this.#markStaleSet(name, st, now);
+    for (const m of this.#elements.values()) {
+      for (const st of m.values()) if (st.owner === undefined) touch(touched, st);
     }
+    this.#groups.retireUnclaimed();
+    this.#hairpins.retireUnclaimed(now);
   }
 
-  #elementUnits(touched: Set<string>, units: Unit[], now: number): void {
-    for (const id of touched) {
-      const [set = "", key = ""] = id.split("\n");
-      const m = this.#elementsOf(set);
-      const st = m.get(key);
-      if (!st) continue;
-      const wanted = st.owners.values().next().value;
+  #elementUnits(touched: Touched, units: Unit[], now: number): void {
+    const changes: ElementOp[] = [];
+    const removals: ElementOp[] = [];
+    for (const st of touched.list) {
+      const { set, key } = st;
+      const wanted = st.value;
       if (wanted === st.applied) {
-        if (wanted === undefined) m.delete(key);
-        if (set === STATIC.hairpin) this.#staleHairpins.delete(key);
+        if (wanted === undefined) this.#elementsOf(set).delete(key);
         continue;
       }
-      if (set === STATIC.hairpin && wanted === undefined) {
-        if (!this.#staleHairpins.has(key)) this.#staleHairpins.set(key, now);
+      if (wanted === undefined) {
+        removals.push({ op: "delete", set, key, value: st.applied! });
+        this.#elementsOf(set).delete(key);
         continue;
       }
-      const ops: ElementOp[] = [];
-      if (st.applied !== undefined) ops.push({ op: "delete", set, key, value: st.applied });
-      if (wanted !== undefined) ops.push({ op: "add", set, key, value: wanted });
-      // Removals go last: when a big sync is split, no endpoint index disappears before the
-      // dispatch element that draws from it has moved to a smaller pick chain.
-      units.push({ phase: wanted === undefined ? PHASE.removals : PHASE.elements, ops: [], elements: ops });
-      if (wanted === undefined) m.delete(key);
-      else st.applied = wanted;
+      if (st.applied !== undefined) changes.push({ op: "delete", set, key, value: st.applied });
+      changes.push({ op: "add", set, key, value: wanted });
+      st.applied = wanted;
     }
+    const grouped = this.#groups.ops();
+    // Removals go last: when a big sync is split, no endpoint index disappears before the
+    // dispatch element that draws from it has moved to a smaller pick chain.
+    pushElementUnits(units, PHASE.elements, changes);
+    pushElementUnits(units, PHASE.elements, grouped.changes);
+    pushElementUnits(units, PHASE.elements, this.#hairpins.additions(now));
+    pushElementUnits(units, PHASE.removals, removals);
+    pushElementUnits(units, PHASE.removals, grouped.removals);
+  }
+}
+
+/** Element ops in units of about ELEMENTS_PER_UNIT, never splitting a delete from its add. */
+function pushElementUnits(units: Unit[], phase: Phase, ops: readonly ElementOp[]): void {
+  let start = 0;
+  while (start < ops.length) {
+    let end = Math.min(start + ELEMENTS_PER_UNIT, ops.length);
+    // A replacement is a delete then an add of one key: keep the pair in one unit.
+    const last = ops[end - 1]!;
+    if (end < ops.length && last.op === "delete" && ops[end]!.key === last.key && ops[end]!.set === last.set)
+      end++;
+    units.push({ phase, ops: [], elements: ops.slice(start, end) });
+    start = end;
   }
 }

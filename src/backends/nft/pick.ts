@@ -34,10 +34,20 @@ function masqueradeRules(kind: PickKind, cfg: TableConfig): string[] {
   return cfg.podCIDRs.length > 0 ? [`${cfg.family} saddr != @${STATIC.podCIDRs} ${mark}`] : [];
 }
 
+/** Per table config, the pick chains made so far: every service port of a kind shares one object. */
+const made = new WeakMap<TableConfig, Map<string, ChainSpec>>();
+
 export function pickChain(kind: PickKind, proto: NftProtocol, n: number, cfg: TableConfig): ChainSpec {
-  return {
-    name: pickChainName[kind](proto, n),
-    rules: [...masqueradeRules(kind, cfg), dnatRule(kind, proto, n, cfg)],
-    level: 0,
-  };
+  let chains = made.get(cfg);
+  if (chains === undefined) {
+    chains = new Map();
+    made.set(cfg, chains);
+  }
+  const name = pickChainName[kind](proto, n);
+  let chain = chains.get(name);
+  if (chain === undefined) {
+    chain = { name, rules: [...masqueradeRules(kind, cfg), dnatRule(kind, proto, n, cfg)], level: 0 };
+    chains.set(name, chain);
+  }
+  return chain;
 }

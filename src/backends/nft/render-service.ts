@@ -23,7 +23,14 @@ import {
   ofFamily,
 } from "../../model/local.ts";
 import { ipFamilyOfTable } from "./addresses.ts";
-import type { AffinitySetSpec, ChainSpec, ElementSpec, Fragment, TableConfig } from "./fragment.ts";
+import type {
+  AffinitySetSpec,
+  ChainSpec,
+  ElementGroupSpec,
+  ElementSpec,
+  Fragment,
+  TableConfig,
+} from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { affinitySetName, chainName, type NftProtocol, STATIC, servicePortId } from "./names.ts";
 import { endpointsMapOf, type PickKind, pickChain } from "./pick.ts";
@@ -32,25 +39,44 @@ interface Collector {
   readonly chains: ChainSpec[];
   readonly shared: Map<string, ChainSpec>;
   readonly sets: Map<string, AffinitySetSpec>;
-  readonly elements: Map<string, ElementSpec>;
+  /** By set, then by key: the first value for a key wins. */
+  readonly elements: Map<string, Map<string, ElementSpec>>;
+  /** By set and prefix: the first list for a prefix wins. */
+  readonly groups: Map<string, ElementGroupSpec>;
+  readonly hairpins: Set<string>;
 }
 
 function addElement(c: Collector, set: string, key: string, value = ""): void {
-  const id = `${set}|${key}`;
-  if (!c.elements.has(id)) c.elements.set(id, { set, key, value });
+  let bySet = c.elements.get(set);
+  if (bySet === undefined) {
+    bySet = new Map();
+    c.elements.set(set, bySet);
+  }
+  // Keyed by the key text itself: its hash is computed here once, and the mirror's lookup of
+  // the same string reuses it.
+  if (!bySet.has(key)) bySet.set(key, { set, key, value });
 }
 
 export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
   const clusterIP = ofFamily(svc.clusterIPs, ipFamilyOfTable(cfg.family))[0];
   // As kube-proxy does, a family's table carries a service only when it has a ClusterIP there.
   if (clusterIP === undefined) return EMPTY_FRAGMENT;
-  const c: Collector = { chains: [], shared: new Map(), sets: new Map(), elements: new Map() };
+  const c: Collector = {
+    chains: [],
+    shared: new Map(),
+    sets: new Map(),
+    elements: new Map(),
+    groups: new Map(),
+    hairpins: new Set(),
+  };
   for (const port of svc.ports) renderPort(c, svc, port, canonicalIP(clusterIP), cfg);
   return {
     chains: c.chains,
     sharedChains: [...c.shared.values()],
     affinitySets: [...c.sets.values()],
-    elements: [...c.elements.values()],
+    elements: [...c.elements.values()].flatMap((bySet) => [...bySet.values()]),
+    groups: [...c.groups.values()],
+    hairpins: [...c.hairpins],
   };
 }
 
@@ -81,12 +107,16 @@ function pickFrom(
   const prefix = address === undefined ? "" : `${address} . `;
   const dispatchMap = address === undefined ? STATIC.serviceNodePorts : STATIC.serviceIPs;
   addElement(c, dispatchMap, `${prefix}${proto} . ${port}`, `goto ${chain.name}`);
-  const map = endpointsMapOf(kind, proto);
-  endpoints.forEach((ep, i) => {
+  const set = endpointsMapOf(kind, proto);
+  const groupPrefix = `${prefix}${port} . `;
+  const id = `${set} ${groupPrefix}`;
+  const values: string[] = [];
+  for (const ep of endpoints) {
     const ip = canonicalIP(ep.ip);
-    addElement(c, map, `${prefix}${port} . ${i}`, `${ip} . ${ep.port}`);
-    addElement(c, STATIC.hairpin, `${ip} . ${ip}`);
-  });
+    values.push(`${ip} . ${ep.port}`);
+    c.hairpins.add(ip);
+  }
+  if (!c.groups.has(id)) c.groups.set(id, { set, prefix: groupPrefix, values });
 }
 
 function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip: string, cfg: TableConfig) {
@@ -237,7 +267,7 @@ function balance(
   const n = endpoints.length;
   endpoints.forEach((ep, i) => {
     const ip = canonicalIP(ep.ip);
-    addElement(c, STATIC.hairpin, `${ip} . ${ip}`);
+    c.hairpins.add(ip);
     const dnat = `meta l4proto ${proto} dnat to ${endpointString({ ip, port: ep.port })}`;
     let update = "";
     if (affinitySeconds > 0) {

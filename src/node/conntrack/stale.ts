@@ -6,6 +6,7 @@
 
 import { familyOf } from "../../model/ip.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort, LocalState } from "../../model/local.ts";
+import { serviceChanges } from "../../model/local-changes.ts";
 
 export type CtFamily = "ipv4" | "ipv6";
 export type CtProtocol = "udp" | "sctp";
@@ -43,14 +44,7 @@ export function staleFilters(before: LocalState | undefined, after: LocalState):
   const add = (f: CtFilter) => {
     out.set(`${f.family} ${f.protocol} ${f.origDst ?? "*"} ${f.origDstPort} ${f.replySrc ?? "*"}`, f);
   };
-  const old = before?.services ?? new Map<string, LocalService>();
-  const pairs: [LocalService | undefined, LocalService | undefined][] = [];
-  for (const [key, next] of after.services) {
-    const prev = old.get(key);
-    if (prev !== next) pairs.push([prev, next]);
-  }
-  for (const [key, prev] of old) if (!after.services.has(key)) pairs.push([prev, undefined]);
-  for (const [prev, next] of pairs) {
+  for (const [, prev, next] of serviceChanges(before, after)) {
     // Endpoints that left: entries DNATed to them, per service IP and per node port.
     for (const p of prev?.ports ?? []) {
       const protocol = protocolOf(p);

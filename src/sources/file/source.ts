@@ -5,6 +5,7 @@
 // stays that way: writers that truncate first (`kubectl get … > f`) never publish a partial state.
 // A file replaced whole (rename, ConfigMap symlink swap) is a new inode and is read at once.
 
+import { createHash } from "node:crypto";
 import { type FSWatcher, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
@@ -52,6 +53,14 @@ async function identity(path: string): Promise<FileIdentity | undefined> {
 const sameContentStamp = (a: FileIdentity, b: FileIdentity) =>
   a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
 
+/**
+ * What tells two reads of the file apart. A digest, not the text: a large JSON file is longer than
+ * a JavaScript string can be, and the source should not hold a second copy of it.
+ */
+export function contentDigest(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("base64");
+}
+
 const objectCount = (c: ClusterFileContents) => c.services.length + c.endpointSlices.length + c.nodes.length;
 
 export class FileSource implements ClusterSource {
@@ -65,7 +74,8 @@ export class FileSource implements ClusterSource {
   #readIno: number | undefined;
   #appliedCount = 0;
   #sink: ClusterSink | undefined;
-  #appliedText: string | undefined;
+  /** The digest of the content last applied. */
+  #appliedDigest: string | undefined;
   /** The last error reported, so a file that stays broken is reported once, not at every event. */
   #brokenBecause: string | undefined;
   #watcher: FSWatcher | undefined;
@@ -87,7 +97,7 @@ export class FileSource implements ClusterSource {
     this.#sink = sink;
     const read = await this.#read();
     if (!read.ok) throw new Error(read.error);
-    this.#apply(read.text, read.contents);
+    this.#apply(read.digest, read.contents);
     sink.synced();
     if (this.#options.watch) this.#startWatching();
   }
@@ -185,10 +195,10 @@ export class FileSource implements ClusterSource {
     if (this.#stopped) return;
     // A read that empties the state or drops most of it is used only if it is still the file's
     // content after the hold time; anything else read meanwhile is handled as an ordinary change.
-    while (read.ok && read.text !== this.#appliedText) {
+    while (read.ok && read.digest !== this.#appliedDigest) {
       const count = objectCount(read.contents);
       if (!isSuspiciousShrink(this.#appliedCount, count)) break;
-      const heldText = read.text;
+      const heldDigest = read.digest;
       log.warn(
         { file: path, objects: count, before: this.#appliedCount, holdMs: this.#shrinkHoldMs },
         "the file lost most of its objects; waiting to see whether it stays that way",
@@ -198,7 +208,7 @@ export class FileSource implements ClusterSource {
       if (this.#stopped) return;
       read = await this.#read();
       if (this.#stopped) return;
-      if (read.ok && read.text === heldText) {
+      if (read.ok && read.digest === heldDigest) {
         log.warn(
           { file: path, objects: count, before: this.#appliedCount },
           "the file stayed that way; applying it",
@@ -215,26 +225,26 @@ export class FileSource implements ClusterSource {
     }
     if (this.#brokenBecause !== undefined) log.info({ file: path }, "the file is readable again");
     this.#brokenBecause = undefined;
-    if (read.text === this.#appliedText) return;
-    this.#apply(read.text, read.contents);
+    if (read.digest === this.#appliedDigest) return;
+    this.#apply(read.digest, read.contents);
   }
 
   async #read(): Promise<
-    { ok: true; text: string; contents: ClusterFileContents } | { ok: false; error: string }
+    { ok: true; digest: string; contents: ClusterFileContents } | { ok: false; error: string }
   > {
     const { path } = this.#options;
-    let text: string;
+    let bytes: Buffer;
     try {
       this.#readIno = (await identity(path))?.ino;
-      text = await readFile(path, "utf8");
+      bytes = await readFile(path);
     } catch (err) {
       return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
     }
-    const parsed = parseClusterFile(text, path);
-    return parsed.ok ? { ok: true, text, contents: parsed.contents } : parsed;
+    const parsed = parseClusterFile(bytes, path);
+    return parsed.ok ? { ok: true, digest: contentDigest(bytes), contents: parsed.contents } : parsed;
   }
 
-  #apply(text: string, contents: ClusterFileContents): void {
+  #apply(digest: string, contents: ClusterFileContents): void {
     const { log, path } = this.#options;
     const sink = this.#sink;
     if (sink === undefined) return;
@@ -247,7 +257,7 @@ export class FileSource implements ClusterSource {
     sink.replace("EndpointSlice", contents.endpointSlices);
     sink.replace("Node", contents.nodes);
     sink.replace("ServiceCIDR", contents.serviceCIDRs);
-    this.#appliedText = text;
+    this.#appliedDigest = digest;
     this.#appliedCount = objectCount(contents);
     log.info(
       {

@@ -84,7 +84,12 @@ describe("backpressure", () => {
       w.ask();
       // The full state (~3 MB) cannot fit in HTTP/2's windows: the server stops mid-change-set.
       await until(() => (server.streams()[0]?.frames ?? 0) > 0, "the server waits for the client");
-      await new Promise((r) => setTimeout(r, 100));
+      // Settled: the count no longer moves (on a loaded machine filling the windows takes a while).
+      let settled = -1;
+      for (let i = 0; i < 100 && settled !== server.streams()[0]!.frames; i++) {
+        settled = server.streams()[0]!.frames;
+        await new Promise((r) => setTimeout(r, 200));
+      }
       const stalled = server.streams()[0]!;
       let maxBytes = 0;
       for (let round = 0; round < 100; round++) {

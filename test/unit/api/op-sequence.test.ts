@@ -3,8 +3,8 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { changedServices } from "../../../src/api/local-hub.ts";
 import { ApiServer } from "../../../src/api/server.ts";
+import { serviceChanges } from "../../../src/model/local-changes.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { endpoint, FakeBrain, localState, service, servicePort } from "./fixtures.ts";
 import { kpngWatch, type RawOp } from "./kpng-client.ts";
@@ -74,7 +74,7 @@ test("each change set of a scenario is Reset? (Set|Delete)* Sync in kpng's order
   }
 });
 
-test("changedServices: the previous value of exactly the services that differ", () => {
+test("serviceChanges without a shared log: the previous value of exactly the services that differ", () => {
   const [a, b, c, b2] = [service("a"), service("b"), service("c"), service("b")];
   const rows: {
     name: string;
@@ -103,11 +103,8 @@ test("changedServices: the previous value of exactly the services that differ", 
     },
   ];
   for (const row of rows) {
-    const got = changedServices(
-      localState("n", 1, row.before).services,
-      localState("n", 2, row.after).services,
-    );
-    const sorted = [...got].sort(([x], [y]) => (x < y ? -1 : 1));
+    const got = serviceChanges(localState("n", 1, row.before), localState("n", 2, row.after));
+    const sorted = [...got].map(([k, before]) => [k, before]).sort(([x], [y]) => (x! < y! ? -1 : 1));
     assert.deepEqual(sorted, row.changed, row.name);
     for (const [k, v] of sorted)
       assert.equal(v, row.changed.find(([rk]) => rk === k)?.[1], `${row.name}: identity`);

@@ -11,8 +11,18 @@ const EXT = chainName.external(SP);
 const XEP = chainName.externalEndpoints(SP);
 const FW = chainName.firewall(SP);
 
+/** A set's elements as the table holds them: endpoint lists and hairpin addresses spelled out. */
 function el(f: Fragment, set: string): Record<string, string> {
-  return Object.fromEntries(f.elements.filter((e) => e.set === set).map((e) => [e.key, e.value]));
+  const grouped = f.groups
+    .filter((g) => g.set === set)
+    .flatMap((g) => g.values.map((v, i): [string, string] => [`${g.prefix}${i}`, v]));
+  const hairpins =
+    set === "hairpin-endpoints" ? f.hairpins.map((ip): [string, string] => [`${ip} . ${ip}`, ""]) : [];
+  return Object.fromEntries([
+    ...f.elements.filter((e) => e.set === set).map((e) => [e.key, e.value]),
+    ...grouped,
+    ...hairpins,
+  ]);
 }
 function rules(f: Fragment, name: string): readonly string[] | undefined {
   return [...f.chains, ...f.sharedChains].find((c) => c.name === name)?.rules;

@@ -163,7 +163,7 @@ describe("parseClusterFile: bad objects are skipped, the rest is kept", () => {
     assert.match(c.invalid[0]?.reason ?? "", /\(cluster\.yaml:5\)$/);
   });
 
-  test("an invalid item of a JSON list is named by its index", () => {
+  test("an invalid item of a JSON list is named by its line and its index", () => {
     const text = JSON.stringify({
       kind: "List",
       items: [
@@ -173,7 +173,7 @@ describe("parseClusterFile: bad objects are skipped, the rest is kept", () => {
     });
     const c = contents(text);
     assert.deepEqual(keys(c).nodes, ["ok"]);
-    assert.match(c.invalid[0]?.reason ?? "", /\(cluster\.yaml: items\[1\]\)$/);
+    assert.match(c.invalid[0]?.reason ?? "", /\(cluster\.yaml:1, items\[1\]\)$/);
   });
 
   test("a document that is not an object is invalid, not fatal", () => {
@@ -220,5 +220,100 @@ describe("parseClusterFile: a broken file as a whole", () => {
     const parsed = parseClusterFile(lines.join("\n"), "bomb.yaml");
     assert.equal(parsed.ok, false);
     if (!parsed.ok) assert.match(parsed.error, /^bomb\.yaml: /);
+  });
+});
+
+describe("parseClusterFile: positions in large streams and lists", () => {
+  const lineOf = (reason: string) => Number(/:(\d+)(, items\[\d+\])?\)$/.exec(reason)?.[1]);
+  const lineCount = (text: string) => text.split("\n").length - 1;
+
+  test("an invalid object in a later document is named by its line in the file", () => {
+    const bad = `apiVersion: v1\nkind: Service\nmetadata: { name: broken }\nspec:\n  ports: [{ port: 0 }]\n`;
+    const docs = [service("a"), service("b"), node("n"), bad, node("m")];
+    const text = docs.join("---\n");
+    const c = contents(text);
+    assert.deepEqual(keys(c).nodes, ["n", "m"]);
+    assert.equal(c.invalid.length, 1);
+    // Each document ends with a newline, and each "---" takes a line.
+    const before = docs.slice(0, 3).reduce((n, d) => n + lineCount(d) + 1, 0);
+    assert.equal(lineOf(c.invalid[0]!.reason), before + 1);
+  });
+
+  test("an invalid item of a kind: List in the second document is named by its own line", () => {
+    const list =
+      "apiVersion: v1\nkind: List\nitems:\n- kind: Node\n  metadata: { name: ok }\n- kind: Node\n  metadata: {}\n";
+    const text = `${node("first")}---\n${list}`;
+    const c = contents(text);
+    assert.deepEqual(keys(c).nodes, ["first", "ok"]);
+    const listStart = lineCount(node("first")) + 2;
+    assert.equal(lineOf(c.invalid[0]!.reason), listStart + 5);
+  });
+
+  test("a syntax error in a later document is placed by its line in the file", () => {
+    const docs = [node("a"), node("b"), "kind: Node\nmetadata:\n  name: c\n   bad: indentation\n"];
+    const parsed = parseClusterFile(docs.join("---\n"), "cluster.yaml");
+    assert.equal(parsed.ok, false);
+    if (parsed.ok) return;
+    const m = /^cluster\.yaml:(\d+):(\d+): YAML syntax error: /.exec(parsed.error);
+    assert.ok(m, parsed.error);
+    const thirdStart = lineCount(node("a")) + lineCount(node("b")) + 3;
+    // The mistake is on the fourth line of the third document (or where the parser notices it, the
+    // line before, never in another document).
+    assert.ok(Math.abs(Number(m[1]) - (thirdStart + 3)) <= 1, parsed.error);
+  });
+
+  test("document markers with comments, explicit ends and directives are all read", () => {
+    const text = `%YAML 1.2\n---\nkind: Node\nmetadata: { name: a }\n...\n--- # the second\nkind: Node\nmetadata: { name: b }\n--- {kind: Node, metadata: {name: c}}\n`;
+    assert.deepEqual(keys(contents(text)).nodes, ["a", "b", "c"]);
+    assert.deepEqual(keys(contents(text.slice("%YAML 1.2\n".length))).nodes, ["a", "b", "c"]);
+  });
+
+  test("an invalid item of an indented JSON list is named by its line and index", () => {
+    const text = JSON.stringify(
+      {
+        apiVersion: "v1",
+        kind: "List",
+        items: [
+          { kind: "Node", metadata: { name: "ok" } },
+          { kind: "Node", metadata: { name: "also-ok" } },
+          { kind: "Node", metadata: {} },
+        ],
+      },
+      null,
+      4,
+    );
+    const c = contents(text);
+    assert.deepEqual(keys(c).nodes, ["ok", "also-ok"]);
+    const line =
+      text
+        .split("\n")
+        .findIndex(
+          (l, i, all) => l.trim() === "{" && all[i + 1]?.includes('"kind"') && all[i + 3]?.trim() === "}",
+        ) + 1;
+    assert.ok(line > 0);
+    assert.match(c.invalid[0]?.reason ?? "", new RegExp(`\\(cluster\\.yaml:${line}, items\\[2\\]\\)$`));
+  });
+
+  test("the file's bytes read the same as its text", () => {
+    const yamlText = [service("web", "shop"), slice("web-1", "web"), node("n")].join("---\n");
+    const jsonText = JSON.stringify({ kind: "NodeList", items: [{ metadata: { name: "j" } }] });
+    for (const text of [yamlText, jsonText]) {
+      const fromBytes = parseClusterFile(Buffer.from(text), "cluster.yaml");
+      assert.ok(fromBytes.ok);
+      assert.deepEqual(fromBytes.contents, contents(text));
+    }
+  });
+
+  test("Windows line ends and a byte order mark change neither the objects nor the lines", () => {
+    const crlf = (name: string) => `kind: Node\r\nmetadata:\r\n  name: ${name}\r\n`;
+    const text = `\ufeff${[crlf("a"), crlf("b"), "kind: Node\r\nmetadata: {}\r\n"].join("---\r\n")}`;
+    const parsed = parseClusterFile(Buffer.from(text), "cluster.yaml");
+    assert.ok(parsed.ok);
+    assert.deepEqual(keys(parsed.contents).nodes, ["a", "b"]);
+    assert.match(parsed.contents.invalid[0]?.reason ?? "", /\(cluster\.yaml:9\)$/);
+  });
+
+  test("YAML in flow style, which opens like JSON, is read as YAML", () => {
+    assert.deepEqual(keys(contents("{kind: Node, metadata: {name: flow}}\n")).nodes, ["flow"]);
   });
 });

@@ -1,0 +1,134 @@
+// The synthetic cluster the end-to-end benchmarks feed to kpng, as raw Kubernetes objects (what an
+// API server lists, what a file holds): N Services with E endpoints each, spread over 100 Nodes.
+//
+// Mix: one Service in ten has internalTrafficPolicy Local, one in fifty is a NodePort (node ports
+// stay unique up to 138k Services). The first `probed` Services are the ones the data-plane
+// benchmark sends packets to: their cluster IPs are 203.0.113.1… and their endpoints the echo
+// pod's addresses, all in documentation ranges inside the benchmark's own namespaces. The other
+// Services only ever become rules: no packet is sent to their addresses.
+
+import { ipOf } from "./nft-netns.ts";
+
+export const NODES = 100;
+export const THIS_NODE = "node-0";
+/** Cluster IPs for the probed Services: 203.0.113.1 … 203.0.113.250. */
+export const MAX_PROBED = 250;
+
+export interface ClusterShape {
+  readonly services: number;
+  readonly endpointsPerService: number;
+  /** Services 0 … probed-1 get probe addresses; see probeEndpoints. */
+  readonly probed?: number;
+  /** The endpoint addresses of every probed Service (the echo pod's addresses). */
+  readonly probeEndpoints?: readonly string[];
+}
+
+export type RawObject = {
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  [k: string]: unknown;
+};
+
+/** The port every Service exposes: TCP 80 and UDP 53, to 8080 and 8053 on the endpoints. */
+export const SERVICE_PORTS = { tcp: 80, udp: 53, tcpTarget: 8080, udpTarget: 8053 } as const;
+
+export function serviceName(i: number): string {
+  return `svc-${i}`;
+}
+
+export function namespaceOf(i: number): string {
+  return `ns-${i % 50}`;
+}
+
+export function clusterIPOf(shape: ClusterShape, i: number): string {
+  return i < (shape.probed ?? 0) ? `203.0.113.${i + 1}` : ipOf(10, i + 1);
+}
+
+export function rawService(shape: ClusterShape, i: number): RawObject {
+  const ip = clusterIPOf(shape, i);
+  const probed = i < (shape.probed ?? 0);
+  const nodePort = !probed && i % 50 === 0;
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name: serviceName(i), namespace: namespaceOf(i), labels: { app: `app-${i}` } },
+    spec: {
+      type: nodePort ? "NodePort" : "ClusterIP",
+      clusterIP: ip,
+      clusterIPs: [ip],
+      ipFamilies: ["IPv4"],
+      internalTrafficPolicy: !probed && i % 10 === 6 ? "Local" : "Cluster",
+      ports: [
+        {
+          name: "http",
+          protocol: "TCP",
+          port: SERVICE_PORTS.tcp,
+          targetPort: SERVICE_PORTS.tcpTarget,
+          ...(nodePort ? { nodePort: 30000 + i / 50 } : {}),
+        },
+        { name: "dns", protocol: "UDP", port: SERVICE_PORTS.udp, targetPort: SERVICE_PORTS.udpTarget },
+      ],
+    },
+  };
+}
+
+/** Service i's addresses; `generation` moves endpoint 0 elsewhere (one endpoint change). */
+export function endpointIPs(shape: ClusterShape, i: number, generation = 0): string[] {
+  if (i < (shape.probed ?? 0)) return [...(shape.probeEndpoints ?? [])];
+  const ips: string[] = [];
+  for (let e = 0; e < shape.endpointsPerService; e++) {
+    ips.push(e === 0 && generation > 0 ? ipOf(101 + (generation % 100), i) : ipOf(100, i * 16 + e));
+  }
+  return ips;
+}
+
+export function rawSlice(shape: ClusterShape, i: number, generation = 0): RawObject {
+  const ips = endpointIPs(shape, i, generation);
+  return {
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: {
+      name: `${serviceName(i)}-abcde`,
+      namespace: namespaceOf(i),
+      labels: { "kubernetes.io/service-name": serviceName(i) },
+    },
+    addressType: "IPv4",
+    ports: [
+      { name: "http", protocol: "TCP", port: SERVICE_PORTS.tcpTarget },
+      { name: "dns", protocol: "UDP", port: SERVICE_PORTS.udpTarget },
+    ],
+    endpoints: ips.map((ip, e) => ({
+      addresses: [ip],
+      conditions: { ready: true, serving: true, terminating: false },
+      nodeName: `node-${(i + e * 7) % NODES}`,
+    })),
+  };
+}
+
+export function rawNode(n: number): RawObject {
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: `node-${n}`, labels: { "topology.kubernetes.io/zone": `zone-${n % 3}` } },
+    status: { addresses: [{ type: "InternalIP", address: `192.0.2.${10 + (n % 200)}` }] },
+  };
+}
+
+/** Every object of the cluster: Nodes, then each Service followed by its EndpointSlice. */
+export function* clusterObjects(shape: ClusterShape): Generator<RawObject> {
+  for (let n = 0; n < NODES; n++) yield rawNode(n);
+  for (let i = 0; i < shape.services; i++) {
+    yield rawService(shape, i);
+    yield rawSlice(shape, i);
+  }
+}
+
+/** The Services an endpoint change picks: spread over the cluster, never a probed one. */
+export function changedService(shape: ClusterShape, k: number): number {
+  const first = shape.probed ?? 0;
+  const span = shape.services - first;
+  // i%10 == 6 is iTP Local: its remote endpoints are not this node's business.
+  let i = first + ((k * 7919) % span);
+  if (i % 10 === 6) i = first + ((i + 1 - first) % span);
+  return i;
+}

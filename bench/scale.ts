@@ -1,0 +1,425 @@
+// End to end at scale: the real `kpng` CLI (`<source> to-local to-nft`) programs a private
+// network namespace from a cluster of N Services with 10 endpoints each, and we measure:
+//   cold       time from starting kpng to its first applied ruleset, once through the kube source
+//              (the test API server in a process of its own, listed in pages of 500) and once
+//              through the file source (one JSON file); peak RSS (VmHWM) and CPU of kpng and of the
+//              nft processes it ran;
+//   change     one EndpointSlice change: from the test API server writing the watch MODIFIED to
+//              kpng's log line saying the rules are applied (p50/p99 over --changes);
+//   dataplane  first-packet latency through the rules: new TCP connections (connect + first line)
+//              and UDP request/response from a client pod to different Services' cluster IPs.
+// "Applied" is the nft backend's debug line `nft synced`, written when nft has returned; we read
+// it from kpng's stdout as it arrives. --min-sync-period is 0 so no pacing delay is measured.
+// Needs root (network namespaces).
+//
+//   node bench/scale.ts [--quick] [--sizes=1000,100000] [--sections=cold,change,dataplane]
+//                       [--sources=kube,file] [--changes=200] [--samples=200] [--cpu-prof]
+//                       [--cold-timeout-s=N]
+// --cpu-prof profiles kpng's cold starts (nothing else) and prints where the CPU time went.
+
+import { spawnSync } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ProbeRequest } from "../tools/netns/probe.ts";
+import { probeFrom } from "../tools/netns/probe-from.ts";
+import { Topology } from "../tools/netns/topology.ts";
+import {
+  type ClusterShape,
+  changedService,
+  clusterObjects,
+  MAX_PROBED,
+  SERVICE_PORTS,
+  THIS_NODE,
+} from "./lib/cluster.ts";
+import { summarizeProfile } from "./lib/cpu-profile.ts";
+import { type Line, LineProcess, wallMs } from "./lib/line-process.ts";
+import { quantile } from "./lib/nft-netns.ts";
+import { flagValue, sizesFlag, table } from "./lib/table.ts";
+
+const quick = process.argv.includes("--quick");
+const SIZES = sizesFlag([1000, 10_000, 100_000]);
+const cpuProf = process.argv.includes("--cpu-prof");
+const SECTIONS = new Set(cpuProf ? ["cold"] : (flagValue("sections") ?? "cold,change,dataplane").split(","));
+const SOURCES = new Set((flagValue("sources") ?? "kube,file").split(","));
+const CHANGES = Number(flagValue("changes") ?? (quick ? 20 : 200));
+const SAMPLES = Number(flagValue("samples") ?? (quick ? 40 : 200));
+const ENDPOINTS = 10;
+/** A profiled kpng writes its profile as it exits: give it time (a busy one answers late). */
+const STOP_GRACE_MS = cpuProf ? 180_000 : 10_000;
+/** One change not applied in this time ends the changes (counted as done so far). */
+const CHANGE_TIMEOUT_MS = 30_000;
+/** The changes at one size stop after this long, however many were asked for. */
+const CHANGE_BUDGET_MS = 240_000;
+/** How long kpng may take to its first ruleset before the run fails. */
+const COLD_TIMEOUT_MS = Number(flagValue("cold-timeout-s") ?? Math.max(60, Math.max(...SIZES) / 500)) * 1000;
+/**
+ * The echo pods' addresses: the endpoints of every probed Service. One address per pod: a UDP
+ * server bound to all addresses answers from the pod's first one, which a second address's
+ * NATed flow would not match.
+ */
+const PROBE_ENDPOINTS = ["198.51.100.10", "198.51.100.11"];
+/** The probed Services used only to warm up the client (JIT, ARP), not measured. */
+const WARMUP = 50;
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const CLI = join(here, "../src/cli/main.ts");
+const APISERVER = join(here, "lib/apiserver-main.ts");
+
+const isSynced = (text: string) => text.includes('"msg":"nft synced"');
+const revisionOf = (text: string) => Number((JSON.parse(text) as { revision?: number }).revision ?? -1);
+
+interface ColdRun {
+  readonly services: number;
+  readonly source: string;
+  readonly sourceSyncedS: number | undefined;
+  /** Undefined when no ruleset was applied within the timeout. */
+  readonly rulesInS: number | undefined;
+  readonly rssMiB: number;
+  readonly kpngCpuS: number;
+  readonly nftCpuS: number;
+}
+
+interface Kpng {
+  readonly process: LineProcess;
+  readonly cold: ColdRun;
+  /** Undefined when no ruleset was applied within the timeout. */
+  readonly firstSync: Line | undefined;
+}
+
+function shapeOf(services: number): ClusterShape {
+  return {
+    services,
+    endpointsPerService: ENDPOINTS,
+    probed: Math.min(MAX_PROBED, services),
+    probeEndpoints: PROBE_ENDPOINTS,
+  };
+}
+
+async function startKpng(
+  topo: Topology,
+  services: number,
+  source: string,
+  sourceArgs: readonly string[],
+  profileDir: string | undefined,
+): Promise<Kpng> {
+  spawnSync("ip", ["netns", "exec", topo.node.name, "nft", "flush", "ruleset"]);
+  const node = process.execPath;
+  const profile = profileDir === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`];
+  const kpng = new LineProcess(
+    "kpng",
+    topo.node.name,
+    [
+      node,
+      ...profile,
+      CLI,
+      ...sourceArgs,
+      "to-local",
+      "to-nft",
+      "--node-name",
+      THIS_NODE,
+      "--nodeport-addresses",
+      `${topo.nodeIPv4}/32`,
+      "--cluster-cidr",
+      "198.51.100.0/24",
+      "--min-sync-period",
+      "0",
+    ],
+    { KPNG_LOG_LEVEL: "debug", KUBECONFIG: "", HOME: "/nonexistent" },
+  );
+  // A kpng too slow for the timeout still gets its row (and its profile), marked as such.
+  const storeSynced = await kpng
+    .waitFor((t) => t.includes('"msg":"store synced"'), 0, COLD_TIMEOUT_MS)
+    .catch(() => undefined);
+  const firstSync = await kpng
+    .waitFor(isSynced, 0, Math.max(1, kpng.startedAt + COLD_TIMEOUT_MS - wallMs()))
+    .catch(() => undefined);
+  const cpu = kpng.cpuTimes();
+  return {
+    process: kpng,
+    firstSync,
+    cold: {
+      services,
+      source,
+      sourceSyncedS: storeSynced && (storeSynced.at - kpng.startedAt) / 1000,
+      rulesInS: firstSync && (firstSync.at - kpng.startedAt) / 1000,
+      rssMiB: kpng.peakRssMiB(),
+      kpngCpuS: cpu.selfMs / 1000,
+      nftCpuS: cpu.childrenMs / 1000,
+    },
+  };
+}
+
+/** One EndpointSlice change at a time, each waited for: watch MODIFIED written → rules applied. */
+async function measureChanges(
+  api: LineProcess,
+  kpng: Kpng,
+  firstSync: Line,
+  shape: ClusterShape,
+): Promise<number[]> {
+  const latencies: number[] = [];
+  let revision = revisionOf(firstSync.text);
+  const started = performance.now();
+  for (let k = 0; k < CHANGES && performance.now() - started < CHANGE_BUDGET_MS; k++) {
+    const i = changedService(shape, k);
+    const since = wallMs();
+    api.write(`change ${i} ${k + 1}`);
+    const ack = await api.waitFor((t) => t.startsWith(`changed ${i} `), since, 10_000);
+    const at = Number(ack.text.split(" ")[2]);
+    const applied = await kpng.process
+      .waitFor((t) => isSynced(t) && revisionOf(t) > revision, at, CHANGE_TIMEOUT_MS)
+      .catch(() => undefined);
+    if (applied === undefined) {
+      console.log(`  change ${k} not applied within ${CHANGE_TIMEOUT_MS / 1000} s; no more changes`);
+      break;
+    }
+    revision = revisionOf(applied.text);
+    latencies.push(applied.at - at);
+    if (process.env.KPNG_BENCH_TRACE) console.log(`  change ${k}: ${(applied.at - at).toFixed(2)} ms`);
+  }
+  return latencies;
+}
+
+interface DataPlane {
+  readonly services: number;
+  readonly tcp: number[];
+  readonly udp: number[];
+  readonly failures: number;
+  readonly firstFailure: string;
+}
+
+async function measureDataPlane(topo: Topology, shape: ClusterShape): Promise<DataPlane> {
+  const probed = shape.probed ?? 0;
+  const measured = probed - WARMUP;
+  const request = (proto: "tcp" | "udp", i: number): ProbeRequest => ({
+    proto,
+    host: `203.0.113.${i + 1}`,
+    port: proto === "tcp" ? SERVICE_PORTS.tcp : SERVICE_PORTS.udp,
+    timeoutMs: 2000,
+  });
+  const warm = Array.from({ length: WARMUP }, (_, k) => request(k % 2 ? "udp" : "tcp", measured + k));
+  const run = async (proto: "tcp" | "udp") => {
+    const requests = Array.from({ length: SAMPLES }, (_, k) => request(proto, k % measured));
+    // One process for warm-up and samples: its first requests pay for JIT and ARP.
+    const results = await probeFrom(topo.client.ns, [...warm, ...requests], { concurrency: 1 });
+    return results.slice(WARMUP);
+  };
+  const tcp = await run("tcp");
+  const udp = await run("udp");
+  const ok = (rs: typeof tcp) => rs.filter((r) => r.ok).map((r) => r.ms);
+  return {
+    services: shape.services,
+    tcp: ok(tcp),
+    udp: ok(udp),
+    failures: [...tcp, ...udp].filter((r) => !r.ok).length,
+    firstFailure: [...tcp, ...udp]
+      .filter((r) => !r.ok)
+      .slice(0, 1)
+      .map((r) => (r.ok ? "" : `${r.failure}: ${r.message}`))
+      .join(""),
+  };
+}
+
+function writeClusterFile(shape: ClusterShape, dir: string): string {
+  const path = join(dir, `cluster-${shape.services}.json`);
+  const fd = openSync(path, "w");
+  writeSync(fd, '{"apiVersion":"v1","kind":"List","items":[\n');
+  let chunk: string[] = [];
+  let first = true;
+  for (const o of clusterObjects(shape)) {
+    chunk.push(JSON.stringify(o));
+    if (chunk.length === 1000) {
+      writeSync(fd, `${first ? "" : ",\n"}${chunk.join(",\n")}`);
+      first = false;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) writeSync(fd, `${first ? "" : ",\n"}${chunk.join(",\n")}`);
+  writeSync(fd, "\n]}\n");
+  closeSync(fd);
+  return path;
+}
+
+function printProfile(dir: string, label: string): void {
+  const file = readdirSync(dir).find((f) => f.endsWith(".cpuprofile"));
+  if (file === undefined) {
+    console.log(`${label}: no CPU profile was written`);
+    return;
+  }
+  const s = summarizeProfile(join(dir, file));
+  console.log(
+    `\nCPU profile of kpng, ${label} (${join(dir, file)}), ${(s.totalMs / 1000).toFixed(1)} s sampled:`,
+  );
+  console.log(
+    table(
+      ["layer", "self s", "%"],
+      s.byLayer.map(([layer, ms]) => [layer, (ms / 1000).toFixed(2), ((100 * ms) / s.totalMs).toFixed(1)]),
+    ),
+  );
+  console.log(
+    `\n${table(
+      ["function (top self time)", "layer", "self ms"],
+      s.topFunctions.map(([name, layer, ms]) => [name, layer, ms.toFixed(0)]),
+    )}`,
+  );
+}
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) {
+    console.log("scale: skipped (needs root for network namespaces)");
+    return;
+  }
+  const work = mkdtempSync(join(tmpdir(), "kpng-scale-"));
+  const topo = await Topology.create({
+    pods: PROBE_ENDPOINTS.map((ip, e) => ({
+      name: `web-${e}`,
+      addresses: [ip],
+      echo: { tcpPorts: [8080], udpPorts: [8053] },
+    })),
+  });
+  const cold: ColdRun[] = [];
+  const changes: { services: number; ms: number[] }[] = [];
+  const dataPlane: DataPlane[] = [];
+  try {
+    for (const n of SIZES) {
+      const shape = shapeOf(n);
+      if (SOURCES.has("kube") && (SECTIONS.has("cold") || SECTIONS.has("change"))) {
+        const api = new LineProcess("test API server", topo.node.name, [
+          process.execPath,
+          APISERVER,
+          String(n),
+          String(ENDPOINTS),
+          String(shape.probed),
+          PROBE_ENDPOINTS.join(","),
+        ]);
+        try {
+          const ready = await api.waitFor((t) => t.startsWith("ready "), 0, 600_000);
+          const port = ready.text.split(" ")[1];
+          const profileDir = cpuProf ? mkdtempSync(join(tmpdir(), "kpng-prof-kube-")) : undefined;
+          const kpng = await startKpng(
+            topo,
+            n,
+            "kube",
+            ["kube", "--master", `http://127.0.0.1:${port}`],
+            profileDir,
+          );
+          try {
+            cold.push(kpng.cold);
+            if (SECTIONS.has("change") && kpng.firstSync !== undefined) {
+              changes.push({ services: n, ms: await measureChanges(api, kpng, kpng.firstSync, shape) });
+            }
+          } finally {
+            await kpng.process.stop(STOP_GRACE_MS);
+          }
+          if (profileDir) printProfile(profileDir, `kube source, ${n} services, start to first ruleset`);
+        } finally {
+          await api.stop();
+        }
+        console.log(`  done kube ${n}`);
+      }
+      if (SOURCES.has("file") && (SECTIONS.has("cold") || SECTIONS.has("dataplane"))) {
+        const file = writeClusterFile(shape, work);
+        const profileDir = cpuProf ? mkdtempSync(join(tmpdir(), "kpng-prof-file-")) : undefined;
+        const kpng = await startKpng(topo, n, "file", ["file", "--input", file], profileDir);
+        try {
+          cold.push(kpng.cold);
+          if (SECTIONS.has("dataplane") && kpng.firstSync !== undefined) {
+            dataPlane.push(await measureDataPlane(topo, shape));
+          }
+        } finally {
+          await kpng.process.stop(STOP_GRACE_MS);
+          rmSync(file);
+        }
+        if (profileDir) printProfile(profileDir, `file source, ${n} services, start to first ruleset`);
+        console.log(`  done file ${n}`);
+      }
+    }
+  } catch (err) {
+    // What was measured before the failure is still worth printing.
+    report(cold, changes, dataPlane);
+    throw err;
+  } finally {
+    await topo.destroy();
+    rmSync(work, { recursive: true, force: true });
+  }
+  report(cold, changes, dataPlane);
+}
+
+const ms = (x: number) => x.toFixed(2);
+
+function report(
+  cold: readonly ColdRun[],
+  changes: readonly { services: number; ms: number[] }[],
+  dataPlane: readonly DataPlane[],
+): void {
+  console.log(
+    `\nscale: ${ENDPOINTS} endpoints per Service, real nft in a private namespace, node ${THIS_NODE}`,
+  );
+  if (cold.length > 0) {
+    console.log("\ncold start: kpng started → first ruleset applied (target at 100k: ≤ 15 s, ≤ 1.5 GiB)");
+    console.log(
+      table(
+        ["services", "source", "source synced s", "rules in s", "peak RSS MiB", "kpng CPU s", "nft CPU s"],
+        cold.map((c) => [
+          String(c.services),
+          c.source,
+          c.sourceSyncedS === undefined ? `>${COLD_TIMEOUT_MS / 1000}` : c.sourceSyncedS.toFixed(2),
+          c.rulesInS === undefined ? `>${COLD_TIMEOUT_MS / 1000}` : c.rulesInS.toFixed(2),
+          c.rssMiB.toFixed(0),
+          c.kpngCpuS.toFixed(2),
+          c.nftCpuS.toFixed(2),
+        ]),
+      ),
+    );
+  }
+  if (changes.length > 0) {
+    console.log(
+      "\none endpoint change: watch MODIFIED written by the API server → rules applied (target p99 ≤ 10 ms, within 20% of 1k)",
+    );
+    console.log(
+      table(
+        ["services", "changes", "p50 ms", "p99 ms", "max ms"],
+        changes.map((c) => [
+          String(c.services),
+          String(c.ms.length),
+          ms(quantile(c.ms, 0.5)),
+          ms(quantile(c.ms, 0.99)),
+          ms(Math.max(...c.ms)),
+        ]),
+      ),
+    );
+  }
+  if (dataPlane.length > 0) {
+    console.log(
+      "\nfirst packet through the rules, client pod → cluster IP → echo pod (target: equal within 10% of 1k)",
+    );
+    console.log(
+      table(
+        [
+          "services",
+          "TCP conn p50 ms",
+          "TCP p99 ms",
+          "UDP req/resp p50 ms",
+          "UDP p99 ms",
+          "samples",
+          "failed",
+        ],
+        dataPlane.map((d) => [
+          String(d.services),
+          ms(quantile(d.tcp, 0.5)),
+          ms(quantile(d.tcp, 0.99)),
+          ms(quantile(d.udp, 0.5)),
+          ms(quantile(d.udp, 0.99)),
+          String(d.tcp.length + d.udp.length),
+          String(d.failures),
+        ]),
+      ),
+    );
+    for (const d of dataPlane) {
+      if (d.failures > 0) console.log(`${d.services} services: first failure: ${d.firstFailure}`);
+    }
+  }
+}
+
+await main();

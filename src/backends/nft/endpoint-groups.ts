@@ -1,0 +1,139 @@
+// The endpoint lists of the endpoints maps, tracked one list per service port instead of one
+// element per endpoint. A service port's endpoints are the elements `<prefix><i> : <endpoint>`
+// for i = 0..n-1 (the pick chain draws i at random); they always change together, so keeping
+// them as one group costs one map lookup per port, not one per endpoint, which at a million
+// endpoints is most of a cold start's bookkeeping. When two services claim one prefix (a cluster
+// IP reused before the old service is gone), the first one's list wins whole.
+
+import type { ElementGroupSpec } from "./fragment.ts";
+import type { ElementOp } from "./transaction.ts";
+
+interface GroupState {
+  readonly set: string;
+  readonly prefix: string;
+  /** The values in the table, by index (the owner's list itself once applied); a hole is an index not in the table. */
+  applied: readonly (string | undefined)[];
+  owner: string | undefined;
+  values: readonly string[] | undefined;
+  others: Map<string, readonly string[]> | undefined;
+  /** The plan that last touched it. */
+  mark: number;
+}
+
+/** Splits `<prefix><i>` into its prefix and index; undefined when the key does not end in an index. */
+function splitKey(key: string): [string, number] | undefined {
+  const at = key.lastIndexOf(" . ");
+  if (at < 0) return undefined;
+  const index = Number(key.slice(at + 3));
+  return Number.isInteger(index) && index >= 0 ? [key.slice(0, at + 3), index] : undefined;
+}
+
+export class EndpointGroups {
+  /** set → prefix → group */
+  readonly #groups = new Map<string, Map<string, GroupState>>();
+  readonly #touched: GroupState[] = [];
+  #plan = 0;
+
+  /** Adopts the elements an existing table holds in the group sets. */
+  constructor(adopted: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map()) {
+    for (const [set, elements] of adopted) {
+      for (const [key, value] of elements) {
+        const split = splitKey(key);
+        if (split === undefined) continue;
+        const group = this.#group(set, split[0]);
+        const applied = [...group.applied];
+        applied[split[1]] = value;
+        group.applied = applied;
+      }
+    }
+  }
+
+  /** Starts a plan: the groups touched from now on are reported by ops(). */
+  begin(plan: number): void {
+    this.#plan = plan;
+    this.#touched.length = 0;
+  }
+
+  /** One service's groups change from `old` to `next`. */
+  replace(owner: string, old: readonly ElementGroupSpec[], next: readonly ElementGroupSpec[]): void {
+    for (const g of old) {
+      const st = this.#groups.get(g.set)?.get(g.prefix);
+      if (st === undefined) continue;
+      if (st.owner === owner) {
+        const promoted = st.others?.entries().next().value;
+        st.owner = promoted?.[0];
+        st.values = promoted?.[1];
+        if (promoted !== undefined) st.others!.delete(promoted[0]);
+      } else st.others?.delete(owner);
+      this.#touch(st);
+    }
+    for (const g of next) {
+      const st = this.#group(g.set, g.prefix);
+      if (st.owner === undefined) {
+        st.owner = owner;
+        st.values = g.values;
+      } else if (st.owner !== owner && !st.others?.has(owner)) {
+        st.others ??= new Map();
+        st.others.set(owner, g.values);
+      }
+      this.#touch(st);
+    }
+  }
+
+  /** After adoption: lists no service claimed are removed. */
+  retireUnclaimed(): void {
+    for (const m of this.#groups.values())
+      for (const st of m.values()) if (st.owner === undefined) this.#touch(st);
+  }
+
+  /**
+   * The element changes the touched groups need: replacements and additions, and removals
+   * (applied last, after the dispatch elements moved to the smaller pick chains). Records them
+   * as applied.
+   */
+  ops(): { changes: ElementOp[]; removals: ElementOp[] } {
+    const changes: ElementOp[] = [];
+    const removals: ElementOp[] = [];
+    for (const st of this.#touched) {
+      const wanted = st.values ?? [];
+      const { set, prefix, applied } = st;
+      const n = Math.max(wanted.length, applied.length);
+      for (let i = 0; i < n; i++) {
+        const want = wanted[i];
+        const had = applied[i];
+        if (want === had) continue;
+        const key = `${prefix}${i}`;
+        if (want === undefined) {
+          removals.push({ op: "delete", set, key, value: had! });
+          continue;
+        }
+        if (had !== undefined) changes.push({ op: "delete", set, key, value: had });
+        changes.push({ op: "add", set, key, value: want });
+      }
+      st.applied = wanted;
+      if (st.owner === undefined) this.#groups.get(set)?.delete(prefix);
+    }
+    this.#touched.length = 0;
+    return { changes, removals };
+  }
+
+  #touch(st: GroupState): void {
+    if (st.mark === this.#plan) return;
+    st.mark = this.#plan;
+    this.#touched.push(st);
+  }
+
+  #group(set: string, prefix: string): GroupState {
+    let m = this.#groups.get(set);
+    if (m === undefined) {
+      m = new Map();
+      this.#groups.set(set, m);
+    }
+    let st = m.get(prefix);
+    if (st === undefined) {
+      st = { set, prefix, applied: [], owner: undefined, values: undefined, others: undefined, mark: 0 };
+      m.set(prefix, st);
+    }
+    return st;
+  }
+}
