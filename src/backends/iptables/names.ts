@@ -3,7 +3,7 @@
 // find exactly its own. Per-service chains carry a hash of what they stand for: iptables limits a
 // chain name to 28 characters, so nothing readable fits.
 
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 export const PREFIX = "KPNG-";
 
@@ -12,7 +12,7 @@ export const MASQUERADE_MARK = "0x4000";
 
 /** base32 (RFC 4648 alphabet) of the first bytes of a sha256: 16 characters, A-Z and 2-7. */
 function hash16(text: string): string {
-  const bytes = createHash("sha256").update(text).digest();
+  const bytes = hash("sha256", text, "buffer");
   const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
   let bits = 0;
   let value = 0;
@@ -44,7 +44,12 @@ export const chainName = {
   external: (spId: string) => `KPNG-EXT-${hash16(`ext|${spId}`)}`,
   /** loadBalancerSourceRanges: DNATs allowed sources only. */
   firewall: (spId: string) => `KPNG-FW-${hash16(`fw|${spId}`)}`,
-  /** One endpoint of one service port: hairpin mark, affinity, DNAT. */
+  /**
+   * Hairpin DNATs of one balancing chain (`chain` is its name): reached only by a connection whose
+   * source is the endpoint the balancing chain picked, it marks for masquerade and DNATs to it.
+   */
+  hairpin: (chain: string) => `KPNG-HP-${hash16(`hp|${chain}`)}`,
+  /** One endpoint of one service port (ClientIP affinity): hairpin mark, affinity, DNAT. */
   endpoint: (spId: string, ip: string, port: number) => `KPNG-SEP-${hash16(`sep|${spId}|${ip}|${port}`)}`,
 } as const;
 

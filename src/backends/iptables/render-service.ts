@@ -2,12 +2,14 @@
 // chose which endpoints serve internal and external traffic; this file only encodes the choice.
 //
 // nat table, per service port (chains owned by the service, rewritten only when it changes):
-//   KPNG-SVC-*  balances over the internal endpoints (`statistic` probabilities 1/N, 1/(N-1), …),
-//               after masquerading non-pod sources and after the ClientIP affinity checks;
+//   KPNG-SVC-*  balances over the internal endpoints (`statistic` probabilities 1/N, 1/(N-1), …)
+//               and DNATs, after masquerading non-pod sources;
+//   KPNG-HP-*   the hairpin DNATs of a balancing chain (mark for masquerade, DNAT by source);
 //   KPNG-XEP-*  the same over the external endpoints when they differ from the internal ones;
 //   KPNG-EXT-*  entry of NodePort/externalIP/LB traffic (masquerade, or eTP Local short-circuits);
 //   KPNG-FW-*   loadBalancerSourceRanges: DNATs allowed sources only;
-//   KPNG-SEP-*  one endpoint: hairpin masquerade, affinity `recent --set`, DNAT.
+//   KPNG-SEP-*  one endpoint, only under ClientIP affinity (or endpoints sharing an address):
+//               hairpin masquerade, affinity `recent --set`, DNAT.
 // Lines for the shared chains (nat KPNG-SERVICES/KPNG-NODEPORTS dispatch; filter rejects, drops
 // and firewall drops) are returned separately: those chains are rewritten on every sync.
 
@@ -219,8 +221,56 @@ function firewallRules(
   return rules;
 }
 
-/** Uniform choice among endpoints, with ClientIP affinity first when the service asks for it. */
+function probability(i: number, n: number): string {
+  return `-m statistic --mode random --probability ${(1 / (n - i)).toFixed(10)} `;
+}
+
+/**
+ * Uniform choice among endpoints: rule i matches with probability 1/(N-i), the last one always.
+ * Without affinity the service chain DNATs by itself, so a service costs two chains however many
+ * endpoints it has (fewer chains make iptables-restore and the kernel table much cheaper):
+ *   -s <ep i> <pick i> -j KPNG-HP-*     a connection from endpoint i that picked itself (hairpin)
+ *   ! -s <ep i> <pick i> -j DNAT <ep i> everyone else who picked endpoint i
+ * and KPNG-HP-* marks for masquerade and DNATs by source: the source is the picked endpoint. Both
+ * rules of an endpoint draw at the same place in the sequence, so the choice stays uniform for
+ * every source. One endpoint needs no draw and no hairpin chain. ClientIP affinity (its `recent`
+ * lists are per endpoint) and endpoints sharing an address (the source would not say which one
+ * was picked) keep a chain per endpoint.
+ */
 function balance(
+  c: Collector,
+  chain: string,
+  endpoints: readonly LocalEndpoint[],
+  spId: string,
+  proto: string,
+  affinitySeconds: number,
+): string[] {
+  const ips = endpoints.map((ep) => canonicalIP(ep.ip));
+  if (affinitySeconds > 0 || new Set(ips).size < ips.length)
+    return balanceOverEndpointChains(c, chain, endpoints, spId, proto, affinitySeconds);
+  const n = endpoints.length;
+  const dnat = (i: number) =>
+    `-p ${proto} -j DNAT --to-destination ${endpointString({ ip: ips[i] ?? "", port: endpoints[i]?.port ?? 0 })}`;
+  const source = (i: number) => hostCIDR(ips[i] ?? "");
+  if (n === 1)
+    return [`-A ${chain} -s ${source(0)} -j ${STATIC.markForMasquerade}`, `-A ${chain} ${dnat(0)}`];
+  const hairpin = chainName.hairpin(chain);
+  const rules: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const pick = i < n - 1 ? probability(i, n) : "";
+    rules.push(`-A ${chain} -s ${source(i)} ${pick}-j ${hairpin}`);
+    // The last rule needs no `! -s`: a connection from that endpoint took the rule before.
+    rules.push(`-A ${chain} ${i < n - 1 ? `! -s ${source(i)} ` : ""}${pick}${dnat(i)}`);
+  }
+  c.chains.set(hairpin, [
+    `-A ${hairpin} -j ${STATIC.markForMasquerade}`,
+    ...ips.map((_, i) => `-A ${hairpin} -s ${source(i)} ${dnat(i)}`),
+  ]);
+  return rules;
+}
+
+/** A chain per endpoint: `recent` affinity lists are named after it. */
+function balanceOverEndpointChains(
   c: Collector,
   chain: string,
   endpoints: readonly LocalEndpoint[],
@@ -244,8 +294,7 @@ function balance(
       sticky.push(
         `-A ${chain} -m recent --rcheck --seconds ${affinitySeconds} --reap --name ${sep} --rsource -j ${sep}`,
       );
-    const pick = i < n - 1 ? `-m statistic --mode random --probability ${(1 / (n - i)).toFixed(10)} ` : "";
-    picks.push(`-A ${chain} ${pick}-j ${sep}`);
+    picks.push(`-A ${chain} ${i < n - 1 ? probability(i, n) : ""}-j ${sep}`);
   });
   return [...sticky, ...picks];
 }

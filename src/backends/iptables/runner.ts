@@ -32,7 +32,7 @@ interface Result {
   readonly stderr: string;
 }
 
-/** iptables-nft-restore of 10k services (30k chains) takes ~20 s on a loaded two-core machine. */
+/** One restore of 10k services (20k chains) takes seconds on a loaded two-core machine; a margin. */
 export const DEFAULT_TIMEOUT_MS = 180_000;
 
 export async function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<Result> {

@@ -213,6 +213,24 @@ function contract(backend: BackendUnderTest): void {
       assert.notEqual(r?.ok && r.reply?.client.address.replace("::ffff:", ""), ip4("web-1"));
     });
 
+    test("hairpin over several endpoints: masqueraded only when the endpoint picked itself", async () => {
+      const results = await probeFrom(
+        topo.pod("web-1").ns,
+        Array.from({ length: 30 }, () => tcp("203.0.113.10", 80)),
+        { concurrency: 4 },
+      );
+      const seen = new Set<string>();
+      for (const r of results) {
+        assert.ok(r.ok, outcome(r));
+        const client = r.reply?.client.address.replace("::ffff:", "");
+        seen.add(outcome(r));
+        // To itself: the node's address; to the other endpoint: the pod's own address.
+        if (outcome(r) === "web-1") assert.notEqual(client, ip4("web-1"));
+        else assert.equal(client, ip4("web-1"));
+      }
+      assert.deepEqual([...seen].sort(), ["web-1", "web-2"]);
+    });
+
     test("ClientIP affinity sticks, and expires after its timeout", async () => {
       const seen = await names("client", tcp("203.0.113.15", 80), 12);
       assert.equal(seen.size, 1, `one endpoint for one client, saw ${[...seen]}`);

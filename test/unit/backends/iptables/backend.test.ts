@@ -41,20 +41,29 @@ test("a partial sync rewrites only the changed service's chains (the shared ones
   assert.equal(report.full, false);
   const v4 = report.texts[0] ?? "";
   const svc7 = chainName.internal("default/svc-7/tcp/80");
-  const gone = chainName.endpoint("default/svc-7/tcp/80", "10.2.0.7", 8080);
-  const added = chainName.endpoint("default/svc-7/tcp/80", "10.9.9.9", 8080);
+  const hp7 = chainName.hairpin(svc7);
   const nat = v4.slice(v4.indexOf("*nat"));
-  assert.deepEqual(
-    declared(nat)
+  const names = (text: string) =>
+    declared(text)
       .map((l) => l.slice(1, -" - [0:0]".length))
-      .sort(),
-    [svc7, added, gone].sort(),
-  );
-  assert.match(nat, new RegExp(`-X ${gone}`));
-  assert.equal(ipt.rules("ipv4", "nat", gone), undefined);
+      .sort();
+  assert.deepEqual(names(nat), [svc7, hp7].sort());
+  assert.doesNotMatch(nat, /^-X /m);
+  assert.ok(ipt.rules("ipv4", "nat", svc7)?.some((r) => r.includes("--to-destination 10.9.9.9:8080")));
   assert.doesNotMatch(v4, /-I |-D /, "no jump repairs in a partial sync");
   assert.doesNotMatch(v4, /\*filter/, "the filter table did not change");
-  assert.doesNotMatch(v4, /\*filter/, "the filter table did not change");
+  // Down to one endpoint: no hairpin chain any more; it is deleted in the same restore.
+  const single = service({ ...services[7], ports: [port({ internalEndpoints: [ep("10.1.0.7")] })] });
+  const again = await backend.sync(
+    state(
+      services.map((s, i) => (i === 7 ? single : s)),
+      3,
+    ),
+  );
+  const nat2 = (again.texts[0] ?? "").slice((again.texts[0] ?? "").indexOf("*nat"));
+  assert.deepEqual(names(nat2), [svc7, hp7].sort());
+  assert.match(nat2, new RegExp(`^-X ${hp7}$`, "m"));
+  assert.equal(ipt.rules("ipv4", "nat", hp7), undefined);
 });
 
 test("an unchanged state runs no restore at all", async () => {
@@ -184,4 +193,59 @@ test("Service ranges: after the reject of allocated cluster IPs, the rest of eac
     .map((r) => r.text)
     .join("\n");
   assert.doesNotMatch(partial, /^:KPNG-SVC/m, "no service chain rewritten");
+});
+
+test("many chains to write go in several nat restores: each service whole, the dispatch chains last; the result is the same", async () => {
+  const one = new FakeIptables();
+  const split = new FakeIptables();
+  const services = manyServices(12);
+  await new IptablesBackend({ runner: one, families: [V4], log: silentLogger }).sync(state(services));
+  const backend = new IptablesBackend({ runner: split, families: [V4], log: silentLogger, chunkChains: 5 });
+  await backend.sync(state(services));
+  const nat = split.restores.map((r) => r.text).filter((t) => t.startsWith("*nat"));
+  assert.ok(nat.length >= 4, `${nat.length} nat restores`);
+  assert.match(nat.at(-1) ?? "", /^:KPNG-SERVICES /m);
+  assert.match(nat.at(-1) ?? "", /^-I PREROUTING 1 -j KPNG-SERVICES$/m);
+  for (const [i, text] of nat.entries()) {
+    if (i < nat.length - 1) assert.doesNotMatch(text, /^:KPNG-SERVICES /m);
+    for (const svcName of ["svc-3", "svc-9"]) {
+      const svc = chainName.internal(`default/${svcName}/tcp/80`);
+      if (text.includes(`:${svc} `)) assert.match(text, new RegExp(`^:${chainName.hairpin(svc)} `, "m"));
+    }
+  }
+  for (const chain of ["KPNG-SERVICES", chainName.internal("default/svc-11/tcp/80")])
+    assert.deepEqual(split.rules("ipv4", "nat", chain), one.rules("ipv4", "nat", chain));
+  // A partial sync of one service stays one restore.
+  const before = split.restores.length;
+  const changed = service({ ...services[4], ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] });
+  await backend.sync(
+    state(
+      services.map((s, i) => (i === 4 ? changed : s)),
+      2,
+    ),
+  );
+  assert.equal(split.restores.length - before, 1);
+});
+
+test("a changed service whose dispatch lines change rewrites the dispatch chain; an endpoint change does not", async () => {
+  const { ipt, backend } = setup();
+  const services = manyServices(3);
+  await backend.sync(state(services));
+  const moved = service({ ...services[1], ports: [port({ port: 8443 })] });
+  const report = await backend.sync(
+    state(
+      services.map((s, i) => (i === 1 ? moved : s)),
+      2,
+    ),
+  );
+  assert.match(report.texts[0] ?? "", /^:KPNG-SERVICES /m);
+  assert.ok(ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes("--dport 8443")));
+  const eps = service({ ...moved, ports: [port({ port: 8443, internalEndpoints: [ep("10.9.9.9")] })] });
+  const again = await backend.sync(
+    state(
+      services.map((s, i) => (i === 1 ? eps : s)),
+      3,
+    ),
+  );
+  assert.doesNotMatch(again.texts[0] ?? "", /^:KPNG-SERVICES /m);
 });

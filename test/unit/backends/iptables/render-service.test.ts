@@ -10,36 +10,78 @@ const EXT = chainName.external(SP);
 const sep = (ip: string, p = 8080) => chainName.endpoint(SP, ip, p);
 
 test("chain names fit iptables' 28-character limit and differ per service port", () => {
-  const names = [SVC, EXT, chainName.firewall(SP), chainName.externalEndpoints(SP), sep("2001:db8::1")];
+  const names = [
+    SVC,
+    EXT,
+    chainName.firewall(SP),
+    chainName.externalEndpoints(SP),
+    chainName.hairpin(SVC),
+    sep("2001:db8::1"),
+  ];
   for (const n of names) assert.ok(n.length <= 28, n);
   assert.notEqual(chainName.internal("default/web/tcp/81"), SVC);
 });
 
-test("ClusterIP: dispatch, masquerade of non-pod sources, 1/N probabilities, endpoint DNAT with hairpin", () => {
+test("ClusterIP: dispatch, masquerade of non-pod sources, 1/N picks that DNAT, hairpin by source", () => {
   const r = renderService(service(), V4);
   assert.deepEqual(r.natServices, [
     `-A KPNG-SERVICES -d 203.0.113.10/32 -p tcp -m tcp --dport 80 -m comment --comment "default/web:http_cluster_IP" -j ${SVC}`,
   ]);
+  const hp = chainName.hairpin(SVC);
+  const half = "-m statistic --mode random --probability 0.5000000000";
   assert.deepEqual(r.chains.get(SVC), [
     `-A ${SVC} -d 203.0.113.10/32 -p tcp -m tcp --dport 80 -j KPNG-MASQ-NON-POD`,
-    `-A ${SVC} -m statistic --mode random --probability 0.5000000000 -j ${sep("198.51.100.2")}`,
-    `-A ${SVC} -j ${sep("198.51.100.3")}`,
+    `-A ${SVC} -s 198.51.100.2/32 ${half} -j ${hp}`,
+    `-A ${SVC} ! -s 198.51.100.2/32 ${half} -p tcp -j DNAT --to-destination 198.51.100.2:8080`,
+    `-A ${SVC} -s 198.51.100.3/32 -j ${hp}`,
+    `-A ${SVC} -p tcp -j DNAT --to-destination 198.51.100.3:8080`,
   ]);
-  assert.deepEqual(r.chains.get(sep("198.51.100.2")), [
-    `-A ${sep("198.51.100.2")} -s 198.51.100.2/32 -j KPNG-MARK-MASQ`,
-    `-A ${sep("198.51.100.2")} -p tcp -j DNAT --to-destination 198.51.100.2:8080`,
+  assert.deepEqual(r.chains.get(hp), [
+    `-A ${hp} -j KPNG-MARK-MASQ`,
+    `-A ${hp} -s 198.51.100.2/32 -p tcp -j DNAT --to-destination 198.51.100.2:8080`,
+    `-A ${hp} -s 198.51.100.3/32 -p tcp -j DNAT --to-destination 198.51.100.3:8080`,
   ]);
+  assert.deepEqual([...r.chains.keys()].sort(), [SVC, hp].sort(), "no chain per endpoint");
   assert.deepEqual(r.clusterIPs, ["203.0.113.10"]);
   assert.deepEqual(r.filterServices, []);
 });
 
-test("three endpoints get probabilities 1/3, 1/2, then the rest", () => {
+test("three endpoints get probabilities 1/3, 1/2, then the rest, the same for hairpin sources", () => {
   const eps = [ep("198.51.100.2"), ep("198.51.100.3"), ep("198.51.100.4")];
   const rules =
     renderService(service({ ports: [port({ internalEndpoints: eps })] }), V4).chains.get(SVC) ?? [];
-  assert.match(rules[1] ?? "", /--probability 0\.3333333333 /);
-  assert.match(rules[2] ?? "", /--probability 0\.5000000000 /);
-  assert.doesNotMatch(rules[3] ?? "", /statistic/);
+  assert.equal(rules.length, 7);
+  for (const [i, p] of [
+    [1, /--probability 0\.3333333333 /],
+    [2, /--probability 0\.3333333333 /],
+    [3, /--probability 0\.5000000000 /],
+    [4, /--probability 0\.5000000000 /],
+  ] as const)
+    assert.match(rules[i] ?? "", p);
+  assert.doesNotMatch(rules[5] ?? "", /statistic/);
+  assert.doesNotMatch(rules[6] ?? "", /statistic|! -s/);
+});
+
+test("one endpoint: no draw, no hairpin chain, the hairpin mark inline", () => {
+  const r = renderService(service({ ports: [port({ internalEndpoints: [ep("198.51.100.2")] })] }), V4);
+  assert.deepEqual(r.chains.get(SVC)?.slice(1), [
+    `-A ${SVC} -s 198.51.100.2/32 -j KPNG-MARK-MASQ`,
+    `-A ${SVC} -p tcp -j DNAT --to-destination 198.51.100.2:8080`,
+  ]);
+  assert.equal(r.chains.size, 1);
+});
+
+test("endpoints sharing an address keep a chain per endpoint (the source cannot tell them apart)", () => {
+  const eps = [ep("198.51.100.2", 8080), ep("198.51.100.2", 8081)];
+  const r = renderService(service({ ports: [port({ internalEndpoints: eps })] }), V4);
+  assert.deepEqual(r.chains.get(SVC)?.slice(1), [
+    `-A ${SVC} -m statistic --mode random --probability 0.5000000000 -j ${sep("198.51.100.2")}`,
+    `-A ${SVC} -j ${sep("198.51.100.2", 8081)}`,
+  ]);
+  assert.deepEqual(r.chains.get(sep("198.51.100.2", 8081)), [
+    `-A ${sep("198.51.100.2", 8081)} -s 198.51.100.2/32 -j KPNG-MARK-MASQ`,
+    `-A ${sep("198.51.100.2", 8081)} -p tcp -j DNAT --to-destination 198.51.100.2:8081`,
+  ]);
 });
 
 test("no endpoints anywhere rejects; endpoints elsewhere but none allowed here drops", () => {
@@ -94,7 +136,10 @@ test("eTP Local: pods and the node short-circuit to the cluster chain, others go
     `-A ${EXT} -m addrtype --src-type LOCAL -g ${SVC}`,
     `-A ${EXT} -g ${xep}`,
   ]);
-  assert.deepEqual(r.chains.get(xep), [`-A ${xep} -j ${sep("198.51.100.2")}`]);
+  assert.deepEqual(r.chains.get(xep), [
+    `-A ${xep} -s 198.51.100.2/32 -j KPNG-MARK-MASQ`,
+    `-A ${xep} -p tcp -j DNAT --to-destination 198.51.100.2:8080`,
+  ]);
   // No local endpoint: the node port drops in the filter table.
   const none = renderService(
     service({ ...svc, ports: [port({ nodePort: 30080, externalEndpoints: [] })] }),
@@ -132,8 +177,10 @@ test("a family carries a service only when it has a cluster IP there; endpoints 
     ports: [port({ internalEndpoints: [ep("198.51.100.2"), ep("2001:db8:1::2")] })],
   });
   const r6 = renderService(dual, V6);
-  assert.deepEqual(r6.chains.get(SVC)?.slice(1), [`-A ${SVC} -j ${sep("2001:db8:1::2")}`]);
-  assert.match(r6.chains.get(sep("2001:db8:1::2"))?.[1] ?? "", /--to-destination \[2001:db8:1::2\]:8080$/);
+  assert.deepEqual(r6.chains.get(SVC)?.slice(1), [
+    `-A ${SVC} -s 2001:db8:1::2/128 -j KPNG-MARK-MASQ`,
+    `-A ${SVC} -p tcp -j DNAT --to-destination [2001:db8:1::2]:8080`,
+  ]);
 });
 
 test("masquerade-all marks every ClusterIP connection; ExternalName renders nothing", () => {
