@@ -220,15 +220,22 @@ function remove(
   return out;
 }
 
-function* walk(root: TrieNode): Generator<[string, unknown]> {
+/** Every node of the trie (about one per 20 entries), for iteration. */
+function nodesOf(root: TrieNode): TrieNode[] {
+  const out: TrieNode[] = [];
   const stack: TrieNode[] = [root];
   while (stack.length > 0) {
     const node = stack.pop()!;
+    out.push(node);
     const c = node.content;
-    const entries = node.collisionHash !== undefined ? c.length : 2 * popcount(node.dataMap);
-    for (let i = 0; i < entries; i += 2) yield [c[i] as string, c[i + 1]];
-    for (let i = entries; i < c.length; i++) stack.push(c[i] as TrieNode);
+    for (let i = entryLength(node); i < c.length; i++) stack.push(c[i] as TrieNode);
   }
+  return out;
+}
+
+/** How many slots of the node's content hold entries (key, value pairs) before its children. */
+function entryLength(node: TrieNode): number {
+  return node.collisionHash !== undefined ? node.content.length : 2 * popcount(node.dataMap);
 }
 
 /** Edits a map in place while open; `done()` seals the result as a new PersistentMap. */
@@ -342,15 +349,24 @@ export class PersistentMap<V> implements ReadonlyMap<string, V> {
   }
 
   *entries(): MapIterator<[string, V]> {
-    for (const e of walk(this.#root)) yield e as [string, V];
+    for (const node of nodesOf(this.#root)) {
+      const c = node.content;
+      for (let i = 0, n = entryLength(node); i < n; i += 2) yield [c[i] as string, c[i + 1] as V];
+    }
   }
 
   *keys(): MapIterator<string> {
-    for (const [k] of walk(this.#root)) yield k;
+    for (const node of nodesOf(this.#root)) {
+      const c = node.content;
+      for (let i = 0, n = entryLength(node); i < n; i += 2) yield c[i] as string;
+    }
   }
 
   *values(): MapIterator<V> {
-    for (const [, v] of walk(this.#root)) yield v as V;
+    for (const node of nodesOf(this.#root)) {
+      const c = node.content;
+      for (let i = 0, n = entryLength(node); i < n; i += 2) yield c[i + 1] as V;
+    }
   }
 
   [Symbol.iterator](): MapIterator<[string, V]> {
@@ -358,7 +374,11 @@ export class PersistentMap<V> implements ReadonlyMap<string, V> {
   }
 
   forEach(callback: (value: V, key: string, map: ReadonlyMap<string, V>) => void, thisArg?: unknown): void {
-    for (const [k, v] of walk(this.#root)) callback.call(thisArg, v as V, k, this);
+    for (const node of nodesOf(this.#root)) {
+      const c = node.content;
+      for (let i = 0, n = entryLength(node); i < n; i += 2)
+        callback.call(thisArg, c[i + 1] as V, c[i] as string, this);
+    }
   }
 
   get [Symbol.toStringTag](): string {
