@@ -28,6 +28,39 @@ function splitKey(key: string): [string, number] | undefined {
   return Number.isInteger(index) && index >= 0 ? [key.slice(0, at + 3), index] : undefined;
 }
 
+/**
+ * The endpoints in the slots they will take: an endpoint already in the table keeps its index
+ * when the list is not shorter than that, and new ones take the free indices. The pick chain
+ * draws an index uniformly, so the order is free; keeping it makes replacing one endpoint (a pod
+ * moved, a new IP sorting elsewhere) one element change instead of a shifted list.
+ */
+export function stablePlaces(
+  applied: readonly (string | undefined)[],
+  wanted: readonly string[],
+): readonly string[] {
+  if (applied.length === 0 || sameList(applied, wanted)) return wanted;
+  const n = wanted.length;
+  const slots: (string | undefined)[] = new Array(n);
+  const was = new Map<string, number>();
+  for (let i = 0; i < applied.length; i++) {
+    const v = applied[i];
+    if (v !== undefined) was.set(v, i);
+  }
+  const unplaced: string[] = [];
+  for (const v of wanted) {
+    const j = was.get(v);
+    if (j !== undefined && j < n && slots[j] === undefined) slots[j] = v;
+    else unplaced.push(v);
+  }
+  let next = 0;
+  for (let i = 0; i < n; i++) if (slots[i] === undefined) slots[i] = unplaced[next++];
+  return slots as string[];
+}
+
+function sameList(a: readonly (string | undefined)[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
 export class EndpointGroups {
   /** set → prefix → group */
   readonly #groups = new Map<string, Map<string, GroupState>>();
@@ -95,8 +128,8 @@ export class EndpointGroups {
     const changes: ElementOp[] = [];
     const removals: ElementOp[] = [];
     for (const st of this.#touched) {
-      const wanted = st.values ?? [];
       const { set, prefix, applied } = st;
+      const wanted = stablePlaces(applied, st.values ?? []);
       const n = Math.max(wanted.length, applied.length);
       for (let i = 0; i < n; i++) {
         const want = wanted[i];

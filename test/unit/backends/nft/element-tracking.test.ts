@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { EndpointGroups } from "../../../../src/backends/nft/endpoint-groups.ts";
+import { EndpointGroups, stablePlaces } from "../../../../src/backends/nft/endpoint-groups.ts";
 import { HairpinEndpoints } from "../../../../src/backends/nft/hairpins.ts";
 
 const group = (prefix: string, ...values: string[]) => ({ set: "endpoints-tcp", prefix, values });
@@ -100,4 +100,25 @@ describe("HairpinEndpoints", () => {
     h.retireUnclaimed(0);
     assert.deepEqual(h.expired(1000, 1000), ["192.0.2.2 . 192.0.2.2"]);
   });
+});
+
+describe("stablePlaces", () => {
+  const rows: [rule: string, applied: (string | undefined)[], wanted: string[], placed: string[]][] = [
+    ["a first list is taken as it is", [], ["b", "a"], ["b", "a"]],
+    ["one endpoint replaced: the others keep their slots", ["a", "b", "c"], ["b", "c", "z"], ["z", "b", "c"]],
+    ["a list that grows: new endpoints at the end", ["a", "b"], ["c", "a", "b"], ["a", "b", "c"]],
+    [
+      "a list that shrinks: an endpoint past the end moves into a free slot",
+      ["a", "b", "c"],
+      ["c", "b"],
+      ["c", "b"],
+    ],
+    ["the same list: the same slots", ["a", "b"], ["a", "b"], ["a", "b"]],
+  ];
+  for (const [rule, applied, wanted, placed] of rows) {
+    it(rule, () => {
+      assert.deepEqual(stablePlaces(applied, wanted), placed);
+      assert.deepEqual([...stablePlaces(applied, wanted)].sort(), [...wanted].sort(), "every endpoint once");
+    });
+  }
 });
