@@ -10,7 +10,7 @@ import type { LocalService } from "../src/model/local.ts";
 import { ServiceChangeLog } from "../src/model/local-changes.ts";
 import { PersistentMap } from "../src/model/persistent-map.ts";
 import { silentLogger } from "../src/observability/log.ts";
-import { ipOf } from "./lib/nft-netns.ts";
+import { svc } from "./lib/services.ts";
 
 const quick = process.argv.includes("--quick");
 const sizesArg = process.argv.find((a) => a.startsWith("--sizes="));
@@ -21,43 +21,6 @@ const SIZES = sizesArg
     : [1000, 10_000, 100_000];
 const ENDPOINTS = 10;
 const CHANGES = quick ? 20 : 200;
-
-function service(i: number, generation = 0): LocalService {
-  const endpoints = Array.from({ length: ENDPOINTS }, (_, e) => ({
-    ip: ipOf(11 + e + (e === 0 ? generation : 0), i),
-    port: 8080,
-    local: false,
-    ready: true,
-    serving: true,
-    terminating: false,
-  }));
-  return {
-    namespace: "bench",
-    name: `svc-${i}`,
-    type: "ClusterIP",
-    clusterIPs: [ipOf(10, i)],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
-    sessionAffinitySeconds: 0,
-    internalTrafficPolicy: "Cluster",
-    externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
-    localReadyEndpoints: 0,
-    ports: [
-      {
-        name: "http",
-        protocol: "TCP",
-        port: 80,
-        nodePort: 0,
-        hasEndpoints: true,
-        endpointFamilies: ["IPv4"],
-        internalEndpoints: endpoints,
-        externalEndpoints: endpoints,
-      },
-    ],
-  };
-}
 
 /** A runner that takes every transaction and applies nothing: the backend's side only. */
 class CountingRunner implements NftRunner {
@@ -102,7 +65,7 @@ for (const n of SIZES) {
   });
   const log = new ServiceChangeLog();
   const editor = PersistentMap.empty<LocalService>().edit();
-  for (let i = 0; i < n; i++) editor.set(`bench/svc-${i}`, service(i));
+  for (let i = 0; i < n; i++) editor.set(`bench/svc-${i}`, svc(i, 0, ENDPOINTS));
   let services = editor.done();
   const before = heapMB();
   let t = cpuMs();
@@ -114,7 +77,7 @@ for (const n of SIZES) {
   for (let k = 0; k < CHANGES; k++) {
     const i = (k * 7919) % n;
     const key = `bench/svc-${i}`;
-    services = services.set(key, service(i, k + 1));
+    services = services.set(key, svc(i, k + 1, ENDPOINTS));
     log.record(k + 2, new Set([key]));
     t = performance.now();
     await backend.sync({ node: "bench", revision: k + 2, services, serviceCIDRs: [], changeLog: log });

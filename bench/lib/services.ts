@@ -1,13 +1,13 @@
-// The Services the backend benchmarks program: ClusterIP Services with two endpoints each, on
+// The Services the backend benchmarks program: ClusterIP Services with two endpoints each (or as many as asked), on
 // addresses from ipOf, and the local state holding them.
 
 import type { LocalService, LocalState } from "../../src/model/local.ts";
 import { ipOf } from "./nft-netns.ts";
 
-/** Service i; a new generation moves its second endpoint to another address. */
-export function svc(i: number, generation = 0): LocalService {
-  const eps = [0, 1].map((e) => ({
-    ip: ipOf(e === 0 ? 11 : 12 + generation, i),
+/** Service i with `endpoints` endpoints; a new generation moves its last endpoint to another address. */
+export function svc(i: number, generation = 0, endpoints = 2): LocalService {
+  const eps = Array.from({ length: endpoints }, (_, e) => ({
+    ip: ipOf(11 + e + (e === endpoints - 1 ? generation : 0), i),
     port: 8080,
     local: false,
     ready: true,
