@@ -1,5 +1,5 @@
-// The Services the backend benchmarks program: ClusterIP Services with two endpoints each (or as many as asked), on
-// addresses from ipOf, and the local state holding them.
+// The Services the backend benchmarks program: ClusterIP Services with two endpoints each (or
+// as many as asked), on addresses from ipOf, and the local state holding them.
 
 import type { LocalService, LocalState } from "../../src/model/local.ts";
 import { ipOf } from "./nft-netns.ts";
