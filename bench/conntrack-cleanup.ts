@@ -11,12 +11,13 @@ import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { LocalEndpoint, LocalService, LocalState } from "../src/model/local.ts";
+import type { LocalService, LocalState } from "../src/model/local.ts";
 import { ConntrackCleaner } from "../src/node/conntrack/cleaner.ts";
 import { ExecConntrackRunner } from "../src/node/conntrack/runner.ts";
 import { filterLine, staleFilters } from "../src/node/conntrack/stale.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
+import { clusterIPService } from "./lib/services.ts";
 import { quick, table } from "./lib/table.ts";
 
 const SERVICES = quick ? 1000 : 10_000;
@@ -24,43 +25,14 @@ const FLOWS_PER_SERVICE = 10;
 const roundsArg = process.argv.find((a) => a.startsWith("--rounds="));
 const ROUNDS = roundsArg ? Number(roundsArg.slice("--rounds=".length)) : quick ? 3 : 10;
 
-const endpoint = (ip: string): LocalEndpoint => ({
-  ip,
-  port: 5353,
-  local: false,
-  ready: true,
-  serving: true,
-  terminating: false,
-});
-
 function dns(i: number, endpointIPs: readonly string[]): LocalService {
-  const eps = endpointIPs.map(endpoint);
-  return {
-    namespace: "bench",
+  return clusterIPService({
     name: `dns-${i}`,
-    type: "ClusterIP",
-    clusterIPs: [ipOf(10, i)],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
-    sessionAffinitySeconds: 0,
-    internalTrafficPolicy: "Cluster",
-    externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
-    localReadyEndpoints: 0,
-    ports: [
-      {
-        name: "dns",
-        protocol: "UDP",
-        port: 53,
-        nodePort: 0,
-        hasEndpoints: eps.length > 0,
-        endpointFamilies: ["IPv4"],
-        internalEndpoints: eps,
-        externalEndpoints: eps,
-      },
-    ],
-  };
+    clusterIP: ipOf(10, i),
+    port: { name: "dns", protocol: "UDP", port: 53 },
+    targetPort: 5353,
+    endpointIPs,
+  });
 }
 
 const both = (i: number) => [ipOf(11, 2 * i), ipOf(11, 2 * i + 1)];

@@ -1,14 +1,23 @@
 // The Services the backend benchmarks program: ClusterIP Services with two endpoints each (or
 // as many as asked), on addresses from ipOf, and the local state holding them.
 
+import type { Protocol } from "../../src/model/kube.ts";
 import type { LocalService, LocalState } from "../../src/model/local.ts";
 import { ipOf } from "./nft-netns.ts";
 
-/** Service i with `endpoints` endpoints; a new generation moves its last endpoint to another address. */
-export function svc(i: number, generation = 0, endpoints = 2): LocalService {
-  const eps = Array.from({ length: endpoints }, (_, e) => ({
-    ip: ipOf(11 + e + (e === endpoints - 1 ? generation : 0), i),
-    port: 8080,
+export interface BenchServiceSpec {
+  readonly name: string;
+  readonly clusterIP: string;
+  readonly port: { readonly name: string; readonly protocol: Protocol; readonly port: number };
+  readonly targetPort: number;
+  readonly endpointIPs: readonly string[];
+}
+
+/** A ClusterIP service in namespace "bench" with one port, its endpoints remote and ready. */
+export function clusterIPService(spec: BenchServiceSpec): LocalService {
+  const eps = spec.endpointIPs.map((ip) => ({
+    ip,
+    port: spec.targetPort,
     local: false,
     ready: true,
     serving: true,
@@ -16,9 +25,9 @@ export function svc(i: number, generation = 0, endpoints = 2): LocalService {
   }));
   return {
     namespace: "bench",
-    name: `svc-${i}`,
+    name: spec.name,
     type: "ClusterIP",
-    clusterIPs: [ipOf(10, i)],
+    clusterIPs: [spec.clusterIP],
     externalIPs: [],
     loadBalancerIPs: [],
     sourceRanges: [],
@@ -29,17 +38,28 @@ export function svc(i: number, generation = 0, endpoints = 2): LocalService {
     localReadyEndpoints: 0,
     ports: [
       {
-        name: "http",
-        protocol: "TCP",
-        port: 80,
+        ...spec.port,
         nodePort: 0,
-        hasEndpoints: true,
-        endpointFamilies: ["IPv4"],
+        hasEndpoints: eps.length > 0,
+        endpointFamilies: eps.length > 0 ? ["IPv4"] : [],
         internalEndpoints: eps,
         externalEndpoints: eps,
       },
     ],
   };
+}
+
+/** Service i with `endpoints` endpoints; a new generation moves its last endpoint to another address. */
+export function svc(i: number, generation = 0, endpoints = 2): LocalService {
+  return clusterIPService({
+    name: `svc-${i}`,
+    clusterIP: ipOf(10, i),
+    port: { name: "http", protocol: "TCP", port: 80 },
+    targetPort: 8080,
+    endpointIPs: Array.from({ length: endpoints }, (_, e) =>
+      ipOf(11 + e + (e === endpoints - 1 ? generation : 0), i),
+    ),
+  });
 }
 
 export function stateOf(services: LocalService[], revision: number): LocalState {
