@@ -10,6 +10,7 @@ import { LocalStateTracker } from "../src/brain/local-state-tracker.ts";
 import { ClusterStore } from "../src/brain/store.ts";
 import type { EndpointSlice, Node, Service } from "../src/model/kube.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../src/model/validate.ts";
+import { ip4, must, policyOf, rawNode, rawService } from "./lib/brain-cluster.ts";
 import { quantile } from "./lib/nft-netns.ts";
 import { sizesFlag, table } from "./lib/table.ts";
 
@@ -27,63 +28,6 @@ function rng(seed: number): () => number {
   return () => {
     s = (s * 1664525 + 1013904223) >>> 0;
     return s / 2 ** 32;
-  };
-}
-
-type Policy = "cluster" | "itp-local" | "nodeport-etp-local" | "lb-etp-local";
-const POLICIES: readonly Policy[] = [
-  "cluster",
-  "cluster",
-  "cluster",
-  "cluster",
-  "cluster",
-  "cluster",
-  "itp-local",
-  "itp-local",
-  "nodeport-etp-local",
-  "lb-etp-local",
-];
-
-function ip4(base: number, i: number): string {
-  return `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
-}
-
-function rawService(i: number, labels: Record<string, string> = {}): unknown {
-  const policy = POLICIES[i % POLICIES.length] ?? "cluster";
-  const ip = ip4(10, i + 1);
-  return {
-    apiVersion: "v1",
-    kind: "Service",
-    metadata: {
-      name: `svc-${i}`,
-      namespace: `ns-${i % 50}`,
-      resourceVersion: "1",
-      labels: { app: `app-${i}`, ...labels },
-    },
-    spec: {
-      type:
-        policy === "nodeport-etp-local"
-          ? "NodePort"
-          : policy === "lb-etp-local"
-            ? "LoadBalancer"
-            : "ClusterIP",
-      clusterIP: ip,
-      clusterIPs: [ip],
-      ipFamilies: ["IPv4"],
-      internalTrafficPolicy: policy === "itp-local" ? "Local" : "Cluster",
-      externalTrafficPolicy: policy.endsWith("etp-local") ? "Local" : "Cluster",
-      healthCheckNodePort: policy === "lb-etp-local" ? 32000 + (i % 700) : undefined,
-      ports: [
-        {
-          name: "http",
-          port: 80,
-          targetPort: 8080,
-          nodePort:
-            policy === "nodeport-etp-local" || policy === "lb-etp-local" ? 30000 + (i % 2700) : undefined,
-        },
-      ],
-    },
-    status: policy === "lb-etp-local" ? { loadBalancer: { ingress: [{ ip: ip4(11, i + 1) }] } } : {},
   };
 }
 
@@ -111,24 +55,6 @@ function rawSlice(i: number, version: number, extra = 0, annotations: Record<str
     ports: [{ name: "http", protocol: "TCP", port: 8080 }],
     endpoints,
   };
-}
-
-function rawNode(n: number, labels: Record<string, string> = {}): unknown {
-  return {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: {
-      name: `node-${n}`,
-      resourceVersion: "1",
-      labels: { "topology.kubernetes.io/zone": `zone-${n % 3}`, ...labels },
-    },
-    status: { addresses: [{ type: "InternalIP", address: ip4(192, n + 1) }] },
-  };
-}
-
-function must<T>(r: { ok: true; value: T } | { ok: false; reason: string }): T {
-  if (!r.ok) throw new Error(r.reason);
-  return r.value;
 }
 
 function heapMiB(): number {
@@ -182,10 +108,8 @@ function run(services: number): Row {
   const heap = heapMiB() - heapBefore;
 
   const random = rng(42 + services);
-  const itpLocal = [...Array(services).keys()].filter((i) => POLICIES[i % POLICIES.length] === "itp-local");
-  const clusterPolicy = [...Array(services).keys()].filter(
-    (i) => POLICIES[i % POLICIES.length] === "cluster",
-  );
+  const itpLocal = [...Array(services).keys()].filter((i) => policyOf(i) === "itp-local");
+  const clusterPolicy = [...Array(services).keys()].filter((i) => policyOf(i) === "cluster");
   const pick = (list: number[]) => list[Math.floor(random() * list.length)] ?? 0;
   const versions = new Map<number, number>();
   const nextVersion = (i: number) => {

@@ -27,54 +27,57 @@ export function policyOf(i: number): Policy {
   return POLICIES[i % POLICIES.length] ?? "cluster";
 }
 
-function ip4(base: number, i: number): string {
+export function ip4(base: number, i: number): string {
   return `${base}.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
 }
 
-function must<T>(r: { ok: true; value: T } | { ok: false; reason: string }): T {
+export function must<T>(r: { ok: true; value: T } | { ok: false; reason: string }): T {
   if (!r.ok) throw new Error(r.reason);
   return r.value;
 }
 
-export function benchService(i: number): Service {
+/** Service i as the API server lists it; `labels` are added to its own. */
+export function rawService(i: number, labels: Record<string, string> = {}): unknown {
   const policy = policyOf(i);
   const ip = ip4(10, i + 1);
-  return must(
-    parseService({
-      apiVersion: "v1",
-      kind: "Service",
-      metadata: {
-        name: `svc-${i}`,
-        namespace: `ns-${i % 50}`,
-        resourceVersion: "1",
-        labels: { app: `app-${i}` },
-      },
-      spec: {
-        type:
-          policy === "nodeport-etp-local"
-            ? "NodePort"
-            : policy === "lb-etp-local"
-              ? "LoadBalancer"
-              : "ClusterIP",
-        clusterIP: ip,
-        clusterIPs: [ip],
-        ipFamilies: ["IPv4"],
-        internalTrafficPolicy: policy === "itp-local" ? "Local" : "Cluster",
-        externalTrafficPolicy: policy.endsWith("etp-local") ? "Local" : "Cluster",
-        healthCheckNodePort: policy === "lb-etp-local" ? 32000 + (i % 700) : undefined,
-        ports: [
-          {
-            name: "http",
-            port: 80,
-            targetPort: 8080,
-            nodePort:
-              policy === "nodeport-etp-local" || policy === "lb-etp-local" ? 30000 + (i % 2700) : undefined,
-          },
-        ],
-      },
-      status: policy === "lb-etp-local" ? { loadBalancer: { ingress: [{ ip: ip4(11, i + 1) }] } } : {},
-    }),
-  );
+  return {
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: {
+      name: `svc-${i}`,
+      namespace: `ns-${i % 50}`,
+      resourceVersion: "1",
+      labels: { app: `app-${i}`, ...labels },
+    },
+    spec: {
+      type:
+        policy === "nodeport-etp-local"
+          ? "NodePort"
+          : policy === "lb-etp-local"
+            ? "LoadBalancer"
+            : "ClusterIP",
+      clusterIP: ip,
+      clusterIPs: [ip],
+      ipFamilies: ["IPv4"],
+      internalTrafficPolicy: policy === "itp-local" ? "Local" : "Cluster",
+      externalTrafficPolicy: policy.endsWith("etp-local") ? "Local" : "Cluster",
+      healthCheckNodePort: policy === "lb-etp-local" ? 32000 + (i % 700) : undefined,
+      ports: [
+        {
+          name: "http",
+          port: 80,
+          targetPort: 8080,
+          nodePort:
+            policy === "nodeport-etp-local" || policy === "lb-etp-local" ? 30000 + (i % 2700) : undefined,
+        },
+      ],
+    },
+    status: policy === "lb-etp-local" ? { loadBalancer: { ingress: [{ ip: ip4(11, i + 1) }] } } : {},
+  };
+}
+
+export function benchService(i: number): Service {
+  return must(parseService(rawService(i)));
 }
 
 /**
@@ -108,17 +111,20 @@ export function benchSlice(i: number, nodes: number, endpoints: number, generati
   );
 }
 
+/** Node n, in zone-(n mod 3); `labels` are added to its own. */
+export function rawNode(n: number, labels: Record<string, string> = {}): unknown {
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: `node-${n}`,
+      resourceVersion: "1",
+      labels: { "topology.kubernetes.io/zone": `zone-${n % 3}`, ...labels },
+    },
+    status: { addresses: [{ type: "InternalIP", address: ip4(192, n + 1) }] },
+  };
+}
+
 export function benchNode(n: number): Node {
-  return must(
-    parseNode({
-      apiVersion: "v1",
-      kind: "Node",
-      metadata: {
-        name: `node-${n}`,
-        resourceVersion: "1",
-        labels: { "topology.kubernetes.io/zone": `zone-${n % 3}` },
-      },
-      status: { addresses: [{ type: "InternalIP", address: ip4(192, n + 1) }] },
-    }),
-  );
+  return must(parseNode(rawNode(n)));
 }
