@@ -16,8 +16,8 @@ interface GroupState {
   owner: string | undefined;
   values: readonly string[] | undefined;
   others: Map<string, readonly string[]> | undefined;
-  /** The plan that last touched it. */
-  mark: number;
+  /** On the touched list that ops() reads. */
+  touched: boolean;
 }
 
 /** Splits `<prefix><i>` into its prefix and index; undefined when the key does not end in an index. */
@@ -65,7 +65,6 @@ export class EndpointGroups {
   /** set → prefix → group */
   readonly #groups = new Map<string, Map<string, GroupState>>();
   readonly #touched: GroupState[] = [];
-  #plan = 0;
 
   /** Adopts the elements an existing table holds in the group sets. */
   constructor(adopted: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map()) {
@@ -79,12 +78,6 @@ export class EndpointGroups {
         group.applied = applied;
       }
     }
-  }
-
-  /** Starts a plan: the groups touched from now on are reported by ops(). */
-  begin(plan: number): void {
-    this.#plan = plan;
-    this.#touched.length = 0;
   }
 
   /** One service's groups change from `old` to `next`. */
@@ -128,6 +121,7 @@ export class EndpointGroups {
     const changes: ElementOp[] = [];
     const removals: ElementOp[] = [];
     for (const st of this.#touched) {
+      st.touched = false;
       const { set, prefix, applied } = st;
       const wanted = stablePlaces(applied, st.values ?? []);
       const n = Math.max(wanted.length, applied.length);
@@ -151,8 +145,8 @@ export class EndpointGroups {
   }
 
   #touch(st: GroupState): void {
-    if (st.mark === this.#plan) return;
-    st.mark = this.#plan;
+    if (st.touched) return;
+    st.touched = true;
     this.#touched.push(st);
   }
 
@@ -164,7 +158,15 @@ export class EndpointGroups {
     }
     let st = m.get(prefix);
     if (st === undefined) {
-      st = { set, prefix, applied: [], owner: undefined, values: undefined, others: undefined, mark: 0 };
+      st = {
+        set,
+        prefix,
+        applied: [],
+        owner: undefined,
+        values: undefined,
+        others: undefined,
+        touched: false,
+      };
       m.set(prefix, st);
     }
     return st;

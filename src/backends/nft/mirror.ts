@@ -38,8 +38,8 @@ interface ElementState {
   owner: string | undefined;
   value: string | undefined;
   others: Map<string, string> | undefined;
-  /** The plan that last touched it: the touched list holds each element once. */
-  mark: number;
+  /** On the current plan's touched list. */
+  touched: boolean;
 }
 
 function addOwner(st: ElementState, owner: string, value: string): void {
@@ -68,16 +68,11 @@ function removeOwner(st: ElementState, owner: string): void {
   st.others!.delete(next[0]);
 }
 
-/** The elements one plan touched, each once. */
-interface Touched {
-  readonly plan: number;
-  readonly list: ElementState[];
-}
-
-function touch(touched: Touched, st: ElementState): void {
-  if (st.mark === touched.plan) return;
-  st.mark = touched.plan;
-  touched.list.push(st);
+/** Adds an element to the plan's touched list, once. */
+function touch(touched: ElementState[], st: ElementState): void {
+  if (st.touched) return;
+  st.touched = true;
+  touched.push(st);
 }
 
 /** Element changes per unit: big enough to keep units few, small enough to pack transactions. */
@@ -111,8 +106,6 @@ export class TableMirror {
   readonly #groups: EndpointGroups;
   readonly #hairpins: HairpinEndpoints;
   #lastDeletion = Number.NEGATIVE_INFINITY;
-  /** Counts plans, to mark the elements each one touched. */
-  #plans = 0;
   /** True until the first plan: the skeleton must be (re)written and unclaimed objects retired. */
   #fresh = true;
   /** The Service IP ranges (this family) last written to the table's range set. */
@@ -144,7 +137,7 @@ export class TableMirror {
           owner: undefined,
           value: undefined,
           others: undefined,
-          mark: 0,
+          touched: false,
         });
     }
   }
@@ -171,8 +164,7 @@ export class TableMirror {
   plan(state: LocalState, now: number): Plan {
     const deletions = this.#expiredStale(now);
     const units: Unit[] = [];
-    const touched: Touched = { plan: ++this.#plans, list: [] };
-    this.#groups.begin(touched.plan);
+    const touched: ElementState[] = [];
     const unshared = new Set<string>();
     if (this.#fresh) units.push({ phase: PHASE.skeleton, ops: skeletonOps(this.#cfg), elements: [] });
     const ranges = serviceCIDRsOfFamily(state.serviceCIDRs, this.#cfg.family);
@@ -240,7 +232,7 @@ export class TableMirror {
     old: Fragment,
     next: Fragment,
     units: Unit[],
-    touched: Touched,
+    touched: ElementState[],
     unshared: Set<string>,
     now: number,
   ): void {
@@ -302,7 +294,7 @@ export class TableMirror {
           owner: undefined,
           value: undefined,
           others: undefined,
-          mark: 0,
+          touched: false,
         };
         m.set(e.key, st);
       }
@@ -343,7 +335,7 @@ export class TableMirror {
   }
 
   /** After adopting an existing table: what no service claimed is retired. */
-  #retireUnclaimed(units: Unit[], touched: Touched, now: number): void {
+  #retireUnclaimed(units: Unit[], touched: ElementState[], now: number): void {
     for (const [name, st] of this.#chains) if (st.rules === undefined) this.#retireChain(name, units, now);
     const claimed = new Set<string>();
     for (const { fragment } of this.#services.values())
@@ -357,10 +349,11 @@ export class TableMirror {
     this.#hairpins.retireUnclaimed(now);
   }
 
-  #elementUnits(touched: Touched, units: Unit[], now: number): void {
+  #elementUnits(touched: ElementState[], units: Unit[], now: number): void {
     const changes: ElementOp[] = [];
     const removals: ElementOp[] = [];
-    for (const st of touched.list) {
+    for (const st of touched) {
+      st.touched = false;
       const { set, key } = st;
       const wanted = st.value;
       if (wanted === st.applied) {

@@ -10,13 +10,11 @@ const text = (ops: { op: string; key: string; value: string }[]) =>
 describe("EndpointGroups", () => {
   it("a new list adds one element per endpoint; a shorter one replaces and removes the rest", () => {
     const g = new EndpointGroups();
-    g.begin(1);
     g.replace("a", [], [group("10.0.0.1 . 80 . ", "192.0.2.1 . 8080", "192.0.2.2 . 8080")]);
     assert.deepEqual(text(g.ops().changes), [
       "add 10.0.0.1 . 80 . 0 : 192.0.2.1 . 8080",
       "add 10.0.0.1 . 80 . 1 : 192.0.2.2 . 8080",
     ]);
-    g.begin(2);
     g.replace(
       "a",
       [group("10.0.0.1 . 80 . ", "192.0.2.1 . 8080", "192.0.2.2 . 8080")],
@@ -32,11 +30,9 @@ describe("EndpointGroups", () => {
 
   it("two services claiming one prefix: the first one's list wins whole, the second's when it leaves", () => {
     const g = new EndpointGroups();
-    g.begin(1);
     g.replace("a", [], [group("10.0.0.1 . 80 . ", "192.0.2.1 . 8080")]);
     g.replace("b", [], [group("10.0.0.1 . 80 . ", "192.0.2.7 . 8080", "192.0.2.8 . 8080")]);
     assert.deepEqual(text(g.ops().changes), ["add 10.0.0.1 . 80 . 0 : 192.0.2.1 . 8080"]);
-    g.begin(2);
     g.replace("a", [group("10.0.0.1 . 80 . ", "192.0.2.1 . 8080")], []);
     assert.deepEqual(text(g.ops().changes), [
       "delete 10.0.0.1 . 80 . 0 : 192.0.2.1 . 8080",
@@ -56,7 +52,6 @@ describe("EndpointGroups", () => {
       ],
     ]);
     const g = new EndpointGroups(adopted);
-    g.begin(1);
     g.replace("a", [], [group("10.0.0.1 . 80 . ", "192.0.2.1 . 8080")]);
     g.retireUnclaimed();
     const ops = g.ops();
