@@ -2,7 +2,7 @@
 // (argv array, no shell); each table's COMMIT applies completely or not at all. Every call has a
 // deadline: a stuck process is killed and reported as a failure.
 
-import { execCommand } from "../../node/exec.ts";
+import { execCommand } from "../../host/exec.ts";
 import type { IpFamily } from "./addresses.ts";
 
 export type Variant = "nft" | "legacy";

@@ -2,16 +2,16 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
+import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
-import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../node/host-network.ts";
-import { healthCheckAddresses } from "../../node/listen-addresses.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesOptions,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
-import { addTrafficAddressOptions } from "../../node/traffic-addresses.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";

@@ -3,7 +3,7 @@
 // deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
 import type { ChildProcess } from "node:child_process";
-import { type ExecResult, execCommand } from "../../node/exec.ts";
+import { type ExecResult, execCommand } from "../../host/exec.ts";
 import type { NftFamily } from "./fragment.ts";
 
 export class NftError extends Error {

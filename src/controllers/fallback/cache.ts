@@ -1,7 +1,7 @@
 // A reflector's objects kept by key, with every change reported as (before, after).
 
+import type { Keyed, ReflectorSink } from "../../kube/reflector.ts";
 import { objectKey } from "../../model/kube.ts";
-import type { Keyed, ReflectorSink } from "../../sources/kube/reflector.ts";
 
 export type ChangeListener<T> = (before: T | undefined, after: T | undefined) => void;
 

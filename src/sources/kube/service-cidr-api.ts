@@ -3,10 +3,10 @@
 // from --service-cidrs or stay unknown). Asked once, before the ServiceCIDR reflector starts.
 
 import { setTimeout as sleep } from "node:timers/promises";
+import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "../../kube/backoff.ts";
+import { reflectorErrorsTotal } from "../../kube/metrics.ts";
+import type { KubeTransport } from "../../kube/transport.ts";
 import type { Logger } from "../../observability/log.ts";
-import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "./backoff.ts";
-import { reflectorErrorsTotal } from "./metrics.ts";
-import type { KubeTransport } from "./transport.ts";
 
 /** The collection paths, most preferred first. */
 export const SERVICE_CIDR_PATHS = [

@@ -2,8 +2,8 @@
 
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { Backoff } from "../../../../src/sources/kube/backoff.ts";
-import { JsonLineSplitter } from "../../../../src/sources/kube/json-lines.ts";
+import { Backoff } from "../../../../src/kube/backoff.ts";
+import { JsonLineSplitter } from "../../../../src/kube/json-lines.ts";
 
 describe("JsonLineSplitter", () => {
   const cases: { name: string; chunks: string[]; lines: string[]; rest: string[] }[] = [

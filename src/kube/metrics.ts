@@ -2,7 +2,7 @@
 // long ago each resource last heard from the API server (a stuck watch shows as a growing age).
 
 import { Counter, Gauge } from "prom-client";
-import { registry } from "../../observability/metrics.ts";
+import { registry } from "../observability/metrics.ts";
 
 export const watchEventsTotal = new Counter({
   name: "kpng_kube_watch_events_total",

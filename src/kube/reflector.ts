@@ -5,11 +5,11 @@
 // While the API server is unreachable the sink keeps what it has: only a successful list removes.
 
 import { setTimeout as sleep } from "node:timers/promises";
-import type { KubeKind, KubeObject } from "../../model/kube.ts";
-import { objectKey } from "../../model/kube.ts";
-import type { ParseResult } from "../../model/validate.ts";
-import { reportInvalidObject } from "../../observability/invalid.ts";
-import type { Logger } from "../../observability/log.ts";
+import type { KubeKind, KubeObject } from "../model/kube.ts";
+import { objectKey } from "../model/kube.ts";
+import type { ParseResult } from "../model/validate.ts";
+import { reportInvalidObject } from "../observability/invalid.ts";
+import type { Logger } from "../observability/log.ts";
 import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "./backoff.ts";
 import { JsonLineSplitter } from "./json-lines.ts";
 import {
