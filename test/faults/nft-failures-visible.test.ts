@@ -12,7 +12,9 @@ import { capturingLogger, eventually } from "./support.ts";
 
 async function listingFailures(family: string): Promise<number> {
   const metric = await registry.getSingleMetric("kpng_sync_failures_total")?.get();
-  return metric?.values.find((v) => v.labels.backend === "nftables" && v.labels.family === family)?.value ?? 0;
+  return (
+    metric?.values.find((v) => v.labels.backend === "nftables" && v.labels.family === family)?.value ?? 0
+  );
 }
 
 describe("fault: nft failures nobody sees", () => {
