@@ -122,7 +122,10 @@ export class SyncLoop {
     };
     this.#metrics = new SyncMetrics(options.backend, this.#o.now);
     this.#families = options.families.map((target) => {
-      familyHealthy.set({ backend: options.backend, family: target.family }, 0);
+      const labels = { backend: options.backend, family: target.family };
+      familyHealthy.set(labels, 0);
+      familyFailures.inc(labels, 0);
+      if (options.probe) rulesRepairs.inc(labels, 0);
       return {
         target,
         health: { family: target.family, programmed: false, failures: 0 },

@@ -131,6 +131,10 @@ export class SyncMetrics {
   constructor(mode: string, now: () => number = Date.now) {
     this.#failures = failureCounter(mode);
     this.#labels = { backend: mode };
+    // Every series exists from the start, at zero, as kube-proxy's unlabelled ones did.
+    for (const h of [syncDuration, fullSyncDuration, partialSyncDuration, networkProgramming])
+      h.zero(this.#labels);
+    for (const c of [this.#failures, endpointChanges, serviceChangesTotal]) c.inc(this.#labels, 0);
     this.#now = now;
     this.#startedAt = now();
   }
