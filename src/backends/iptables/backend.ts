@@ -248,39 +248,46 @@ export class IptablesBackend {
 
   /**
    * Deletes the chains nothing of kpng's uses any more, in a restore of their own; when that
-   * fails (a foreign rule jumps to one of them), one chain per restore, so that only the busy
-   * ones stay, for the next sync to try again. Never throws. Returns the inputs applied.
+   * fails (a foreign rule jumps to one of them), one chain per restore, again while that frees
+   * more (a stale chain may be what still jumps to another), so that only the busy ones stay for
+   * the next sync to try again. Never throws. Returns the inputs applied.
    */
   async #deleteStale(f: FamilyState): Promise<string> {
     let out = "";
+    const remove = async (
+      table: "nat" | "filter",
+      chains: readonly string[],
+    ): Promise<string | undefined> => {
+      const text = tableText(table, { declare: [], rules: [], remove: chains });
+      try {
+        await this.#o.runner.restore(f.cfg.family, text);
+        for (const c of chains) f.stale[table].delete(c);
+        out += text;
+        return undefined;
+      } catch (e) {
+        return e instanceof IptablesError ? e.stderr : String(e);
+      }
+    };
     for (const table of ["nat", "filter"] as const) {
       const stale = f.stale[table];
-      if (stale.size === 0) continue;
-      const all = tableText(table, { declare: [], rules: [], remove: [...stale] });
-      try {
-        await this.#o.runner.restore(f.cfg.family, all);
-        stale.clear();
-        out += all;
-        continue;
-      } catch {
-        // One by one below.
-      }
-      for (const chain of [...stale]) {
-        const one = tableText(table, { declare: [], rules: [], remove: [chain] });
-        try {
-          await this.#o.runner.restore(f.cfg.family, one);
-          stale.delete(chain);
-          out += one;
-        } catch (e) {
-          const stderr = e instanceof IptablesError ? e.stderr : String(e);
-          const decision = f.staleRepeats.hit(`${table}/${chain}`);
-          if (decision.log)
-            this.#o.log.warn(
-              { family: f.cfg.family, table, chain, stderr: stderr.slice(0, 500), attempts: decision.count },
-              "cannot delete an unused kpng chain (another rule still uses it?); will try again at the next sync",
-            );
+      if (stale.size === 0 || (await remove(table, [...stale])) === undefined) continue;
+      let stderr = "";
+      for (let progress = true; progress && stale.size > 0; ) {
+        progress = false;
+        for (const chain of [...stale]) {
+          const error = await remove(table, [chain]);
+          if (error === undefined) progress = true;
+          else stderr = error;
         }
       }
+      if (stale.size === 0) continue;
+      const chains = [...stale].sort();
+      const decision = f.staleRepeats.hit(chains.join(","));
+      if (decision.log)
+        this.#o.log.warn(
+          { family: f.cfg.family, table, chains, stderr: stderr.slice(0, 500), attempts: decision.count },
+          "cannot delete unused kpng chains (another rule still uses them?); will try again at the next sync",
+        );
     }
     return out;
   }
