@@ -38,7 +38,7 @@ const familyHealthy = new Gauge({
 });
 
 /** Consecutive failures after which a family's own objects are deleted and written anew. */
-export const RESET_AFTER_FAILURES = 5;
+export const RESET_AFTER_FAILURES = 3;
 
 /** What one family's apply wrote. */
 export interface FamilyApplied {
