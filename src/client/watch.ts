@@ -21,12 +21,12 @@ export interface WireChangeSet {
   readonly revision: number;
 }
 
-export interface Resume {
+interface Resume {
   readonly instanceId: string;
   readonly revision: number;
 }
 
-export interface WatchOptions {
+interface WatchOptions {
   /** --api: "unix:///path", "tcp://host:port" or "host:port". */
   readonly api: string;
   readonly tls?: TlsPaths;

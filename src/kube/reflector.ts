@@ -78,7 +78,7 @@ export const DEFAULT_TIMINGS: ReflectorTimings = {
   listTimeoutMs: DEFAULT_LIST_TIMEOUT_MS,
 };
 
-export interface ReflectorOptions {
+interface ReflectorOptions {
   readonly transport: KubeTransport;
   readonly log: Logger;
   readonly timings?: Partial<ReflectorTimings>;

@@ -10,7 +10,7 @@ import { parseDuration } from "../../plugin/duration.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 import { type ListenAddress, parseListenAddress } from "../status-server.ts";
 
-export interface FallbackControllerOptions {
+interface FallbackControllerOptions {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   readonly master: string | undefined;

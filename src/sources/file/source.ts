@@ -15,7 +15,7 @@ import type { Logger } from "../../observability/log.ts";
 import { type ClusterFileContents, parseClusterFile } from "./parse.ts";
 import { isSuspiciousShrink } from "./shrink.ts";
 
-export interface FileSourceOptions {
+interface FileSourceOptions {
   readonly path: string;
   /** Re-read the file when it changes. */
   readonly watch: boolean;
@@ -31,9 +31,9 @@ export interface FileSourceOptions {
 }
 
 /** The settle time for files rewritten in place. */
-export const DEFAULT_SETTLE_MS = 500;
+const DEFAULT_SETTLE_MS = 500;
 /** The further wait for a read that would empty the state or drop most of it. */
-export const DEFAULT_SHRINK_HOLD_MS = 2000;
+const DEFAULT_SHRINK_HOLD_MS = 2000;
 
 interface FileIdentity {
   readonly ino: number;

@@ -14,7 +14,7 @@ export const SERVICE_CIDR_PATHS = [
   "/apis/networking.k8s.io/v1beta1/servicecidrs",
 ] as const;
 
-export interface ServiceCIDRApiOptions {
+interface ServiceCIDRApiOptions {
   readonly transport: KubeTransport;
   readonly log: Logger;
   readonly signal: AbortSignal;
