@@ -23,8 +23,3 @@ export interface BackendHealth {
 export function summarize(families: readonly BackendFamilyHealth[]): BackendHealth {
   return { healthy: families.every((f) => f.programmed && f.failures === 0), families };
 }
-
-/** The retry delay after `failures` consecutive failures: 1 s doubling, at most `maxMs`. */
-export function retryDelayMs(failures: number, maxMs: number): number {
-  return Math.min(1000 * 2 ** Math.max(0, failures - 1), Math.max(maxMs, 1000));
-}

@@ -13,6 +13,7 @@
 // - Shutdown never waits for a hung kernel call.
 
 import { Counter, Gauge } from "prom-client";
+import { Backoff } from "../lib/backoff.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
 import { SyncMetrics } from "../node/sync-metrics.ts";
 import { NO_OBSERVER, type SyncObserver } from "../node/sync-observer.ts";
@@ -20,7 +21,7 @@ import type { Logger } from "../observability/log.ts";
 import { registry } from "../observability/metrics.ts";
 import { RepeatLimiter } from "../observability/repeat-limiter.ts";
 import { ABORTED, unlessAborted } from "./abort.ts";
-import { type BackendFamilyHealth, type BackendHealth, retryDelayMs, summarize } from "./family-health.ts";
+import { type BackendFamilyHealth, type BackendHealth, summarize } from "./family-health.ts";
 import { probeFailures, type RulesProbe, rulesRepairs } from "./rules-probe.ts";
 
 const familyFailures = new Counter({
@@ -77,7 +78,7 @@ export class FamilySyncError extends Error {
   }
 }
 
-export interface SyncLoopOptions {
+interface SyncLoopOptions {
   /** kube-proxy's name of the mode ("nftables", "iptables"): the `backend` label of the metrics. */
   readonly backend: string;
   readonly families: readonly BackendFamily[];
@@ -90,7 +91,7 @@ export interface SyncLoopOptions {
   readonly now?: () => number;
 }
 
-export interface LoopSyncReport {
+interface LoopSyncReport {
   readonly full: boolean;
   readonly texts: readonly string[];
 }
@@ -102,6 +103,8 @@ interface FamilyRun {
   /** A sync succeeded since the last repair: the probe may check the family. */
   armed: boolean;
   readonly repeats: RepeatLimiter;
+  /** 1 s doubling up to the sync period, without jitter: a node retries its own kernel. */
+  readonly backoff: Backoff;
 }
 
 export class SyncLoop {
@@ -132,6 +135,7 @@ export class SyncLoop {
         retryAt: 0,
         armed: false,
         repeats: new RepeatLimiter({ now: this.#o.now }),
+        backoff: new Backoff({ initialMs: 1000, maxMs: Math.max(this.#o.syncPeriodMs, 1000), jitter: 0 }),
       };
     });
   }
@@ -196,13 +200,14 @@ export class SyncLoop {
     f.retryAt = 0;
     f.armed = true;
     f.repeats.reset();
+    f.backoff.reset();
     familyHealthy.set({ backend: this.#o.backend, family }, 1);
   }
 
   #failed(f: FamilyRun, error: Error): void {
     const family = f.target.family;
     const failures = f.health.failures + 1;
-    const retryInMs = retryDelayMs(failures, this.#o.syncPeriodMs);
+    const retryInMs = f.backoff.next();
     f.health = { ...f.health, failures, lastError: error.message };
     f.retryAt = this.#o.now() + retryInMs;
     familyHealthy.set({ backend: this.#o.backend, family }, 0);

@@ -42,9 +42,9 @@ import {
   tableText,
 } from "./ruleset.ts";
 import { IptablesError, type IptablesRunner } from "./runner.ts";
-import { parseSave, type SavedTable } from "./saved.ts";
+import { type KpngObjects, parseSave } from "./saved.ts";
 
-export interface IptablesBackendOptions {
+interface IptablesBackendOptions {
   readonly runner: IptablesRunner;
   /** One per family. */
   readonly families: readonly FamilyConfig[];
@@ -59,7 +59,7 @@ export interface IptablesBackendOptions {
   readonly chunkChains?: number;
 }
 
-export interface SyncReport {
+interface SyncReport {
   readonly full: boolean;
   /** The restore inputs run, one per family. */
   readonly texts: readonly string[];
@@ -216,7 +216,7 @@ export class IptablesBackend {
     const full = periodic || f.applied === undefined;
     let text = "";
     try {
-      let saved: { nat: SavedTable; filter: SavedTable } | undefined;
+      let saved: { nat: KpngObjects; filter: KpngObjects } | undefined;
       if (full) {
         saved = {
           nat: parseSave(await this.#o.runner.save(f.cfg.family, "nat")),
@@ -338,7 +338,7 @@ export class IptablesBackend {
     f: FamilyState,
     state: LocalState,
     full: boolean,
-    saved: { nat: SavedTable; filter: SavedTable } | undefined,
+    saved: { nat: KpngObjects; filter: KpngObjects } | undefined,
     chunked = true,
     record = true,
   ): string[] {

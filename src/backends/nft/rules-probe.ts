@@ -6,8 +6,8 @@
 // - `services` is jumped to by the nat base chains: emptied base chains (a flushed table, a
 //   flushed `nat-prerouting`) free it;
 // - `service-ips` is looked up by the rule of `services`: a flushed `services` chain frees it.
-// Each is one netlink request whatever the number of Services (12 ms with 300k map elements,
-// where listing any chain's rules first fetches every set element: 40 s).
+// Each is one netlink request whatever the number of Services, where listing any chain's rules
+// first fetches every set element of the table (see docs/node-services.md).
 
 import type { RulesProbe } from "../../backend-core/rules-probe.ts";
 import { execCommand } from "../../host/exec.ts";
