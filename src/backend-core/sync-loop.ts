@@ -91,8 +91,11 @@ interface SyncLoopOptions {
   readonly now?: () => number;
 }
 
-interface LoopSyncReport {
+/** What one sync wrote. */
+export interface SyncReport {
+  /** True when some family was rewritten in full from a fresh read of the kernel. */
   readonly full: boolean;
+  /** The texts given to the kernel, in order, stale-object deletions included. */
   readonly texts: readonly string[];
 }
 
@@ -155,7 +158,7 @@ export class SyncLoop {
    * One sync of the families (all, or those named in `only`) to `state`. Every family is
    * attempted; throws after the others are done if one failed, having forgotten the failed one.
    */
-  async sync(state: LocalState, only?: ReadonlySet<string>, periodic = false): Promise<LoopSyncReport> {
+  async sync(state: LocalState, only?: ReadonlySet<string>, periodic = false): Promise<SyncReport> {
     const texts: string[] = [];
     const errors: Error[] = [];
     let full = false;

@@ -22,6 +22,7 @@ import {
   type FamilyApplied,
   FamilySyncError,
   SyncLoop,
+  type SyncReport,
 } from "../../backend-core/sync-loop.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
@@ -57,12 +58,6 @@ interface IptablesBackendOptions {
   readonly now?: () => number;
   /** Most service chains one restore writes; the rest go to further restores (default by variant). */
   readonly chunkChains?: number;
-}
-
-interface SyncReport {
-  readonly full: boolean;
-  /** The restore inputs run, one per family. */
-  readonly texts: readonly string[];
 }
 
 interface FamilyState {

@@ -11,6 +11,7 @@ import {
   type FamilyApplied,
   FamilySyncError,
   SyncLoop,
+  type SyncReport,
 } from "../../backend-core/sync-loop.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
@@ -43,13 +44,6 @@ interface NftBackendOptions {
   readonly probeIntervalMs?: number;
   readonly maxStatementsPerTransaction?: number;
   readonly now?: () => number;
-}
-
-interface SyncReport {
-  /** Transactions run, stale-object deletions included. */
-  readonly transactions: number;
-  /** The texts run, in order. */
-  readonly texts: readonly string[];
 }
 
 export class NftBackend {
@@ -112,9 +106,8 @@ export class NftBackend {
    * throws after the others are done if one failed, having forgotten the failed table's mirror
    * so that its next sync re-reads the table and converges it.
    */
-  async sync(state: LocalState, families?: ReadonlySet<NftFamily>): Promise<SyncReport> {
-    const report = await this.#loop.sync(state, families);
-    return { transactions: report.texts.length, texts: report.texts };
+  sync(state: LocalState, families?: ReadonlySet<NftFamily>): Promise<SyncReport> {
+    return this.#loop.sync(state, families);
   }
 
   /** Runs until `signal` aborts, syncing each new state of `feed`; never waits for a hung nft to stop. */
