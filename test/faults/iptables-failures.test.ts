@@ -10,7 +10,7 @@ import { silentLogger } from "../../src/observability/log.ts";
 import { registry } from "../../src/observability/metrics.ts";
 import { FakeIptables } from "../support/fake-iptables.ts";
 import { service, state, V4, V6 } from "../unit/backends/iptables/fixtures.ts";
-import { capturingLogger, eventually } from "./support.ts";
+import { capturingLogger, eventually, ManualFeed } from "./support.ts";
 
 /** Runs every iptables binary as a process that never answers; `exec` so no orphan is left. */
 const HUNG = ["sh", "-c", "exec sleep 60", "iptables"];
@@ -22,13 +22,6 @@ async function counter(name: string, family: string): Promise<number> {
   );
 }
 
-const feedOf = (s: ReturnType<typeof state>) => ({
-  subscribe(listener: (s: ReturnType<typeof state>) => void) {
-    listener(s);
-    return () => {};
-  },
-});
-
 describe("fault: iptables-restore fails, hangs, or kpng's chains are flushed", () => {
   test("a failing restore is logged with its stderr, counted, unhealthy, and retried until it works", {
     timeout: 15_000,
@@ -39,7 +32,7 @@ describe("fault: iptables-restore fails, hangs, or kpng's chains are flushed", (
     const backend = new IptablesBackend({ runner: ipt, families: [V4], log });
     const before = await counter("kpng_sync_failures_total", "ipv4");
     const ac = new AbortController();
-    const running = backend.run(feedOf(state([service()])), ac.signal);
+    const running = backend.run(new ManualFeed(state([service()])), ac.signal);
     try {
       await eventually(() => lines.some((l) => l.level === 50), "an error line");
       const error = lines.find((l) => l.level === 50)!;
@@ -91,7 +84,7 @@ describe("fault: iptables-restore fails, hangs, or kpng's chains are flushed", (
         canaryIntervalMs: 10,
       });
       const ac = new AbortController();
-      const running = backend.run(feedOf(state([service()])), ac.signal);
+      const running = backend.run(new ManualFeed(state([service()])), ac.signal);
       if (hang === "probe") {
         await eventually(() => backend.health().healthy, "the first sync");
         ipt.hangChecks = true;
@@ -115,7 +108,7 @@ describe("fault: iptables-restore fails, hangs, or kpng's chains are flushed", (
     const backend = new IptablesBackend({ runner: ipt, families: [V4, V6], log, canaryIntervalMs: 20 });
     const before = await counter("kpng_rules_repairs_total", "ipv4");
     const ac = new AbortController();
-    const running = backend.run(feedOf(state([service()])), ac.signal);
+    const running = backend.run(new ManualFeed(state([service()])), ac.signal);
     try {
       await eventually(() => backend.health().healthy, "the first sync");
       const v6Restores = ipt.restores.filter((r) => r.family === "ipv6").length;

@@ -10,7 +10,7 @@ import { chainName } from "../../src/backends/iptables/names.ts";
 import { silentLogger } from "../../src/observability/log.ts";
 import { FakeIptables } from "../support/fake-iptables.ts";
 import { ep, port, service, state, V4, V6 } from "../unit/backends/iptables/fixtures.ts";
-import { capturingLogger, eventually } from "./support.ts";
+import { capturingLogger, eventually, ManualFeed } from "./support.ts";
 
 const v6Service = (name: string, ip: string) =>
   service({
@@ -50,19 +50,13 @@ describe("fault: one iptables family's failure holds the other", () => {
     // Two of every five IPv4 restores fail.
     ipt.failWhile = (family) => family === "ipv4" && n++ % 5 < 2;
     const backend = new IptablesBackend({ runner: ipt, families: [V4, V6], log: silentLogger });
-    let listener: ((s: ReturnType<typeof state>) => void) | undefined;
-    const feed = {
-      subscribe(l: (s: ReturnType<typeof state>) => void) {
-        listener = l;
-        return () => {};
-      },
-    };
+    const feed = new ManualFeed();
     const ac = new AbortController();
     const running = backend.run(feed, ac.signal);
     try {
       for (let i = 1; i <= 5; i++) {
         const services = Array.from({ length: i }, (_, k) => v6Service(`s${k}`, `2001:db8::${k + 10}`));
-        listener?.(state([service(), ...services], i));
+        feed.push(state([service(), ...services], i));
         await eventually(() => v6Dispatched(ipt) === i, `IPv6 change ${i}`, 700);
       }
       await eventually(() => backend.health().healthy, "IPv4 in line too after its retries", 10_000);

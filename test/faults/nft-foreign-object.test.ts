@@ -9,7 +9,7 @@ import { describe, test } from "node:test";
 import { NftBackend } from "../../src/backends/nft/backend.ts";
 import { ExecNftRunner } from "../../src/backends/nft/runner.ts";
 import { service, state, V4 } from "../unit/backends/nft/fixtures.ts";
-import { capturingLogger, eventually } from "./support.ts";
+import { capturingLogger, eventually, ManualFeed } from "./support.ts";
 
 const skip = process.getuid?.() !== 0 ? "needs root for a network namespace" : false;
 
@@ -31,12 +31,7 @@ describe("fault: a foreign object blocks kpng's table", { skip }, () => {
         tables: [V4],
         log,
       });
-      const feed = {
-        subscribe(listener: (s: ReturnType<typeof state>) => void) {
-          listener(state([service()]));
-          return () => {};
-        },
-      };
+      const feed = new ManualFeed(state([service()]));
       running = backend.run(feed, ac.signal);
       await eventually(() => lines.some((l) => l.level === 50), "the first failure");
       // Failures at 0, 1 and 3 s; the fourth attempt, at 7 s, starts by deleting the table.

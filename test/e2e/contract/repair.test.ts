@@ -13,7 +13,7 @@ import { outcome, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
 import { BACKENDS } from "./backends.ts";
-import { writeCluster } from "./cluster.ts";
+import { kpngArgv, writeCluster } from "./cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const skip = await netnsSkipReason();
@@ -62,24 +62,7 @@ for (const backend of BACKENDS)
         { name: "web", clusterIP: V4, ports: http, endpoints: [{ ip: "203.0.113.20", node: "node-1" }] },
         { name: "web6", clusterIP: V6, ports: http, endpoints: [{ ip: "2001:db8:2::20", node: "node-1" }] },
       ]);
-      kpng = topo.node.spawn(
-        [
-          process.execPath,
-          MAIN,
-          "file",
-          "--input",
-          file,
-          "to-local",
-          ...backend.sink,
-          "--node-name",
-          "node-1",
-          "--nodeport-addresses",
-          "192.0.2.1/32,2001:db8::1/128",
-          "--min-sync-period",
-          "100ms",
-        ],
-        { name: "kpng" },
-      );
+      kpng = topo.node.spawn(kpngArgv(MAIN, file, backend.sink), { name: "kpng" });
       for (const ip of [V4, V6]) await eventually(() => answers(ip), `${ip} to answer`);
     });
 
