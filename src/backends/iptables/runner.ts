@@ -99,10 +99,14 @@ export class ExecIptablesRunner implements IptablesRunner {
     return r.code === 0;
   }
 
-  /** Exit 1 means "no such chain or rule"; anything else but 0 is a failure to check. */
+  /**
+   * Exit 1 means "no such chain or rule"; so does exit 2 naming a missing jump target (`-C` of
+   * a jump to a deleted chain); anything else but 0 is a failure to check.
+   */
   async #check(family: IpFamily, table: Table, args: readonly string[]): Promise<Result> {
     const argv = [...this.#prefix, binary(family, this.variant, ""), "-w", "5", "-t", table, ...args];
     const r = await exec(argv, "", CHECK_TIMEOUT_MS);
+    if (r.code === 2 && /does not exist|Couldn't load target/.test(r.stderr)) return { ...r, code: 1 };
     if (r.code !== 0 && r.code !== 1)
       throw new IptablesError(
         `${argv.slice(this.#prefix.length).join(" ")}: ${firstLine(r.stderr)}`,
