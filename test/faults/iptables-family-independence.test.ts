@@ -8,6 +8,7 @@ import { describe, test } from "node:test";
 import { IptablesBackend } from "../../src/backends/iptables/backend.ts";
 import { chainName } from "../../src/backends/iptables/names.ts";
 import { silentLogger } from "../../src/observability/log.ts";
+import { registry } from "../../src/observability/metrics.ts";
 import { FakeIptables } from "../support/fake-iptables.ts";
 import { ep, port, service, state, V4, V6 } from "../unit/backends/iptables/fixtures.ts";
 import { capturingLogger, eventually, ManualFeed } from "./support.ts";
@@ -89,6 +90,10 @@ describe("fault: one iptables family's failure holds the other", () => {
     );
     assert.deepEqual(warning?.chains, [stale, chainName.hairpin(stale)].sort());
     assert.match(String(warning?.stderr), /CHAIN_DEL failed \(Device or resource busy\)/);
+    const counted = await registry
+      .getSingleMetric("kpng_iptables_stale_chain_deletion_failures_total")
+      ?.get();
+    assert.ok((counted?.values.find((v) => v.labels.family === "ipv4")?.value ?? 0) >= 1, "counted");
 
     // Further syncs go on (the busy chain is retried, never fatal); once freed, it is deleted.
     await backend.sync(state([service(), v6Service("web6", "2001:db8::10")], 3));

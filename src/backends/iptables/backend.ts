@@ -16,6 +16,7 @@
 // (`CHAIN_DEL … busy`) leaves it in place, logged, to be retried at the next sync, and never
 // fails the sync.
 
+import { Counter } from "prom-client";
 import type { BackendHealth } from "../../backend-core/family-health.ts";
 import {
   type BackendFamily,
@@ -27,6 +28,7 @@ import {
 import type { LocalService, LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
+import { registry } from "../../observability/metrics.ts";
 import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
 import type { IpFamily } from "./addresses.ts";
 import type { FamilyConfig } from "./config.ts";
@@ -44,6 +46,13 @@ import {
 } from "./ruleset.ts";
 import { IptablesError, type IptablesRunner } from "./runner.ts";
 import { type KpngObjects, parseSave } from "./saved.ts";
+
+const staleLeft = new Counter({
+  name: "kpng_iptables_stale_chain_deletion_failures_total",
+  help: "Syncs after which unused KPNG- chains could not be deleted (another rule uses them); retried at the next sync.",
+  labelNames: ["family"] as const,
+  registers: [registry],
+});
 
 interface IptablesBackendOptions {
   readonly runner: IptablesRunner;
@@ -276,6 +285,7 @@ export class IptablesBackend {
         }
       }
       if (stale.size === 0) continue;
+      staleLeft.inc({ family: f.cfg.family });
       const chains = [...stale].sort();
       const decision = f.staleRepeats.hit(chains.join(","));
       if (decision.log)
