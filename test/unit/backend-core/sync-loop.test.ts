@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, mock, test } from "node:test";
 import { type BackendFamily, RESET_AFTER_FAILURES, SyncLoop } from "../../../src/backend-core/sync-loop.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
+import { settle } from "../../support/settle.ts";
 import { service, state } from "../backends/nft/fixtures.ts";
 
 /** A family that records what it is asked; `fail` makes apply throw, `hang` never return. */
@@ -46,11 +47,6 @@ class ManualFeed {
   push(revision: number) {
     this.listener?.(state([service()], revision));
   }
-}
-
-/** Lets the loop's promises settle (the mocked clock does not move). */
-async function settle(): Promise<void> {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
 }
 
 async function advance(ms: number): Promise<void> {
