@@ -53,12 +53,24 @@ function readIPs(status: RawObject): string[] {
   return single === "" ? [] : [readIP(single, "status.podIP")];
 }
 
+/**
+ * Ports of the containers, then of the sidecars (init containers with restartPolicy Always, which
+ * run beside them): the EndpointSlice controller resolves named targetPorts over both.
+ */
 function readPorts(spec: RawObject): ContainerPort[] {
   const out: ContainerPort[] = [];
-  optionalArray(spec.containers, "spec.containers").forEach((rawContainer, c) => {
-    const container = object(rawContainer, `spec.containers[${c}]`);
-    optionalArray(container.ports, `spec.containers[${c}].ports`).forEach((rawPort, p) => {
-      const path = `spec.containers[${c}].ports[${p}]`;
+  const containers = optionalArray(spec.containers, "spec.containers").map((raw, c) => ({
+    raw,
+    path: `spec.containers[${c}]`,
+  }));
+  optionalArray(spec.initContainers, "spec.initContainers").forEach((raw, c) => {
+    const path = `spec.initContainers[${c}]`;
+    if (object(raw, path).restartPolicy === "Always") containers.push({ raw, path });
+  });
+  for (const { raw: rawContainer, path: containerPath } of containers) {
+    const container = object(rawContainer, containerPath);
+    optionalArray(container.ports, `${containerPath}.ports`).forEach((rawPort, p) => {
+      const path = `${containerPath}.ports[${p}]`;
       const port = object(rawPort, path);
       out.push({
         name: optionalString(port.name, `${path}.name`),
@@ -69,7 +81,7 @@ function readPorts(spec: RawObject): ContainerPort[] {
             : oneOf(port.protocol, `${path}.protocol`, ["TCP", "UDP", "SCTP"]),
       });
     });
-  });
+  }
   return out;
 }
 

@@ -150,7 +150,7 @@ describe("fallback controller", () => {
     assert.ok(switchMs < 1000, `activated after ${switchMs} ms`);
     assert.deepEqual(
       fallbackSlices(api, "web")[0]?.endpoints.map((e) => e.conditions),
-      [{ ready: true, serving: true, terminating: false }],
+      [{ ready: false, serving: true, terminating: true }],
     );
     await waitFor("the FallbackActivated event", () => events(api, "FallbackActivated").length === 1);
 
