@@ -80,7 +80,11 @@ export class FallbackReturns {
    * - a ready primary and an active fallback: the list until the primary has been ready for the
    *   return delay, then the list without the fallback slices.
    */
-  filter(key: string, service: Service | undefined, slices: readonly EndpointSlice[]): readonly EndpointSlice[] {
+  filter(
+    key: string,
+    service: Service | undefined,
+    slices: readonly EndpointSlice[],
+  ): readonly EndpointSlice[] {
     if (!slices.some(isFallbackSlice)) return this.#forget(key, slices);
     const spec = service === undefined ? undefined : readFallbackSpec(service.metadata.annotations);
     if (spec?.kind !== "valid") return this.#forget(key, withoutFallback(slices));

@@ -3,6 +3,7 @@
 // batch per macrotask, and only once every source has synced.
 
 import { isDeepStrictEqual } from "node:util";
+import { type Clock, systemClock } from "../model/clock.ts";
 import type { ClusterChange, ClusterSink, ClusterView } from "../model/global.ts";
 import {
   type EndpointSlice,
@@ -13,7 +14,6 @@ import {
   type Service,
   type ServiceCIDR,
 } from "../model/kube.ts";
-import { type Clock, systemClock } from "../model/clock.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { FallbackReturns } from "./fallback.ts";
 import { isSelected } from "./selection.ts";

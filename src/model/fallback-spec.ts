@@ -1,5 +1,6 @@
 // A Service's fallback annotations → what the controller and the proxies do for it.
 
+import { parseDuration } from "./duration.ts";
 import {
   ANNOTATION_FALLBACK_RETURN_DELAY,
   ANNOTATION_FALLBACK_SELECTOR,
@@ -7,7 +8,6 @@ import {
 } from "./fallback.ts";
 import type { Labels } from "./kube.ts";
 import { type LabelSelector, parseLabelSelector } from "./label-selector.ts";
-import { parseDuration } from "./duration.ts";
 
 export type FallbackSpec =
   | { readonly kind: "none" }

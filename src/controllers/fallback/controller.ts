@@ -4,7 +4,11 @@
 // warm so a new leader acts at once.
 
 import { type Clock, systemClock } from "../../model/clock.ts";
-import { isActiveFallbackSlice, isFallbackSlice as isFallback, primaryHasReady } from "../../model/fallback.ts";
+import {
+  isActiveFallbackSlice,
+  isFallbackSlice as isFallback,
+  primaryHasReady,
+} from "../../model/fallback.ts";
 import { type FallbackSpec, readFallbackSpec } from "../../model/fallback-spec.ts";
 import { familyOfAddress } from "../../model/ip.ts";
 import { type EndpointSlice, LABEL_ZONE, type Node, objectKey, type Service } from "../../model/kube.ts";
@@ -404,7 +408,8 @@ export class FallbackController {
       this.#pendingEvents.set(key, {
         type: "Normal",
         reason: "FallbackDeactivated",
-        message: "the fallback annotation was removed or is unusable: traffic returns to the Service's own pods",
+        message:
+          "the fallback annotation was removed or is unusable: traffic returns to the Service's own pods",
       });
     }
     if (await this.#write(key, service, planWrites(existing, []))) {
