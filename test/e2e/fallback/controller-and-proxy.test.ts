@@ -4,87 +4,15 @@
 // being killed.
 
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
 import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../apiserver/server.ts";
 import type { RawObject } from "../../apiserver/store.ts";
 import { endpointsOf, KpngProcess } from "../kube/kpng-process.ts";
+import { ControllerProcess, holder, LEASE, metricsPort, report, until } from "./harness.ts";
 
-const MAIN = join(import.meta.dirname, "..", "..", "..", "src", "cli", "main.ts");
 const PRIMARY = "203.0.113.5:8080";
 const FALLBACK = "203.0.113.50:8080";
-const LEASE = { duration: 2000, renew: 1500, retry: 200 };
-
-function report(line: string): void {
-  process.stdout.write(`# ${line}\n`);
-}
-
-class ControllerProcess {
-  stderr = "";
-  readonly port: number;
-  readonly #child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  constructor(master: string, port: number) {
-    this.port = port;
-    this.#child = spawn(
-      process.execPath,
-      [
-        MAIN,
-        "fallback-controller",
-        "--master",
-        master,
-        "--leader-elect-namespace",
-        "kube-system",
-        "--leader-elect-lease-duration",
-        `${LEASE.duration}ms`,
-        "--leader-elect-renew-deadline",
-        `${LEASE.renew}ms`,
-        "--leader-elect-retry-period",
-        `${LEASE.retry}ms`,
-        "--metrics-address",
-        `127.0.0.1:${port}`,
-      ],
-      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, KUBECONFIG: "", HOME: "/nonexistent" } },
-    );
-    this.#child.stderr!.setEncoding("utf8").on("data", (t: string) => {
-      this.stderr += t;
-    });
-    this.exited = new Promise((resolve) => this.#child.on("exit", (code) => resolve(code)));
-  }
-  kill(signal: NodeJS.Signals): void {
-    if (this.#child.exitCode === null) this.#child.kill(signal);
-  }
-  async get(path: string): Promise<{ status: number; text: string }> {
-    const res = await fetch(`http://127.0.0.1:${this.port}${path}`, { signal: AbortSignal.timeout(2000) });
-    return { status: res.status, text: await res.text() };
-  }
-}
-
-async function until(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 10_000,
-): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    try {
-      if (await condition()) return Date.now() - started;
-    } catch {
-      // not yet
-    }
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function holder(api: TestApiServer): string {
-  const lease = api.get("Lease", "kube-system/kpng-fallback-controller") as unknown as
-    | { spec?: { holderIdentity?: string } }
-    | undefined;
-  return lease?.spec?.holderIdentity ?? "";
-}
 
 function setPrimaryReady(api: TestApiServer, ready: boolean): void {
   const slice = api.get("EndpointSlice", "default/web-abc") as RawObject & {
@@ -133,7 +61,7 @@ describe("kpng fallback-controller with kpng kube", () => {
   });
 
   it("moves traffic to the fallback and back, never mixed, and a second replica takes over from a killed leader", async () => {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const base = metricsPort();
     const a = new ControllerProcess(api.url, base);
     controllers.push(a);
     await until("a leads", () => holder(api) !== "");
