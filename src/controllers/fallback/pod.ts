@@ -15,6 +15,8 @@ import type { ObjectMeta, Protocol } from "../../model/kube.ts";
 import type { ParseResult } from "../../model/validate.ts";
 import { bestEffortName, checkKind, readMetadata } from "../../model/validate-meta.ts";
 
+const NO_ANNOTATIONS = Object.freeze({});
+
 export interface ContainerPort {
   readonly name: string;
   readonly containerPort: number;
@@ -104,7 +106,8 @@ export function parsePod(raw: unknown): ParseResult<Pod> {
       ok: true,
       value: {
         kind: "Pod",
-        metadata,
+        // Only what a slice is built from is kept: annotations (often kilobytes per pod) are not.
+        metadata: { ...metadata, annotations: NO_ANNOTATIONS },
         nodeName: optionalString(spec.nodeName, "spec.nodeName"),
         ips: readIPs(status),
         ready: readReady(status),

@@ -9,7 +9,15 @@ import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../apiserver/server.ts";
 import type { RawObject } from "../../apiserver/store.ts";
 import { endpointsOf, KpngProcess } from "../kube/kpng-process.ts";
-import { ControllerProcess, holder, LEASE, metricsPort, report, until } from "./harness.ts";
+import {
+  activeLabels,
+  ControllerProcess,
+  holder,
+  LEASE,
+  metricsPort,
+  report,
+  until,
+} from "./harness.ts";
 
 const PRIMARY = "203.0.113.5:8080";
 const FALLBACK = "203.0.113.50:8080";
@@ -64,16 +72,21 @@ describe("kpng fallback-controller with kpng kube", () => {
     const base = metricsPort();
     const a = new ControllerProcess(api.url, base);
     controllers.push(a);
-    await until("a leads", () => holder(api) !== "");
+    await until("a leads", () => holder(api) !== "", 60_000);
     const b = new ControllerProcess(api.url, base + 1);
     controllers.push(b);
     await until(
       "both healthy",
       async () => (await a.get("/healthz")).status === 200 && (await b.get("/healthz")).status === 200,
+      60_000,
     );
 
     proxy = new KpngProcess(["kube", "--master", api.url, "to-local", "to-json", "--node-name", "node-1"]);
-    await proxy.waitFor("the primary serving", (d) => endpointsOf(d, "default/web").join() === PRIMARY);
+    await proxy.waitFor(
+      "the primary serving",
+      (d) => endpointsOf(d, "default/web").join() === PRIMARY,
+      60_000,
+    );
 
     setPrimaryReady(api, false);
     const activatedMs = await proxy.waitFor(
@@ -94,6 +107,8 @@ describe("kpng fallback-controller with kpng kube", () => {
     );
     report(`primary serving again ${returnedMs} ms after it became ready (return delay 1s)`);
     assert.ok(returnedMs >= 1000, "returned before the return delay");
+    // kpng keeps the delay itself; the controller marks the slices inactive at about the same time.
+    await until("the fallback marked inactive", () => activeLabels(api, "web") === "false");
 
     const leader = holder(api);
     a.kill("SIGKILL");
