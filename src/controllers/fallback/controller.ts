@@ -30,7 +30,7 @@ import {
 import { planWrites, type SliceWrite } from "./plan.ts";
 import { type Pod, parsePod } from "./pod.ts";
 import { resolvePorts } from "./ports.ts";
-import { buildFallbackSlices, serviceFamilies, toApiObject } from "./slices.ts";
+import { buildFallbackSlices, servesAsFallback, serviceFamilies, toApiObject } from "./slices.ts";
 
 export interface FallbackControllerOptions {
   readonly transport: KubeTransport;
@@ -356,9 +356,7 @@ export class FallbackController {
     const families = serviceFamilies(service);
     const fallbackReady = pods.some(
       (p) =>
-        p.ready &&
-        !p.terminating &&
-        !p.finished &&
+        servesAsFallback(p, service) &&
         p.ips.some((ip) => families.includes(familyOfAddress(ip)!)) &&
         resolvePorts(service.ports, p.ports).length > 0,
     );
@@ -475,8 +473,10 @@ export class FallbackController {
         await recordEvent(this.#options.requester, event, service.metadata.namespace, signal);
         return;
       } catch (err) {
+        // Stopped or no longer leading: the next leader tells its own story.
+        if (signal.aborted || this.#stopped) return;
         fallbackWriteErrorsTotal.inc({ verb: "event", reason: reasonOf(err) });
-        const last = attempt >= EVENT_ATTEMPTS || signal.aborted || this.#stopped;
+        const last = attempt >= EVENT_ATTEMPTS;
         this.#log.warn(
           { service: objectKey(service.metadata), reason, attempt, err: String(err) },
           last ? "could not record an event; giving up" : "could not record an event; retrying",

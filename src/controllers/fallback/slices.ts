@@ -61,13 +61,22 @@ export interface BuildInput {
   readonly active: boolean;
 }
 
+/**
+ * Whether the pod serves the Service as its fallback: ready and not being deleted (a fallback pod
+ * being deleted takes no new connection), or any pod when the Service publishes not-ready
+ * addresses, as the EndpointSlice controller publishes them.
+ */
+export function servesAsFallback(pod: Pod, service: Service): boolean {
+  if (pod.finished) return false;
+  return service.publishNotReadyAddresses === true || (pod.ready && !pod.terminating);
+}
+
 function endpointOf(pod: Pod, ip: string, input: BuildInput): SliceEndpointSpec {
   const zone = pod.nodeName === "" ? "" : input.zoneOf(pod.nodeName);
   return {
     addresses: [ip],
     conditions: input.active
-      ? // A fallback pod being deleted takes no new connection: not serving.
-        { ready: false, serving: pod.ready && !pod.terminating, terminating: true }
+      ? { ready: false, serving: servesAsFallback(pod, input.service), terminating: true }
       : { ready: false, serving: false, terminating: pod.terminating },
     ...(pod.nodeName !== "" && { nodeName: pod.nodeName }),
     ...(zone !== "" && { zone }),

@@ -9,15 +9,7 @@ import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../apiserver/server.ts";
 import type { RawObject } from "../../apiserver/store.ts";
 import { endpointsOf, KpngProcess } from "../kube/kpng-process.ts";
-import {
-  activeLabels,
-  ControllerProcess,
-  holder,
-  LEASE,
-  metricsPort,
-  report,
-  until,
-} from "./harness.ts";
+import { activeLabels, ControllerProcess, holder, LEASE, metricsPort, report, until } from "./harness.ts";
 
 const PRIMARY = "203.0.113.5:8080";
 const FALLBACK = "203.0.113.50:8080";

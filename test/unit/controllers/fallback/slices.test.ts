@@ -90,6 +90,18 @@ const rows: Row[] = [
     expect: ["IPv4 [http=8080,metrics=9100] 203.0.113.1(011)", "IPv4 [metrics=9100] 203.0.113.2(011)"],
   },
   {
+    name: "publishNotReadyAddresses: an active fallback pod serves whatever its readiness",
+    service: svc({ ports: [{ name: "http", targetPort: "http" }], publishNotReadyAddresses: true }),
+    pods: [pod("a", "203.0.113.1", { ready: false })],
+    expect: ["IPv4 [http=8080] 203.0.113.1(011)"],
+  },
+  {
+    name: "a sidecar's named port resolves a targetPort like a container's",
+    service: svc({ ports: [{ name: "proxy", targetPort: "proxy" }] }),
+    pods: [pod("a", "203.0.113.1", { ports: [{ name: "proxy", containerPort: 15001, protocol: "TCP" }] })],
+    expect: ["IPv4 [proxy=15001] 203.0.113.1(011)"],
+  },
+  {
     name: "pods without an address or that finished are left out",
     service: NAMED,
     pods: [pod("a", "203.0.113.1", { ips: [] }), pod("b", "203.0.113.2", { finished: true })],
