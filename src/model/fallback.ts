@@ -25,9 +25,25 @@ export function isActiveFallbackSlice(slice: EndpointSlice): boolean {
 
 /** The primary (every slice but the fallback ones) has a ready endpoint; unset ready counts as ready. */
 export function primaryHasReady(slices: Iterable<EndpointSlice>): boolean {
+  return primaryHas(slices, (ready) => ready);
+}
+
+/** The primary has an endpoint a proxy may send to: ready, or else serving (and terminating). */
+export function primaryHasServing(slices: Iterable<EndpointSlice>): boolean {
+  return primaryHas(slices, (ready, serving) => ready || serving);
+}
+
+function primaryHas(
+  slices: Iterable<EndpointSlice>,
+  counts: (ready: boolean, serving: boolean) => boolean,
+): boolean {
   for (const slice of slices) {
     if (isFallbackSlice(slice) || slice.addressType === "FQDN") continue;
-    if (slice.endpoints.some((e) => e.addresses.length > 0 && e.conditions.ready !== false)) return true;
+    for (const e of slice.endpoints) {
+      if (e.addresses.length === 0) continue;
+      const ready = e.conditions.ready !== false;
+      if (counts(ready, e.conditions.serving ?? ready)) return true;
+    }
   }
   return false;
 }

@@ -8,6 +8,7 @@ import {
   isActiveFallbackSlice,
   isFallbackSlice as isFallback,
   primaryHasReady,
+  primaryHasServing,
 } from "../../model/fallback.ts";
 import { type FallbackSpec, readFallbackSpec } from "../../model/fallback-spec.ts";
 import { familyOfAddress } from "../../model/ip.ts";
@@ -365,6 +366,7 @@ export class FallbackController {
       (existing.some(isActiveFallbackSlice) ? { active: true, primaryReadySince: undefined } : INACTIVE);
     const next = step(state, {
       primaryReady: primaryHasReady(slices),
+      primaryServing: primaryHasServing(slices),
       fallbackReady,
       now,
       returnDelayMs: spec.returnDelayMs,
