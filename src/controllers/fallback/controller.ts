@@ -13,6 +13,7 @@ import {
 import { type FallbackSpec, readFallbackSpec } from "../../model/fallback-spec.ts";
 import { familyOfAddress } from "../../model/ip.ts";
 import { type EndpointSlice, LABEL_ZONE, type Node, objectKey, type Service } from "../../model/kube.ts";
+import type { LabelSelector } from "../../model/label-selector.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../../model/validate.ts";
 import type { Logger } from "../../observability/log.ts";
 import { ApiStatusError, Reflector, type ReflectorTimings } from "../../sources/kube/reflector.ts";
@@ -30,6 +31,7 @@ import {
 } from "./metrics.ts";
 import { planWrites, type SliceWrite } from "./plan.ts";
 import { type Pod, parsePod } from "./pod.ts";
+import { PodIndex } from "./pod-index.ts";
 import { resolvePorts } from "./ports.ts";
 import { buildFallbackSlices, servesAsFallback, serviceFamilies, toApiObject } from "./slices.ts";
 
@@ -77,6 +79,7 @@ export class FallbackController {
   readonly #clock: Clock;
   readonly #services = new ObjectCache<Service>((before, after) => this.#serviceChanged(before, after));
   readonly #pods = new ObjectCache<Pod>((before, after) => this.#podChanged(before, after));
+  readonly #podIndex = new PodIndex();
   readonly #nodes = new ObjectCache<Node>((before, after) => this.#nodeChanged(before, after));
   readonly #slices = new ObjectCache<EndpointSlice>((before, after) => this.#sliceChanged(before, after));
   /** service key → its slices by slice name. */
@@ -219,6 +222,10 @@ export class FallbackController {
   }
 
   #podChanged(before: Pod | undefined, after: Pod | undefined): void {
+    this.#podIndex.update(before, after);
+    // Before every resource is listed nothing is reconciled or cached: no routing to do (and
+    // 50k listed pods × 2,000 Services would be 100M selector matches for nothing).
+    if (!this.#synced) return;
     const ns = (after ?? before)!.metadata.namespace;
     for (const key of this.#annotated.get(ns) ?? []) {
       const service = this.#services.get(key);
@@ -353,7 +360,7 @@ export class FallbackController {
       return;
     }
     const now = this.#clock.now();
-    const pods = this.#matchingPods(key, service, spec.selector.matches);
+    const pods = this.#matchingPods(key, service, spec.selector);
     const families = serviceFamilies(service);
     const fallbackReady = pods.some(
       (p) =>
@@ -425,18 +432,10 @@ export class FallbackController {
     this.#sendEvent(service, event.type, event.reason, event.message);
   }
 
-  #matchingPods(
-    key: string,
-    service: Service,
-    matches: (labels: Service["metadata"]["labels"]) => boolean,
-  ): Pod[] {
+  #matchingPods(key: string, service: Service, selector: LabelSelector): Pod[] {
     const cached = this.#matched.get(key);
     if (cached !== undefined) return cached;
-    const out: Pod[] = [];
-    const ns = service.metadata.namespace;
-    for (const pod of this.#pods.values()) {
-      if (pod.metadata.namespace === ns && matches(pod.metadata.labels)) out.push(pod);
-    }
+    const out = this.#podIndex.matching(service.metadata.namespace, selector);
     this.#matched.set(key, out);
     return out;
   }
