@@ -120,7 +120,7 @@ function quantile(sorted: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 }
 
-const api = await TestApiServer.start({ bookmarkIntervalMs: 0 });
+const api = await TestApiServer.start({ bookmarkIntervalMs: 5000 });
 for (let s = 0; s < services; s++) {
   api.create({
     kind: "Service",
