@@ -20,6 +20,8 @@ const services = Number(args[0] ?? (quick ? 200 : 2000));
 const pods = Number(args[1] ?? (quick ? 2000 : 50_000));
 const down = Number(args[2] ?? (quick ? 20 : 100));
 const STEADY_S = quick ? 2 : 10;
+/** The controller runs with the Node options its Deployment sets (deploy/fallback-controller.yaml). */
+const CONTROLLER_NODE_OPTIONS = process.env.CONTROLLER_NODE_OPTIONS ?? "";
 
 type Kinded = RawObject & { kind: string };
 
@@ -170,7 +172,7 @@ const child = spawn(
   [MAIN, "fallback-controller", "--master", api.url, "--no-leader-elect", "--metrics-address", "127.0.0.1:0"],
   {
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, KUBECONFIG: "", HOME: "/nonexistent", KPNG_LOG_LEVEL: "warn" },
+    env: { ...process.env, KUBECONFIG: "", HOME: "/nonexistent", KPNG_LOG_LEVEL: "warn", NODE_OPTIONS: CONTROLLER_NODE_OPTIONS },
   },
 );
 const pid = child.pid!;

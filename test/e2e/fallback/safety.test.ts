@@ -217,4 +217,36 @@ describe("fallback safety without the controller", () => {
     await proxy.waitFor("the primary serving", () => kpngView().join() === PRIMARY.join(), STARTUP_MS);
     assertNeverMixed(views);
   });
+
+  it("uninstall as documented: controller gone, fallback slices deleted by label; both proxies on the primary only", async () => {
+    const controller = startController();
+    const views = sample();
+    await activate();
+    // docs/fallback.md, Uninstall: the controller first, so nothing recreates the slices …
+    controller.kill("SIGTERM");
+    assert.equal(await controller.exited, 0);
+    // … then every fallback slice, by its managed-by label (kubectl delete endpointslices -A -l …).
+    const selector = encodeURIComponent("endpointslice.kubernetes.io/managed-by=fallback.kpng.io");
+    const list = (await (
+      await fetch(`${api.url}/apis/discovery.k8s.io/v1/endpointslices?labelSelector=${selector}`)
+    ).json()) as {
+      items: { metadata: { name: string; namespace: string } }[];
+    };
+    assert.equal(list.items.length, 1);
+    for (const { metadata } of list.items) {
+      const res = await fetch(
+        `${api.url}/apis/discovery.k8s.io/v1/namespaces/${metadata.namespace}/endpointslices/${metadata.name}`,
+        { method: "DELETE" },
+      );
+      assert.equal(res.status, 200);
+    }
+    // The primary is still down: the Service rejects, as without a fallback, on both proxies.
+    await proxy.waitFor("kpng without the fallback", () => kpngView().length === 0);
+    assert.deepEqual(stockView(api, "web"), []);
+    setPrimaryReady(true);
+    await proxy.waitFor("the primary serving", () => kpngView().join() === PRIMARY.join());
+    assert.deepEqual(stockView(api, "web"), PRIMARY);
+    assert.equal(fallbackSlicesOf(api, "web").length, 0);
+    assertNeverMixed(views);
+  });
 });
