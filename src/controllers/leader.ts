@@ -7,8 +7,8 @@
 
 import { type Clock, systemClock } from "../model/clock.ts";
 import type { Logger } from "../observability/log.ts";
-import { ApiStatusError } from "../sources/kube/reflector.ts";
-import type { KubeRequester } from "../sources/kube/request.ts";
+import { ApiStatusError } from "../kube/reflector.ts";
+import type { KubeRequester } from "../kube/request.ts";
 
 export interface LeaderElectionOptions {
   readonly requester: KubeRequester;

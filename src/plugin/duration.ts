@@ -1,2 +1,2 @@
 // Command-line flags read durations with the model's parser (Service annotations use it too).
-export { type DurationBounds, formatDuration, parseDuration } from "../model/duration.ts";
+export { parseDuration } from "../model/duration.ts";

@@ -8,7 +8,7 @@ export interface ActivationState {
   readonly primaryReadySince: number | undefined;
 }
 
-export interface Observation {
+interface Observation {
   readonly primaryReady: boolean;
   /**
    * The primary still has an endpoint that serves: ready, or terminating and still serving. A
@@ -21,7 +21,7 @@ export interface Observation {
   readonly returnDelayMs: number;
 }
 
-export interface Step {
+interface Step {
   readonly state: ActivationState;
   readonly switched: "activated" | "deactivated" | undefined;
   /** Observe again at this time even if nothing changes: the return delay will have run out. */
