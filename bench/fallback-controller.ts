@@ -172,7 +172,13 @@ const child = spawn(
   [MAIN, "fallback-controller", "--master", api.url, "--no-leader-elect", "--metrics-address", "127.0.0.1:0"],
   {
     stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, KUBECONFIG: "", HOME: "/nonexistent", KPNG_LOG_LEVEL: "warn", NODE_OPTIONS: CONTROLLER_NODE_OPTIONS },
+    env: {
+      ...process.env,
+      KUBECONFIG: "",
+      HOME: "/nonexistent",
+      KPNG_LOG_LEVEL: "warn",
+      NODE_OPTIONS: CONTROLLER_NODE_OPTIONS,
+    },
   },
 );
 const pid = child.pid!;

@@ -5,10 +5,10 @@
 // leading at that deadline, even while a request still hangs: every request of a round is
 // aborted when the deadline passes.
 
-import { type Clock, systemClock } from "../model/clock.ts";
-import type { Logger } from "../observability/log.ts";
 import { ApiStatusError } from "../kube/reflector.ts";
 import type { KubeRequester } from "../kube/request.ts";
+import { type Clock, systemClock } from "../model/clock.ts";
+import type { Logger } from "../observability/log.ts";
 
 export interface LeaderElectionOptions {
   readonly requester: KubeRequester;

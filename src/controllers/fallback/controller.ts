@@ -3,6 +3,9 @@
 // EndpointSlices and their active label. Only the leader writes; every replica keeps its caches
 // warm so a new leader acts at once.
 
+import { ApiStatusError, Reflector, type ReflectorTimings } from "../../kube/reflector.ts";
+import type { KubeRequester } from "../../kube/request.ts";
+import type { KubeTransport } from "../../kube/transport.ts";
 import { type Clock, systemClock } from "../../model/clock.ts";
 import {
   isActiveFallbackSlice,
@@ -16,9 +19,6 @@ import { type EndpointSlice, LABEL_ZONE, type Node, objectKey, type Service } fr
 import type { LabelSelector } from "../../model/label-selector.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../../model/validate.ts";
 import type { Logger } from "../../observability/log.ts";
-import { ApiStatusError, Reflector, type ReflectorTimings } from "../../kube/reflector.ts";
-import type { KubeRequester } from "../../kube/request.ts";
-import type { KubeTransport } from "../../kube/transport.ts";
 import { type ActivationState, INACTIVE, step } from "./activation.ts";
 import { ObjectCache } from "./cache.ts";
 import { type EventReason, recordEvent, serviceEvent } from "./events.ts";

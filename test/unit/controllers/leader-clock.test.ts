@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { LeaderElector } from "../../../src/controllers/leader.ts";
-import { silentLogger } from "../../../src/observability/log.ts";
 import { ApiStatusError } from "../../../src/kube/reflector.ts";
 import type { KubeRequest, KubeRequester } from "../../../src/kube/request.ts";
+import { silentLogger } from "../../../src/observability/log.ts";
 import { FakeClock } from "../../support/fake-clock.ts";
 
 const TIMINGS = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000 };
