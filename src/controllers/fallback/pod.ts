@@ -14,8 +14,10 @@ import { familyOfAddress } from "../../model/ip.ts";
 import type { ObjectMeta, Protocol } from "../../model/kube.ts";
 import type { ParseResult } from "../../model/validate.ts";
 import { bestEffortName, checkKind, readMetadata } from "../../model/validate-meta.ts";
+import { Interner } from "./interner.ts";
 
 const NO_ANNOTATIONS = Object.freeze({});
+const strings = new Interner();
 
 export interface ContainerPort {
   readonly name: string;
@@ -75,7 +77,7 @@ function readPorts(spec: RawObject): ContainerPort[] {
       const path = `${containerPath}.ports[${p}]`;
       const port = object(rawPort, path);
       out.push({
-        name: optionalString(port.name, `${path}.name`),
+        name: strings.intern(optionalString(port.name, `${path}.name`)),
         containerPort: integer(port.containerPort, `${path}.containerPort`, 1, 65535),
         protocol:
           port.protocol === undefined
@@ -107,8 +109,15 @@ export function parsePod(raw: unknown): ParseResult<Pod> {
       value: {
         kind: "Pod",
         // Only what a slice is built from is kept: annotations (often kilobytes per pod) are not.
-        metadata: { ...metadata, annotations: NO_ANNOTATIONS },
-        nodeName: optionalString(spec.nodeName, "spec.nodeName"),
+        metadata: {
+          namespace: strings.intern(metadata.namespace),
+          name: metadata.name,
+          uid: metadata.uid,
+          resourceVersion: metadata.resourceVersion,
+          labels: strings.labels(metadata.labels),
+          annotations: NO_ANNOTATIONS,
+        },
+        nodeName: strings.intern(optionalString(spec.nodeName, "spec.nodeName")),
         ips: readIPs(status),
         ready: readReady(status),
         terminating: optionalObject(r.metadata, "metadata").deletionTimestamp != null,
