@@ -10,6 +10,7 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { parseAllDocuments } from "yaml";
 import { TestApiServer } from "../test/apiserver/server.ts";
 import type { RawObject } from "../test/apiserver/store.ts";
 import { positionalArgs, quick, table } from "./lib/table.ts";
@@ -20,8 +21,20 @@ const services = Number(args[0] ?? (quick ? 200 : 2000));
 const pods = Number(args[1] ?? (quick ? 2000 : 50_000));
 const down = Number(args[2] ?? (quick ? 20 : 100));
 const STEADY_S = quick ? 2 : 10;
-/** The controller runs with the Node options its Deployment sets (deploy/fallback-controller.yaml). */
-const CONTROLLER_NODE_OPTIONS = process.env.CONTROLLER_NODE_OPTIONS ?? "";
+/** The controller runs with the Node options its Deployment sets, unless told otherwise. */
+const CONTROLLER_NODE_OPTIONS = process.env.CONTROLLER_NODE_OPTIONS ?? deployedNodeOptions();
+
+function deployedNodeOptions(): string {
+  const manifest = fileURLToPath(new URL("../deploy/fallback-controller.yaml", import.meta.url));
+  for (const doc of parseAllDocuments(readFileSync(manifest, "utf8"))) {
+    const value = doc.getIn(["spec", "template", "spec", "containers", 0, "env"]) as
+      | { toJSON(): { name: string; value?: string }[] }
+      | undefined;
+    const option = value?.toJSON().find((e) => e.name === "NODE_OPTIONS");
+    if (option?.value !== undefined) return option.value;
+  }
+  return "";
+}
 
 type Kinded = RawObject & { kind: string };
 
@@ -213,7 +226,9 @@ rows.push(["  … p99", `${quantile(latencies, 0.99).toFixed(0)} ms`]);
 rows.push(["  … max", `${latencies.at(-1)!.toFixed(0)} ms`]);
 rows.push(["RSS after the burst", `${memMiB(pid).toFixed(0)} MiB`]);
 rows.push(["peak RSS over the whole run", `${memMiB(pid, "VmHWM").toFixed(0)} MiB`]);
-console.log(`${services} annotated services, ${pods} pods (${podBytes} bytes of JSON each)`);
+console.log(
+  `${services} annotated services, ${pods} pods (${podBytes} bytes of JSON each), controller NODE_OPTIONS="${CONTROLLER_NODE_OPTIONS}"`,
+);
 console.log(table(["measurement", "value"], rows));
 
 child.kill("SIGTERM");

@@ -78,6 +78,13 @@ describe("deploy/fallback-controller.yaml", () => {
     assert.deepEqual(leaseUpdate.resourceNames, [leaseName]);
   });
 
+  it("the heap is capped well below the memory limit (the rest is Node, code and buffers)", () => {
+    const options: string = container.env.find((e: Manifest) => e.name === "NODE_OPTIONS").value;
+    const heapMiB = Number(/--max-old-space-size=(\d+)/.exec(options)?.[1]);
+    const limitMiB = Number(/^(\d+)Mi$/.exec(container.resources.limits.memory)?.[1]);
+    assert.ok(heapMiB > 0 && limitMiB - heapMiB >= 128, `heap ${heapMiB} MiB, limit ${limitMiB} MiB`);
+  });
+
   it("a startup probe gives the first list minutes before liveness may kill the controller", () => {
     const startup = container.startupProbe;
     assert.equal(startup.httpGet.path, "/healthz");
