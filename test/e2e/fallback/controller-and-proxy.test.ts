@@ -5,23 +5,22 @@
 
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
-import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
-import { TestApiServer } from "../../apiserver/server.ts";
-import type { RawObject } from "../../apiserver/store.ts";
+import type { TestApiServer } from "../../apiserver/server.ts";
 import { endpointsOf, KpngProcess } from "../kube/kpng-process.ts";
-import { activeLabels, ControllerProcess, holder, LEASE, metricsPort, report, until } from "./harness.ts";
+import {
+  activeLabels,
+  ControllerProcess,
+  holder,
+  LEASE,
+  metricsPort,
+  report,
+  setPrimaryReady,
+  startWebCluster,
+  until,
+} from "./harness.ts";
 
 const PRIMARY = "203.0.113.5:8080";
 const FALLBACK = "203.0.113.50:8080";
-
-function setPrimaryReady(api: TestApiServer, ready: boolean): void {
-  const slice = api.get("EndpointSlice", "default/web-abc") as RawObject & {
-    kind: string;
-    endpoints: { conditions: unknown }[];
-  };
-  slice.endpoints[0]!.conditions = { ready, serving: ready, terminating: false };
-  api.update(slice);
-}
 
 describe("kpng fallback-controller with kpng kube", () => {
   let api: TestApiServer;
@@ -29,25 +28,7 @@ describe("kpng fallback-controller with kpng kube", () => {
   let proxy: KpngProcess | undefined;
 
   beforeEach(async () => {
-    api = await TestApiServer.start({ bookmarkIntervalMs: 500 });
-    api.create(node("node-1"));
-    const web = service("web");
-    web.metadata.annotations = {
-      "fallback.kpng.io/selector": "app=sorry-page",
-      "fallback.kpng.io/return-delay": "1s",
-    };
-    api.create(web);
-    api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.5"] }));
-    api.create({
-      kind: "Pod",
-      metadata: { name: "sorry-1", namespace: "default", labels: { app: "sorry-page" } },
-      spec: { nodeName: "node-1", containers: [{ name: "c" }] },
-      status: {
-        phase: "Running",
-        podIPs: [{ ip: "203.0.113.50" }],
-        conditions: [{ type: "Ready", status: "True" }],
-      },
-    });
+    api = await startWebCluster("1s");
   });
 
   afterEach(async () => {

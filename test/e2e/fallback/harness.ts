@@ -4,7 +4,8 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import type { TestApiServer } from "../../apiserver/server.ts";
+import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
+import { TestApiServer } from "../../apiserver/server.ts";
 import type { RawObject } from "../../apiserver/store.ts";
 
 const MAIN = join(import.meta.dirname, "..", "..", "..", "src", "cli", "main.ts");
@@ -148,4 +149,42 @@ export class Sampler {
   mixed(a: readonly string[], b: readonly string[]): string[][] {
     return this.seen.filter((v) => v.some((x) => a.includes(x)) && v.some((x) => b.includes(x)));
   }
+}
+
+/**
+ * A test API server with node-1, Service default/web (fallback selector app=sorry-page, the
+ * given return delay), its primary slice web-abc with 203.0.113.5 ready, and a ready fallback pod
+ * sorry-1 at 203.0.113.50 serving "http" on `port`.
+ */
+export async function startWebCluster(returnDelay: string): Promise<TestApiServer> {
+  const api = await TestApiServer.start({ bookmarkIntervalMs: 500 });
+  api.create(node("node-1"));
+  const web = service("web");
+  web.metadata.annotations = {
+    "fallback.kpng.io/selector": "app=sorry-page",
+    "fallback.kpng.io/return-delay": returnDelay,
+  };
+  api.create(web);
+  api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.5"] }));
+  api.create(sorryPod("sorry-1", "203.0.113.50"));
+  return api;
+}
+
+export function sorryPod(name: string, ip: string, port = 8080): RawObject & { kind: string } {
+  return {
+    kind: "Pod",
+    metadata: { name, namespace: "default", labels: { app: "sorry-page" } },
+    spec: { nodeName: "node-1", containers: [{ name: "c", ports: [{ name: "http", containerPort: port }] }] },
+    status: { phase: "Running", podIPs: [{ ip }], conditions: [{ type: "Ready", status: "True" }] },
+  };
+}
+
+/** Sets the readiness of web's primary endpoint. */
+export function setPrimaryReady(api: TestApiServer, ready: boolean): void {
+  const slice = api.get("EndpointSlice", "default/web-abc") as RawObject & {
+    kind: string;
+    endpoints: { conditions: unknown }[];
+  };
+  slice.endpoints[0]!.conditions = { ready, serving: ready, terminating: false };
+  api.update(slice);
 }

@@ -6,8 +6,7 @@
 
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, it } from "node:test";
-import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
-import { TestApiServer } from "../../apiserver/server.ts";
+import type { TestApiServer } from "../../apiserver/server.ts";
 import type { RawObject } from "../../apiserver/store.ts";
 import { endpointsOf, KpngProcess } from "../kube/kpng-process.ts";
 import {
@@ -18,6 +17,9 @@ import {
   metricsPort,
   report,
   Sampler,
+  setPrimaryReady,
+  sorryPod,
+  startWebCluster,
   stockView,
   until,
 } from "./harness.ts";
@@ -28,15 +30,6 @@ const RETURN_DELAY_MS = 2000;
 /** Starting kpng on a loaded machine: its first document can take a while. */
 const STARTUP_MS = 60_000;
 
-function sorryPod(name: string, ip: string, port = 8080): RawObject & { kind: string } {
-  return {
-    kind: "Pod",
-    metadata: { name, namespace: "default", labels: { app: "sorry-page" } },
-    spec: { nodeName: "node-1", containers: [{ name: "c", ports: [{ name: "http", containerPort: port }] }] },
-    status: { phase: "Running", podIPs: [{ ip }], conditions: [{ type: "Ready", status: "True" }] },
-  };
-}
-
 describe("fallback safety without the controller", () => {
   let api: TestApiServer;
   const controllers: ControllerProcess[] = [];
@@ -44,16 +37,7 @@ describe("fallback safety without the controller", () => {
   const samplers: Sampler[] = [];
 
   beforeEach(async () => {
-    api = await TestApiServer.start({ bookmarkIntervalMs: 500 });
-    api.create(node("node-1"));
-    const web = service("web");
-    web.metadata.annotations = {
-      "fallback.kpng.io/selector": "app=sorry-page",
-      "fallback.kpng.io/return-delay": `${RETURN_DELAY_MS}ms`,
-    };
-    api.create(web);
-    api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.5"] }));
-    api.create(sorryPod("sorry-1", "203.0.113.50"));
+    api = await startWebCluster(`${RETURN_DELAY_MS}ms`);
     proxy = new KpngProcess(["kube", "--master", api.url, "to-local", "to-json", "--node-name", "node-1"]);
   });
 
@@ -91,18 +75,9 @@ describe("fallback safety without the controller", () => {
     }
   }
 
-  function setPrimaryReady(ready: boolean): void {
-    const slice = api.get("EndpointSlice", "default/web-abc") as RawObject & {
-      kind: string;
-      endpoints: { conditions: unknown }[];
-    };
-    slice.endpoints[0]!.conditions = { ready, serving: ready, terminating: false };
-    api.update(slice);
-  }
-
   async function activate(): Promise<void> {
     await proxy.waitFor("the primary serving", () => kpngView().join() === PRIMARY.join(), STARTUP_MS);
-    setPrimaryReady(false);
+    setPrimaryReady(api, false);
     await proxy.waitFor("the fallback serving", () => kpngView().join() === FALLBACK.join());
     assert.deepEqual(
       stockView(api, "web"),
@@ -118,7 +93,7 @@ describe("fallback safety without the controller", () => {
     controller.kill("SIGKILL");
     await controller.exited;
 
-    setPrimaryReady(true);
+    setPrimaryReady(api, true);
     assert.deepEqual(stockView(api, "web"), PRIMARY, "a stock proxy returns as soon as the primary is ready");
     const returnedMs = await proxy.waitFor(
       "kpng back on the primary",
@@ -137,7 +112,7 @@ describe("fallback safety without the controller", () => {
     startController();
     const views = sample();
     await activate();
-    setPrimaryReady(true);
+    setPrimaryReady(api, true);
     assert.deepEqual(stockView(api, "web"), PRIMARY);
     const returnedMs = await proxy.waitFor(
       "kpng back on the primary",
@@ -148,7 +123,7 @@ describe("fallback safety without the controller", () => {
     await until("the fallback marked inactive", () => activeLabels(api, "web") === "false");
     assert.deepEqual(stockView(api, "web"), PRIMARY);
     // The primary fails again: both move to the fallback.
-    setPrimaryReady(false);
+    setPrimaryReady(api, false);
     await proxy.waitFor("the fallback again", () => kpngView().join() === FALLBACK.join());
     await until(
       "a stock proxy on the fallback again",
@@ -167,7 +142,7 @@ describe("fallback safety without the controller", () => {
     const first = startController();
     await proxy.waitFor("the primary serving", () => kpngView().join() === PRIMARY.join(), STARTUP_MS);
     const views = sample();
-    setPrimaryReady(false);
+    setPrimaryReady(api, false);
     await until("both slices active", () => activeLabels(api, "web") === "true,true");
     first.kill("SIGKILL");
     await first.exited;
@@ -213,7 +188,7 @@ describe("fallback safety without the controller", () => {
         .some((e) => e.reason === "InvalidFallback" && e.type === "Warning"),
     );
     assert.deepEqual(stockView(api, "web"), []);
-    setPrimaryReady(true);
+    setPrimaryReady(api, true);
     await proxy.waitFor("the primary serving", () => kpngView().join() === PRIMARY.join(), STARTUP_MS);
     assertNeverMixed(views);
   });
@@ -243,7 +218,7 @@ describe("fallback safety without the controller", () => {
     // The primary is still down: the Service rejects, as without a fallback, on both proxies.
     await proxy.waitFor("kpng without the fallback", () => kpngView().length === 0);
     assert.deepEqual(stockView(api, "web"), []);
-    setPrimaryReady(true);
+    setPrimaryReady(api, true);
     await proxy.waitFor("the primary serving", () => kpngView().join() === PRIMARY.join());
     assert.deepEqual(stockView(api, "web"), PRIMARY);
     assert.equal(fallbackSlicesOf(api, "web").length, 0);
