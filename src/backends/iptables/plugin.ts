@@ -2,8 +2,8 @@
 
 import type { Command } from "commander";
 import { IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
-import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
 import { NodeServices } from "../../node/node-services.ts";
