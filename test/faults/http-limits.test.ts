@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type { Server } from "node:http";
 import { connect, type Socket } from "node:net";
 import { after, describe, test } from "node:test";
-import { close, listen } from "../../src/node/http-listen.ts";
+import { close, listen } from "../../src/observability/http-listen.ts";
 
 const LIMITS = { maxConnections: 8, idleMs: 500, headersMs: 500, requestsPerSecond: 20 };
 

@@ -12,7 +12,7 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { Counter } from "prom-client";
-import { registry } from "../observability/metrics.ts";
+import { registry } from "./metrics.ts";
 
 export interface HttpLimits {
   readonly maxConnections: number;
