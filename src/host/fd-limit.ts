@@ -8,7 +8,7 @@ import { readFile } from "node:fs/promises";
 import type { Logger } from "../observability/log.ts";
 import { execCommand } from "./exec.ts";
 
-export interface FdLimit {
+interface FdLimit {
   readonly soft: number;
   readonly hard: number;
 }

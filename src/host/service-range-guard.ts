@@ -18,7 +18,7 @@ const refusedTotal = new Counter({
   registers: [registry],
 });
 
-export interface ProtectedAddresses {
+interface ProtectedAddresses {
   /** The node's own addresses: those of the interfaces holding its default routes. */
   readonly nodeIPs: readonly string[];
   /** The next hops of the node's default routes. */
@@ -33,7 +33,7 @@ export async function readProtectedAddresses(host: IpCommandHost): Promise<Prote
   return { nodeIPs, gateways: await host.defaultGateways() };
 }
 
-export interface RefusedRange {
+interface RefusedRange {
   readonly range: string;
   readonly reason: string;
 }

@@ -12,7 +12,7 @@ import {
   type RawObject,
   requiredString,
 } from "./field-reader.ts";
-import { type Cidr, parseCidr } from "./ip.ts";
+import { parseCidr } from "./ip.ts";
 import type { IPFamily, ServiceCIDR } from "./kube.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
@@ -47,7 +47,10 @@ export function readServiceCIDR(raw: RawObject): ServiceCIDR {
 }
 
 /** Why a range cannot be a Service range because it is a default route; undefined when it is not. */
-export function defaultRouteReason(cidr: Cidr): string | undefined {
+export function defaultRouteReason(cidr: {
+  readonly family: IPFamily;
+  readonly text: string;
+}): string | undefined {
   if (!cidr.text.endsWith("/0")) return undefined;
   return `${cidr.text} covers every ${cidr.family} address (a default route), not a Service IP range`;
 }
