@@ -7,8 +7,9 @@
 
 import { createHash } from "node:crypto";
 import { type FSWatcher, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
+import { readBoundedFile } from "../../lib/bounded-read.ts";
 import { sleep } from "../../lib/sleep.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
@@ -29,7 +30,12 @@ interface FileSourceOptions {
   readonly settleMs?: number;
   /** How long a read that empties the file or drops most objects must stay so before it is used. */
   readonly shrinkHoldMs?: number;
+  /** A larger file is refused (--max-input-size). */
+  readonly maxBytes?: number;
 }
+
+/** The default --max-input-size: a 100k-Service cluster's JSON fits several times over. */
+export const DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024;
 
 /** The settle time for files rewritten in place. */
 const DEFAULT_SETTLE_MS = 500;
@@ -222,7 +228,11 @@ export class FileSource implements ClusterSource {
     let bytes: Buffer;
     try {
       this.#readIno = (await identity(path))?.ino;
-      bytes = await readFile(path);
+      bytes = await readBoundedFile(
+        path,
+        this.#options.maxBytes ?? DEFAULT_MAX_INPUT_BYTES,
+        "--max-input-size",
+      );
     } catch (err) {
       return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
     }
