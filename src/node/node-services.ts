@@ -4,13 +4,16 @@
 
 import type { Server } from "node:http";
 import { availableParallelism } from "node:os";
-import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
+import {
+  KUBE_PROXY_CLEANUP_BINARIES,
+  removeKubeProxyLeftovers,
+} from "../host/kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
-import { type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
+import { CONNTRACK_BINARIES, type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
@@ -21,6 +24,12 @@ import { ProxyHealth } from "./proxy-health.ts";
 import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
 import { SyncMetrics } from "./sync-metrics.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
+
+/** The programs the node services may start: conntrack cleanup, and kube-proxy's cleanup at start. */
+export const NODE_SERVICES_BINARIES: readonly string[] = [
+  ...CONNTRACK_BINARIES,
+  ...KUBE_PROXY_CLEANUP_BINARIES,
+];
 
 export interface NodeServicesContext {
   /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */

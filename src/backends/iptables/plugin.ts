@@ -1,11 +1,11 @@
 // `… to-local to-iptables`: the iptables backend as a CLI sink, and `kpng cleanup iptables`.
 
 import type { Command } from "commander";
-import { IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
-import { NodeServices } from "../../node/node-services.ts";
+import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesOptions,
@@ -18,7 +18,7 @@ import type { IpFamily } from "./addresses.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
 import { familyConfigs } from "./config.ts";
-import { ExecIptablesRunner, type IptablesRunner, type Variant } from "./runner.ts";
+import { ExecIptablesRunner, IPTABLES_BINARIES, type IptablesRunner, type Variant } from "./runner.ts";
 import { detectVariant } from "./variant.ts";
 
 export type IptablesMode = "auto" | Variant;
@@ -101,6 +101,7 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
   name: "to-iptables",
   description: "program the node's services into iptables (KPNG- chains; iptables-nft or -legacy)",
   defaultMinSyncPeriod: "1s",
+  binaries: [...IPTABLES_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES],
   addOptions(cmd: Command): void {
     addTrafficAddressOptions(cmd);
     cmd

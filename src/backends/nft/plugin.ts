@@ -2,11 +2,16 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
-import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import {
+  HOST_NETWORK_BINARIES,
+  type HostNetwork,
+  IpCommandHost,
+  primaryAddresses,
+} from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
-import { NodeServices } from "../../node/node-services.ts";
+import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesOptions,
@@ -22,7 +27,7 @@ import type { TableConfig } from "./fragment.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
-import { ExecNftRunner } from "./runner.ts";
+import { ExecNftRunner, NFT_BINARIES } from "./runner.ts";
 import { acquireTableLock } from "./table-lock.ts";
 
 const nftOptions = z.object({
@@ -77,6 +82,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   name: "to-nft",
   description: "program the node's services into nftables (tables ip/ip6 kpng)",
   defaultMinSyncPeriod: "1s",
+  binaries: [...NFT_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES],
   addOptions(cmd: Command): void {
     addTrafficAddressOptions(cmd);
     cmd
