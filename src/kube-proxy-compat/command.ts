@@ -125,7 +125,7 @@ async function runUntilConfigChanges(
 }
 
 /** The effective configuration as a KubeProxyConfiguration document (dotted paths nested). */
-export function configDocument(effective: Readonly<Record<string, unknown>>): Record<string, unknown> {
+function configDocument(effective: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const doc: Record<string, unknown> = { apiVersion: API_VERSION, kind: KIND };
   for (const [path, value] of Object.entries(effective)) {
     const keys = path.split(".");

@@ -3,6 +3,7 @@
 // how kpng applies it. The file reader, the flag parser, translate() and the docs test all read
 // this table; docs/kube-proxy-compat.md is its prose form.
 
+import { joinHostPort, splitHostPort } from "../lib/host-port.ts";
 import { familyOfAddress, parseCidr } from "../model/ip.ts";
 import { parseDuration } from "../plugin/duration.ts";
 import { UsageError } from "../plugin/usage-error.ts";
@@ -74,7 +75,7 @@ function inRange(field: string, v: unknown, min: number, max: number): number {
  * kube-proxy's bind address rules: "" means the default host (IPv6 when bindAddress is IPv6) with
  * the default port; a bare IP gets the default port; otherwise IP:port.
  */
-export function bindAddress(field: string, v: unknown, bind: unknown, port: number, local: boolean): string {
+function bindAddress(field: string, v: unknown, bind: unknown, port: number, local: boolean): string {
   let t = text(v);
   if (t === OFF) return "";
   if (t === "") {
@@ -82,16 +83,14 @@ export function bindAddress(field: string, v: unknown, bind: unknown, port: numb
     t = v6 ? (local ? "[::1]" : "[::]") : local ? "127.0.0.1" : "0.0.0.0";
   }
   const bare = t.replace(/^\[(.*)\]$/, "$1");
-  if (familyOfAddress(bare) !== undefined)
-    return bare.includes(":") ? `[${bare}]:${port}` : `${bare}:${port}`;
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(t);
-  const host = m?.[1] ?? m?.[2];
-  if (m === null || host === undefined || familyOfAddress(host) === undefined || Number(m[3]) > 65535)
+  if (familyOfAddress(bare) !== undefined) return joinHostPort(bare, port);
+  const address = splitHostPort(t);
+  if (address === undefined || familyOfAddress(address.host) === undefined)
     throw new UsageError(`${field}: "${t}" is not an IP or IP:port (e.g. 0.0.0.0:${port} or [::]:${port})`);
   return t;
 }
 
-export function cidrList(field: string, items: readonly string[]): string[] {
+function cidrList(field: string, items: readonly string[]): string[] {
   return items
     .map((s) => s.trim())
     .filter((s) => s !== "")

@@ -2,12 +2,12 @@
 // the proxy keeps working, unless bindAddressHardFail makes it fatal.
 
 import type { Server } from "node:http";
+import { close } from "../observability/http-listen.ts";
 import type { Logger } from "../observability/log.ts";
-import { close } from "./http-listen.ts";
 
 export const BIND_RETRY_MS = 5000;
 
-export interface BindRetryOptions {
+interface BindRetryOptions {
   /** "healthz" or "metrics", for the log line. */
   readonly what: string;
   readonly address: string;

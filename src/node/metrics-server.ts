@@ -10,8 +10,7 @@
 
 import type { Server, ServerResponse } from "node:http";
 import { Session } from "node:inspector/promises";
-import { registry } from "../observability/metrics.ts";
-import { listen } from "./http-listen.ts";
+import { listen, sendMetrics } from "../observability/http-listen.ts";
 
 interface ComponentDocuments {
   readonly configz: Readonly<Record<string, unknown>> | undefined;
@@ -28,7 +27,7 @@ export function publishComponentDocuments(
   documents = { configz: config, flagz: flags };
 }
 
-export interface MetricsServerOptions {
+interface MetricsServerOptions {
   readonly profiling?: boolean;
 }
 
@@ -61,11 +60,7 @@ export function startMetricsServer(
         res.writeHead(200, { "Content-Type": "application/json" });
         return res.end(JSON.stringify({ "kubeproxy.config.k8s.io": documents.configz }));
       case "/metrics":
-        registry.metrics().then(
-          (body) => res.writeHead(200, { "Content-Type": registry.contentType }).end(body),
-          (err: unknown) => text(500, String(err)),
-        );
-        return;
+        return sendMetrics(res);
     }
     if (options.profiling === true && url.pathname.startsWith("/debug/pprof/")) {
       const seconds = Math.min(Number(url.searchParams.get("seconds") ?? 30) || 30, MAX_PROFILE_SECONDS);

@@ -2,7 +2,6 @@
 // healthCheckNodePort servers, conntrack cleanup and sysctls. A backend drives it through the
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
-import type { Server } from "node:http";
 import { availableParallelism } from "node:os";
 import {
   KUBE_PROXY_CLEANUP_BINARIES,
@@ -12,12 +11,12 @@ import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
+import { RetryingServer } from "./bind-retry.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
 import { CONNTRACK_BINARIES, type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
-import { close } from "./http-listen.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesOptions } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
@@ -31,7 +30,7 @@ export const NODE_SERVICES_BINARIES: readonly string[] = [
   ...KUBE_PROXY_CLEANUP_BINARIES,
 ];
 
-export interface NodeServicesContext {
+interface NodeServicesContext {
   /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */
   readonly mode: string;
   readonly families: readonly IPFamily[];
@@ -52,7 +51,7 @@ export class NodeServices implements SyncObserver {
   readonly healthCheckNodePorts: HealthCheckNodePorts;
   readonly #metrics: SyncMetrics;
   readonly #cleaner: ConntrackCleaner | undefined;
-  readonly #servers: Server[] = [];
+  readonly #servers: RetryingServer[] = [];
   readonly #log: Logger;
   readonly #watchdog: RulesWatchdog | undefined;
   readonly #stop = new AbortController();
@@ -98,8 +97,27 @@ export class NodeServices implements SyncObserver {
       ctx.log,
     );
     try {
-      if (o.healthz) s.#servers.push(await startHealthServer(o.healthz.host, o.healthz.port, s.health));
-      if (o.metrics) s.#servers.push(await startMetricsServer(o.metrics.host, o.metrics.port, ctx.mode));
+      const retry = (what: string, a: { host: string; port: number }) => ({
+        what,
+        address: `${a.host}:${a.port}`,
+        hardFail: o.bindAddressHardFail,
+        log: ctx.log,
+      });
+      const { healthz, metrics } = o;
+      if (healthz)
+        s.#servers.push(
+          await RetryingServer.start(
+            () => startHealthServer(healthz.host, healthz.port, s.health),
+            retry("healthz", healthz),
+          ),
+        );
+      if (metrics)
+        s.#servers.push(
+          await RetryingServer.start(
+            () => startMetricsServer(metrics.host, metrics.port, ctx.mode, { profiling: o.profiling }),
+            retry("metrics", metrics),
+          ),
+        );
     } catch (err) {
       await s.close();
       throw new Error(`cannot listen for /healthz or /metrics: ${(err as Error).message}`);
@@ -137,7 +155,7 @@ export class NodeServices implements SyncObserver {
   async close(): Promise<void> {
     this.#stop.abort();
     await this.#watching;
-    await Promise.all([...this.#servers.splice(0).map(close), this.healthCheckNodePorts.close()]);
+    await Promise.all([...this.#servers.splice(0).map((x) => x.close()), this.healthCheckNodePorts.close()]);
     this.#log.info("node services closed");
   }
 }

@@ -27,9 +27,9 @@ export const KUBE_PROXY_CLEANUP_BINARIES: readonly string[] = [
   "ip",
 ];
 
-export const IPVS_DUMMY = "kube-ipvs0";
+const IPVS_DUMMY = "kube-ipvs0";
 
-export interface CleanupReport {
+interface CleanupReport {
   /** "iptables-nft-save nat KUBE-SERVICES", … */
   readonly iptablesChains: string[];
   iptablesRules: number;
