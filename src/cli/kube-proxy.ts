@@ -1,6 +1,7 @@
 // Wiring for the kube-proxy drop-in forms, which take kube-proxy's own flags rather than kpng's:
 //   kpng kube-proxy [--config FILE] [kube-proxy flags]
 //   kpng cleanup kube-proxy
+//   kpng cleanup all          (kpng's own objects, every backend: see cleanup-all.ts)
 // The work is in src/kube-proxy-compat/ and src/host/kube-proxy-leftovers/.
 
 import { readFileSync, unwatchFile, watchFile, writeFileSync } from "node:fs";
@@ -17,6 +18,8 @@ import { parseNodeServicesOptions } from "../node/options.ts";
 import type { Logger } from "../observability/log.ts";
 import type { RunContext } from "../plugin/contracts.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+import { cleanupAll } from "./cleanup-all.ts";
+import { localSinks } from "./plugins.ts";
 
 /**
  * Runs argv if it is one of the kube-proxy forms and resolves true; resolves false otherwise.
@@ -40,6 +43,12 @@ export async function runKubeProxyForms(
     if (argv.length > 2)
       throw new UsageError(`cleanup kube-proxy takes no arguments (got ${argv.slice(2).join(" ")})`);
     await cleanup();
+    return true;
+  }
+  if (argv[0] === "cleanup" && argv[1] === "all") {
+    if (argv.length > 2)
+      throw new UsageError(`cleanup all takes no arguments (got ${argv.slice(2).join(" ")})`);
+    await cleanupAll(localSinks, { ...ctx, log: ctx.log.child({ component: "cleanup" }) });
     return true;
   }
   if (argv[0] !== "kube-proxy") return false;

@@ -1,5 +1,5 @@
 // The metrics port (--metrics-bind-address), with kube-proxy's paths:
-//   /metrics    the process registry, Prometheus text format
+//   /metrics    the process registry, Prometheus text format, with process_* and nodejs_*
 //   /proxyMode  the backend's mode name ("nftables", "iptables")
 //   /healthz    "ok" while the process serves (kube-proxy's ping check on this port)
 //   /configz    the effective configuration as JSON, when the process runs as kube-proxy
@@ -10,7 +10,9 @@
 
 import type { Server, ServerResponse } from "node:http";
 import { Session } from "node:inspector/promises";
+import { collectDefaultMetrics } from "prom-client";
 import { listen, sendMetrics } from "../observability/http-listen.ts";
+import { registry } from "../observability/metrics.ts";
 
 interface ComponentDocuments {
   readonly configz: Readonly<Record<string, unknown>> | undefined;
@@ -33,12 +35,22 @@ interface MetricsServerOptions {
 
 const MAX_PROFILE_SECONDS = 300;
 
+let processMetrics = false;
+
+/** kube-proxy exports process_* (CPU, memory, open fds, start time): so does kpng, once. */
+function collectProcessMetrics(): void {
+  if (processMetrics) return;
+  processMetrics = true;
+  collectDefaultMetrics({ register: registry });
+}
+
 export function startMetricsServer(
   host: string,
   port: number,
   proxyMode: string,
   options: MetricsServerOptions = {},
 ): Promise<Server> {
+  collectProcessMetrics();
   return listen(host, port, (req, res) => {
     const url = new URL(req.url ?? "/", "http://metrics");
     const text = (status: number, body: string) =>

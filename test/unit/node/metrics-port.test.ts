@@ -29,7 +29,14 @@ describe("metrics port paths", () => {
     const port = portOf(s);
     assert.equal((await get(port, "/proxyMode")).body, "iptables");
     assert.deepEqual(await get(port, "/healthz").then((r) => [r.status, r.body]), [200, "ok"]);
-    assert.equal((await get(port, "/metrics")).status, 200);
+    const metrics = await get(port, "/metrics");
+    assert.equal(metrics.status, 200);
+    for (const name of [
+      "process_cpu_seconds_total",
+      "process_resident_memory_bytes",
+      "process_start_time_seconds",
+    ])
+      assert.match(metrics.body, new RegExp(`^${name} `, "m"), name);
     assert.equal((await get(port, "/configz")).status, 404, "nothing published: not running as kube-proxy");
     publishComponentDocuments({ kind: "KubeProxyConfiguration", mode: "iptables" }, ["--config=/c", "--v=2"]);
     const configz = await get(port, "/configz");
