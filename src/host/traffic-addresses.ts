@@ -11,6 +11,8 @@ export interface TrafficAddressSettings {
   /** Comma list of pod CIDRs, possibly empty. */
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;
+  /** The bit of the packet mark that means "masquerade" (kube-proxy's masqueradeBit); 14 when unset. */
+  readonly masqueradeBit?: string | number;
 }
 
 export function addTrafficAddressOptions(cmd: Command): void {
@@ -25,7 +27,8 @@ export function addTrafficAddressOptions(cmd: Command): void {
       "pod CIDRs (comma list, per family): traffic from them is pod traffic",
       "",
     )
-    .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false);
+    .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
+    .option("--masquerade-bit <bit>", "the bit (0-31) of the packet mark that asks for masquerade", "14");
 }
 
 /** The canonical CIDRs of a comma list; throws an Error naming the flag when one is malformed. */
@@ -43,15 +46,33 @@ function parseCIDRList(text: string, flag: string): string[] {
     });
 }
 
+/** The packet mark of a masquerade bit, e.g. 14 → "0x4000"; throws an Error naming the flag. */
+function masqueradeMark(bit: string | number | undefined): string {
+  const n = bit === undefined ? 14 : Number(bit);
+  if (!Number.isInteger(n) || n < 0 || n > 31)
+    throw new Error(`--masquerade-bit: "${bit}" is not a bit number from 0 to 31`);
+  return `0x${(2 ** n).toString(16)}`;
+}
+
 /** Both families' node IPs, NodePort CIDRs and pod CIDRs; throws an Error naming a bad flag. */
 export function trafficAddresses(
   settings: TrafficAddressSettings,
   primaryIPs: readonly string[],
-): { readonly nodeIPs: string[]; readonly nodePortCIDRs: string[]; readonly podCIDRs: string[] } {
+): {
+  readonly nodeIPs: string[];
+  readonly nodePortCIDRs: string[];
+  readonly podCIDRs: string[];
+  readonly masqueradeMark: string;
+} {
   const nodeIPs = primaryIPs.map(canonicalIP);
   const nodePortCIDRs =
     settings.nodePortAddresses.trim() === "primary"
       ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "IPv4" ? 32 : 128}`)
       : parseCIDRList(settings.nodePortAddresses, "--nodeport-addresses");
-  return { nodeIPs, nodePortCIDRs, podCIDRs: parseCIDRList(settings.clusterCIDRs, "--cluster-cidr") };
+  return {
+    nodeIPs,
+    nodePortCIDRs,
+    podCIDRs: parseCIDRList(settings.clusterCIDRs, "--cluster-cidr"),
+    masqueradeMark: masqueradeMark(settings.masqueradeBit),
+  };
 }

@@ -12,6 +12,8 @@ export interface FamilyConfig {
   /** Pod CIDRs (this family): traffic from them is "from the cluster". */
   readonly podCIDRs: readonly string[];
   readonly masqueradeAll: boolean;
+  /** The packet mark that asks for masquerade (kube-proxy's 1 << masqueradeBit); 0x4000 when unset. */
+  readonly masqueradeMark?: string;
   /** The node's own addresses in this family (loadBalancerSourceRanges). */
   readonly nodeIPs: readonly string[];
 }
@@ -20,12 +22,18 @@ export function familyConfigs(
   settings: TrafficAddressSettings,
   primaryIPs: readonly string[],
 ): FamilyConfig[] {
-  const { nodeIPs, nodePortCIDRs: nodePort, podCIDRs: pods } = trafficAddresses(settings, primaryIPs);
+  const {
+    nodeIPs,
+    nodePortCIDRs: nodePort,
+    podCIDRs: pods,
+    masqueradeMark,
+  } = trafficAddresses(settings, primaryIPs);
   return (["ipv4", "ipv6"] as const).map((family) => ({
     family,
     nodePortCIDRs: ofFamily(nodePort, ipFamilyOfTools(family)),
     podCIDRs: ofFamily(pods, ipFamilyOfTools(family)),
     masqueradeAll: settings.masqueradeAll,
+    masqueradeMark,
     nodeIPs: ofFamily(nodeIPs, ipFamilyOfTools(family)),
   }));
 }

@@ -27,6 +27,7 @@ interface IptablesOptions {
   readonly nodePortAddresses: string;
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;
+  readonly masqueradeBit: string;
   readonly dryRun: boolean;
   readonly mode: IptablesMode;
   readonly syncPeriodMs: number;
@@ -60,9 +61,10 @@ export function parseIptablesOptions(raw: RawOptions): IptablesOptions {
     throw new UsageError(`--iptables-mode: "${mode}" is not one of auto, nft, legacy`);
   const nodePortAddresses = str(raw, "nodeportAddresses", "primary");
   const clusterCIDRs = str(raw, "clusterCidr", "");
+  const masqueradeBit = str(raw, "masqueradeBit", "14");
   try {
     // The node's own addresses are read later; checking the flags needs none.
-    trafficAddresses({ nodePortAddresses, clusterCIDRs, masqueradeAll: false }, []);
+    trafficAddresses({ nodePortAddresses, clusterCIDRs, masqueradeAll: false, masqueradeBit }, []);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -70,6 +72,7 @@ export function parseIptablesOptions(raw: RawOptions): IptablesOptions {
     nodePortAddresses,
     clusterCIDRs,
     masqueradeAll: raw.masqueradeAll === true,
+    masqueradeBit,
     dryRun: raw.dryRun === true,
     mode,
     syncPeriodMs: duration(raw, "syncPeriod", "--sync-period", 30_000, 1000),

@@ -81,14 +81,15 @@ export function staticRules(
   // here rather than routed on. Only new connections reach this chain.
   for (const range of ofFamily(serviceCIDRs, cfg.family === "ipv4" ? "IPv4" : "IPv6"))
     filterServices.push(`-A ${STATIC.services} -d ${range} -j DROP`);
+  const mark = cfg.masqueradeMark ?? MASQUERADE_MARK;
   const nat = [
     ...natServices,
     ...natNodePorts,
-    `-A ${STATIC.markForMasquerade} -j MARK --or-mark ${MASQUERADE_MARK}`,
+    `-A ${STATIC.markForMasquerade} -j MARK --or-mark ${mark}`,
     ...cfg.podCIDRs.map((p) => `-A ${STATIC.masqueradeNonPods} -s ${p} -j RETURN`),
     `-A ${STATIC.masqueradeNonPods} -j ${STATIC.markForMasquerade}`,
-    `-A ${STATIC.postrouting} -m mark ! --mark ${MASQUERADE_MARK}/${MASQUERADE_MARK} -j RETURN`,
-    `-A ${STATIC.postrouting} -j MARK --xor-mark ${MASQUERADE_MARK}`,
+    `-A ${STATIC.postrouting} -m mark ! --mark ${mark}/${mark} -j RETURN`,
+    `-A ${STATIC.postrouting} -j MARK --xor-mark ${mark}`,
     `-A ${STATIC.postrouting} -j MASQUERADE --random-fully`,
   ];
   return { nat, filter: [...filterFirewall, ...filterNodePorts, ...filterServices] };

@@ -19,13 +19,19 @@ export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[
   if (!TABLE_NAME.test(settings.table)) {
     throw new Error(`--table-name: "${settings.table}" is not a valid nft table name`);
   }
-  const { nodeIPs, nodePortCIDRs: nodePort, podCIDRs: pods } = trafficAddresses(settings, primaryIPs);
+  const {
+    nodeIPs,
+    nodePortCIDRs: nodePort,
+    podCIDRs: pods,
+    masqueradeMark,
+  } = trafficAddresses(settings, primaryIPs);
   return (["ip", "ip6"] as NftFamily[]).map((family) => ({
     family,
     table: settings.table,
     nodePortCIDRs: ofFamily(nodePort, ipFamilyOfTable(family)),
     podCIDRs: ofFamily(pods, ipFamilyOfTable(family)),
     masqueradeAll: settings.masqueradeAll,
+    masqueradeMark,
     nodeIPs: ofFamily(nodeIPs, ipFamilyOfTable(family)),
   }));
 }

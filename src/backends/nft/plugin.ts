@@ -41,6 +41,7 @@ const nftOptions = z.object({
   nodeportAddresses: z.string().optional().default("primary"),
   clusterCidr: z.string().optional().default(""),
   masqueradeAll: switchFlag,
+  masqueradeBit: z.string().optional().default("14"),
   dryRun: switchFlag,
   syncPeriod: durationFlag(1000, "it is the periodic resync and the longest retry wait; use 1s or more")
     .optional()
@@ -63,6 +64,7 @@ function parseNftOptions(raw: RawOptions): NftOptions {
     nodePortAddresses: opts.nodeportAddresses,
     clusterCIDRs: opts.clusterCidr,
     masqueradeAll: opts.masqueradeAll,
+    masqueradeBit: opts.masqueradeBit,
   };
   try {
     // The node's own addresses are read later; checking the flags needs none.
