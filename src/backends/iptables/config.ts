@@ -14,12 +14,14 @@ export interface FamilyConfig {
   readonly masqueradeAll: boolean;
   /** The packet mark that asks for masquerade (kube-proxy's 1 << masqueradeBit); 0x4000 when unset. */
   readonly masqueradeMark?: string;
+  /** NodePorts on 127.0.0.1 too (IPv4 only; kube-proxy's iptables.localhostNodePorts). */
+  readonly localhostNodePorts?: boolean;
   /** The node's own addresses in this family (loadBalancerSourceRanges). */
   readonly nodeIPs: readonly string[];
 }
 
 export function familyConfigs(
-  settings: TrafficAddressSettings,
+  settings: TrafficAddressSettings & { readonly localhostNodePorts?: boolean },
   primaryIPs: readonly string[],
 ): FamilyConfig[] {
   const {
@@ -34,6 +36,7 @@ export function familyConfigs(
     podCIDRs: ofFamily(pods, ipFamilyOfTools(family)),
     masqueradeAll: settings.masqueradeAll,
     masqueradeMark,
+    localhostNodePorts: settings.localhostNodePorts === true,
     nodeIPs: ofFamily(nodeIPs, ipFamilyOfTools(family)),
   }));
 }

@@ -5,6 +5,7 @@ import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../ho
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
+import { applySysctls, ProcSysctlFiles } from "../../node/conntrack/sysctls.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
@@ -23,11 +24,15 @@ import { detectVariant } from "./variant.ts";
 
 type IptablesMode = "auto" | Variant;
 
+/** Lets packets to 127.0.0.1 be DNATed to another host: localhost NodePorts need it. */
+const ROUTE_LOCALNET = { name: "net/ipv4/conf/all/route_localnet", value: 1 };
+
 interface IptablesOptions {
   readonly nodePortAddresses: string;
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;
   readonly masqueradeBit: string;
+  readonly localhostNodePorts: boolean;
   readonly dryRun: boolean;
   readonly mode: IptablesMode;
   readonly syncPeriodMs: number;
@@ -73,6 +78,7 @@ export function parseIptablesOptions(raw: RawOptions): IptablesOptions {
     clusterCIDRs,
     masqueradeAll: raw.masqueradeAll === true,
     masqueradeBit,
+    localhostNodePorts: raw.localhostNodeports === true,
     dryRun: raw.dryRun === true,
     mode,
     syncPeriodMs: duration(raw, "syncPeriod", "--sync-period", 30_000, 1000),
@@ -112,6 +118,11 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
       .option("--sync-period <duration>", "full resync interval (also the longest retry backoff)", "30s")
       .option("--canary-interval <duration>", "how often to check that the tables were not flushed", "2s")
       .option(
+        "--localhost-nodeports",
+        "accept IPv4 NodePort traffic on 127.0.0.1 too (sets route_localnet, as kube-proxy's iptables mode)",
+        false,
+      )
+      .option(
         "--iptables-mode <mode>",
         "auto (the variant already holding Kubernetes rules, else nft), nft or legacy",
         "auto",
@@ -125,6 +136,8 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
     const families = familyConfigs(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
     const runner = await runnerFor(opts.mode);
     const log = ctx.log.child({ component: "iptables" });
+    if (opts.localhostNodePorts && !opts.dryRun)
+      await applySysctls([ROUTE_LOCALNET], new ProcSysctlFiles(), log);
     const settings = {
       runner,
       families,

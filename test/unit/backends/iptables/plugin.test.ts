@@ -89,3 +89,22 @@ test("--masquerade-bit sets the mark of KPNG-MARK-MASQ and KPNG-POSTROUTING (kub
   );
   assert.throws(() => parseIptablesOptions({ masqueradeBit: "40" }), /--masquerade-bit: "40" is not a bit/);
 });
+
+test("--localhost-nodeports: IPv4 NodePorts on 127.0.0.1 too, martian packets to 127/8 dropped; IPv6 never", () => {
+  const rules = (localhost: boolean) =>
+    familyConfigs(
+      parseIptablesOptions({ nodeportAddresses: "0.0.0.0/0,::/0", localhostNodeports: localhost }),
+      [],
+    ).map((cfg) => staticRules(cfg, []));
+  const [v4, v6] = rules(true);
+  assert.ok(!v4?.nat.some((l) => l.includes("-d 127.0.0.0/8 -j RETURN")), v4?.nat.join("\n"));
+  assert.ok(v4?.nat.includes("-A KPNG-SERVICES -d 0.0.0.0/0 -m addrtype --dst-type LOCAL -j KPNG-NODEPORTS"));
+  assert.equal(
+    v4?.filter[0],
+    "-A KPNG-FIREWALL -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate DNAT -j DROP",
+  );
+  assert.ok(v6?.nat.includes("-A KPNG-SERVICES -d ::1/128 -j RETURN"), "IPv6: never, as kube-proxy");
+  const [off] = rules(false);
+  assert.ok(off?.nat.includes("-A KPNG-SERVICES -d 127.0.0.0/8 -j RETURN"));
+  assert.ok(!off?.filter.some((l) => l.includes("DROP") && l.includes("127.0.0.0/8")));
+});
