@@ -18,7 +18,7 @@ import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } fro
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
 import { startMetricsServer } from "./metrics-server.ts";
-import type { NodeServicesOptions } from "./options.ts";
+import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
 import { SyncMetrics } from "./sync-metrics.ts";
@@ -57,7 +57,7 @@ export class NodeServices implements SyncObserver {
   readonly #stop = new AbortController();
   #watching: Promise<void> | undefined;
 
-  private constructor(o: NodeServicesOptions, ctx: NodeServicesContext) {
+  private constructor(o: NodeServicesFlags, ctx: NodeServicesContext) {
     this.#log = ctx.log;
     this.health = new ProxyHealth({ families: ctx.families, timeoutMs: 2 * ctx.syncPeriodMs, now: ctx.now });
     this.#metrics = new SyncMetrics(ctx.mode, ctx.now);
@@ -83,7 +83,7 @@ export class NodeServices implements SyncObserver {
    * Removes kube-proxy's leftovers when asked, sets the sysctls and opens the servers; a server
    * that cannot listen is an error.
    */
-  static async start(o: NodeServicesOptions, ctx: NodeServicesContext): Promise<NodeServices> {
+  static async start(o: NodeServicesFlags, ctx: NodeServicesContext): Promise<NodeServices> {
     if (o.cleanupKubeProxy) {
       // Two proxies on one node fight over the same packets: kube-proxy's rules must go first.
       const report = await removeKubeProxyLeftovers(new ExecCommandRunner(), ctx.log);

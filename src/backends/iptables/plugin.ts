@@ -9,7 +9,7 @@ import { applySysctls, ProcSysctlFiles } from "../../node/conntrack/sysctls.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
-  type NodeServicesOptions,
+  type NodeServicesFlags,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
@@ -37,7 +37,7 @@ interface IptablesOptions {
   readonly mode: IptablesMode;
   readonly syncPeriodMs: number;
   readonly canaryIntervalMs: number;
-  readonly node: NodeServicesOptions;
+  readonly node: NodeServicesFlags;
 }
 
 function str(raw: Record<string, unknown>, key: string, fallback: string): string {

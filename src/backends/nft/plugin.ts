@@ -14,7 +14,7 @@ import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
-  type NodeServicesOptions,
+  type NodeServicesFlags,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
@@ -50,7 +50,7 @@ const nftOptions = z.object({
 
 type NftOptions = z.output<typeof nftOptions> & {
   readonly settings: NftSettings;
-  readonly node: NodeServicesOptions;
+  readonly node: NodeServicesFlags;
 };
 
 /** How often the rules are checked for deletion by another program. */
