@@ -43,6 +43,8 @@ export interface FieldRow {
   readonly flag?: string;
   /** kube-proxy's default, used when the field is absent, null, or (unless `pointer`) zero. */
   readonly default?: unknown;
+  /** kube-proxy's default when it depends on other fields (in place of `default`). */
+  readonly defaultFrom?: (value: (field: string) => unknown) => unknown;
   /** kube-proxy reads it through a pointer: only absent or null means "default"; 0 is a value. */
   readonly pointer?: boolean;
   /** The proxy modes the field belongs to; in another mode a non-default value is a warning. */
@@ -72,16 +74,12 @@ function inRange(field: string, v: unknown, min: number, max: number): number {
 }
 
 /**
- * kube-proxy's bind address rules: "" means the default host (IPv6 when bindAddress is IPv6) with
- * the default port; a bare IP gets the default port; otherwise IP:port.
+ * kube-proxy's bind address rules (after defaulting): a bare IP gets the default port;
+ * otherwise IP:port; OFF (from the command line) turns the server off.
  */
-function bindAddress(field: string, v: unknown, bind: unknown, port: number, local: boolean): string {
-  let t = text(v);
+function bindAddress(field: string, v: unknown, port: number): string {
+  const t = text(v);
   if (t === OFF) return "";
-  if (t === "") {
-    const v6 = familyOfAddress(text(bind)) === "IPv6";
-    t = v6 ? (local ? "[::1]" : "[::]") : local ? "127.0.0.1" : "0.0.0.0";
-  }
   const bare = t.replace(/^\[(.*)\]$/, "$1");
   if (familyOfAddress(bare) !== undefined) return joinHostPort(bare, port);
   const address = splitHostPort(t);
@@ -190,21 +188,15 @@ export const TABLE: readonly FieldRow[] = [
     field: "healthzBindAddress",
     type: "string",
     flag: "healthz-bind-address",
-    apply: (v, c) =>
-      c.sink(
-        "--healthz-bind-address",
-        bindAddress("healthzBindAddress", v, c.value("bindAddress"), HEALTHZ_PORT, false),
-      ),
+    defaultFrom: (value) => defaultBind(value("bindAddress"), HEALTHZ_PORT, false),
+    apply: (v, c) => c.sink("--healthz-bind-address", bindAddress("healthzBindAddress", v, HEALTHZ_PORT)),
   },
   {
     field: "metricsBindAddress",
     type: "string",
     flag: "metrics-bind-address",
-    apply: (v, c) =>
-      c.sink(
-        "--metrics-bind-address",
-        bindAddress("metricsBindAddress", v, c.value("bindAddress"), METRICS_PORT, true),
-      ),
+    defaultFrom: (value) => defaultBind(value("bindAddress"), METRICS_PORT, true),
+    apply: (v, c) => c.sink("--metrics-bind-address", bindAddress("metricsBindAddress", v, METRICS_PORT)),
   },
   {
     field: "bindAddressHardFail",
@@ -392,6 +384,12 @@ function logFormat(v: unknown): void {
   // kpng logs JSON lines either way; "text" is kube-proxy's default, so nearly every file says it.
   if (text(v) !== "" && text(v) !== "text" && text(v) !== "json")
     throw new UsageError(`logging.format: unknown format "${text(v)}" (text or json)`);
+}
+
+/** The servers' default address: IPv6 when bindAddress is IPv6 (metrics on the loopback). */
+function defaultBind(bind: unknown, port: number, loopback: boolean): string {
+  const v6 = familyOfAddress(text(bind)) === "IPv6";
+  return `${v6 ? (loopback ? "[::1]" : "[::]") : loopback ? "127.0.0.1" : "0.0.0.0"}:${port}`;
 }
 
 function bindAddressField(v: unknown, c: ApplyContext): void {

@@ -40,7 +40,10 @@ export function translate(
   const row = new Map(TABLE.map((r) => [r.field, r]));
   const given = (field: string) =>
     raw.has(field) && (row.get(field)?.pointer === true || !isZero(raw.get(field)));
-  const value = (field: string) => (given(field) ? raw.get(field) : row.get(field)?.default);
+  const value = (field: string): unknown => {
+    const r = row.get(field);
+    return given(field) ? raw.get(field) : r?.defaultFrom ? r.defaultFrom(value) : r?.default;
+  };
   const { mode, sink } = pick(typeof raw.get("mode") === "string" ? String(raw.get("mode")).trim() : "");
   const source: KpngOption[] = [];
   const sinkOptions: KpngOption[] = [];
