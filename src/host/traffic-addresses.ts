@@ -4,6 +4,8 @@
 
 import type { Command } from "commander";
 import { canonicalCIDR, canonicalIP, familyOf } from "../model/ip.ts";
+import type { IPFamily } from "../model/kube.ts";
+import { ofFamily } from "../model/local.ts";
 
 export interface TrafficAddressSettings {
   /** "primary", or a comma list of CIDRs. */
@@ -75,4 +77,28 @@ export function trafficAddresses(
     podCIDRs: parseCIDRList(settings.clusterCIDRs, "--cluster-cidr"),
     masqueradeMark: masqueradeMark(settings.masqueradeBit),
   };
+}
+
+/** What one family's rules need of the settings: its NodePort CIDRs, pod CIDRs and node IPs. */
+interface FamilyTraffic {
+  readonly nodePortCIDRs: readonly string[];
+  readonly podCIDRs: readonly string[];
+  readonly masqueradeAll: boolean;
+  readonly masqueradeMark: string;
+  readonly nodeIPs: readonly string[];
+}
+
+/** trafficAddresses split by family, for a backend's per-family configuration. */
+export function trafficOfFamily(
+  settings: TrafficAddressSettings,
+  primaryIPs: readonly string[],
+): (family: IPFamily) => FamilyTraffic {
+  const t = trafficAddresses(settings, primaryIPs);
+  return (family) => ({
+    nodePortCIDRs: ofFamily(t.nodePortCIDRs, family),
+    podCIDRs: ofFamily(t.podCIDRs, family),
+    masqueradeAll: settings.masqueradeAll,
+    masqueradeMark: t.masqueradeMark,
+    nodeIPs: ofFamily(t.nodeIPs, family),
+  });
 }

@@ -1,8 +1,7 @@
 // What the rules of one IP family depend on beyond the local state, built from the to-iptables
 // options and the node's addresses. Pure: the addresses are passed in.
 
-import { type TrafficAddressSettings, trafficAddresses } from "../../host/traffic-addresses.ts";
-import { ofFamily } from "../../model/local.ts";
+import { type TrafficAddressSettings, trafficOfFamily } from "../../host/traffic-addresses.ts";
 import { type IpFamily, ipFamilyOfTools } from "./addresses.ts";
 
 export interface FamilyConfig {
@@ -24,19 +23,10 @@ export function familyConfigs(
   settings: TrafficAddressSettings & { readonly localhostNodePorts?: boolean },
   primaryIPs: readonly string[],
 ): FamilyConfig[] {
-  const {
-    nodeIPs,
-    nodePortCIDRs: nodePort,
-    podCIDRs: pods,
-    masqueradeMark,
-  } = trafficAddresses(settings, primaryIPs);
+  const traffic = trafficOfFamily(settings, primaryIPs);
   return (["ipv4", "ipv6"] as const).map((family) => ({
     family,
-    nodePortCIDRs: ofFamily(nodePort, ipFamilyOfTools(family)),
-    podCIDRs: ofFamily(pods, ipFamilyOfTools(family)),
-    masqueradeAll: settings.masqueradeAll,
-    masqueradeMark,
+    ...traffic(ipFamilyOfTools(family)),
     localhostNodePorts: settings.localhostNodePorts === true,
-    nodeIPs: ofFamily(nodeIPs, ipFamilyOfTools(family)),
   }));
 }
