@@ -51,15 +51,20 @@ export interface LocalServicePortJson {
  * first; endpoints as model/order.ts sorts them), so equal states always print equal documents.
  */
 export function localStateToJson(state: LocalState): LocalStateJson {
-  const services = [...state.services.values()].sort(
-    (a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name),
-  );
+  const services = sortedServices(state);
   return {
     node: state.node,
     revision: state.revision,
     serviceCIDRs: [...state.serviceCIDRs],
     services: services.map(serviceToJson),
   };
+}
+
+/** The state's services sorted by namespace, then name. */
+export function sortedServices(state: LocalState): LocalService[] {
+  return [...state.services.values()].sort(
+    (a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name),
+  );
 }
 
 function serviceToJson(s: LocalService): LocalServiceJson {
