@@ -67,7 +67,7 @@ export function sortedServices(state: LocalState): LocalService[] {
   );
 }
 
-function serviceToJson(s: LocalService): LocalServiceJson {
+export function serviceToJson(s: LocalService): LocalServiceJson {
   // Written field by field, not spread, so the key order of the document is fixed here.
   return {
     namespace: s.namespace,
