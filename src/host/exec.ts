@@ -26,7 +26,7 @@ export interface ExecResult {
   readonly timedOut: boolean;
 }
 
-export interface ExecOptions {
+interface ExecOptions {
   readonly stdin?: string;
   readonly timeoutMs: number;
   /** Told of the child once it runs and once it is gone (e.g. to stop it at shutdown). */
