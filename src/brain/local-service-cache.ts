@@ -15,9 +15,13 @@ interface Entry {
   readonly slices: readonly EndpointSlice[];
   /**
    * Nodes that host an endpoint or are named by a hint: computed on their own. Built when a
-   * second node asks; the first one looks through the slices (a brain serving one node asks once).
+   * second node asks; the first one looks through the slices (a brain serving one node never
+   * builds it).
    */
   named: ReadonlySet<string> | undefined;
+  /** The first node that asked, and whether the slices name it. */
+  readonly firstNode: string;
+  readonly firstNamed: boolean;
   /** The result for every other node: of the first zone asked inline, of other zones in a map. */
   zone: string | undefined;
   result: LocalService | undefined;
@@ -51,10 +55,19 @@ export class LocalServiceCache {
     let entry = this.#entries.get(service);
     let named: boolean;
     if (entry === undefined || entry.slices !== slices) {
-      entry = { slices, named: undefined, zone: undefined, result: undefined, otherZones: undefined };
-      this.#entries.set(service, entry);
       named = node.name !== "" && names(slices, node.name);
-    } else {
+      entry = {
+        slices,
+        named: undefined,
+        firstNode: node.name,
+        firstNamed: named,
+        zone: undefined,
+        result: undefined,
+        otherZones: undefined,
+      };
+      this.#entries.set(service, entry);
+    } else if (entry.firstNode === node.name) named = entry.firstNamed;
+    else {
       entry.named ??= nodesNamedBy(slices);
       named = entry.named.has(node.name);
     }
