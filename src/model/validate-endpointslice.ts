@@ -17,6 +17,7 @@ import { canonicalAddress, familyOfAddress } from "./ip.ts";
 import { ipv4Value } from "./ipv4.ts";
 import {
   type AddressType,
+  type EndpointConditions,
   type EndpointPort,
   type EndpointSlice,
   LABEL_SERVICE_NAME,
@@ -67,6 +68,18 @@ const isBooleanOrAbsent = (v: unknown) => isAbsent(v) || typeof v === "boolean";
 const isStringOrAbsent = (v: unknown) => isAbsent(v) || typeof v === "string";
 const NO_NAMES: readonly string[] = Object.freeze([]);
 
+/** The 27 possible conditions (each true, false or unset), shared by every endpoint that has them. */
+const CONDITIONS: readonly EndpointConditions[] = (() => {
+  const values = [true, false, null];
+  const out: EndpointConditions[] = [];
+  for (const ready of values)
+    for (const serving of values)
+      for (const terminating of values) out.push(Object.freeze({ ready, serving, terminating }));
+  return out;
+})();
+
+const conditionIndex = (v: unknown): number => (v === true ? 0 : v === false ? 1 : 2);
+
 /** Hint names when every hint is an object with a name; undefined otherwise (the reader says why). */
 function plainHintNames(raw: unknown): readonly string[] | undefined {
   if (isAbsent(raw)) return NO_NAMES;
@@ -105,11 +118,9 @@ export function plainEndpoint(raw: unknown, addressType: AddressType): SliceEndp
   if (!isStringOrAbsent(hostname) || !isStringOrAbsent(nodeName) || !isStringOrAbsent(zone)) return undefined;
   return {
     addresses: addresses as string[],
-    conditions: {
-      ready: (c.ready as boolean | undefined) ?? null,
-      serving: (c.serving as boolean | undefined) ?? null,
-      terminating: (c.terminating as boolean | undefined) ?? null,
-    },
+    conditions: CONDITIONS[
+      conditionIndex(c.ready) * 9 + conditionIndex(c.serving) * 3 + conditionIndex(c.terminating)
+    ] as EndpointConditions,
     hostname: (hostname as string | undefined) ?? "",
     nodeName: (nodeName as string | undefined) ?? "",
     zone: (zone as string | undefined) ?? "",
