@@ -37,14 +37,12 @@ function externallyAccessible(service: Service): boolean {
 /** One object per endpoint and computation: a port's internal and external lists share it. */
 function toLocal(ep: EndpointInfo, nodeName: string): LocalEndpoint {
   if (ep.local === undefined) {
-    ep.local = {
-      ip: ep.ip,
-      port: ep.port,
-      local: isLocal(ep, nodeName),
-      ready: ep.ready,
-      serving: ep.serving,
-      terminating: ep.terminating,
-    };
+    const local = isLocal(ep, nodeName);
+    const { ip, port, ready, serving, terminating } = ep;
+    ep.local =
+      ep.nodeName === ""
+        ? { ip, port, local, ready, serving, terminating, nodeUnknown: true }
+        : { ip, port, local, ready, serving, terminating };
   }
   return ep.local;
 }

@@ -11,6 +11,11 @@ export interface LocalEndpoint {
   readonly port: number;
   /** True when the endpoint runs on this node. */
   readonly local: boolean;
+  /**
+   * Set when the EndpointSlice names no node for the endpoint: it is not `local`, yet it may run
+   * here (a pod reaching itself through its service needs hairpin masquerading). Absent otherwise.
+   */
+  readonly nodeUnknown?: true;
   readonly ready: boolean;
   readonly serving: boolean;
   readonly terminating: boolean;
