@@ -91,12 +91,10 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const tables = await configs(opts.settings, host);
     const log = ctx.log.child({ component: "nft" });
     if (opts.dryRun) {
-      const backend = new NftBackend({
-        runner: new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text)),
-        tables,
-        log,
-      });
+      const runner = new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text));
+      const backend = new NftBackend({ runner, tables, log });
       await syncFirstState(feed, ctx.signal, (state) => backend.sync(state));
+      await runner.verify();
       return;
     }
     // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
