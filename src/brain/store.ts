@@ -3,6 +3,7 @@
 // batch per macrotask, and only once every source has synced.
 
 import { isDeepStrictEqual } from "node:util";
+import { type Clock, systemClock } from "../model/clock.ts";
 import type { ClusterChange, ClusterSink, ClusterView } from "../model/global.ts";
 import {
   type EndpointSlice,
@@ -14,6 +15,7 @@ import {
   type ServiceCIDR,
 } from "../model/kube.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
+import { FallbackReturns } from "./fallback.ts";
 import { isSelected } from "./selection.ts";
 import { mergeServiceRanges } from "./service-ranges.ts";
 
@@ -26,6 +28,8 @@ export interface ClusterStoreOptions {
    * Unset: the ranges are those of the ServiceCIDR objects.
    */
   readonly serviceCIDRs?: readonly string[] | undefined;
+  /** Times fallback return delays (see FallbackReturns); the system's monotonic clock by default. */
+  readonly clock?: Clock;
 }
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
@@ -55,8 +59,10 @@ export class ClusterStore implements ClusterSink, ClusterView {
   #flushScheduled = false;
   /** The sync batch is delivered even when the store is empty. */
   #syncBatchPending = false;
+  readonly #fallback: FallbackReturns;
 
   constructor(options: ClusterStoreOptions = {}) {
+    this.#fallback = new FallbackReturns(options.clock ?? systemClock, (key) => this.#serviceChanged(key));
     this.#serviceProxyName = options.serviceProxyName ?? "";
     this.#log = options.log ?? silentLogger;
     this.#fixedServiceCIDRs = options.serviceCIDRs;
@@ -85,7 +91,9 @@ export class ClusterStore implements ClusterSink, ClusterView {
   slicesOf(serviceKey: string): readonly EndpointSlice[] {
     const group = this.#slicesByService.get(serviceKey);
     if (group === undefined) return NO_SLICES;
-    group.list ??= [...group.byKey.values()];
+    group.list ??= this.#fallback.filter(serviceKey, this.#services.get(serviceKey), [
+      ...group.byKey.values(),
+    ]);
     return group.list;
   }
 
@@ -207,6 +215,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
       switch (object.kind) {
         case "Service":
           this.#services.set(key, object);
+          this.#forgetSliceList(key);
           break;
         case "Node":
           this.#nodes.set(key, object);
@@ -288,7 +297,14 @@ export class ClusterStore implements ClusterSink, ClusterView {
     this.#serviceChanged(serviceKey);
   }
 
+  /** The slices in effect depend on the Service (its fallback annotations) and on time. */
+  #forgetSliceList(key: string): void {
+    const group = this.#slicesByService.get(key);
+    if (group !== undefined) group.list = undefined;
+  }
+
   #serviceChanged(key: string): void {
+    this.#forgetSliceList(key);
     if (!this.#synced) return;
     this.#pendingServices.add(key);
     this.#scheduleFlush();
