@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { readKubeProxyConfig } from "../../src/kube-proxy-compat/config-file.ts";
+import { conntrackMissing } from "../../src/node/conntrack/runner.ts";
 import { eventually, sleep } from "./support.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -59,4 +60,9 @@ describe("fault: lower points", () => {
       read.warnings.join("\n"),
     );
   });
+});
+
+test("a missing conntrack is found at start, with the reason", async () => {
+  assert.equal(await conntrackMissing(["sh", "-c", "exit 0", "conntrack"]), undefined);
+  assert.match((await conntrackMissing(["kpng-no-such-conntrack"])) ?? "", /ENOENT/);
 });
