@@ -2,45 +2,30 @@
 // KubeProxyConfiguration passed silently (kube-proxy warns and uses the last value).
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { readKubeProxyConfig } from "../../src/kube-proxy-compat/config-file.ts";
 import { conntrackMissing } from "../../src/node/conntrack/runner.ts";
-import { eventually, sleep } from "./support.ts";
+import { eventually, sleep, startKpng } from "./support.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
 describe("fault: lower points", () => {
   for (const signal of ["SIGUSR1", "SIGUSR2"] as const)
     test(`${signal} is logged and ignored; kpng keeps running`, { timeout: 30_000 }, async () => {
-      const child = spawn(
-        process.execPath,
-        [
-          join(ROOT, "src", "cli", "main.ts"),
-          "file",
-          "--input",
-          join(ROOT, "examples", "cluster.yaml"),
-          "to-json",
-        ],
-        { stdio: ["ignore", "pipe", "pipe"] },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.setEncoding("utf8").on("data", (t: string) => {
-        stdout += t;
-      });
-      child.stderr.setEncoding("utf8").on("data", (t: string) => {
-        stderr += t;
-      });
-      const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+      const { child, out, exited } = startKpng([
+        "file",
+        "--input",
+        join(ROOT, "examples", "cluster.yaml"),
+        "to-json",
+      ]);
       try {
-        await eventually(() => stdout.includes("\n}\n"), "the first document", 15_000);
+        await eventually(() => out.stdout.includes("\n}\n"), "the first document", 15_000);
         child.kill(signal);
-        await eventually(() => stderr.includes(`"signal":"${signal}"`), "the log line", 5000);
+        await eventually(() => out.stderr.includes(`"signal":"${signal}"`), "the log line", 5000);
         await sleep(300);
-        assert.equal(child.exitCode, null, `exited: ${stderr}`);
-        assert.match(stderr, new RegExp(`"level":40.*"signal":"${signal}".*ignoring signal`));
+        assert.equal(child.exitCode, null, `exited: ${out.stderr}`);
+        assert.match(out.stderr, new RegExp(`"level":40.*"signal":"${signal}".*ignoring signal`));
       } finally {
         child.kill("SIGTERM");
         await exited;
