@@ -2,26 +2,37 @@
 // healthCheckNodePort servers, conntrack cleanup and sysctls. A backend drives it through the
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
-import type { Server } from "node:http";
 import { availableParallelism } from "node:os";
 import { raiseFdLimit } from "../host/fd-limit.ts";
-import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
+import {
+  KUBE_PROXY_CLEANUP_BINARIES,
+  removeKubeProxyLeftovers,
+} from "../host/kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
-import { close } from "../observability/http-listen.ts";
 import type { Logger } from "../observability/log.ts";
+import { RetryingServer } from "./bind-retry.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
-import { type ConntrackRunner, conntrackMissing, ExecConntrackRunner } from "./conntrack/runner.ts";
+import {
+  CONNTRACK_BINARIES,
+  type ConntrackRunner,
+  conntrackMissing,
+  ExecConntrackRunner,
+} from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
-import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
-import { SyncMetrics } from "./sync-metrics.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
+
+/** The programs the node services may start: conntrack cleanup, and kube-proxy's cleanup at start. */
+export const NODE_SERVICES_BINARIES: readonly string[] = [
+  ...CONNTRACK_BINARIES,
+  ...KUBE_PROXY_CLEANUP_BINARIES,
+];
 
 interface NodeServicesContext {
   /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */
@@ -35,25 +46,18 @@ interface NodeServicesContext {
   readonly conntrackRunner?: ConntrackRunner;
   readonly sysctlFiles?: SysctlFiles;
   readonly now?: () => number;
-  /** When set, checks the rules every intervalMs and calls trigger when they are gone. */
-  readonly repair?: { readonly probe: RulesProbe; readonly trigger: () => void; readonly intervalMs: number };
 }
 
 export class NodeServices implements SyncObserver {
   readonly health: ProxyHealth;
   readonly healthCheckNodePorts: HealthCheckNodePorts;
-  readonly #metrics: SyncMetrics;
   readonly #cleaner: ConntrackCleaner | undefined;
-  readonly #servers: Server[] = [];
+  readonly #servers: RetryingServer[] = [];
   readonly #log: Logger;
-  readonly #watchdog: RulesWatchdog | undefined;
-  readonly #stop = new AbortController();
-  #watching: Promise<void> | undefined;
 
   private constructor(o: NodeServicesFlags, ctx: NodeServicesContext) {
     this.#log = ctx.log;
     this.health = new ProxyHealth({ families: ctx.families, timeoutMs: 2 * ctx.syncPeriodMs, now: ctx.now });
-    this.#metrics = new SyncMetrics(ctx.mode, ctx.now);
     this.healthCheckNodePorts = new HealthCheckNodePorts({
       addresses: ctx.healthCheckAddresses,
       proxyHealthy: () => this.health.snapshot().healthy,
@@ -62,14 +66,6 @@ export class NodeServices implements SyncObserver {
     this.#cleaner = o.conntrackCleanup
       ? new ConntrackCleaner(ctx.conntrackRunner ?? new ExecConntrackRunner(), ctx.log)
       : undefined;
-    this.#watchdog =
-      ctx.repair &&
-      new RulesWatchdog({
-        probe: ctx.repair.probe,
-        repair: ctx.repair.trigger,
-        intervalMs: ctx.repair.intervalMs,
-        log: ctx.log,
-      });
   }
 
   /**
@@ -99,8 +95,27 @@ export class NodeServices implements SyncObserver {
       ctx.log,
     );
     try {
-      if (o.healthz) s.#servers.push(await startHealthServer(o.healthz.host, o.healthz.port, s.health));
-      if (o.metrics) s.#servers.push(await startMetricsServer(o.metrics.host, o.metrics.port, ctx.mode));
+      const retry = (what: string, a: { host: string; port: number }) => ({
+        what,
+        address: `${a.host}:${a.port}`,
+        hardFail: o.bindAddressHardFail,
+        log: ctx.log,
+      });
+      const { healthz, metrics } = o;
+      if (healthz)
+        s.#servers.push(
+          await RetryingServer.start(
+            () => startHealthServer(healthz.host, healthz.port, s.health),
+            retry("healthz", healthz),
+          ),
+        );
+      if (metrics)
+        s.#servers.push(
+          await RetryingServer.start(
+            () => startMetricsServer(metrics.host, metrics.port, ctx.mode, { profiling: o.profiling }),
+            retry("metrics", metrics),
+          ),
+        );
     } catch (err) {
       await s.close();
       throw new Error(`cannot listen for /healthz or /metrics: ${(err as Error).message}`);
@@ -112,33 +127,25 @@ export class NodeServices implements SyncObserver {
       },
       "node services listening",
     );
-    s.#watching = s.#watchdog?.run(s.#stop.signal);
     return s;
   }
 
   queued(state: LocalState): void {
     this.health.setNodeEligible(state.nodeEligible ?? true);
     this.health.queued();
-    this.#metrics.queued(state);
   }
 
   async synced(o: SyncOutcome): Promise<void> {
     this.health.updated();
-    this.#watchdog?.arm();
-    this.#metrics.synced(o);
     await this.healthCheckNodePorts.update(o.state);
     this.#cleaner?.cleanup(o.state);
   }
 
-  failed(): void {
-    this.#metrics.failed();
-  }
+  failed(): void {}
 
   /** Closes every server; the rules stay as they are. */
   async close(): Promise<void> {
-    this.#stop.abort();
-    await this.#watching;
-    await Promise.all([...this.#servers.splice(0).map(close), this.healthCheckNodePorts.close()]);
+    await Promise.all([...this.#servers.splice(0).map((x) => x.close()), this.healthCheckNodePorts.close()]);
     this.#log.info("node services closed");
   }
 }

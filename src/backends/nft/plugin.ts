@@ -2,12 +2,17 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
-import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import { withFirstState } from "../../backend-core/first-state.ts";
+import {
+  HOST_NETWORK_BINARIES,
+  type HostNetwork,
+  IpCommandHost,
+  primaryAddresses,
+} from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
-import type { LocalState, LocalStateFeed } from "../../model/local.ts";
-import { NodeServices } from "../../node/node-services.ts";
+import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesFlags,
@@ -23,7 +28,7 @@ import type { TableConfig } from "./fragment.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
-import { ExecNftRunner } from "./runner.ts";
+import { ExecNftRunner, NFT_BINARIES } from "./runner.ts";
 import { acquireTableLock } from "./table-lock.ts";
 
 const nftOptions = z.object({
@@ -37,6 +42,7 @@ const nftOptions = z.object({
   nodeportAddresses: z.string().optional().default("primary"),
   clusterCidr: z.string().optional().default(""),
   masqueradeAll: switchFlag,
+  masqueradeBit: z.string().optional().default("14"),
   dryRun: switchFlag,
   syncPeriod: durationFlag(1000, "it is the periodic resync and the longest retry wait; use 1s or more")
     .optional()
@@ -59,6 +65,7 @@ function parseNftOptions(raw: RawOptions): NftOptions {
     nodePortAddresses: opts.nodeportAddresses,
     clusterCIDRs: opts.clusterCidr,
     masqueradeAll: opts.masqueradeAll,
+    masqueradeBit: opts.masqueradeBit,
   };
   try {
     // The node's own addresses are read later; checking the flags needs none.
@@ -78,6 +85,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   name: "to-nft",
   description: "program the node's services into nftables (tables ip/ip6 kpng)",
   defaultMinSyncPeriod: "1s",
+  binaries: [...NFT_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES],
   addOptions(cmd: Command): void {
     addTrafficAddressOptions(cmd);
     cmd
@@ -98,7 +106,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         tables,
         log,
       });
-      await syncFirstState(feed, ctx.signal, (state) => backend.sync(state));
+      await withFirstState(feed, ctx.signal, (state) => backend.sync(state));
       return;
     }
     // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
@@ -117,7 +125,6 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     );
     const syncPeriodMs = opts.syncPeriod;
     const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
-    let backend: NftBackend | undefined;
     const node = await NodeServices.start(opts.node, {
       mode: "nftables",
       families: ["IPv4", "IPv6"],
@@ -127,17 +134,20 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         hostIPs,
       ),
       log: ctx.log.child({ component: "node" }),
-      repair: {
-        probe: new NftRulesProbe(tables),
-        trigger: () => backend?.forceFullSync(),
-        intervalMs: REPAIR_CHECK_MS,
-      },
     }).catch(async (err: unknown) => {
       runner.close();
       await lock.release();
       throw err;
     });
-    backend = new NftBackend({ runner, tables, log, syncPeriodMs, observer: node });
+    const backend = new NftBackend({
+      runner,
+      tables,
+      log,
+      syncPeriodMs,
+      observer: node,
+      probe: new NftRulesProbe(tables),
+      probeIntervalMs: REPAIR_CHECK_MS,
+    });
     try {
       await backend.run(feed, ctx.signal);
     } finally {
@@ -153,22 +163,3 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     ctx.log.info({ table }, "removed kpng nft tables");
   },
 };
-
-/** Runs `sync` on the first state of the feed only (the feed may call back before subscribe returns). */
-async function syncFirstState(
-  feed: LocalStateFeed,
-  signal: AbortSignal,
-  sync: (state: LocalState) => Promise<unknown>,
-): Promise<void> {
-  let done = false;
-  let unsubscribe = () => {};
-  await new Promise<void>((resolve, reject) => {
-    unsubscribe = feed.subscribe(async (state) => {
-      if (done) return;
-      done = true;
-      await sync(state).then(() => resolve(), reject);
-    });
-    signal.addEventListener("abort", () => resolve());
-  });
-  unsubscribe();
-}
