@@ -14,7 +14,12 @@ import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
 import { RetryingServer } from "./bind-retry.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
-import { CONNTRACK_BINARIES, type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
+import {
+  CONNTRACK_BINARIES,
+  type ConntrackRunner,
+  conntrackMissing,
+  ExecConntrackRunner,
+} from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
@@ -76,6 +81,14 @@ export class NodeServices implements SyncObserver {
     }
     const s = new NodeServices(o, ctx);
     await raiseFdLimit(ctx.log);
+    if (o.conntrackCleanup && ctx.conntrackRunner === undefined) {
+      const missing = await conntrackMissing();
+      if (missing !== undefined)
+        ctx.log.warn(
+          { err: missing },
+          "conntrack cannot run: stale UDP/SCTP flows will not be removed (install conntrack-tools, or pass --no-conntrack-cleanup)",
+        );
+    }
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),
       ctx.sysctlFiles ?? new ProcSysctlFiles(),
