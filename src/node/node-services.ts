@@ -74,6 +74,9 @@ export class NodeServices implements SyncObserver {
         throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
     }
     const s = new NodeServices(o, ctx);
+    // As kube-proxy's sync loop does when it starts: healthy (and a real lastUpdated) while the
+    // first sync waits for the API server, rather than the zero time.
+    s.health.updated();
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),
       ctx.sysctlFiles ?? new ProcSysctlFiles(),
