@@ -12,6 +12,7 @@ import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import { runKubeProxyCommand } from "../kube-proxy-compat/command.ts";
 import { KUBE_PROXY_FLAGS } from "../kube-proxy-compat/flags.ts";
 import type { Translation } from "../kube-proxy-compat/translate.ts";
+import { readBoundedFile } from "../lib/bounded-read.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles } from "../node/conntrack/sysctls.ts";
 import { publishComponentDocuments } from "../node/metrics-server.ts";
 import { parseNodeServicesOptions } from "../node/options.ts";
@@ -20,6 +21,9 @@ import type { RunContext } from "../plugin/contracts.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { cleanupAll } from "./cleanup-all.ts";
 import { localSinks } from "./plugins.ts";
+
+/** kube-proxy's configuration is a few kilobytes; this much is already a wrong file. */
+const MAX_CONFIG_BYTES = 1024 * 1024;
 
 /**
  * Runs argv if it is one of the kube-proxy forms and resolves true; resolves false otherwise.
@@ -61,7 +65,7 @@ export async function runKubeProxyForms(
   await runKubeProxyCommand(argv.slice(1), {
     log,
     version: packageVersion(),
-    readFile: (path) => readFileSync(path, "utf8"),
+    readFile: async (path) => (await readBoundedFile(path, MAX_CONFIG_BYTES)).toString("utf8"),
     writeFile: (path, text) => writeFileSync(path, text),
     print: (text) => process.stdout.write(text),
     initOnly: (t) => initOnly(t, log),

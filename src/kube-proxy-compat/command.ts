@@ -17,7 +17,8 @@ import { type Translation, translate } from "./translate.ts";
 export interface KubeProxyCommandDeps {
   readonly log: Logger;
   readonly version: string;
-  readFile(path: string): string;
+  /** The text of a file, bounded (a device or FIFO is refused, so is a file over the limit). */
+  readFile(path: string): Promise<string>;
   writeFile(path: string, text: string): void;
   print(text: string): void;
   /** Whether the plug-in ("kube", "to-nft", …) has the flag in this build. */
@@ -53,7 +54,7 @@ export async function runKubeProxyCommand(
   let fileText = "";
   if (flags.configFile !== undefined) {
     try {
-      fileText = deps.readFile(flags.configFile);
+      fileText = await deps.readFile(flags.configFile);
     } catch (err) {
       throw new UsageError(`--config: cannot read ${flags.configFile}: ${(err as Error).message}`);
     }
@@ -103,18 +104,20 @@ async function runUntilConfigChanges(
   let stop = () => {};
   const changed = new Promise<never>((_, reject) => {
     stop = deps.watchFile(file, () => {
-      let now: string | undefined;
-      try {
-        now = deps.readFile(file);
-      } catch {
-        now = undefined;
-      }
-      if (now === text) return;
-      deps.log.error(
-        { file },
-        "the configuration file changed: exiting so that the new one is read at restart",
-      );
-      reject(new Error(`content of the configuration file ${file} was updated`));
+      void deps
+        .readFile(file)
+        .then(
+          (now) => now,
+          () => undefined,
+        )
+        .then((now) => {
+          if (now === text) return;
+          deps.log.error(
+            { file },
+            "the configuration file changed: exiting so that the new one is read at restart",
+          );
+          reject(new Error(`content of the configuration file ${file} was updated`));
+        });
     });
   });
   try {

@@ -3,6 +3,7 @@
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
 import { availableParallelism } from "node:os";
+import { FD_LIMIT_BINARIES, raiseFdLimit } from "../host/fd-limit.ts";
 import {
   KUBE_PROXY_CLEANUP_BINARIES,
   removeKubeProxyLeftovers,
@@ -22,10 +23,11 @@ import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
-/** The programs the node services may start: conntrack cleanup, and kube-proxy's cleanup at start. */
+/** The programs the node services may start: conntrack cleanup, kube-proxy's cleanup, prlimit. */
 export const NODE_SERVICES_BINARIES: readonly string[] = [
   ...CONNTRACK_BINARIES,
   ...KUBE_PROXY_CLEANUP_BINARIES,
+  ...FD_LIMIT_BINARIES,
 ];
 
 interface NodeServicesContext {
@@ -77,6 +79,7 @@ export class NodeServices implements SyncObserver {
     // As kube-proxy's sync loop does when it starts: healthy (and a real lastUpdated) while the
     // first sync waits for the API server, rather than the zero time.
     s.health.updated();
+    await raiseFdLimit(ctx.log);
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),
       ctx.sysctlFiles ?? new ProcSysctlFiles(),

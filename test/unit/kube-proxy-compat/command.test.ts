@@ -32,7 +32,7 @@ function fakes(files: Record<string, string> = { "/cfg": CONFIG }) {
   const deps: KubeProxyCommandDeps = {
     log,
     version: "0.1.0",
-    readFile: (path) => {
+    readFile: async (path) => {
       const text = files[path];
       if (text === undefined) throw new Error("ENOENT: no such file");
       return text;
