@@ -3,7 +3,7 @@
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
 import { availableParallelism } from "node:os";
-import { raiseFdLimit } from "../host/fd-limit.ts";
+import { FD_LIMIT_BINARIES, raiseFdLimit } from "../host/fd-limit.ts";
 import {
   KUBE_PROXY_CLEANUP_BINARIES,
   removeKubeProxyLeftovers,
@@ -28,10 +28,11 @@ import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
-/** The programs the node services may start: conntrack cleanup, and kube-proxy's cleanup at start. */
+/** The programs the node services may start: conntrack cleanup, kube-proxy's cleanup, prlimit. */
 export const NODE_SERVICES_BINARIES: readonly string[] = [
   ...CONNTRACK_BINARIES,
   ...KUBE_PROXY_CLEANUP_BINARIES,
+  ...FD_LIMIT_BINARIES,
 ];
 
 interface NodeServicesContext {
@@ -80,6 +81,9 @@ export class NodeServices implements SyncObserver {
         throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
     }
     const s = new NodeServices(o, ctx);
+    // As kube-proxy's sync loop does when it starts: healthy (and a real lastUpdated) while the
+    // first sync waits for the API server, rather than the zero time.
+    s.health.updated();
     await raiseFdLimit(ctx.log);
     if (o.conntrackCleanup && ctx.conntrackRunner === undefined) {
       const missing = await conntrackMissing();
