@@ -104,7 +104,10 @@ const TRAFFIC_WORDS: Readonly<Record<TrafficKind, string>> = {
 };
 
 /** The words of the Kubernetes docs for each reason. */
-export function reasonText(code: ReasonCode, detail: { kind?: TrafficKind; family?: IPFamily; label?: string }): string {
+export function reasonText(
+  code: ReasonCode,
+  detail: { kind?: TrafficKind; family?: IPFamily; label?: string },
+): string {
   switch (code) {
     case "ready":
       return "ready";
@@ -277,10 +280,15 @@ function explainKind(
     };
     const traffic = portTraffic(service, port, view);
     const endpoints = mergeEndpoints(inEffect, family).get(key) ?? [];
-    const hasAddress = kind === "cluster-ip" || kind === "node-port" || kindAddresses(kind, service, port, family, undefined).length > 0;
+    const hasAddress =
+      kind === "cluster-ip" ||
+      kind === "node-port" ||
+      kindAddresses(kind, service, port, family, undefined).length > 0;
     if (!hasAddress) {
       for (const ep of endpoints) {
-        out.push(explained(ep, false, "no-address-of-family", reasonText("no-address-of-family", { family })));
+        out.push(
+          explained(ep, false, "no-address-of-family", reasonText("no-address-of-family", { family })),
+        );
         seen.add(endpointString(ep));
       }
       continue;
@@ -300,7 +308,9 @@ function explainKind(
     if (!served.includes(family)) {
       for (const ep of mergeEndpoints(inEffect, family).get(key) ?? []) {
         if (seen.has(endpointString(ep))) continue;
-        out.push(explained(ep, false, "no-address-of-family", reasonText("no-address-of-family", { family })));
+        out.push(
+          explained(ep, false, "no-address-of-family", reasonText("no-address-of-family", { family })),
+        );
         seen.add(endpointString(ep));
       }
     }
@@ -351,8 +361,7 @@ export function narrowToAddress(
     if (query.protocol !== undefined && port.protocol !== query.protocol) continue;
     const kinds = port.kinds.filter(
       (k) =>
-        k.addresses.includes(target) ||
-        (k.kind === "node-port" && k.addresses.includes(`*:${query.port}`)),
+        k.addresses.includes(target) || (k.kind === "node-port" && k.addresses.includes(`*:${query.port}`)),
     );
     if (kinds.length > 0) ports.push({ ...port, kinds });
   }

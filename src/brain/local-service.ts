@@ -52,8 +52,7 @@ export function portTraffic(
 ): PortTraffic {
   const internalLocal = service.internalTrafficPolicy === "Local";
   const externalLocal = externallyAccessible(service) && service.externalTrafficPolicy === "Local";
-  const portExternal =
-    port.nodePort !== 0 || view.loadBalancerIPs.length > 0 || view.externalIPs.length > 0;
+  const portExternal = port.nodePort !== 0 || view.loadBalancerIPs.length > 0 || view.externalIPs.length > 0;
   return {
     internalLocal,
     externalLocal,

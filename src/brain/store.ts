@@ -14,12 +14,14 @@ import {
   type ServiceCIDR,
 } from "../model/kube.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
-import { isSelected } from "./selection.ts";
+import { isSelected, type ProxyNames } from "./selection.ts";
 import { mergeServiceRanges } from "./service-ranges.ts";
 
 export interface ClusterStoreOptions {
   /** Serve only objects labelled service.kubernetes.io/service-proxy-name=<this>; "" or unset: unlabelled ones. */
   readonly serviceProxyName?: string;
+  /** Several names (one backend each), or every Service ("any"); replaces serviceProxyName. */
+  readonly serviceProxyNames?: ProxyNames;
   readonly log?: Logger;
   /**
    * The cluster's Service IP ranges, fixed (--service-cidrs): ServiceCIDR objects are then ignored.
@@ -31,7 +33,7 @@ export interface ClusterStoreOptions {
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
 
 export class ClusterStore implements ClusterSink, ClusterView {
-  readonly #serviceProxyName: string;
+  readonly #serviceProxyNames: ProxyNames;
   readonly #log: Logger;
   readonly #services = new Map<string, Service>();
   readonly #slices = new Map<string, EndpointSlice>();
@@ -53,7 +55,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
   #syncBatchPending = false;
 
   constructor(options: ClusterStoreOptions = {}) {
-    this.#serviceProxyName = options.serviceProxyName ?? "";
+    this.#serviceProxyNames = options.serviceProxyNames ?? [options.serviceProxyName ?? ""];
     this.#log = options.log ?? silentLogger;
     this.#fixedServiceCIDRs = options.serviceCIDRs;
     this.#serviceCIDRs = mergeServiceRanges(options.serviceCIDRs ?? []);
@@ -116,7 +118,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
 
   upsert(object: KubeObject): void {
     const key = objectKey(object.metadata);
-    if (!isSelected(object, this.#serviceProxyName)) {
+    if (!isSelected(object, this.#serviceProxyNames)) {
       this.delete(object.kind, key);
       return;
     }

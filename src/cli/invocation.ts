@@ -9,6 +9,7 @@ import type {
   LocalSourcePlugin,
   SourcePlugin,
 } from "../plugin/contracts.ts";
+import type { ExplainRequest } from "./explain.ts";
 
 export type Invocation =
   /** `kpng <source> … to-local <local-sink> …` */
@@ -47,6 +48,8 @@ export type Invocation =
     }
   /** `kpng cleanup <backend> …` */
   | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly sinkOpts: unknown }
+  /** `kpng explain NAMESPACE/NAME | IP:PORT …` */
+  | { readonly form: "explain"; readonly request: ExplainRequest }
   /** `kpng <controller> …`, e.g. `kpng fallback-controller` */
   | { readonly form: "controller"; readonly controller: ControllerPlugin; readonly opts: unknown };
 

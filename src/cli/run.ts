@@ -7,6 +7,7 @@ import type { ClusterSource } from "../model/global.ts";
 import type { RunContext } from "../plugin/contracts.ts";
 import { pacedFeed } from "../plugin/paced-feed.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+import { runExplain } from "./explain.ts";
 import type { Invocation } from "./invocation.ts";
 
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
@@ -45,6 +46,9 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       await sink.run(pacedFeed(feed, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
       return;
     }
+    case "explain":
+      await runExplain(invocation.request, ctx);
+      return;
     case "controller":
       await invocation.controller.run(invocation.opts, ctx);
       return;

@@ -7,6 +7,7 @@ import type { Command } from "commander";
 import type { ClusterSource, ClusterView } from "../model/global.ts";
 import type { LocalStateFeed } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
+import type { RulesReader } from "./rules-reader.ts";
 
 /** The values commander collected for a command line (every plug-in's options together). */
 export type RawOptions = Readonly<Record<string, unknown>>;
@@ -50,6 +51,8 @@ export interface LocalSinkPlugin<O = unknown> extends Plugin<O> {
    * then resolves. Gets the same options as the sink.
    */
   cleanup?(opts: O, ctx: RunContext): Promise<void>;
+  /** `kpng explain --rules <name without "to-">`: reads what the backend programmed for a Service. */
+  rulesReader?(opts: O, ctx: RunContext): Promise<RulesReader>;
 }
 
 /** `… to-api`, `… to-json` directly after a source: consumers of the global state. */

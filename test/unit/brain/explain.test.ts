@@ -134,9 +134,7 @@ const rows: Row[] = [
   {
     docs: "Topology-aware routing: a zone hint for another zone keeps this zone's traffic away",
     service: svc(),
-    slices: [
-      slice([ep("192.0.2.1", { zoneHints: ["z1"] }), ep("192.0.2.2", { zoneHints: ["z2"] })]),
-    ],
+    slices: [slice([ep("192.0.2.1", { zoneHints: ["z1"] }), ep("192.0.2.2", { zoneHints: ["z2"] })])],
     expect: { "192.0.2.1:8080": "ready", "192.0.2.2:8080": "topology-other-zone" },
     used: ["192.0.2.1:8080"],
     verdict: "balance",
