@@ -8,7 +8,11 @@ import type { ExplainResult } from "./explain.ts";
 /** Rows of cells → lines, each column as wide as its widest cell. */
 function aligned(rows: readonly (readonly string[])[], indent: string): string[] {
   const widths: number[] = [];
-  for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
   return rows.map((row) =>
     (
       indent + row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join("  ")
