@@ -21,7 +21,6 @@ import { UsageError } from "../plugin/usage-error.ts";
 import { apiSourcePlugin } from "../sources/api/api-source.ts";
 import { fileSourcePlugin } from "../sources/file/plugin.ts";
 import { addKubeConnectionOptions, kubeSourcePlugin } from "../sources/kube/plugin.ts";
-import { EVERY_PROXY_NAME } from "../sources/kube/selectors.ts";
 import { renderExplanationTable } from "./explain-table.ts";
 
 export interface ExplainRequest {
@@ -133,8 +132,8 @@ function sourceOf(which: string, raw: RawOptions): ExplainRequest["source"] {
     }
     default: {
       // Every Service, whatever proxy it names: the explanation says which proxy serves it.
-      const opts = kubeSourcePlugin.parseOptions({ ...raw, serviceProxyName: EVERY_PROXY_NAME });
-      return (ctx, nodeName) => kubeSourcePlugin.create(opts, { ...ctx, nodeName });
+      const opts = kubeSourcePlugin.parseOptions({ ...raw, serviceProxyName: undefined });
+      return (ctx, nodeName) => kubeSourcePlugin.create(opts, { ...ctx, nodeName, everyProxyName: true });
     }
   }
 }

@@ -10,6 +10,7 @@ import type {
   SourcePlugin,
 } from "../plugin/contracts.ts";
 import type { ExplainRequest } from "./explain.ts";
+import type { SinkRun } from "./multi-sink.ts";
 
 export type Invocation =
   /** `kpng <source> … to-local <local-sink> …` */
@@ -24,6 +25,8 @@ export type Invocation =
       readonly serviceCIDRs: readonly string[] | undefined;
       readonly nodeName: string;
       readonly minSyncPeriodMs: number;
+      /** Further sinks (`to-local to-nft … to-iptables --service-proxy-name legacy …`), each with its own name. */
+      readonly moreSinks?: readonly SinkRun[];
     }
   /** `kpng <source> … <global-sink> …` */
   | {

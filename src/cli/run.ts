@@ -2,29 +2,30 @@
 // source once the sink is done. Wiring only; every decision lives in the plug-ins and the brain.
 
 import { localStateFeed } from "../brain/local-state-feed.ts";
+import { proxyNameView } from "../brain/proxy-name-view.ts";
 import { ClusterStore } from "../brain/store.ts";
-import type { ClusterSource } from "../model/global.ts";
+import type { ClusterSource, ClusterView } from "../model/global.ts";
 import type { RunContext } from "../plugin/contracts.ts";
 import { pacedFeed } from "../plugin/paced-feed.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { runExplain } from "./explain.ts";
 import type { Invocation } from "./invocation.ts";
+import { type SinkRun, sinkRuns } from "./multi-sink.ts";
 
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {
     case "to-local": {
-      const { source, sink, serviceProxyName, serviceCIDRs, nodeName, minSyncPeriodMs } = invocation;
+      const { source, serviceCIDRs, nodeName } = invocation;
+      const sinks = sinkRuns(invocation);
       const store = new ClusterStore({
-        serviceProxyName,
+        serviceProxyNames: sinks.map((s) => s.serviceProxyName),
         serviceCIDRs,
         log: ctx.log.child({ component: "store" }),
       });
-      await withSource(source.create(invocation.sourceOpts, { ...ctx, nodeName }), store, () =>
-        sink.run(
-          pacedFeed(localStateFeed(store, nodeName), minSyncPeriodMs, ctx.log),
-          invocation.sinkOpts,
-          ctx,
-        ),
+      const sourceCtx = { ...ctx, nodeName, everyProxyName: sinks.length > 1 };
+      await withSource(source.create(invocation.sourceOpts, sourceCtx), store, () =>
+        // One sink: the store already holds exactly its Services.
+        sinks.length === 1 ? runSink(store, sinks[0] as SinkRun, ctx) : runSinks(store, sinks, ctx),
       );
       return;
     }
@@ -58,6 +59,39 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       await sink.cleanup(invocation.sinkOpts, ctx);
       return;
     }
+  }
+}
+
+function runSink(view: ClusterView, run: SinkRun, ctx: RunContext): Promise<void> {
+  const feed = pacedFeed(localStateFeed(view, run.nodeName), run.minSyncPeriodMs, ctx.log);
+  return run.sink.run(feed, run.sinkOpts, ctx);
+}
+
+/**
+ * Several sinks, each on its own share of the store. A sink that fails stops the others (each
+ * cleans up on its own, as on a signal); the first failure is then reported.
+ */
+async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunContext): Promise<void> {
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    const outcomes = await Promise.allSettled(
+      runs.map((run) => {
+        const log = ctx.log.child({ backend: run.sink.name, serviceProxyName: run.serviceProxyName });
+        return runSink(proxyNameView(store, run.serviceProxyName), run, { signal: stop.signal, log }).catch(
+          (err: unknown) => {
+            log.error({ err }, "backend failed; stopping the others");
+            stop.abort();
+            throw err;
+          },
+        );
+      }),
+    );
+    const failed = outcomes.find((o) => o.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
+  } finally {
+    ctx.signal.removeEventListener("abort", onAbort);
   }
 }
 

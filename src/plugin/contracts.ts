@@ -21,6 +21,11 @@ export interface RunContext {
 export interface SourceContext extends RunContext {
   /** The node a local sink serves; undefined when a global sink serves every node. */
   readonly nodeName: string | undefined;
+  /**
+   * The brain serves several service proxy names (one backend each) or explains every Service:
+   * read every Service whatever proxy it names, the brain selects. Unset: only the source's own.
+   */
+  readonly everyProxyName?: boolean;
 }
 
 interface Plugin<O> {

@@ -6,6 +6,7 @@ import type { ClusterSource } from "../../model/global.ts";
 import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { DEFAULT_LIST_TIMEOUT_MS, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_LIST_BYTES } from "./limits.ts";
+import { EVERY_PROXY_NAME } from "./selectors.ts";
 
 const optionalText = z
   .string()
@@ -108,7 +109,7 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
         // A local sink names the node to watch; a global sink serves many nodes, so every Node
         // is watched.
         const nodeName = opts.watchAllNodes ? undefined : ctx.nodeName;
-        const serviceProxyName = opts.serviceProxyName;
+        const serviceProxyName = ctx.everyProxyName ? EVERY_PROXY_NAME : opts.serviceProxyName;
         log.info(
           { server: transport.server, config: origin, nodeName: nodeName ?? "(all)", serviceProxyName },
           "kube source",
