@@ -5,11 +5,17 @@ import type { Server } from "node:http";
 import { registry } from "../observability/metrics.ts";
 import { listen } from "./http-listen.ts";
 
-export function startMetricsServer(host: string, port: number, proxyMode: string): Promise<Server> {
+export function startMetricsServer(
+  host: string,
+  port: number,
+  proxyMode: string | (() => string),
+): Promise<Server> {
   return listen(host, port, (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path === "/proxyMode") {
-      res.writeHead(200, { "Content-Type": "text/plain; charset=utf-8" }).end(proxyMode);
+      res
+        .writeHead(200, { "Content-Type": "text/plain; charset=utf-8" })
+        .end(typeof proxyMode === "string" ? proxyMode : proxyMode());
       return;
     }
     if (path !== "/metrics") {

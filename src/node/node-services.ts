@@ -2,7 +2,6 @@
 // healthCheckNodePort servers, conntrack cleanup and sysctls. A backend drives it through the
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
-import type { Server } from "node:http";
 import { availableParallelism } from "node:os";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
@@ -11,14 +10,12 @@ import { ConntrackCleaner } from "./conntrack/cleaner.ts";
 import { type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
-import { startHealthServer } from "./health-server.ts";
-import { close } from "./http-listen.ts";
 import { removeKubeProxyLeftovers } from "./kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "./kube-proxy-leftovers/command.ts";
-import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesOptions } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
+import { type SharedServer, shareHealthServer, shareMetricsServer } from "./shared-servers.ts";
 import { SyncMetrics } from "./sync-metrics.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
@@ -43,7 +40,7 @@ export class NodeServices implements SyncObserver {
   readonly healthCheckNodePorts: HealthCheckNodePorts;
   readonly #metrics: SyncMetrics;
   readonly #cleaner: ConntrackCleaner | undefined;
-  readonly #servers: Server[] = [];
+  readonly #servers: SharedServer[] = [];
   readonly #log: Logger;
   readonly #watchdog: RulesWatchdog | undefined;
   readonly #stop = new AbortController();
@@ -89,8 +86,9 @@ export class NodeServices implements SyncObserver {
       ctx.log,
     );
     try {
-      if (o.healthz) s.#servers.push(await startHealthServer(o.healthz.host, o.healthz.port, s.health));
-      if (o.metrics) s.#servers.push(await startMetricsServer(o.metrics.host, o.metrics.port, ctx.mode));
+      // Several backends in one process share one server per address.
+      if (o.healthz) s.#servers.push(await shareHealthServer(o.healthz.host, o.healthz.port, s.health));
+      if (o.metrics) s.#servers.push(await shareMetricsServer(o.metrics.host, o.metrics.port, ctx.mode));
     } catch (err) {
       await s.close();
       throw new Error(`cannot listen for /healthz or /metrics: ${(err as Error).message}`);
@@ -128,7 +126,10 @@ export class NodeServices implements SyncObserver {
   async close(): Promise<void> {
     this.#stop.abort();
     await this.#watching;
-    await Promise.all([...this.#servers.splice(0).map(close), this.healthCheckNodePorts.close()]);
+    await Promise.all([
+      ...this.#servers.splice(0).map((server) => server.leave()),
+      this.healthCheckNodePorts.close(),
+    ]);
     this.#log.info("node services closed");
   }
 }
