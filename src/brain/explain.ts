@@ -41,7 +41,7 @@ export type ReasonCode =
   | "headless"
   | "external-name";
 
-export interface EndpointExplanation {
+interface EndpointExplanation {
   readonly ip: string;
   readonly port: number;
   /** The endpoint's nodeName ("" when the slice names none). */
@@ -54,7 +54,7 @@ export interface EndpointExplanation {
   readonly reason: string;
 }
 
-export interface KindExplanation {
+interface KindExplanation {
   readonly kind: TrafficKind;
   /** "ip:port" this traffic arrives on; node ports list the Node's addresses ("*" when unknown). */
   readonly addresses: readonly string[];
@@ -64,7 +64,7 @@ export interface KindExplanation {
   readonly verdict: Verdict;
 }
 
-export interface PortExplanation {
+interface PortExplanation {
   readonly name: string;
   readonly protocol: Protocol;
   readonly port: number;
@@ -86,7 +86,7 @@ export interface ServiceExplanation {
 }
 
 /** What explainService reads of the cluster. */
-export interface ExplainInput {
+interface ExplainInput {
   readonly service: Service;
   readonly slices: readonly EndpointSlice[];
   /** The node as the cluster knows it; undefined when no Node object of that name exists. */
@@ -104,7 +104,7 @@ const TRAFFIC_WORDS: Readonly<Record<TrafficKind, string>> = {
 };
 
 /** The words of the Kubernetes docs for each reason. */
-export function reasonText(
+function reasonText(
   code: ReasonCode,
   detail: { kind?: TrafficKind; family?: IPFamily; label?: string },
 ): string {

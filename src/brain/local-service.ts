@@ -35,7 +35,7 @@ function externallyAccessible(service: Service): boolean {
 }
 
 /** How one port of one family takes traffic: which policies apply and what categorizeEndpoints must compute. */
-export interface PortTraffic {
+interface PortTraffic {
   /** internalTrafficPolicy Local: cluster-IP traffic goes to this node's endpoints only. */
   readonly internalLocal: boolean;
   /** externalTrafficPolicy Local on an externally accessible service. */

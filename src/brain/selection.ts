@@ -21,7 +21,7 @@ export function selectedByProxyName(
 }
 
 /** Slices of headless services and slices that name no service are never read. */
-export function sliceIsUsable(slice: EndpointSlice): boolean {
+function sliceIsUsable(slice: EndpointSlice): boolean {
   return slice.metadata.labels[LABEL_HEADLESS] === undefined && slice.serviceName !== "";
 }
 

@@ -12,6 +12,7 @@ import {
 import { computeLocalService } from "../brain/local-service.ts";
 import { ClusterStore } from "../brain/store.ts";
 import { apiClientOptions } from "../client/tls-options.ts";
+import { addKubeConnectionOptions } from "../kube/connection-flags.ts";
 import type { ClusterSource } from "../model/global.ts";
 import { objectKey } from "../model/kube.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../plugin/contracts.ts";
@@ -20,7 +21,7 @@ import type { RulesReport } from "../plugin/rules-reader.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { apiSourcePlugin } from "../sources/api/api-source.ts";
 import { fileSourcePlugin } from "../sources/file/plugin.ts";
-import { addKubeConnectionOptions, kubeSourcePlugin } from "../sources/kube/plugin.ts";
+import { kubeSourcePlugin } from "../sources/kube/plugin.ts";
 import { renderExplanationTable } from "./explain-table.ts";
 
 export interface ExplainRequest {
@@ -178,7 +179,7 @@ async function readCluster(request: ExplainRequest, ctx: RunContext): Promise<Cl
 }
 
 /** The explanations the target names; throws when it names nothing. */
-export function explainTarget(store: ClusterStore, request: ExplainRequest): ServiceExplanation[] {
+function explainTarget(store: ClusterStore, request: ExplainRequest): ServiceExplanation[] {
   const node = store.node(request.nodeName);
   const explain = (key: string) => {
     const service = store.service(key);

@@ -8,9 +8,9 @@ import type { Server } from "node:http";
 import { Counter, Gauge } from "prom-client";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
+import { close, listen, sendJson } from "../observability/http-listen.ts";
 import type { Logger } from "../observability/log.ts";
 import { registry } from "../observability/metrics.ts";
-import { close, listen, sendJson } from "./http-listen.ts";
 
 const bindFailures = new Counter({
   name: "kpng_healthcheck_nodeport_bind_failures_total",
@@ -24,7 +24,7 @@ const openServers = new Gauge({
   registers: [registry],
 });
 
-export interface HealthCheckTarget {
+interface HealthCheckTarget {
   readonly namespace: string;
   readonly name: string;
   readonly localEndpoints: number;
@@ -55,7 +55,7 @@ interface Served {
   readonly servers: Server[];
 }
 
-export interface HealthCheckNodePortsOptions {
+interface HealthCheckNodePortsOptions {
   /** Addresses to listen on (the node-port addresses); ["0.0.0.0"] or ["::"] for all. */
   readonly addresses: readonly string[];
   readonly proxyHealthy: () => boolean;

@@ -5,8 +5,8 @@
 
 import type { Server } from "node:http";
 import { Counter } from "prom-client";
+import { listen, sendJson } from "../observability/http-listen.ts";
 import { registry } from "../observability/metrics.ts";
-import { listen, sendJson } from "./http-listen.ts";
 import type { HealthSnapshot, ProxyHealth } from "./proxy-health.ts";
 
 const healthzTotal = new Counter({
@@ -28,7 +28,7 @@ const ZERO_TIME = "0001-01-01T00:00:00Z";
 
 const iso = (ms: number | undefined): string => (ms === undefined ? ZERO_TIME : new Date(ms).toISOString());
 
-export interface HealthAnswer {
+interface HealthAnswer {
   readonly status: 200 | 503;
   readonly body: string;
 }

@@ -3,6 +3,8 @@
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
 import { availableParallelism } from "node:os";
+import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
+import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
@@ -10,8 +12,6 @@ import { ConntrackCleaner } from "./conntrack/cleaner.ts";
 import { type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
-import { removeKubeProxyLeftovers } from "./kube-proxy-leftovers/cleanup.ts";
-import { ExecCommandRunner } from "./kube-proxy-leftovers/command.ts";
 import type { NodeServicesOptions } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
@@ -19,7 +19,7 @@ import { type SharedServer, shareHealthServer, shareMetricsServer } from "./shar
 import { SyncMetrics } from "./sync-metrics.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
-export interface NodeServicesContext {
+interface NodeServicesContext {
   /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */
   readonly mode: string;
   readonly families: readonly IPFamily[];

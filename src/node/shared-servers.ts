@@ -5,12 +5,12 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { IPFamily } from "../model/kube.ts";
+import { close } from "../observability/http-listen.ts";
 import { startHealthServer } from "./health-server.ts";
-import { close } from "./http-listen.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { HealthSnapshot } from "./proxy-health.ts";
 
-export interface HealthSource {
+interface HealthSource {
   snapshot(): HealthSnapshot;
 }
 

@@ -5,7 +5,7 @@
 import type { LocalService } from "../model/local.ts";
 
 /** One kernel object, as the backend's own tool shows it (an nft chain, a map element, an iptables rule). */
-export interface KernelObject {
+interface KernelObject {
   /** e.g. "nft chain", "nft map element", "iptables chain". */
   readonly kind: string;
   /** Where it lives: "ip kpng svc-…", "nat KPNG-SVC-…". */
@@ -15,7 +15,7 @@ export interface KernelObject {
 }
 
 /** One difference between the kernel and what the brain computed. */
-export interface Drift {
+interface Drift {
   readonly object: string;
   /** What the backend would program ("" when the object should not exist). */
   readonly expected: string;

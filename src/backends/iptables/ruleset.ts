@@ -8,28 +8,23 @@ import type { IpFamily } from "./addresses.ts";
 import type { FamilyConfig } from "./config.ts";
 import { MASQUERADE_MARK, STATIC } from "./names.ts";
 import type { ServiceRules } from "./render-service.ts";
-import { jumpTarget, type SavedTable } from "./saved.ts";
+import { jumpTarget, type KpngObjects } from "./saved.ts";
 
 const NEW = "-m conntrack --ctstate NEW";
 
 /** Jumps from the built-in chains into kpng's chains, in order: table → chain → rule specs. */
-export const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> =
-  {
-    nat: {
-      PREROUTING: [`-j ${STATIC.services}`],
-      OUTPUT: [`-j ${STATIC.services}`],
-      POSTROUTING: [`-j ${STATIC.postrouting}`],
-    },
-    filter: {
-      INPUT: [
-        `${NEW} -j ${STATIC.firewall}`,
-        `${NEW} -j ${STATIC.nodePorts}`,
-        `${NEW} -j ${STATIC.services}`,
-      ],
-      FORWARD: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
-      OUTPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
-    },
-  };
+const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> = {
+  nat: {
+    PREROUTING: [`-j ${STATIC.services}`],
+    OUTPUT: [`-j ${STATIC.services}`],
+    POSTROUTING: [`-j ${STATIC.postrouting}`],
+  },
+  filter: {
+    INPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.nodePorts}`, `${NEW} -j ${STATIC.services}`],
+    FORWARD: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
+    OUTPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
+  },
+};
 
 export const STATIC_NAT_CHAINS: readonly string[] = [
   STATIC.services,
@@ -113,7 +108,7 @@ function byTargetDescending(lines: string[]): void {
  * kpng jumps are not exactly the wanted ones, they are all deleted and inserted again at the top,
  * within the same COMMIT, so packets never see a half-updated chain.
  */
-export function jumpFixes(table: "nat" | "filter", saved: SavedTable | undefined): string[] {
+export function jumpFixes(table: "nat" | "filter", saved: KpngObjects | undefined): string[] {
   const out: string[] = [];
   for (const [chain, wanted] of Object.entries(BUILTIN_JUMPS[table])) {
     const present = saved?.jumps.get(chain) ?? [];

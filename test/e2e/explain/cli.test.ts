@@ -46,9 +46,13 @@ describe("kpng explain", () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), "kpng-e2e-explain-"));
     socket = join(dir, "proxy.sock");
-    brain = spawn(process.execPath, [...cli, "file", "--input", input, "to-api", "--listen", `unix://${socket}`], {
-      stdio: "ignore",
-    });
+    brain = spawn(
+      process.execPath,
+      [...cli, "file", "--input", input, "to-api", "--listen", `unix://${socket}`],
+      {
+        stdio: "ignore",
+      },
+    );
     await waitForSocket(socket);
   });
 
@@ -81,7 +85,10 @@ describe("kpng explain", () => {
     );
     for (const k of kinds) {
       for (const ep of k.endpoints) {
-        assert.deepEqual(Object.keys(ep).filter((key) => ["ip", "port", "used", "reason"].includes(key)).length, 4);
+        assert.deepEqual(
+          Object.keys(ep).filter((key) => ["ip", "port", "used", "reason"].includes(key)).length,
+          4,
+        );
       }
     }
   });
