@@ -74,6 +74,10 @@ export function addExplainCommand(
       `read the kernel objects of the Service and check them against the brain (${readers.map(cleanupWord).join(", ")})`,
     )
     .option("--table-name <name>", "with --rules nft: the name of kpng's nft tables")
+    .option("--nodeport-addresses <cidrs>", "with --rules: as given to the backend")
+    .option("--cluster-cidr <cidrs>", "with --rules: as given to the backend")
+    .option("--masquerade-all", "with --rules: as given to the backend")
+    .option("--iptables-mode <mode>", "with --rules iptables: as given to the backend")
     .option("--timeout <duration>", "longest wait for the cluster to be read", "30s");
   addKubeConnectionOptions(cmd);
   cmd.action((target: string, _o: RawOptions, c: Command) =>
@@ -147,7 +151,11 @@ function rulesOf(raw: RawOptions, readers: readonly LocalSinkPlugin[]): ExplainR
     throw new UsageError(
       `--rules: no backend "${want}"; choose one of: ${readers.map(cleanupWord).join(", ")}`,
     );
-  const opts = sink.parseOptions(text(raw, "tableName") === undefined ? {} : { tableName: raw.tableName });
+  // The backend's own flags that shape its rules, checked by the backend itself.
+  const shaping = ["tableName", "nodeportAddresses", "clusterCidr", "masqueradeAll", "iptablesMode"];
+  const opts = sink.parseOptions(
+    Object.fromEntries(shaping.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]])),
+  );
   return { sink, opts };
 }
 
