@@ -21,7 +21,7 @@ export interface NftQuery {
 
 const QUERY_TIMEOUT_MS = 10_000;
 
-export class ExecNftQuery implements NftQuery {
+class ExecNftQuery implements NftQuery {
   async json(args: readonly string[]): Promise<unknown> {
     const out = await this.text(["-j", ...args]);
     return out === undefined ? undefined : (JSON.parse(out) as unknown);
