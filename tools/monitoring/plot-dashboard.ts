@@ -159,7 +159,7 @@ function renderSvg(panels: readonly Panel[], seconds: number): string {
     });
   });
   const rows = Math.ceil(panels.length / 2);
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${rows * H}" font-family="sans-serif">\n<rect width="100%" height="100%" fill="#111217"/>\n${parts.join("\n")}\n</svg>\n`;
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${2 * W}" height="${rows * H}" font-family="sans-serif">\n<title>kpng dashboard series</title>\n<rect width="100%" height="100%" fill="#111217"/>\n${parts.join("\n")}\n</svg>\n`;
 }
 
 function format(v: number, unit: string): string {

@@ -50,7 +50,9 @@ function kernelOf(svc = service()): FakeQuery {
   };
   for (const e of f.elements) put(e.set, e.key, e.value);
   // Slots kept across changes: the kernel may hold the endpoints in another order.
-  for (const g of f.groups) [...g.values].reverse().forEach((v, i) => put(g.set, `${g.prefix}${i}`, v));
+  for (const g of f.groups) {
+    for (const [i, v] of [...g.values].reverse().entries()) put(g.set, `${g.prefix}${i}`, v);
+  }
   return new FakeQuery(elements, new Set([...f.chains, ...f.sharedChains].map((c) => c.name)));
 }
 
