@@ -74,18 +74,20 @@ function runSink(view: ClusterView, run: SinkRun, ctx: RunContext): Promise<void
 async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunContext): Promise<void> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
+  // A relabelled Service stays with the losing backend until the gaining one has had time for
+  // a sync (two pacer periods and a margin for the sync itself): served by both, never by neither.
+  const handoverMs = 2 * Math.max(...runs.map((r) => r.minSyncPeriodMs)) + 2000;
   ctx.signal.addEventListener("abort", onAbort, { once: true });
   try {
     const outcomes = await Promise.allSettled(
       runs.map((run) => {
         const log = ctx.log.child({ backend: run.sink.name, serviceProxyName: run.serviceProxyName });
-        return runSink(proxyNameView(store, run.serviceProxyName), run, { signal: stop.signal, log }).catch(
-          (err: unknown) => {
-            log.error({ err }, "backend failed; stopping the others");
-            stop.abort();
-            throw err;
-          },
-        );
+        const view = proxyNameView(store, run.serviceProxyName, handoverMs);
+        return runSink(view, run, { signal: stop.signal, log }).catch((err: unknown) => {
+          log.error({ err }, "backend failed; stopping the others");
+          stop.abort();
+          throw err;
+        });
       }),
     );
     const failed = outcomes.find((o) => o.status === "rejected");

@@ -16,6 +16,7 @@ import { TestApiServer } from "../../apiserver/server.ts";
 import { eventually } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology } from "../../support/netns.ts";
 import { writeCluster } from "../contract/cluster.ts";
+import { spawnTwoBackends } from "../contract/two-backends.ts";
 
 const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 const MAIN = join(ROOT, "src/cli/main.ts");
@@ -109,32 +110,12 @@ describe("deploy/monitoring", () => {
         { name: "web", clusterIP: "203.0.113.10", ports: http, endpoints },
         { name: "old", clusterIP: "203.0.113.11", ports: http, endpoints, proxyName: "legacy" },
       ]);
-      const common = ["--node-name", "node-1", "--min-sync-period", "100ms"];
-      const servers = [
+      kpng = spawnTwoBackends(topo.node, file, [
         "--healthz-bind-address",
         "127.0.0.1:10256",
         "--metrics-bind-address",
         "127.0.0.1:10249",
-      ];
-      kpng = topo.node.spawn(
-        [
-          process.execPath,
-          MAIN,
-          "file",
-          "--input",
-          file,
-          "to-local",
-          "to-nft",
-          ...common,
-          ...servers,
-          "to-iptables",
-          "--service-proxy-name",
-          "legacy",
-          ...common,
-          ...servers,
-        ],
-        { name: "kpng" },
-      );
+      ]);
       await eventually(
         async () => {
           const r = await topo.node

@@ -13,10 +13,12 @@ import { probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
 import { writeCluster } from "../contract/cluster.ts";
+import { SINK_FLAGS, spawnTwoBackends } from "../contract/two-backends.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const skip = await netnsSkipReason();
-const SHAPE = ["--nodeport-addresses", "192.0.2.1/32", "--cluster-cidr", "198.51.100.0/24"];
+/** The backends' flags that shape their rules: explain renders with the same. */
+const SHAPE = SINK_FLAGS.slice(2, 6);
 
 describe("kpng explain --rules against the kernel", { skip }, () => {
   const env = suiteTopology({
@@ -67,36 +69,7 @@ describe("kpng explain --rules against the kernel", { skip }, () => {
         proxyName: "legacy",
       },
     ]);
-    const sink = [
-      "--node-name",
-      "node-1",
-      "--min-sync-period",
-      "100ms",
-      ...SHAPE,
-      "--healthz-bind-address",
-      "",
-      "--metrics-bind-address",
-      "",
-    ];
-    kpng = topo.node.spawn(
-      [
-        process.execPath,
-        MAIN,
-        "file",
-        "--input",
-        file,
-        "to-local",
-        "to-nft",
-        ...sink,
-        "to-iptables",
-        "--iptables-mode",
-        "nft",
-        "--service-proxy-name",
-        "legacy",
-        ...sink,
-      ],
-      { name: "kpng" },
-    );
+    kpng = spawnTwoBackends(topo.node, file, ["--healthz-bind-address", "", "--metrics-bind-address", ""]);
     await eventually(
       async () => {
         const [a, b] = await probeFrom(topo.client.ns, [tcp("203.0.113.10", 80), tcp("203.0.113.11", 80)]);
