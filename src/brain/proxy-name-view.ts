@@ -15,7 +15,7 @@ import { selectedByProxyName } from "./selection.ts";
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
 const NO_RANGES: readonly string[] = Object.freeze([]);
 
-export interface HandoverTimers {
+interface HandoverTimers {
   setTimeout(fn: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
 }
