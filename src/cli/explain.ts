@@ -100,10 +100,15 @@ function parseExplain(target: string, raw: RawOptions, readers: readonly LocalSi
     throw new UsageError(`"${target}" is neither NAMESPACE/NAME nor IP:PORT[/PROTOCOL]`);
   const nodeName = text(raw, "nodeName");
   if (nodeName === undefined) throw new UsageError("--node-name: must not be empty");
-  const chosen = ["input", "api", "kubeconfig"].filter((k) => text(raw, k) !== undefined);
+  // The API server is named by --kubeconfig, or by --master alone.
+  const kube = text(raw, "kubeconfig") !== undefined || text(raw, "master") !== undefined;
+  const chosen = [
+    ...["input", "api"].filter((k) => text(raw, k) !== undefined),
+    ...(kube ? ["kubeconfig"] : []),
+  ];
   if (chosen.length !== 1)
     throw new UsageError(
-      "name exactly one source of the cluster: --input FILE, --kubeconfig FILE or --api ADDRESS",
+      "name exactly one source of the cluster: --input FILE, --kubeconfig FILE (or --master URL) or --api ADDRESS",
     );
   let timeoutMs: number;
   try {

@@ -7,13 +7,21 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
+import { TestApiServer } from "../../apiserver/server.ts";
 
 const cli = ["src/cli/main.ts"];
 const input = "examples/cluster.yaml";
 
-function kpng(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+function kpng(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...cli, ...args], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...env },
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => {
@@ -121,6 +129,39 @@ describe("kpng explain", () => {
     const badRules = await kpng(["explain", "default/web", "--input", input, "--rules", "nope"]);
     assert.equal(badRules.code, 2);
     assert.match(badRules.err, /--rules: no backend "nope"/);
+  });
+
+  test("--kubeconfig/--master: one list from the API server, Services of every proxy name", async () => {
+    const api = await TestApiServer.start();
+    try {
+      api.create(node("node-1"));
+      api.create(service("web"));
+      api.create(endpointSlice("web-1", "web", { addresses: ["203.0.113.5"], nodeName: "node-2" }));
+      const legacy = { "service.kubernetes.io/service-proxy-name": "legacy" };
+      api.create(service("old", { clusterIP: "198.51.100.11", labels: legacy }));
+      api.create(endpointSlice("old-1", "old", { addresses: ["203.0.113.6"], labels: legacy }));
+      const env = { KUBECONFIG: "", HOME: "/nonexistent" };
+      const web = await kpng(
+        ["explain", "default/web", "--master", api.url, "--node-name", "node-1", "-o", "json"],
+        env,
+      );
+      assert.equal(web.code, 0, web.err);
+      const x = JSON.parse(web.out);
+      assert.deepEqual(
+        x.ports[0].kinds[0].endpoints.map((e: { ip: string; used: boolean; reason: string }) => [
+          e.ip,
+          e.used,
+          e.reason,
+        ]),
+        [["203.0.113.5", true, "ready"]],
+      );
+      const old = await kpng(["explain", "default/old", "--master", api.url, "--node-name", "node-1"], env);
+      assert.equal(old.code, 0, old.err);
+      assert.match(old.out, /default\/old .*not proxied/);
+      assert.match(old.out, /service-proxy-name=legacy: left to that proxy/);
+    } finally {
+      await api.close();
+    }
   });
 
   test("an unknown Service exits 1 naming it", async () => {
