@@ -3,6 +3,7 @@
 // portTraffic, categorizeEndpoints and its companion endpointReason), so an explanation cannot
 // disagree with what the node programs.
 
+import { isFallbackSlice } from "../model/fallback.ts";
 import { familyOf, familyOfAddress } from "../model/ip.ts";
 import {
   type EndpointSlice,
@@ -17,7 +18,7 @@ import {
 import { endpointString } from "../model/local.ts";
 import { categorizeEndpoints, type EndpointReasonCode, endpointReason } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
-import { isFallbackSlice, slicesInEffect } from "./fallback.ts";
+import { slicesInEffect } from "./fallback.ts";
 import { portTraffic } from "./local-service.ts";
 import { selectedByProxyName } from "./selection.ts";
 import {
