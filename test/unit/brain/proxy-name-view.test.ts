@@ -36,7 +36,8 @@ test("a relabelled Service moves with its slices, even before they are relabelle
   assert.deepEqual(legacy.serviceCIDRs(), []);
 });
 
-test("a Service relabelled away stays with the losing view until the handover ends", async () => {
+/** Timers that fire only when the test calls them. */
+function fakeTimers() {
   const pending: { fn: () => void; cancelled: boolean }[] = [];
   const timers = {
     setTimeout: (fn: () => void) => {
@@ -48,6 +49,11 @@ test("a Service relabelled away stays with the losing view until the handover en
       (t as { cancelled: boolean }).cancelled = true;
     },
   };
+  return { pending, timers };
+}
+
+test("a Service relabelled away stays with the losing view until the handover ends", async () => {
+  const { pending, timers } = fakeTimers();
   const store = new ClusterStore({ serviceProxyNames: ["", "legacy"] });
   store.replace("Service", [svc({ name: "web" })]);
   store.replace("EndpointSlice", [slice([ep("192.0.2.1")], { service: "web" })]);
@@ -74,17 +80,7 @@ test("a Service relabelled away stays with the losing view until the handover en
 });
 
 test("a Service relabelled back during the handover stays, and a deleted one goes at once", async () => {
-  const pending: { fn: () => void; cancelled: boolean }[] = [];
-  const timers = {
-    setTimeout: (fn: () => void) => {
-      const t = { fn, cancelled: false };
-      pending.push(t);
-      return t;
-    },
-    clearTimeout: (t: unknown) => {
-      (t as { cancelled: boolean }).cancelled = true;
-    },
-  };
+  const { pending, timers } = fakeTimers();
   const store = new ClusterStore({ serviceProxyNames: ["", "legacy"] });
   store.replace("Service", [svc({ name: "web" }), svc({ name: "gone" })]);
   store.synced();
