@@ -102,6 +102,11 @@ export function proxyNameView(
       for (const service of store.services()) if (selected(service)) yield service;
       for (const { service } of leaving.values()) yield service;
     },
+    *serviceKeys() {
+      for (const service of store.services())
+        if (selected(service)) yield `${service.metadata.namespace}/${service.metadata.name}`;
+      yield* leaving.keys();
+    },
     *slices() {
       for (const slice of store.slices()) if (visible(serviceKeyOf(slice)) !== undefined) yield slice;
     },

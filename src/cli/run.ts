@@ -10,6 +10,7 @@ import { pacedFeed } from "../plugin/paced-feed.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { runExplain } from "./explain.ts";
 import type { Invocation } from "./invocation.ts";
+import { checkForKubeProxy } from "./kube-proxy-check.ts";
 import { type SinkRun, sinkRuns } from "./multi-sink.ts";
 
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
@@ -17,6 +18,9 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
     case "to-local": {
       const { source, serviceCIDRs, nodeName } = invocation;
       const sinks = sinkRuns(invocation);
+      // A kernel backend fed from the cluster: kube-proxy must not run beside it.
+      if (source.name === "kube" && sinks.some((s) => s.sink.cleanup !== undefined))
+        checkForKubeProxy(invocation.sourceOpts as object, ctx.log.child({ component: "kube-proxy-check" }));
       const store = new ClusterStore({
         serviceProxyNames: sinks.map((s) => s.serviceProxyName),
         serviceCIDRs,

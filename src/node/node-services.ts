@@ -3,19 +3,32 @@
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
 import { availableParallelism } from "node:os";
-import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
+import { raiseFdLimit } from "../host/fd-limit.ts";
+import {
+  KUBE_PROXY_CLEANUP_BINARIES,
+  removeKubeProxyLeftovers,
+} from "../host/kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
+import { RetryingServer } from "./bind-retry.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
-import { type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
+import { CONNTRACK_BINARIES, type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
+import { startHealthServer } from "./health-server.ts";
+import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import { type SharedServer, shareHealthServer, shareMetricsServer } from "./shared-servers.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
+
+/** The programs the node services may start: conntrack cleanup, and kube-proxy's cleanup at start. */
+export const NODE_SERVICES_BINARIES: readonly string[] = [
+  ...CONNTRACK_BINARIES,
+  ...KUBE_PROXY_CLEANUP_BINARIES,
+];
 
 interface NodeServicesContext {
   /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */
@@ -63,15 +76,39 @@ export class NodeServices implements SyncObserver {
         throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
     }
     const s = new NodeServices(o, ctx);
+    await raiseFdLimit(ctx.log);
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),
       ctx.sysctlFiles ?? new ProcSysctlFiles(),
       ctx.log,
     );
     try {
+      const retry = (what: string, a: { host: string; port: number }) => ({
+        what,
+        address: `${a.host}:${a.port}`,
+        hardFail: o.bindAddressHardFail,
+        log: ctx.log,
+      });
+      const { healthz, metrics } = o;
       // Several backends in one process share one server per address.
-      if (o.healthz) s.#servers.push(await shareHealthServer(o.healthz.host, o.healthz.port, s.health));
-      if (o.metrics) s.#servers.push(await shareMetricsServer(o.metrics.host, o.metrics.port, ctx.mode));
+      if (healthz)
+        s.#servers.push(
+          await shareHealthServer(`${healthz.host}:${healthz.port}`, s.health, (combined) =>
+            RetryingServer.start(
+              () => startHealthServer(healthz.host, healthz.port, combined),
+              retry("healthz", healthz),
+            ),
+          ),
+        );
+      if (metrics)
+        s.#servers.push(
+          await shareMetricsServer(`${metrics.host}:${metrics.port}`, () =>
+            RetryingServer.start(
+              () => startMetricsServer(metrics.host, metrics.port, ctx.mode, { profiling: o.profiling }),
+              retry("metrics", metrics),
+            ),
+          ),
+        );
     } catch (err) {
       await s.close();
       throw new Error(`cannot listen for /healthz or /metrics: ${(err as Error).message}`);
@@ -101,10 +138,7 @@ export class NodeServices implements SyncObserver {
 
   /** Closes every server; the rules stay as they are. */
   async close(): Promise<void> {
-    await Promise.all([
-      ...this.#servers.splice(0).map((server) => server.leave()),
-      this.healthCheckNodePorts.close(),
-    ]);
+    await Promise.all([...this.#servers.splice(0).map((x) => x.leave()), this.healthCheckNodePorts.close()]);
     this.#log.info("node services closed");
   }
 }

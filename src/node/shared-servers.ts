@@ -2,32 +2,31 @@
 // (`to-local to-nft … to-iptables --service-proxy-name legacy …`): /healthz is healthy only when
 // every backend keeps up, and the server closes when its last backend leaves.
 
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { IPFamily } from "../model/kube.ts";
-import { close } from "../observability/http-listen.ts";
-import { startHealthServer } from "./health-server.ts";
-import { startMetricsServer } from "./metrics-server.ts";
 import type { HealthSnapshot } from "./proxy-health.ts";
 
 interface HealthSource {
   snapshot(): HealthSnapshot;
 }
 
+/** A listening server, however it was opened (RetryingServer keeps trying a taken port). */
+interface Closable {
+  close(): Promise<void>;
+}
+
 /** What a backend holds of a shared server: leaving closes it once nobody else uses it. */
-export interface SharedServer {
-  /** Where the server listens (the port chosen when asked for port 0). */
-  readonly address: AddressInfo;
+export interface SharedServer<S extends Closable = Closable> {
+  readonly server: S;
   leave(): Promise<void>;
 }
 
 interface Entry<M> {
-  readonly server: Promise<Server>;
+  readonly server: Promise<Closable>;
   readonly members: Set<M>;
 }
 
 const healthServers = new Map<string, Entry<HealthSource>>();
-const metricsServers = new Map<string, Entry<{ readonly mode: string }>>();
+const metricsServers = new Map<string, Entry<string>>();
 
 /** Every backend's health as one: healthy and eligible only if all are; a family unhealthy if any says so. */
 export function combinedSnapshot(snapshots: readonly HealthSnapshot[]): HealthSnapshot {
@@ -59,12 +58,12 @@ export function combinedSnapshot(snapshots: readonly HealthSnapshot[]): HealthSn
   };
 }
 
-async function join<M>(
+async function join<M, S extends Closable>(
   servers: Map<string, Entry<M>>,
   key: string,
   member: M,
-  start: (members: Set<M>) => Promise<Server>,
-): Promise<SharedServer> {
+  start: (members: Set<M>) => Promise<S>,
+): Promise<SharedServer<S>> {
   let entry = servers.get(key);
   if (entry === undefined) {
     const members = new Set<M>();
@@ -77,35 +76,39 @@ async function join<M>(
   }
   const joined = entry;
   joined.members.add(member);
-  let server: Server;
+  let server: S;
   try {
-    server = await joined.server;
+    server = (await joined.server) as S;
   } catch (err) {
     joined.members.delete(member);
     throw err;
   }
   return {
-    address: server.address() as AddressInfo,
+    server,
     async leave() {
       if (!joined.members.delete(member) || joined.members.size > 0) return;
       if (servers.get(key) === joined) servers.delete(key);
-      await close(await joined.server);
+      await server.close();
     },
   };
 }
 
-export function shareHealthServer(host: string, port: number, health: HealthSource): Promise<SharedServer> {
-  return join(healthServers, `${host}:${port}`, health, (members) =>
-    startHealthServer(host, port, {
-      snapshot: () => combinedSnapshot([...members].map((m) => m.snapshot())),
-    }),
+/** Joins the /healthz server at `address`, opening it with `open` (over every member's health) if none is. */
+export function shareHealthServer<S extends Closable>(
+  address: string,
+  health: HealthSource,
+  open: (combined: HealthSource) => Promise<S>,
+): Promise<SharedServer<S>> {
+  return join(healthServers, address, health, (members) =>
+    open({ snapshot: () => combinedSnapshot([...members].map((m) => m.snapshot())) }),
   );
 }
 
-/** /proxyMode answers the mode of the first backend that joined. */
-export function shareMetricsServer(host: string, port: number, mode: string): Promise<SharedServer> {
-  // One object per backend: two backends of the same mode are two members.
-  return join(metricsServers, `${host}:${port}`, { mode }, (members) =>
-    startMetricsServer(host, port, () => ([...members][0] ?? { mode }).mode),
-  );
+/** Joins the /metrics server at `address` (the registry is the process's), opening it if none is. */
+export function shareMetricsServer<S extends Closable>(
+  address: string,
+  open: () => Promise<S>,
+): Promise<SharedServer<S>> {
+  // One member per backend, even of the same mode.
+  return join(metricsServers, address, `${Math.random()}`, () => open());
 }

@@ -58,6 +58,11 @@ export interface LocalSinkPlugin<O = unknown> extends Plugin<O> {
   cleanup?(opts: O, ctx: RunContext): Promise<void>;
   /** `kpng explain --rules <name without "to-">`: reads what the backend programmed for a Service. */
   rulesReader?(opts: O, ctx: RunContext): Promise<RulesReader>;
+  /**
+   * Every program run() and cleanup() may start (nft, iptables-nft-restore, ip, …): the container
+   * image must contain each (test/unit/deploy/image-binaries.test.ts checks deploy/Dockerfile).
+   */
+  readonly binaries: readonly string[];
 }
 
 /** `… to-api`, `… to-json` directly after a source: consumers of the global state. */

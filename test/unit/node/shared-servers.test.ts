@@ -2,7 +2,10 @@
 // closed when the last backend leaves.
 
 import assert from "node:assert/strict";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { test } from "node:test";
+import { startHealthServer } from "../../../src/node/health-server.ts";
 import type { HealthSnapshot } from "../../../src/node/proxy-health.ts";
 import { combinedSnapshot, shareHealthServer } from "../../../src/node/shared-servers.ts";
 
@@ -31,11 +34,21 @@ test("two backends share one /healthz; it closes when the last one leaves", asyn
   let bHealthy = false;
   const a = { snapshot: () => snapshot(true, 900) };
   const b = { snapshot: () => snapshot(bHealthy, 900) };
-  // Port 0: the first backend picks a free port; the second joins the same server.
-  const sa = await shareHealthServer("127.0.0.1", 0, a);
-  const sb = await shareHealthServer("127.0.0.1", 0, b);
-  assert.equal(sb.address.port, sa.address.port);
-  const get = () => fetch(`http://127.0.0.1:${sa.address.port}/healthz`).then((r) => r.status);
+  let opened = 0;
+  let server: Server | undefined;
+  const open = async (combined: { snapshot(): HealthSnapshot }) => {
+    opened++;
+    server = await startHealthServer("127.0.0.1", 0, combined);
+    const s = server;
+    return { close: () => new Promise<void>((resolve) => s.close(() => resolve())) };
+  };
+  const sa = await shareHealthServer("test:1", a, open);
+  const sb = await shareHealthServer("test:1", b, open);
+  assert.equal(opened, 1);
+  assert.equal(sa.server, sb.server);
+  const port = (server?.address() as AddressInfo).port;
+  const get = () =>
+    fetch(`http://127.0.0.1:${port}/healthz`, { headers: { connection: "close" } }).then((r) => r.status);
   assert.equal(await get(), 503);
   bHealthy = true;
   assert.equal(await get(), 200);
