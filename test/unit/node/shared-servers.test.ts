@@ -46,7 +46,8 @@ test("two backends share one /healthz; it closes when the last one leaves", asyn
   const sb = await shareHealthServer("test:1", b, open);
   assert.equal(opened, 1);
   assert.equal(sa.server, sb.server);
-  const port = (server?.address() as AddressInfo).port;
+  assert.ok(server);
+  const port = (server.address() as AddressInfo).port;
   const get = () =>
     fetch(`http://127.0.0.1:${port}/healthz`, { headers: { connection: "close" } }).then((r) => r.status);
   assert.equal(await get(), 503);
