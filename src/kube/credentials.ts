@@ -1,7 +1,6 @@
 // The credentials of each API request, with a deadline.
 
 import type { RequestOptions } from "node:https";
-import type { KubeConfig } from "@kubernetes/client-node";
 
 /**
  * How long the credentials may take. A kubeconfig `exec` plugin (a cloud CLI, a vault client) is
@@ -10,9 +9,19 @@ import type { KubeConfig } from "@kubernetes/client-node";
  */
 const CREDENTIALS_TIMEOUT_MS = 30_000;
 
+/**
+ * Server and credentials of the API connection: a client-node KubeConfig, or, without a
+ * kubeconfig file, a PlainConnection (service-account.ts).
+ */
+export interface ApiConnection {
+  getCurrentCluster(): { readonly server: string } | null;
+  getCurrentUser(): { readonly exec?: unknown } | null;
+  applyToHTTPSOptions(options: RequestOptions): Promise<void>;
+}
+
 /** config.applyToHTTPSOptions within a deadline; the error names the exec plugin that hung. */
 export async function applyCredentials(
-  config: KubeConfig,
+  config: ApiConnection,
   options: RequestOptions,
   timeoutMs = CREDENTIALS_TIMEOUT_MS,
 ): Promise<void> {

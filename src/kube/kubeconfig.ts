@@ -1,12 +1,23 @@
 // Where the API server and credentials come from, in kube-proxy's order: --kubeconfig, then
 // $KUBECONFIG, then the pod's service account, then ~/.kube/config; --master overrides the server
-// (and alone is enough for an unauthenticated server).
+// (and alone is enough for an unauthenticated server). The Kubernetes client library is loaded
+// only to read a kubeconfig file: the service account and --master alone do without its ~80 MiB.
 
 import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { join } from "node:path";
-import { type Cluster, KubeConfig } from "@kubernetes/client-node";
+import type { Cluster, KubeConfig } from "@kubernetes/client-node";
 import { parse } from "yaml";
+import type { ApiConnection } from "./credentials.ts";
+import { PlainConnection, SERVICE_ACCOUNT_TOKEN, serviceAccountConnection } from "./service-account.ts";
+
+const require = createRequire(import.meta.url);
+
+function newKubeConfig(): KubeConfig {
+  const { KubeConfig } = require("@kubernetes/client-node") as typeof import("@kubernetes/client-node");
+  return new KubeConfig();
+}
 
 export interface ConnectionOptions {
   readonly kubeconfig?: string | undefined;
@@ -21,8 +32,6 @@ export interface Environment {
   readonly homeDir: string;
 }
 
-const SERVICE_ACCOUNT_TOKEN = "/var/run/secrets/kubernetes.io/serviceaccount/token";
-
 export const processEnvironment: Environment = {
   env: process.env,
   fileExists: existsSync,
@@ -30,7 +39,7 @@ export const processEnvironment: Environment = {
 };
 
 export interface LoadedConfig {
-  readonly config: KubeConfig;
+  readonly config: ApiConnection;
   /** Where it came from, for the startup log line. */
   readonly origin: string;
 }
@@ -41,8 +50,13 @@ function inPod(environment: Environment): boolean {
   );
 }
 
-function loadBase(options: ConnectionOptions, environment: Environment): LoadedConfig | undefined {
-  const config = new KubeConfig();
+interface LoadedKubeConfig {
+  readonly config: KubeConfig;
+  readonly origin: string;
+}
+
+function loadBase(options: ConnectionOptions, environment: Environment): LoadedKubeConfig | undefined {
+  const config = newKubeConfig();
   if (options.kubeconfig) {
     if (!environment.fileExists(options.kubeconfig)) {
       throw new Error(`--kubeconfig: file ${options.kubeconfig} does not exist`);
@@ -59,25 +73,11 @@ function loadBase(options: ConnectionOptions, environment: Environment): LoadedC
     loadFile(config, first);
     for (const file of more) {
       if (!environment.fileExists(file)) continue;
-      const extra = new KubeConfig();
+      const extra = newKubeConfig();
       loadFile(extra, file);
       config.mergeConfig(extra, true);
     }
     return { config, origin: `$KUBECONFIG (${fromEnv})` };
-  }
-  if (options.master === undefined && inPod(environment)) {
-    // client-node reads the token file and CA; the address comes from our environment.
-    config.loadFromCluster();
-    const host = environment.env.KUBERNETES_SERVICE_HOST ?? "";
-    const port = environment.env.KUBERNETES_SERVICE_PORT ?? "443";
-    const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
-    config.loadFromOptions({
-      clusters: config.getClusters().map((c) => ({ ...c, server })),
-      contexts: config.getContexts(),
-      users: config.getUsers(),
-      currentContext: config.getCurrentContext(),
-    });
-    return { config, origin: "in-cluster service account" };
   }
   const home = join(environment.homeDir, ".kube", "config");
   if (environment.fileExists(home)) {
@@ -126,23 +126,45 @@ function allowPlainHttp(cluster: Cluster): Cluster {
   return cluster.server.startsWith("http:") ? { ...cluster, skipTLSVerify: true } : cluster;
 }
 
+/** The pod's service account when no kubeconfig is given; the address comes from the environment. */
+function inClusterConnection(options: ConnectionOptions, environment: Environment): LoadedConfig {
+  if (options.context !== undefined) {
+    throw new Error("--context: in a pod without a kubeconfig there are no contexts to choose from");
+  }
+  const host = environment.env.KUBERNETES_SERVICE_HOST ?? "";
+  const port = environment.env.KUBERNETES_SERVICE_PORT ?? "443";
+  const server = `https://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  return { config: serviceAccountConnection(server), origin: "in-cluster service account" };
+}
+
+function hasKubeconfigFile(options: ConnectionOptions, environment: Environment): boolean {
+  return (
+    Boolean(options.kubeconfig) ||
+    Boolean(environment.env.KUBECONFIG) ||
+    environment.fileExists(join(environment.homeDir, ".kube", "config"))
+  );
+}
+
 export function loadKubeConfig(options: ConnectionOptions, environment = processEnvironment): LoadedConfig {
-  const base = loadBase(options, environment);
-  if (!base) {
+  if (
+    !options.kubeconfig &&
+    !environment.env.KUBECONFIG &&
+    options.master === undefined &&
+    inPod(environment)
+  ) {
+    return inClusterConnection(options, environment);
+  }
+  if (!hasKubeconfigFile(options, environment)) {
     if (options.master === undefined) {
       throw new Error(
         "no API server configured: pass --kubeconfig or --master, set $KUBECONFIG, or run in a pod with a service account",
       );
     }
-    const config = new KubeConfig();
-    config.loadFromClusterAndUser(
-      allowPlainHttp({ name: "master", server: options.master, skipTLSVerify: false }),
-      {
-        name: "anonymous",
-      },
-    );
-    return { config, origin: `--master ${options.master}` };
+    // Anonymous: no kubeconfig, so no credentials; https:// verifies against the system's CAs.
+    return { config: new PlainConnection(options.master), origin: `--master ${options.master}` };
   }
+  const base = loadBase(options, environment);
+  if (!base) throw new Error("no kubeconfig found"); // hasKubeconfigFile said there is one
   const { config } = base;
   if (options.context !== undefined) {
     if (!config.getContextObject(options.context)) {

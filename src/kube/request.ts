@@ -3,8 +3,7 @@
 
 import http from "node:http";
 import https from "node:https";
-import type { KubeConfig } from "@kubernetes/client-node";
-import { applyCredentials } from "./credentials.ts";
+import { type ApiConnection, applyCredentials } from "./credentials.ts";
 import { ApiStatusError } from "./reflector.ts";
 
 export interface KubeRequest {
@@ -24,11 +23,11 @@ export interface KubeRequester {
 const MAX_BODY = 16 * 1024 * 1024;
 
 export class KubeConfigRequester implements KubeRequester {
-  readonly #config: KubeConfig;
+  readonly #config: ApiConnection;
   readonly #base: URL;
   readonly #timeoutMs: number;
 
-  constructor(config: KubeConfig, timeoutMs = 10_000) {
+  constructor(config: ApiConnection, timeoutMs = 10_000) {
     const cluster = config.getCurrentCluster();
     if (!cluster)
       throw new Error("the kubeconfig has no current cluster (set current-context or use --context)");

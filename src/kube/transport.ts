@@ -4,8 +4,7 @@
 
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
-import type { KubeConfig } from "@kubernetes/client-node";
-import { applyCredentials } from "./credentials.ts";
+import { type ApiConnection, applyCredentials } from "./credentials.ts";
 
 /** What a reflector reads of a response: the status line and the body as it streams in. */
 export interface ApiResponse extends AsyncIterable<Buffer> {
@@ -23,10 +22,10 @@ export interface KubeTransport {
 const TCP_KEEPALIVE_DELAY_MS = 30_000;
 
 export class KubeConfigTransport implements KubeTransport {
-  readonly #config: KubeConfig;
+  readonly #config: ApiConnection;
   readonly #base: URL;
 
-  constructor(config: KubeConfig) {
+  constructor(config: ApiConnection) {
     const cluster = config.getCurrentCluster();
     if (!cluster)
       throw new Error("the kubeconfig has no current cluster (set current-context or use --context)");
