@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify } from "yaml";
 import { type Environment, loadKubeConfig } from "../../../src/kube/kubeconfig.ts";
+import { PlainConnection } from "../../../src/kube/service-account.ts";
 import { KubeConfigTransport } from "../../../src/kube/transport.ts";
 import { TestApiServer } from "../../apiserver/server.ts";
 
@@ -83,6 +84,13 @@ describe("loadKubeConfig", () => {
     );
     assert.equal(loaded.origin, "in-cluster service account");
     assert.equal(server(loaded), "https://192.0.2.9:443");
+    // No kubeconfig to read, so the Kubernetes client library (~80 MiB) is not loaded.
+    assert.ok(loaded.config instanceof PlainConnection);
+  });
+
+  it("--master alone needs no kubeconfig either", () => {
+    const loaded = loadKubeConfig({ master: "https://203.0.113.1:6443" }, env({}));
+    assert.ok(loaded.config instanceof PlainConnection);
   });
 
   it("with nothing configured, says what to do", () => {
@@ -129,6 +137,26 @@ describe("KubeConfigTransport credentials", () => {
     const transport = new KubeConfigTransport(loadKubeConfig({ kubeconfig: file }).config);
     await getServices(transport);
     assert.equal(api.requests.at(-1)?.headers.authorization, "Bearer file-token-1");
+  });
+
+  it("the service account's token file is read on every request, so the kubelet's rotation is seen", async () => {
+    const token = join(dir, "sa-token");
+    writeFileSync(token, "sa-token-1\n");
+    const transport = new KubeConfigTransport(new PlainConnection(api.url, { tokenFile: token }));
+    await getServices(transport);
+    writeFileSync(token, "sa-token-2\n");
+    await getServices(transport);
+    const tokens = api.requests.slice(-2).map((r) => r.headers.authorization);
+    assert.deepEqual(tokens, ["Bearer sa-token-1", "Bearer sa-token-2"]);
+  });
+
+  it("--master alone sends no credentials", async () => {
+    const transport = new KubeConfigTransport(
+      loadKubeConfig({ master: api.url }, { env: {}, fileExists: () => false, homeDir: "/nonexistent" })
+        .config,
+    );
+    await getServices(transport);
+    assert.equal(api.requests.at(-1)?.headers.authorization, undefined);
   });
 
   it("runs an exec plugin again when its token has expired, so rotated tokens are used", async () => {
