@@ -3,14 +3,18 @@
 //   kpng cleanup kube-proxy
 // The work is in src/kube-proxy-compat/ and src/host/kube-proxy-leftovers/.
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import type { Command } from "commander";
 import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import { runKubeProxyCommand } from "../kube-proxy-compat/command.ts";
 import { KUBE_PROXY_FLAGS } from "../kube-proxy-compat/flags.ts";
+import { readBoundedFile } from "../lib/bounded-read.ts";
 import type { RunContext } from "../plugin/contracts.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+
+/** kube-proxy's configuration is a few kilobytes; this much is already a wrong file. */
+const MAX_CONFIG_BYTES = 1024 * 1024;
 
 /**
  * Runs argv if it is one of the kube-proxy forms and resolves true; resolves false otherwise.
@@ -44,7 +48,7 @@ export async function runKubeProxyForms(
   const root = program();
   await runKubeProxyCommand(argv.slice(1), {
     log: ctx.log.child({ component: "kube-proxy-compat" }),
-    readFile: (path) => readFileSync(path, "utf8"),
+    readFile: async (path) => (await readBoundedFile(path, MAX_CONFIG_BYTES)).toString("utf8"),
     accepts: (plugin, flag) => acceptsFlag(root, plugin, flag),
     runKpng: run,
     cleanup,

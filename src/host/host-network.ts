@@ -59,6 +59,17 @@ export class IpCommandHost implements HostNetwork {
     return out;
   }
 
+  /** The next hops of the default routes (both families); none for a route without a gateway. */
+  async defaultGateways(): Promise<string[]> {
+    const out: string[] = [];
+    for (const fam of ["-4", "-6"]) {
+      for (const r of records(await ipJson([fam, "route", "show", "default"]))) {
+        if (typeof r.gateway === "string") out.push(r.gateway);
+      }
+    }
+    return out;
+  }
+
   async interfaces(): Promise<InterfaceAddresses[]> {
     return records(await ipJson(["addr", "show"])).map((i) => ({
       ifname: String(i.ifname),

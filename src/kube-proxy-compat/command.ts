@@ -11,7 +11,8 @@ import { translate } from "./translate.ts";
 
 export interface KubeProxyCommandDeps {
   readonly log: Logger;
-  readFile(path: string): string;
+  /** The text of a file, bounded (a device or FIFO is refused, so is a file over the limit). */
+  readFile(path: string): Promise<string>;
   /** Whether the plug-in ("kube", "to-nft", …) has the flag in this build. */
   accepts(plugin: string, flag: string): boolean;
   /** Runs a kpng command line, e.g. ["kube", …, "to-local", "to-nft", …]. */
@@ -35,7 +36,7 @@ export async function runKubeProxyCommand(
   if (flags.configFile !== undefined) {
     let text: string;
     try {
-      text = deps.readFile(flags.configFile);
+      text = await deps.readFile(flags.configFile);
     } catch (err) {
       throw new UsageError(`--config: cannot read ${flags.configFile}: ${(err as Error).message}`);
     }

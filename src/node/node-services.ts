@@ -4,6 +4,7 @@
 
 import type { Server } from "node:http";
 import { availableParallelism } from "node:os";
+import { raiseFdLimit } from "../host/fd-limit.ts";
 import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
@@ -66,6 +67,7 @@ export class NodeServices implements SyncObserver {
         throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
     }
     const s = new NodeServices(o, ctx);
+    await raiseFdLimit(ctx.log);
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),
       ctx.sysctlFiles ?? new ProcSysctlFiles(),

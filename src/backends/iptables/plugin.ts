@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { withFirstState } from "../../backend-core/first-state.ts";
 import { IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
 import { NodeServices } from "../../node/node-services.ts";
@@ -116,12 +117,13 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
     addNodeServicesOptions(cmd);
   },
   parseOptions: parseIptablesOptions,
-  async run(feed, opts, ctx: RunContext): Promise<void> {
+  async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const interfaces = await host.interfaces();
     const families = familyConfigs(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
     const runner = await runnerFor(opts.mode);
     const log = ctx.log.child({ component: "iptables" });
+    const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     const settings = {
       runner,
       families,

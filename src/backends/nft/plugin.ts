@@ -5,6 +5,7 @@ import { z } from "zod";
 import { withFirstState } from "../../backend-core/first-state.ts";
 import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
@@ -86,10 +87,11 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     addNodeServicesOptions(cmd);
   },
   parseOptions: parseNftOptions,
-  async run(feed, opts, ctx: RunContext): Promise<void> {
+  async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const tables = await configs(opts.settings, host);
     const log = ctx.log.child({ component: "nft" });
+    const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     if (opts.dryRun) {
       const backend = new NftBackend({
         runner: new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text)),

@@ -3,7 +3,7 @@
 // deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
 import type { ChildProcess } from "node:child_process";
-import { type ExecResult, execCommand } from "../../host/exec.ts";
+import { type ExecResult, execCommand, stopCommand } from "../../host/exec.ts";
 import type { NftFamily } from "./fragment.ts";
 
 export class NftError extends Error {
@@ -80,7 +80,7 @@ export class ExecNftRunner implements NftRunner {
 
   close(): void {
     this.#closed = true;
-    for (const child of this.#running) child.kill("SIGKILL");
+    for (const child of this.#running) stopCommand(child);
   }
 
   #exec(args: readonly string[], stdin: string): Promise<Result> {

@@ -25,7 +25,7 @@ function fakes(files: Record<string, string> = { "/cfg": CONFIG }) {
   };
   const deps: KubeProxyCommandDeps = {
     log,
-    readFile: (path) => {
+    readFile: async (path) => {
       const text = files[path];
       if (text === undefined) throw new Error("ENOENT: no such file");
       return text;
