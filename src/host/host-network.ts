@@ -31,6 +31,9 @@ export function primaryAddresses(
   return out;
 }
 
+/** The programs reading the node's addresses start (the image must contain them). */
+export const HOST_NETWORK_BINARIES: readonly string[] = ["ip"];
+
 const IP_TIMEOUT_MS = 10_000;
 
 async function ipJson(args: readonly string[]): Promise<unknown> {

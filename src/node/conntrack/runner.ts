@@ -19,6 +19,9 @@ class ConntrackError extends Error {
   override readonly name = "ConntrackError";
 }
 
+/** The programs conntrack cleanup starts (the image must contain them). */
+export const CONNTRACK_BINARIES: readonly string[] = ["conntrack"];
+
 export class ExecConntrackRunner implements ConntrackRunner {
   readonly #command: readonly string[];
   readonly #timeoutMs: number;

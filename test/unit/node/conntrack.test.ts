@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ConntrackCleaner } from "../../../src/node/conntrack/cleaner.ts";
 import type { ConntrackRunner } from "../../../src/node/conntrack/runner.ts";
-import { applySysctls, conntrackSysctls, type SysctlFiles } from "../../../src/node/conntrack/sysctls.ts";
+import {
+  applySysctls,
+  CONNTRACK_SYSCTL_DEFAULTS,
+  conntrackSysctls,
+  type SysctlFiles,
+} from "../../../src/node/conntrack/sysctls.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { registry } from "../../../src/observability/metrics.ts";
 import { ep, port, service, state } from "../backends/nft/fixtures.ts";
@@ -150,13 +155,38 @@ describe("conntrack after a restart", () => {
 
 describe("conntrack sysctls", () => {
   test("max is per core with a floor; 0 leaves a setting alone", () => {
-    const o = { maxPerCore: 32768, min: 131072, tcpEstablishedSeconds: 86400, tcpCloseWaitSeconds: 0 };
+    const o = {
+      ...CONNTRACK_SYSCTL_DEFAULTS,
+      maxPerCore: 32768,
+      min: 131072,
+      tcpEstablishedSeconds: 86400,
+      tcpCloseWaitSeconds: 0,
+    };
     assert.deepEqual(conntrackSysctls(o, 2), [
       { name: "net/netfilter/nf_conntrack_max", value: 131072 },
       { name: "net/netfilter/nf_conntrack_tcp_timeout_established", value: 86400 },
     ]);
     assert.equal(conntrackSysctls(o, 8)[0]?.value, 262144);
     assert.deepEqual(conntrackSysctls({ ...o, maxPerCore: 0, tcpEstablishedSeconds: 0 }, 8), []);
+  });
+
+  test("kube-proxy's zeros leave every sysctl alone; UDP timeouts and liberal TCP when set", () => {
+    const zeros = {
+      ...CONNTRACK_SYSCTL_DEFAULTS,
+      maxPerCore: 0,
+      min: 0,
+      tcpEstablishedSeconds: 0,
+      tcpCloseWaitSeconds: 0,
+    };
+    assert.deepEqual(conntrackSysctls(zeros, 4), []);
+    assert.deepEqual(
+      conntrackSysctls({ ...zeros, tcpBeLiberal: true, udpSeconds: 30, udpStreamSeconds: 120 }, 4),
+      [
+        { name: "net/netfilter/nf_conntrack_tcp_be_liberal", value: 1 },
+        { name: "net/netfilter/nf_conntrack_udp_timeout", value: 30 },
+        { name: "net/netfilter/nf_conntrack_udp_timeout_stream", value: 120 },
+      ],
+    );
   });
 
   test("writes only what differs, and skips a read-only file without throwing", async () => {
