@@ -101,12 +101,10 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const log = ctx.log.child({ component: "nft" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     if (opts.dryRun) {
-      const backend = new NftBackend({
-        runner: new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text)),
-        tables,
-        log,
-      });
+      const runner = new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text));
+      const backend = new NftBackend({ runner, tables, log });
       await withFirstState(feed, ctx.signal, (state) => backend.sync(state));
+      await runner.verify();
       return;
     }
     // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
