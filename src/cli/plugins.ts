@@ -2,6 +2,8 @@
 // command tree (program.ts) is built from these arrays.
 
 import { toApiPlugin } from "../api/plugin.ts";
+import { ebpfListCommand } from "../backends/ebpf/list.ts";
+import { toEbpfPlugin } from "../backends/ebpf/plugin.ts";
 import { toIptablesPlugin } from "../backends/iptables/plugin.ts";
 import { toNftPlugin } from "../backends/nft/plugin.ts";
 import { fallbackControllerPlugin } from "../controllers/fallback/plugin.ts";
@@ -22,7 +24,7 @@ import { kubeSourcePlugin } from "../sources/kube/plugin.ts";
 export const sources: SourcePlugin[] = [fileSourcePlugin, kubeSourcePlugin, apiSourcePlugin];
 
 /** `… to-local <sink>` and `kpng local … <sink>` */
-export const localSinks: LocalSinkPlugin[] = [toJsonLocalSink, toNftPlugin, toIptablesPlugin];
+export const localSinks: LocalSinkPlugin[] = [toJsonLocalSink, toNftPlugin, toIptablesPlugin, toEbpfPlugin];
 
 /** `kpng <source> … <sink>` */
 export const globalSinks: GlobalSinkPlugin[] = [toJsonGlobalSink, toApiPlugin];
@@ -31,4 +33,4 @@ export const globalSinks: GlobalSinkPlugin[] = [toJsonGlobalSink, toApiPlugin];
 export const localSources: LocalSourcePlugin[] = [localSourcePlugin];
 
 /** `kpng <controller> …`, e.g. `kpng fallback-controller` */
-export const controllers: ControllerPlugin[] = [fallbackControllerPlugin];
+export const controllers: ControllerPlugin[] = [fallbackControllerPlugin, ebpfListCommand];
