@@ -6,7 +6,9 @@
 // stdout, so one process (spawned with `ip netns exec`) does many requests.
 
 import dgram from "node:dgram";
+import { writeFileSync } from "node:fs";
 import net from "node:net";
+import { join } from "node:path";
 import { type EchoReply, parseEchoReply } from "./echo-reply.ts";
 
 export interface ProbeRequest {
@@ -38,6 +40,11 @@ export interface ProbeBatch {
   readonly requests: readonly ProbeRequest[];
   /** How many requests run at the same time; default 16. */
   readonly concurrency?: number;
+  /**
+   * A cgroup v2 directory the probing process joins first: a node-local client or pod whose
+   * sockets the eBPF backend's cgroup programs balance.
+   */
+  readonly cgroup?: string;
 }
 
 /** Sends one request and never rejects: every failure becomes a classified result. */
@@ -180,5 +187,6 @@ async function readStdin(): Promise<string> {
 
 if (import.meta.main) {
   const batch = JSON.parse(await readStdin()) as ProbeBatch;
+  if (batch.cgroup !== undefined) writeFileSync(join(batch.cgroup, "cgroup.procs"), String(process.pid));
   process.stdout.write(`${JSON.stringify(await probeAll(batch))}\n`);
 }

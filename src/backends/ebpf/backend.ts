@@ -3,8 +3,8 @@
 // retries with a growing delay. The programs and pins come from the loader before a full sync.
 
 import { Counter, Gauge, Histogram } from "prom-client";
-import { serviceChanges } from "../../model/local-changes.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
+import { serviceChanges } from "../../model/local-changes.ts";
 import { NO_OBSERVER, type SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
 import { registry } from "../../observability/metrics.ts";
@@ -21,7 +21,7 @@ const syncDuration = new Histogram({
 });
 
 const syncFailures = new Counter({
-  name: "kpng_ebpf_sync_failures_total",
+  name: "kpng_ebpf_write_failures_total",
   help: "Map writes or program loads that failed; each one is retried with a full sync.",
   registers: [registry],
 });

@@ -30,10 +30,14 @@ function fsType(path: string): number | undefined {
 export async function startupProblems(s: CheckSettings): Promise<string[]> {
   const problems: string[] = [];
   if (!existsSync("/proc/sys/kernel/unprivileged_bpf_disabled")) {
-    problems.push("the kernel has no BPF syscall (CONFIG_BPF_SYSCALL): use a kernel built with it, or another backend");
+    problems.push(
+      "the kernel has no BPF syscall (CONFIG_BPF_SYSCALL): use a kernel built with it, or another backend",
+    );
   }
   if (!existsSync("/sys/kernel/btf/vmlinux")) {
-    problems.push("the kernel has no BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF): use a kernel built with it");
+    problems.push(
+      "the kernel has no BTF (/sys/kernel/btf/vmlinux; CONFIG_DEBUG_INFO_BTF): use a kernel built with it",
+    );
   }
   if (fsType(s.cgroupRoot) !== CGROUP2_SUPER_MAGIC) {
     problems.push(
@@ -46,7 +50,9 @@ export async function startupProblems(s: CheckSettings): Promise<string[]> {
     try {
       accessSync(s.bpfRoot, constants.W_OK);
     } catch {
-      problems.push(`--bpf-root ${s.bpfRoot} is not writable: run as root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN)`);
+      problems.push(
+        `--bpf-root ${s.bpfRoot} is not writable: run as root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN)`,
+      );
     }
   }
   if (process.getuid?.() !== 0) {
@@ -56,6 +62,7 @@ export async function startupProblems(s: CheckSettings): Promise<string[]> {
     problems.push(`--bpf-object ${s.object} does not exist: build it with npm run build:bpf`);
   }
   const tool = await execCommand(["bpftool", "version"], { timeoutMs: 5000 }).catch(() => undefined);
-  if (tool === undefined || tool.code !== 0) problems.push("bpftool is not installed: apt-get install bpftool");
+  if (tool === undefined || tool.code !== 0)
+    problems.push("bpftool is not installed: apt-get install bpftool");
   return problems;
 }

@@ -51,8 +51,7 @@ export function listFrontends(maps: LbMaps): ListedFrontend[] {
     });
   }
   return out.sort(
-    (a, b) =>
-      a.address.localeCompare(b.address) || a.port - b.port || a.protocol.localeCompare(b.protocol),
+    (a, b) => a.address.localeCompare(b.address) || a.port - b.port || a.protocol.localeCompare(b.protocol),
   );
 }
 

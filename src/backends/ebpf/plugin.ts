@@ -31,11 +31,7 @@ import { renderService } from "./render.ts";
 export const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
 
 const count = (min: number, max: number) =>
-  z.coerce
-    .number()
-    .int("a whole number")
-    .min(min, `at least ${min}`)
-    .max(max, `at most ${max}`);
+  z.coerce.number().int("a whole number").min(min, `at least ${min}`).max(max, `at most ${max}`);
 
 const ebpfOptions = z.object({
   bpfRoot: z.string().min(1, "a bpffs directory").default("/sys/fs/bpf"),

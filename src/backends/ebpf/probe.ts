@@ -2,8 +2,8 @@
 // every hook attached to kpng's program. The node services' watchdog runs it every second and
 // triggers a full sync (which reloads and re-attaches what is missing) when it fails.
 
-import type { Logger } from "../../observability/log.ts";
 import type { RulesProbe } from "../../node/rules-watchdog.ts";
+import type { Logger } from "../../observability/log.ts";
 import type { ProgramLoader } from "./programs.ts";
 
 export class EbpfProbe implements RulesProbe {

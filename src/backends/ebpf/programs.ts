@@ -117,7 +117,15 @@ export class BpftoolLoader implements ProgramLoader {
       const pinnedId = await this.#pinnedId(hook);
       if (attached.get(SHOWN_AS[hook])?.id === pinnedId) continue;
       // override: replaces the program attached before in one step, so no connect goes unbalanced.
-      await this.#run(["cgroup", "attach", this.#s.cgroupRoot, hook, "pinned", this.#progPin(hook), "override"]);
+      await this.#run([
+        "cgroup",
+        "attach",
+        this.#s.cgroupRoot,
+        hook,
+        "pinned",
+        this.#progPin(hook),
+        "override",
+      ]);
       done.push(`attached ${hook}`);
     }
     return done;
@@ -167,7 +175,8 @@ export class BpftoolLoader implements ProgramLoader {
 
   async #run(args: readonly string[]): Promise<string> {
     const r = await execCommand([this.#tool, ...args], { timeoutMs: TIMEOUT_MS });
-    if (r.timedOut) throw new Error(`bpftool ${args.slice(0, 2).join(" ")}: no answer within ${TIMEOUT_MS} ms`);
+    if (r.timedOut)
+      throw new Error(`bpftool ${args.slice(0, 2).join(" ")}: no answer within ${TIMEOUT_MS} ms`);
     if (r.code !== 0) {
       const msg = r.stderr.split("\n").filter((l) => l && !/strict mode|legacy option|^If it used/.test(l));
       throw new Error(`bpftool ${args.join(" ")} failed: ${msg.join("; ") || `exit ${r.code}`}`);

@@ -18,8 +18,8 @@ import {
   encodeFrontend,
   encodeServiceValue,
   encodeSlot,
-  SVC_REJECT,
   type ServiceValue,
+  SVC_REJECT,
 } from "./layout.ts";
 import type { LbMaps } from "./maps.ts";
 import type { RenderedGroup } from "./render.ts";
