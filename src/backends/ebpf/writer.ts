@@ -139,9 +139,9 @@ export class MapWriter {
         const id = prev?.id ?? this.#nextId++;
         const gen = prev === undefined || same ? (prev?.gen ?? 0) : (prev.gen + 1) & 0xffff;
         if (!same) {
-          g.backends.forEach((be, index) =>
-            backendWrites.push([encodeSlot({ id, gen, index }), encodeBackend(be)]),
-          );
+          for (const [index, be] of g.backends.entries()) {
+            backendWrites.push([encodeSlot({ id, gen, index }), encodeBackend(be)]);
+          }
           if (prev !== undefined) dropSlots(prev);
         }
         const value = encodeServiceValue({
