@@ -3,8 +3,8 @@
 //   node bench/kube-proxy-cleanup.ts [N …] [--quick]      (default 1000 5000; --quick: 1000)
 
 import { spawnSync } from "node:child_process";
-import { removeKubeProxyLeftovers } from "../src/node/kube-proxy-leftovers/cleanup.ts";
-import { type CommandRunner, ExecCommandRunner } from "../src/node/kube-proxy-leftovers/command.ts";
+import { removeKubeProxyLeftovers } from "../src/host/kube-proxy-leftovers/cleanup.ts";
+import { type CommandRunner, ExecCommandRunner } from "../src/host/kube-proxy-leftovers/command.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf } from "./lib/nft-netns.ts";
 import { positionalArgs, quick, table } from "./lib/table.ts";

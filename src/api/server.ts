@@ -21,7 +21,7 @@ export interface TlsFiles {
   readonly ca?: Buffer;
 }
 
-export interface ApiServerOptions {
+interface ApiServerOptions {
   /** Listen addresses: "tcp://host:port" or "unix:///path". */
   readonly listen: readonly string[];
   readonly localFeed: LocalFeedFactory;
@@ -39,7 +39,7 @@ export interface ApiServerOptions {
   readonly instanceId?: string;
 }
 
-export interface ListenAddress {
+interface ListenAddress {
   readonly kind: "tcp" | "unix";
   /** host:port for tcp, the socket path for unix. */
   readonly address: string;

@@ -1,14 +1,14 @@
 // Wiring for the kube-proxy drop-in forms, which take kube-proxy's own flags rather than kpng's:
 //   kpng kube-proxy [--config FILE] [kube-proxy flags]
 //   kpng cleanup kube-proxy
-// The work is in src/kube-proxy-compat/ and src/node/kube-proxy-leftovers/.
+// The work is in src/kube-proxy-compat/ and src/host/kube-proxy-leftovers/.
 
 import { readFileSync, writeFileSync } from "node:fs";
 import type { Command } from "commander";
+import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
+import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import { runKubeProxyCommand } from "../kube-proxy-compat/command.ts";
 import { KUBE_PROXY_FLAGS } from "../kube-proxy-compat/flags.ts";
-import { removeKubeProxyLeftovers } from "../node/kube-proxy-leftovers/cleanup.ts";
-import { ExecCommandRunner } from "../node/kube-proxy-leftovers/command.ts";
 import type { RunContext } from "../plugin/contracts.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 

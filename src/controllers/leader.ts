@@ -3,9 +3,9 @@
 // for a whole lease duration (measured on its own clock, so clocks need not agree). A leader
 // that cannot renew within the renew deadline stops leading.
 
+import { ApiStatusError } from "../kube/reflector.ts";
+import type { KubeRequester } from "../kube/request.ts";
 import type { Logger } from "../observability/log.ts";
-import { ApiStatusError } from "../sources/kube/reflector.ts";
-import type { KubeRequester } from "../sources/kube/request.ts";
 
 export interface LeaderElectionOptions {
   readonly requester: KubeRequester;

@@ -33,7 +33,7 @@ export interface Translation {
 }
 
 /** kube-proxy's defaults (pkg/proxy/apis/config/v1alpha1 defaulting), where kpng uses them. */
-export const KUBE_PROXY_DEFAULTS = {
+const KUBE_PROXY_DEFAULTS = {
   healthzBindAddress: "0.0.0.0:10256",
   metricsBindAddress: "127.0.0.1:10249",
   syncPeriod: "30s",

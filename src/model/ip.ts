@@ -31,7 +31,7 @@ export function canonicalAddress(text: string): string | undefined {
   return undefined;
 }
 
-export interface Cidr {
+interface Cidr {
   readonly family: IPFamily;
   /** Network address and prefix, host bits cleared: "10.0.0.0/8", "2001:db8::/32". */
   readonly text: string;

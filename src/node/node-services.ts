@@ -4,6 +4,8 @@
 
 import type { Server } from "node:http";
 import { availableParallelism } from "node:os";
+import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
+import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
@@ -13,8 +15,6 @@ import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } fro
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
 import { close } from "./http-listen.ts";
-import { removeKubeProxyLeftovers } from "./kube-proxy-leftovers/cleanup.ts";
-import { ExecCommandRunner } from "./kube-proxy-leftovers/command.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesOptions } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
@@ -22,7 +22,7 @@ import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
 import { SyncMetrics } from "./sync-metrics.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
-export interface NodeServicesContext {
+interface NodeServicesContext {
   /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */
   readonly mode: string;
   readonly families: readonly IPFamily[];

@@ -1,7 +1,7 @@
 // Minimal HTTP helpers for tests that talk to the test API server directly.
 
 import http, { type IncomingMessage } from "node:http";
-import { JsonLineSplitter } from "../../src/sources/kube/json-lines.ts";
+import { JsonLineSplitter } from "../../src/kube/json-lines.ts";
 
 export interface WatchEvent {
   readonly type: string;

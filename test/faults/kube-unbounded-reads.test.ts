@@ -3,9 +3,9 @@
 
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
+import { JsonLineSplitter } from "../../src/kube/json-lines.ts";
+import { Reflector, type ReflectorTimings } from "../../src/kube/reflector.ts";
 import { registry } from "../../src/observability/metrics.ts";
-import { JsonLineSplitter } from "../../src/sources/kube/json-lines.ts";
-import { Reflector, type ReflectorTimings } from "../../src/sources/kube/reflector.ts";
 import { resourceSpecs } from "../../src/sources/kube/source.ts";
 import { service } from "../apiserver/fixtures.ts";
 import { TestApiServer } from "../apiserver/server.ts";

@@ -1,8 +1,8 @@
 // What the rules of one IP family depend on beyond the local state, built from the to-iptables
 // options and the node's addresses. Pure: the addresses are passed in.
 
+import { type TrafficAddressSettings, trafficAddresses } from "../../host/traffic-addresses.ts";
 import { ofFamily } from "../../model/local.ts";
-import { type TrafficAddressSettings, trafficAddresses } from "../../node/traffic-addresses.ts";
 import { type IpFamily, ipFamilyOfTools } from "./addresses.ts";
 
 export interface FamilyConfig {

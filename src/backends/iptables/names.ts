@@ -5,7 +5,7 @@
 
 import { hash } from "node:crypto";
 
-export const PREFIX = "KPNG-";
+const PREFIX = "KPNG-";
 
 /** The packet-mark bit that asks KPNG-POSTROUTING to masquerade a connection. */
 export const MASQUERADE_MARK = "0x4000";

@@ -1,16 +1,16 @@
 // `… to-local to-iptables`: the iptables backend as a CLI sink, and `kpng cleanup iptables`.
 
 import type { Command } from "commander";
+import { IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
-import { IpCommandHost, primaryAddresses } from "../../node/host-network.ts";
-import { healthCheckAddresses } from "../../node/listen-addresses.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesOptions,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
-import { addTrafficAddressOptions, trafficAddresses } from "../../node/traffic-addresses.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { parseDuration } from "../../plugin/duration.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
@@ -21,9 +21,9 @@ import { familyConfigs } from "./config.ts";
 import { ExecIptablesRunner, type IptablesRunner, type Variant } from "./runner.ts";
 import { detectVariant } from "./variant.ts";
 
-export type IptablesMode = "auto" | Variant;
+type IptablesMode = "auto" | Variant;
 
-export interface IptablesOptions {
+interface IptablesOptions {
   readonly nodePortAddresses: string;
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;

@@ -3,9 +3,6 @@
 import type { IPFamily } from "../../model/kube.ts";
 import type { NftFamily } from "./fragment.ts";
 
-/** The nft table family that holds rules for an IP family. */
-export const NFT_FAMILY: Readonly<Record<IPFamily, NftFamily>> = { IPv4: "ip", IPv6: "ip6" };
-
 /** The IP family an nft table family programs. */
 export function ipFamilyOfTable(family: NftFamily): IPFamily {
   return family === "ip" ? "IPv4" : "IPv6";

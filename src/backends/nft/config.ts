@@ -1,8 +1,8 @@
 // Turns the to-nft command-line options into one TableConfig per family. Pure apart from the
 // node's addresses, which are passed in.
 
+import { type TrafficAddressSettings, trafficAddresses } from "../../host/traffic-addresses.ts";
 import { ofFamily } from "../../model/local.ts";
-import { type TrafficAddressSettings, trafficAddresses } from "../../node/traffic-addresses.ts";
 import { ipFamilyOfTable } from "./addresses.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
 import { type NftOp, renderScript } from "./ops.ts";

@@ -2,16 +2,16 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
+import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
-import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../node/host-network.ts";
-import { healthCheckAddresses } from "../../node/listen-addresses.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesOptions,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
-import { addTrafficAddressOptions } from "../../node/traffic-addresses.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
@@ -42,7 +42,7 @@ const nftOptions = z.object({
     .default(30_000),
 });
 
-export type NftOptions = z.output<typeof nftOptions> & {
+type NftOptions = z.output<typeof nftOptions> & {
   readonly settings: NftSettings;
   readonly node: NodeServicesOptions;
 };
@@ -51,7 +51,7 @@ export type NftOptions = z.output<typeof nftOptions> & {
 const REPAIR_CHECK_MS = 1000;
 
 /** Checks every to-nft flag, including the address lists, before anything starts. */
-export function parseNftOptions(raw: RawOptions): NftOptions {
+function parseNftOptions(raw: RawOptions): NftOptions {
   const opts = parseOptionsWith(nftOptions, raw);
   const settings: NftSettings = {
     table: opts.tableName,

@@ -6,7 +6,7 @@
 // kpng's rules that keeps the chains (`nft flush table`) is therefore not noticed here; it is
 // repaired by restarting kpng, which rewrites the table.
 
-import { execCommand } from "../../node/exec.ts";
+import { execCommand } from "../../host/exec.ts";
 import type { RulesProbe } from "../../node/rules-watchdog.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
 import { STATIC } from "./names.ts";

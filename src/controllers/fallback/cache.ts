@@ -1,9 +1,9 @@
 // A reflector's objects kept by key, with every change reported as (before, after).
 
+import type { Keyed, ReflectorSink } from "../../kube/reflector.ts";
 import { objectKey } from "../../model/kube.ts";
-import type { Keyed, ReflectorSink } from "../../sources/kube/reflector.ts";
 
-export type ChangeListener<T> = (before: T | undefined, after: T | undefined) => void;
+type ChangeListener<T> = (before: T | undefined, after: T | undefined) => void;
 
 export class ObjectCache<T extends Keyed> implements ReflectorSink<string, T> {
   readonly #objects = new Map<string, T>();

@@ -3,14 +3,14 @@
 // EndpointSlices and their active label. Only the leader writes; every replica keeps its caches
 // warm so a new leader acts at once.
 
+import { ApiStatusError, Reflector, type ReflectorTimings } from "../../kube/reflector.ts";
+import type { KubeRequester } from "../../kube/request.ts";
+import type { KubeTransport } from "../../kube/transport.ts";
 import { FALLBACK_MANAGER, LABEL_FALLBACK_ACTIVE, LABEL_MANAGED_BY } from "../../model/fallback.ts";
 import { familyOfAddress } from "../../model/ip.ts";
 import { type EndpointSlice, LABEL_ZONE, type Node, objectKey, type Service } from "../../model/kube.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../../model/validate.ts";
 import type { Logger } from "../../observability/log.ts";
-import { ApiStatusError, Reflector, type ReflectorTimings } from "../../sources/kube/reflector.ts";
-import type { KubeRequester } from "../../sources/kube/request.ts";
-import type { KubeTransport } from "../../sources/kube/transport.ts";
 import { type ActivationState, INACTIVE, step } from "./activation.ts";
 import { type FallbackSpec, readFallbackSpec } from "./annotations.ts";
 import { ObjectCache } from "./cache.ts";

@@ -1,10 +1,10 @@
 // core/v1 Events on a Service, so `kubectl describe service` shows what the controller did.
 
 import { randomBytes } from "node:crypto";
+import type { KubeRequester } from "../../kube/request.ts";
 import type { Service } from "../../model/kube.ts";
-import type { KubeRequester } from "../../sources/kube/request.ts";
 
-export const COMPONENT = "fallback-controller";
+const COMPONENT = "fallback-controller";
 
 export type EventReason = "FallbackActivated" | "FallbackDeactivated" | "InvalidFallback";
 

@@ -4,13 +4,13 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Command } from "commander";
+import { addKubeConnectionOptions } from "../../kube/connection-flags.ts";
 import type { ControllerPlugin, RunContext } from "../../plugin/contracts.ts";
 import { parseDuration } from "../../plugin/duration.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
-import { addKubeConnectionOptions } from "../../sources/kube/plugin.ts";
 import { type ListenAddress, parseListenAddress } from "../status-server.ts";
 
-export interface FallbackControllerOptions {
+interface FallbackControllerOptions {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   readonly master: string | undefined;
@@ -81,9 +81,9 @@ async function run(o: FallbackControllerOptions, ctx: RunContext): Promise<void>
     { LeaderElector },
     { startStatusServer },
   ] = await Promise.all([
-    import("../../sources/kube/kubeconfig.ts"),
-    import("../../sources/kube/transport.ts"),
-    import("../../sources/kube/request.ts"),
+    import("../../kube/kubeconfig.ts"),
+    import("../../kube/transport.ts"),
+    import("../../kube/request.ts"),
     import("./controller.ts"),
     import("../leader.ts"),
     import("../status-server.ts"),

@@ -8,8 +8,8 @@ import { familyOf } from "../../model/ip.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort, LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 
-export type CtFamily = "ipv4" | "ipv6";
-export type CtProtocol = "udp" | "sctp";
+type CtFamily = "ipv4" | "ipv6";
+type CtProtocol = "udp" | "sctp";
 
 /** One `conntrack -D` filter. Fields left out match anything. */
 export interface CtFilter {

@@ -2,10 +2,15 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
+import { addKubeConnectionOptions } from "../../kube/connection-flags.ts";
+import {
+  DEFAULT_LIST_TIMEOUT_MS,
+  DEFAULT_MAX_LINE_BYTES,
+  DEFAULT_MAX_LIST_BYTES,
+} from "../../kube/limits.ts";
 import type { ClusterSource } from "../../model/global.ts";
 import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
-import { DEFAULT_LIST_TIMEOUT_MS, DEFAULT_MAX_LINE_BYTES, DEFAULT_MAX_LIST_BYTES } from "./limits.ts";
 
 const optionalText = z
   .string()
@@ -49,18 +54,7 @@ function byteCount(fallback: number, min: number, why: string) {
     });
 }
 
-export type KubeSourceOptions = z.output<typeof kubeOptions>;
-
-/** How to reach the API server: every command that talks to it takes these. */
-export function addKubeConnectionOptions(cmd: Command): void {
-  cmd
-    .option(
-      "--kubeconfig <file>",
-      "kubeconfig file (default: $KUBECONFIG, the pod's service account, ~/.kube/config)",
-    )
-    .option("--context <name>", "kubeconfig context to use (default: current-context)")
-    .option("--master <url>", "API server URL; overrides the kubeconfig's server");
-}
+type KubeSourceOptions = z.output<typeof kubeOptions>;
 
 export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
   name: "kube",
@@ -94,9 +88,9 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
     return {
       async start(sink) {
         const [{ loadKubeConfig }, { KubeSource }, { KubeConfigTransport }] = await Promise.all([
-          import("./kubeconfig.ts"),
+          import("../../kube/kubeconfig.ts"),
           import("./source.ts"),
-          import("./transport.ts"),
+          import("../../kube/transport.ts"),
         ]);
         const log = ctx.log.child({ component: "kube-source" });
         const { config, origin } = loadKubeConfig({

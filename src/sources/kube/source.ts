@@ -3,13 +3,18 @@
 // has completed its first list — an empty cluster included — so the brain never computes from a
 // partial picture.
 
+import {
+  DEFAULT_TIMINGS,
+  Reflector,
+  type ReflectorTimings,
+  type ResourceSpec,
+} from "../../kube/reflector.ts";
+import type { KubeTransport } from "../../kube/transport.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { parseEndpointSlice, parseNode, parseService, parseServiceCIDR } from "../../model/validate.ts";
 import type { Logger } from "../../observability/log.ts";
-import { DEFAULT_TIMINGS, Reflector, type ReflectorTimings, type ResourceSpec } from "./reflector.ts";
 import { endpointSliceLabelSelector, nodeFieldSelector, serviceLabelSelector } from "./selectors.ts";
 import { findServiceCIDRPath } from "./service-cidr-api.ts";
-import type { KubeTransport } from "./transport.ts";
 
 export interface WatchScope {
   /** Set: watch only Services labelled with this proxy name. Unset: only unlabelled ones. */

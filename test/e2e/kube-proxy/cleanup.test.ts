@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { isKubeProxyChain } from "../../../src/node/kube-proxy-leftovers/iptables-plan.ts";
+import { isKubeProxyChain } from "../../../src/host/kube-proxy-leftovers/iptables-plan.ts";
 import { Netns, netnsSkipReason } from "../../support/netns.ts";
 import {
   addDummies,

@@ -1,13 +1,9 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { LeaderElector } from "../../../src/controllers/leader.ts";
+import { loadKubeConfig } from "../../../src/kube/kubeconfig.ts";
+import { KubeConfigRequester, type KubeRequest, type KubeRequester } from "../../../src/kube/request.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
-import { loadKubeConfig } from "../../../src/sources/kube/kubeconfig.ts";
-import {
-  KubeConfigRequester,
-  type KubeRequest,
-  type KubeRequester,
-} from "../../../src/sources/kube/request.ts";
 import { TestApiServer } from "../../apiserver/server.ts";
 import { waitFor } from "../sources/kube/helpers.ts";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseListing } from "../../../../src/backends/nft/adopt.ts";
 import { cleanupTransaction, tableConfigs } from "../../../../src/backends/nft/config.ts";
-import { primaryAddresses } from "../../../../src/node/host-network.ts";
+import { primaryAddresses } from "../../../../src/host/host-network.ts";
 
 const settings = { table: "kpng", nodePortAddresses: "primary", clusterCIDRs: "", masqueradeAll: false };
 

@@ -4,13 +4,9 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { FallbackController } from "../../../../src/controllers/fallback/controller.ts";
+import { loadKubeConfig } from "../../../../src/kube/kubeconfig.ts";
+import { KubeConfigRequester, type KubeRequest, type KubeRequester } from "../../../../src/kube/request.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
-import { loadKubeConfig } from "../../../../src/sources/kube/kubeconfig.ts";
-import {
-  KubeConfigRequester,
-  type KubeRequest,
-  type KubeRequester,
-} from "../../../../src/sources/kube/request.ts";
 import { endpointSlice, service } from "../../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../../apiserver/server.ts";
 import type { RawObject } from "../../../apiserver/store.ts";

@@ -1,9 +1,9 @@
 // Shared by the kube source tests: a sink that records what it is told, and a poller.
 
+import { loadKubeConfig } from "../../../../src/kube/kubeconfig.ts";
+import { KubeConfigTransport, type KubeTransport } from "../../../../src/kube/transport.ts";
 import type { ClusterSink } from "../../../../src/model/global.ts";
 import { type KubeKind, type KubeObject, objectKey } from "../../../../src/model/kube.ts";
-import { loadKubeConfig } from "../../../../src/sources/kube/kubeconfig.ts";
-import { KubeConfigTransport, type KubeTransport } from "../../../../src/sources/kube/transport.ts";
 
 export class RecordingSink implements ClusterSink {
   /** One line per call: "upsert Service default/a", "delete …", "replace Service [a,b]", "synced". */

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { DEFAULT_MAX_LINE_BYTES } from "../../../../src/kube/limits.ts";
 import { UsageError } from "../../../../src/plugin/usage-error.ts";
-import { DEFAULT_MAX_LINE_BYTES } from "../../../../src/sources/kube/limits.ts";
 import { kubeSourcePlugin } from "../../../../src/sources/kube/plugin.ts";
 
 describe("kube source options: read limits", () => {

@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { stringify } from "yaml";
-import { type Environment, loadKubeConfig } from "../../../../src/sources/kube/kubeconfig.ts";
-import { KubeConfigTransport } from "../../../../src/sources/kube/transport.ts";
-import { TestApiServer } from "../../../apiserver/server.ts";
+import { type Environment, loadKubeConfig } from "../../../src/kube/kubeconfig.ts";
+import { KubeConfigTransport } from "../../../src/kube/transport.ts";
+import { TestApiServer } from "../../apiserver/server.ts";
 
 function kubeconfig(clusters: Record<string, string>, current: string, user: Record<string, unknown> = {}) {
   return stringify({

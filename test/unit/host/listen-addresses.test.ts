@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { healthCheckAddresses } from "../../../src/node/listen-addresses.ts";
+import { healthCheckAddresses } from "../../../src/host/listen-addresses.ts";
 
 const host = ["192.0.2.1", "198.51.100.1", "2001:db8::1", "127.0.0.1"];
 

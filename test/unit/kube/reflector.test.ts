@@ -3,14 +3,14 @@
 import assert from "node:assert/strict";
 import { Readable } from "node:stream";
 import { afterEach, beforeEach, describe, it } from "node:test";
-import { silentLogger } from "../../../../src/observability/log.ts";
-import { registry } from "../../../../src/observability/metrics.ts";
-import { Reflector, type ReflectorTimings } from "../../../../src/sources/kube/reflector.ts";
-import { resourceSpecs } from "../../../../src/sources/kube/source.ts";
-import type { ApiResponse, KubeTransport } from "../../../../src/sources/kube/transport.ts";
-import { node, service } from "../../../apiserver/fixtures.ts";
-import { TestApiServer } from "../../../apiserver/server.ts";
-import { HookedTransport, RecordingSink, transportTo, waitFor } from "./helpers.ts";
+import { Reflector, type ReflectorTimings } from "../../../src/kube/reflector.ts";
+import type { ApiResponse, KubeTransport } from "../../../src/kube/transport.ts";
+import { silentLogger } from "../../../src/observability/log.ts";
+import { registry } from "../../../src/observability/metrics.ts";
+import { resourceSpecs } from "../../../src/sources/kube/source.ts";
+import { node, service } from "../../apiserver/fixtures.ts";
+import { TestApiServer } from "../../apiserver/server.ts";
+import { HookedTransport, RecordingSink, transportTo, waitFor } from "../sources/kube/helpers.ts";
 
 const FAST: Partial<ReflectorTimings> = {
   pageSize: 500,
