@@ -3,9 +3,9 @@
 
 import { toApiPlugin } from "../api/plugin.ts";
 import { ebpfListCommand } from "../backends/ebpf/list.ts";
-import { toEbpfPlugin } from "../backends/ebpf/plugin.ts";
+import { ebpfPlugin } from "../backends/ebpf/plugin.ts";
 import { toIptablesPlugin } from "../backends/iptables/plugin.ts";
-import { toNftPlugin } from "../backends/nft/plugin.ts";
+import { nftCompanion, toNftPlugin } from "../backends/nft/plugin.ts";
 import { fallbackControllerPlugin } from "../controllers/fallback/plugin.ts";
 import type {
   ControllerPlugin,
@@ -24,7 +24,12 @@ import { kubeSourcePlugin } from "../sources/kube/plugin.ts";
 export const sources: SourcePlugin[] = [fileSourcePlugin, kubeSourcePlugin, apiSourcePlugin];
 
 /** `… to-local <sink>` and `kpng local … <sink>` */
-export const localSinks: LocalSinkPlugin[] = [toJsonLocalSink, toNftPlugin, toIptablesPlugin, toEbpfPlugin];
+export const localSinks: LocalSinkPlugin[] = [
+  toJsonLocalSink,
+  toNftPlugin,
+  toIptablesPlugin,
+  ebpfPlugin(nftCompanion),
+];
 
 /** `kpng <source> … <sink>` */
 export const globalSinks: GlobalSinkPlugin[] = [toJsonGlobalSink, toApiPlugin];

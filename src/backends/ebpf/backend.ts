@@ -3,6 +3,7 @@
 // retries with a growing delay. The programs and pins come from the loader before a full sync.
 
 import { Counter, Gauge, Histogram } from "prom-client";
+import { sleep as sleepFor } from "../../lib/sleep.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 import { NO_OBSERVER, type SyncObserver } from "../../node/sync-observer.ts";
@@ -39,7 +40,7 @@ const programmed = new Gauge({
   registers: [registry],
 });
 
-export interface EbpfBackendOptions {
+interface EbpfBackendOptions {
   readonly loader: ProgramLoader;
   /** Opens the pinned maps (again after the loader re-created them). */
   readonly openMaps: () => LbMaps;
@@ -122,7 +123,7 @@ export class EbpfBackend {
   /** Follows the feed until `signal` aborts: the latest state is synced, failures retried. */
   async run(feed: LocalStateFeed, signal: AbortSignal): Promise<void> {
     const observer = this.#o.observer ?? NO_OBSERVER;
-    const sleep = this.#o.sleep ?? abortableSleep;
+    const sleep = this.#o.sleep ?? sleepFor;
     const maxWait = this.#o.syncPeriodMs ?? 30_000;
     let latest: LocalState | undefined;
     let dirty = false;
@@ -170,18 +171,4 @@ export class EbpfBackend {
       this.#maps?.close();
     }
   }
-}
-
-function abortableSleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

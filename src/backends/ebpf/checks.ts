@@ -2,12 +2,12 @@
 // Each problem names what is missing and how to fix it; the CLI exits 2.
 
 import { accessSync, constants, existsSync, statfsSync } from "node:fs";
-import { execCommand } from "../../node/exec.ts";
+import { execCommand } from "../../host/exec.ts";
 
 const BPF_FS_MAGIC = 0xcafe4a11;
 const CGROUP2_SUPER_MAGIC = 0x63677270;
 
-export interface CheckSettings {
+interface CheckSettings {
   readonly bpfRoot: string;
   readonly cgroupRoot: string;
   readonly object: string;

@@ -102,7 +102,7 @@ export function decodeServiceValue(b: Buffer): ServiceValue {
   };
 }
 
-export interface Slot {
+interface Slot {
   readonly id: number;
   readonly gen: number;
   readonly index: number;

@@ -16,7 +16,7 @@ import {
 } from "./layout.ts";
 import { type LbMaps, PinnedMaps } from "./maps.ts";
 
-export interface ListedFrontend {
+interface ListedFrontend {
   readonly address: string;
   readonly port: number;
   readonly protocol: string;
@@ -55,7 +55,7 @@ export function listFrontends(maps: LbMaps): ListedFrontend[] {
   );
 }
 
-export function formatFrontends(list: readonly ListedFrontend[]): string {
+function formatFrontends(list: readonly ListedFrontend[]): string {
   const lines = list.map((f) => {
     const what = f.reject ? "(reject)" : f.backends.join(" ");
     const sticky = f.affinitySeconds > 0 ? ` affinity=${f.affinitySeconds}s` : "";

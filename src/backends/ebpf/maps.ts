@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { createMapRef, objGet, RawMap } from "bpf";
 import { MAPS } from "./layout.ts";
 
-export type LbMapName = "services" | "backends";
+type LbMapName = "services" | "backends";
 
 export interface LbMaps {
   /** Inserts or replaces every entry, in order; throws a MapWriteError, having written a prefix. */

@@ -6,21 +6,14 @@
 import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
-import { IpCommandHost, primaryAddresses } from "../../node/host-network.ts";
-import { healthCheckAddresses } from "../../node/listen-addresses.ts";
+import type { CompanionBackend } from "../../node/companion.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { LocalSinkPlugin, RawOptions } from "../../plugin/contracts.ts";
 import { parseOptionsWith } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
-import { NftBackend } from "../nft/backend.ts";
-import { cleanupTransaction, tableConfigs } from "../nft/config.ts";
-import { InteractiveNftRunner } from "../nft/interactive-runner.ts";
-import { type NftOptions, parseNftOptions, toNftPlugin } from "../nft/plugin.ts";
-import { NftRulesProbe } from "../nft/rules-probe.ts";
-import { ExecNftRunner } from "../nft/runner.ts";
-import { acquireTableLock } from "../nft/table-lock.ts";
 import { EbpfBackend } from "./backend.ts";
 import { defaultCgroupRoot, startupProblems } from "./checks.ts";
 import { PinnedMaps } from "./maps.ts";
@@ -28,7 +21,7 @@ import { allOf, EbpfProbe } from "./probe.ts";
 import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
 import { renderService } from "./render.ts";
 
-export const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
+const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
 
 const count = (min: number, max: number) =>
   z.coerce.number().int("a whole number").min(min, `at least ${min}`).max(max, `at most ${max}`);
@@ -41,120 +34,111 @@ const ebpfOptions = z.object({
   bpfMapBackends: count(1024, 67_108_864).default(2_097_152),
 });
 
-export type EbpfOptions = { readonly loader: LoaderSettings; readonly nft: NftOptions };
+interface EbpfOptions<O> {
+  readonly loader: LoaderSettings;
+  /** The companion's options (nft: node addresses, node services, sync period). */
+  readonly companion: O;
+}
 
 /** How often pins and attachments are checked: the probe repairs within this and one sync. */
 const REPAIR_CHECK_MS = 1000;
 
-export function parseEbpfOptions(raw: RawOptions): EbpfOptions {
+function parseLoaderOptions(raw: RawOptions): LoaderSettings {
   const o = parseOptionsWith(ebpfOptions, raw);
   return {
-    nft: parseNftOptions(raw),
-    loader: {
-      bpfRoot: o.bpfRoot,
-      cgroupRoot: o.cgroupRoot ?? defaultCgroupRoot(),
-      object: o.bpfObject,
-      serviceEntries: o.bpfMapServices,
-      backendEntries: o.bpfMapBackends,
-      affinityEntries: 65_536,
-      reverseEntries: 262_144,
-    },
+    bpfRoot: o.bpfRoot,
+    cgroupRoot: o.cgroupRoot ?? defaultCgroupRoot(),
+    object: o.bpfObject,
+    serviceEntries: o.bpfMapServices,
+    backendEntries: o.bpfMapBackends,
+    affinityEntries: 65_536,
+    reverseEntries: 262_144,
   };
 }
 
-export const toEbpfPlugin: LocalSinkPlugin<EbpfOptions> = {
-  name: "to-ebpf",
-  description: "balance the node's own connections to services in BPF (cgroup hooks); nft for the rest",
-  defaultMinSyncPeriod: "1s",
-  addOptions(cmd) {
-    toNftPlugin.addOptions(cmd);
-    cmd
-      .option("--bpf-root <dir>", "the bpffs mount; kpng pins under <dir>/kpng/", "/sys/fs/bpf")
-      .option("--cgroup-root <dir>", "the cgroup v2 tree whose sockets are balanced (default: the host's)")
-      .option("--bpf-object <file>", "the compiled programs (npm run build:bpf)", DEFAULT_OBJECT)
-      .option("--bpf-map-services <n>", "entries of the frontend map (address, port, protocol)", "262144")
-      .option("--bpf-map-backends <n>", "entries of the backend map (twice the endpoints in use)", "2097152");
-  },
-  parseOptions: parseEbpfOptions,
-  async run(feed, opts, ctx) {
-    const log = ctx.log.child({ component: "ebpf" });
-    const host = new IpCommandHost();
-    const interfaces = await host.interfaces();
-    const primary = primaryAddresses(await host.defaultRouteInterfaces(), interfaces);
-    const tables = tableConfigs(opts.nft.settings, primary);
-    const hostIPs = interfaces.flatMap((i) => i.addresses.map((a) => a.ip));
-    const nodePortCIDRs = tables.flatMap((t) => t.nodePortCIDRs);
-    const render = { nodePortIPs: hostIPs.filter((ip) => inAny(ip, nodePortCIDRs)) };
-    const loader = new BpftoolLoader(opts.loader);
-    if (opts.nft.dryRun) {
-      await firstState(feed, ctx.signal, (state) => {
-        for (const [key, svc] of state.services) {
-          process.stdout.write(`${JSON.stringify({ service: key, groups: renderService(svc, render) })}\n`);
-        }
-      });
-      return;
-    }
-    const problems = await startupProblems(opts.loader);
-    if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
+/**
+ * The to-ebpf sink. `external` serves what the cgroup programs cannot see (traffic from other
+ * machines) and what they pass on unchanged (drops, source ranges, SCTP): the nft backend.
+ */
+export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<EbpfOptions<O>> {
+  return {
+    name: "to-ebpf",
+    description: "balance the node's own connections to services in BPF (cgroup hooks); nft for the rest",
+    defaultMinSyncPeriod: "1s",
+    addOptions(cmd) {
+      external.addOptions(cmd);
+      cmd
+        .option("--bpf-root <dir>", "the bpffs mount; kpng pins under <dir>/kpng/", "/sys/fs/bpf")
+        .option("--cgroup-root <dir>", "the cgroup v2 tree whose sockets are balanced (default: the host's)")
+        .option("--bpf-object <file>", "the compiled programs (npm run build:bpf)", DEFAULT_OBJECT)
+        .option("--bpf-map-services <n>", "entries of the frontend map (address, port, protocol)", "262144")
+        .option(
+          "--bpf-map-backends <n>",
+          "entries of the backend map (twice the endpoints in use)",
+          "2097152",
+        );
+    },
+    parseOptions: (raw) => ({ loader: parseLoaderOptions(raw), companion: external.parseOptions(raw) }),
+    async run(feed, opts, ctx) {
+      const log = ctx.log.child({ component: "ebpf" });
+      const settings = external.settings(opts.companion);
+      const loader = new BpftoolLoader(opts.loader);
+      if (settings.dryRun) {
+        await firstState(feed, ctx.signal, (state) => {
+          for (const [key, svc] of state.services) {
+            const groups = renderService(svc, { nodePortIPs: [] });
+            process.stdout.write(`${JSON.stringify({ service: key, groups })}\n`);
+          }
+        });
+        return;
+      }
+      const problems = await startupProblems(opts.loader);
+      if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
 
-    const lock = await acquireTableLock(opts.nft.tableName);
-    const runner = new InteractiveNftRunner({
-      fallback: new ExecNftRunner(),
-      onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
-    });
-    log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
-    let ebpf: EbpfBackend | undefined;
-    let nft: NftBackend | undefined;
-    const node = await NodeServices.start(opts.nft.node, {
-      mode: "ebpf",
-      families: ["IPv4", "IPv6"],
-      syncPeriodMs: opts.nft.syncPeriod,
-      healthCheckAddresses: healthCheckAddresses(nodePortCIDRs, hostIPs),
-      log: ctx.log.child({ component: "node" }),
-      repair: {
-        probe: allOf([new EbpfProbe(loader, log), new NftRulesProbe(tables)]),
-        trigger: () => {
-          ebpf?.forceFullSync();
-          nft?.forceFullSync();
-        },
-        intervalMs: REPAIR_CHECK_MS,
-      },
-    }).catch(async (err: unknown) => {
-      runner.close();
-      await lock.release();
-      throw err;
-    });
-    const [toEbpf, toNft] = jointObservers(node, 2) as [SyncObserver, SyncObserver];
-    ebpf = new EbpfBackend({
-      loader,
-      openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
-      render,
-      log,
-      syncPeriodMs: opts.nft.syncPeriod,
-      observer: toEbpf,
-    });
-    nft = new NftBackend({
-      runner,
-      tables,
-      log: ctx.log.child({ component: "nft" }),
-      syncPeriodMs: opts.nft.syncPeriod,
-      observer: toNft,
-    });
-    try {
-      await Promise.all([ebpf.run(feed, ctx.signal), nft.run(feed, ctx.signal)]);
-    } finally {
-      // Graceful stop: programs stay attached, maps and rules stay in place.
-      await node.close();
-      runner.close();
-      await lock.release();
-    }
-  },
-  async cleanup(opts, ctx) {
-    const done = await new BpftoolLoader(opts.loader).remove();
-    await new ExecNftRunner().run(cleanupTransaction(opts.nft.tableName));
-    ctx.log.info({ done, table: opts.nft.tableName }, "removed kpng's BPF programs, pins and nft tables");
-  },
-};
+      const nft = await external.prepare(opts.companion, ctx);
+      const render = { nodePortIPs: nft.hostIPs.filter((ip) => inAny(ip, nft.nodePortCIDRs)) };
+      log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
+      let ebpf: EbpfBackend | undefined;
+      let node: NodeServices | undefined;
+      try {
+        node = await NodeServices.start(settings.node, {
+          mode: "ebpf",
+          families: ["IPv4", "IPv6"],
+          syncPeriodMs: settings.syncPeriodMs,
+          healthCheckAddresses: healthCheckAddresses(nft.nodePortCIDRs, nft.hostIPs),
+          log: ctx.log.child({ component: "node" }),
+          repair: {
+            probe: allOf([new EbpfProbe(loader, log), nft.probe]),
+            trigger: () => {
+              ebpf?.forceFullSync();
+              nft.forceFullSync();
+            },
+            intervalMs: REPAIR_CHECK_MS,
+          },
+        });
+        const [toEbpf, toNft] = jointObservers(node, 2) as [SyncObserver, SyncObserver];
+        ebpf = new EbpfBackend({
+          loader,
+          openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
+          render,
+          log,
+          syncPeriodMs: settings.syncPeriodMs,
+          observer: toEbpf,
+        });
+        await Promise.all([ebpf.run(feed, ctx.signal), nft.run(feed, ctx.signal, toNft)]);
+      } finally {
+        // Graceful stop: programs stay attached, maps and rules stay in place.
+        await node?.close();
+        await nft.close();
+      }
+    },
+    async cleanup(opts, ctx) {
+      const done = await new BpftoolLoader(opts.loader).remove();
+      ctx.log.info({ done }, "removed kpng's BPF programs and pins");
+      await external.cleanup(opts.companion, ctx);
+    },
+  };
+}
 
 function inAny(ip: string, cidrs: readonly string[]): boolean {
   const addr = ipaddr.parse(ip);

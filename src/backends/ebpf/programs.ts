@@ -6,7 +6,7 @@
 
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { execCommand } from "../../node/exec.ts";
+import { execCommand } from "../../host/exec.ts";
 import { HOOKS, type Hook, MAPS, programName } from "./layout.ts";
 import { mapPinPath } from "./maps.ts";
 

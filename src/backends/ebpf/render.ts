@@ -35,6 +35,8 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
       const base = `${port.protocol}/${port.port}/${family}`;
       const addr = (ips: readonly string[], p: number) =>
         ofFamily(ips, family).map((ip) => ({ ip, port: p, protocol: port.protocol }));
+      // A family the Service does not have: nothing of it is in this family (kube-proxy's per-family proxier).
+      if (ofFamily(svc.clusterIPs, family).length === 0) continue;
       const hasAny = port.endpointFamilies.includes(family);
       const internal = group(`${base}/internal`, addr(svc.clusterIPs, port.port), port.internalEndpoints);
       if (internal) groups.push(internal);

@@ -6,12 +6,14 @@ import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/ho
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
+import type { CompanionBackend, PreparedCompanion } from "../../node/companion.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesOptions,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
+import type { Logger } from "../../observability/log.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
@@ -87,10 +89,9 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   },
   parseOptions: parseNftOptions,
   async run(feed, opts, ctx: RunContext): Promise<void> {
-    const host = new IpCommandHost();
-    const tables = await configs(opts.settings, host);
     const log = ctx.log.child({ component: "nft" });
     if (opts.dryRun) {
+      const tables = await configs(opts.settings, new IpCommandHost());
       const backend = new NftBackend({
         runner: new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text)),
         tables,
@@ -99,50 +100,26 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       await syncFirstState(feed, ctx.signal, (state) => backend.sync(state));
       return;
     }
-    // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
-    const lock = await acquireTableLock(opts.tableName);
-    // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
-    const runner = new InteractiveNftRunner({
-      fallback: new ExecNftRunner(),
-      onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
-    });
-    log.info(
-      {
-        tables: tables.map((t) => `${t.family} ${t.table}`),
-        nodePorts: tables.flatMap((t) => t.nodePortCIDRs),
-      },
-      "starting",
-    );
-    const syncPeriodMs = opts.syncPeriod;
-    const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
-    let backend: NftBackend | undefined;
-    const node = await NodeServices.start(opts.node, {
-      mode: "nftables",
-      families: ["IPv4", "IPv6"],
-      syncPeriodMs,
-      healthCheckAddresses: healthCheckAddresses(
-        tables.flatMap((t) => t.nodePortCIDRs),
-        hostIPs,
-      ),
-      log: ctx.log.child({ component: "node" }),
-      repair: {
-        probe: new NftRulesProbe(tables),
-        trigger: () => backend?.forceFullSync(),
-        intervalMs: REPAIR_CHECK_MS,
-      },
-    }).catch(async (err: unknown) => {
-      runner.close();
-      await lock.release();
-      throw err;
-    });
-    backend = new NftBackend({ runner, tables, log, syncPeriodMs, observer: node });
+    const prepared = await prepareNft(opts, log);
+    let node: NodeServices | undefined;
     try {
-      await backend.run(feed, ctx.signal);
+      node = await NodeServices.start(opts.node, {
+        mode: "nftables",
+        families: ["IPv4", "IPv6"],
+        syncPeriodMs: opts.syncPeriod,
+        healthCheckAddresses: healthCheckAddresses(prepared.nodePortCIDRs, prepared.hostIPs),
+        log: ctx.log.child({ component: "node" }),
+        repair: {
+          probe: prepared.probe,
+          trigger: () => prepared.forceFullSync(),
+          intervalMs: REPAIR_CHECK_MS,
+        },
+      });
+      await prepared.run(feed, ctx.signal, node);
     } finally {
       // Graceful stop: the servers close, the rules stay in place.
-      await node.close();
-      runner.close();
-      await lock.release();
+      await node?.close();
+      await prepared.close();
     }
   },
   async cleanup(opts, ctx): Promise<void> {
@@ -150,6 +127,46 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     await new ExecNftRunner().run(cleanupTransaction(table));
     ctx.log.info({ table }, "removed kpng nft tables");
   },
+};
+
+/** The table lock, the runner and the node's addresses: everything but the node services. */
+async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompanion> {
+  const host = new IpCommandHost();
+  const tables = await configs(opts.settings, host);
+  const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
+  // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
+  const lock = await acquireTableLock(opts.tableName);
+  // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
+  const runner = new InteractiveNftRunner({
+    fallback: new ExecNftRunner(),
+    onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
+  });
+  const nodePortCIDRs = tables.flatMap((t) => t.nodePortCIDRs);
+  log.info({ tables: tables.map((t) => `${t.family} ${t.table}`), nodePorts: nodePortCIDRs }, "starting");
+  let backend: NftBackend | undefined;
+  return {
+    nodePortCIDRs,
+    hostIPs,
+    probe: new NftRulesProbe(tables),
+    forceFullSync: () => backend?.forceFullSync(),
+    async run(feed, signal, observer) {
+      backend = new NftBackend({ runner, tables, log, syncPeriodMs: opts.syncPeriod, observer });
+      await backend.run(feed, signal);
+    },
+    async close() {
+      runner.close();
+      await lock.release();
+    },
+  };
+}
+
+/** to-nft as the companion of another backend in the same process (to-ebpf's external traffic). */
+export const nftCompanion: CompanionBackend<NftOptions> = {
+  addOptions: (cmd) => toNftPlugin.addOptions(cmd),
+  parseOptions: parseNftOptions,
+  settings: (o) => ({ node: o.node, syncPeriodMs: o.syncPeriod, dryRun: o.dryRun }),
+  prepare: (o, ctx) => prepareNft(o, ctx.log.child({ component: "nft" })),
+  cleanup: (o, ctx) => toNftPlugin.cleanup!(o, ctx),
 };
 
 /** Runs `sync` on the first state of the feed only (the feed may call back before subscribe returns). */
