@@ -1,8 +1,8 @@
 // Startup checks of to-ebpf: everything the programs need, checked before anything is attached.
-// Each problem names what is missing and how to fix it; the CLI exits 2.
+// Each problem names what is missing and how to fix it; the CLI exits 2 before any source starts.
 
+import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, statfsSync } from "node:fs";
-import { execCommand } from "../../host/exec.ts";
 
 const BPF_FS_MAGIC = 0xcafe4a11;
 const CGROUP2_SUPER_MAGIC = 0x63677270;
@@ -27,7 +27,7 @@ function fsType(path: string): number | undefined {
 }
 
 /** What keeps the eBPF backend from running here; empty when nothing does. */
-export async function startupProblems(s: CheckSettings): Promise<string[]> {
+export function startupProblems(s: CheckSettings): string[] {
   const problems: string[] = [];
   if (!existsSync("/proc/sys/kernel/unprivileged_bpf_disabled")) {
     problems.push(
@@ -61,8 +61,9 @@ export async function startupProblems(s: CheckSettings): Promise<string[]> {
   if (!existsSync(s.object)) {
     problems.push(`--bpf-object ${s.object} does not exist: build it with npm run build:bpf`);
   }
-  const tool = await execCommand(["bpftool", "version"], { timeoutMs: 5000 }).catch(() => undefined);
-  if (tool === undefined || tool.code !== 0)
-    problems.push("bpftool is not installed: apt-get install bpftool");
+  // Synchronous: the checks run while the command line is parsed, before any source starts.
+  const tool = spawnSync("bpftool", ["version"], { timeout: 5000, stdio: "ignore" });
+  if (tool.error !== undefined || tool.status !== 0)
+    problems.push("bpftool does not run: apt-get install bpftool");
   return problems;
 }

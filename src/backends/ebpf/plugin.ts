@@ -78,7 +78,15 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           "2097152",
         );
     },
-    parseOptions: (raw) => ({ loader: parseLoaderOptions(raw), companion: external.parseOptions(raw) }),
+    parseOptions(raw) {
+      const loader = parseLoaderOptions(raw);
+      const companion = external.parseOptions(raw);
+      if (!external.settings(companion).dryRun) {
+        const problems = startupProblems(loader);
+        if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
+      }
+      return { loader, companion };
+    },
     async run(feed, opts, ctx) {
       const log = ctx.log.child({ component: "ebpf" });
       const settings = external.settings(opts.companion);
@@ -92,9 +100,6 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
         });
         return;
       }
-      const problems = await startupProblems(opts.loader);
-      if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
-
       const nft = await external.prepare(opts.companion, ctx);
       const render = { nodePortIPs: nft.hostIPs.filter((ip) => inAny(ip, nft.nodePortCIDRs)) };
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
