@@ -62,8 +62,10 @@ for (const n of SIZES) {
     // Maps created, programs loaded and attached (bpftool); the sync's own check then finds them.
     await loader.ensure();
     const t1 = performance.now();
+    const cpu0 = process.cpuUsage();
     const cold = await backend.sync(state);
     const t2 = performance.now();
+    const cpu = process.cpuUsage(cpu0);
     const rssMiB = resourceUsage().maxRSS / 1024;
 
     const changes: number[] = [];
@@ -87,6 +89,7 @@ for (const n of SIZES) {
       String(cold.backendsWritten),
       ((t1 - t0) / 1000).toFixed(2),
       ((t2 - t1) / 1000).toFixed(2),
+      ((cpu.user + cpu.system) / 1e6).toFixed(2),
       ((t2 - t0) / 1000).toFixed(2),
       rssMiB.toFixed(0),
       quantile(changes, 0.5).toFixed(3),
@@ -104,6 +107,7 @@ console.log(
       "backend slots",
       "load+attach (s)",
       "render+write (s)",
+      "render+write CPU (s)",
       "cold total (s)",
       "peak RSS (MiB)",
       "change p50 (ms)",

@@ -54,12 +54,22 @@ export interface ServiceValue {
   readonly flags: number;
 }
 
+const DOTTED_QUAD = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+
 function writeAddress(buf: Buffer, ip: string): 4 | 6 {
-  const addr = ipaddr.parse(ip);
-  const bytes = addr.toByteArray();
-  Buffer.from(bytes).copy(buf, 0);
-  return addr.kind() === "ipv4" ? 4 : 6;
+  // The local state's addresses are canonical; dotted quads (most of them) skip the parser.
+  const quad = DOTTED_QUAD.exec(ip);
+  if (quad !== null) {
+    for (let i = 0; i < 4; i++) buf[i] = Number(quad[i + 1]);
+    return 4;
+  }
+  const bytes = ipaddr.parse(ip).toByteArray();
+  for (let i = 0; i < bytes.length; i++) buf[i] = bytes[i]!;
+  return bytes.length === 4 ? 4 : 6;
 }
+
+/** A zeroed buffer from Node's pool: millions of small keys would otherwise each be an allocation. */
+const zeroed = (size: number): Buffer => Buffer.allocUnsafe(size).fill(0);
 
 function readAddress(buf: Buffer, family: number): string {
   if (family === 4) return ipaddr.fromByteArray([...buf.subarray(0, 4)]).toString();
@@ -67,7 +77,7 @@ function readAddress(buf: Buffer, family: number): string {
 }
 
 export function encodeFrontend(f: Frontend): Buffer {
-  const b = Buffer.alloc(MAPS.services.key);
+  const b = zeroed(MAPS.services.key);
   b[19] = writeAddress(b, f.ip);
   b.writeUInt16BE(f.port, 16);
   b[18] = PROTOCOLS[f.protocol] ?? 0;
@@ -83,7 +93,7 @@ export function decodeFrontend(b: Buffer): Frontend {
 }
 
 export function encodeServiceValue(v: ServiceValue): Buffer {
-  const b = Buffer.alloc(MAPS.services.value);
+  const b = zeroed(MAPS.services.value);
   b.writeUInt32LE(v.id, 0);
   b.writeUInt16LE(v.count, 4);
   b.writeUInt16LE(v.gen, 6);
@@ -109,7 +119,7 @@ interface Slot {
 }
 
 export function encodeSlot(s: Slot): Buffer {
-  const b = Buffer.alloc(MAPS.backends.key);
+  const b = zeroed(MAPS.backends.key);
   b.writeUInt32LE(s.id, 0);
   b.writeUInt16LE(s.gen, 4);
   b.writeUInt16LE(s.index, 6);
@@ -121,7 +131,7 @@ export function decodeSlot(b: Buffer): Slot {
 }
 
 export function encodeBackend(be: Backend): Buffer {
-  const b = Buffer.alloc(MAPS.backends.value);
+  const b = zeroed(MAPS.backends.value);
   b[18] = writeAddress(b, be.ip);
   b.writeUInt16BE(be.port, 16);
   return b;

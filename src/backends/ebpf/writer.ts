@@ -79,6 +79,7 @@ export class MapWriter {
     }
     this.#maps.delete("backends", orphans);
     const report = this.#apply(services, adopted);
+    if (adopted.byFrontend.size === 0 && adopted.slots.size === 0) return report;
     // Whatever no Service claimed is stale.
     const live = new Set<string>();
     const liveSlots = new Set<string>();
@@ -151,14 +152,17 @@ export class MapWriter {
           affinitySeconds: g.affinitySeconds,
           flags: g.reject ? SVC_REJECT : 0,
         });
-        const before = new Set(prev?.group.frontends.map((f) => encodeFrontend(f).toString("hex")));
-        for (const f of g.frontends) {
-          const k = encodeFrontend(f);
-          const hex = k.toString("hex");
-          const had = before.delete(hex);
-          if (!same || !had) frontendWrites.push([k, value]);
+        if (prev === undefined) {
+          for (const f of g.frontends) frontendWrites.push([encodeFrontend(f), value]);
+        } else {
+          const before = new Set(prev.group.frontends.map((f) => encodeFrontend(f).toString("hex")));
+          for (const f of g.frontends) {
+            const k = encodeFrontend(f);
+            const had = before.delete(k.toString("hex"));
+            if (!same || !had) frontendWrites.push([k, value]);
+          }
+          for (const hex of before) frontendDeletes.set(hex, Buffer.from(hex, "hex"));
         }
-        for (const hex of before) frontendDeletes.set(hex, Buffer.from(hex, "hex"));
         now.set(g.name, { group: g, id, gen });
       }
       for (const p of old.values()) {
@@ -171,7 +175,7 @@ export class MapWriter {
       next.set(key, groups === undefined ? undefined : now);
     }
     // A frontend that moved to another group or Service in this write is rewritten, not deleted.
-    for (const [k] of frontendWrites) frontendDeletes.delete(k.toString("hex"));
+    if (frontendDeletes.size > 0) for (const [k] of frontendWrites) frontendDeletes.delete(k.toString("hex"));
 
     // Commit the bookkeeping before writing: if a write fails, the caller runs a full sync,
     // which re-reads the maps.
