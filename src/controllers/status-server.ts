@@ -1,24 +1,19 @@
 // /metrics (Prometheus) and /healthz for a controller, on 127.0.0.1 unless told otherwise.
 
-import { createServer, type Server } from "node:http";
-import { registry } from "../observability/metrics.ts";
-
-export interface ListenAddress {
-  readonly host: string;
-  readonly port: number;
-}
+import type { Server } from "node:http";
+import { type HostPort, splitHostPort } from "../lib/host-port.ts";
+import { listen, sendMetrics } from "../observability/http-listen.ts";
 
 /** "host:port", "[v6]:port" or ":port" (127.0.0.1); throws with the accepted forms otherwise. */
-export function parseListenAddress(text: string): ListenAddress {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
-  const port = Number(m?.[3]);
-  if (!m || port > 65535)
+export function parseStatusAddress(text: string): HostPort {
+  const address = splitHostPort(text);
+  if (address === undefined)
     throw new Error(`"${text}" is not host:port (e.g. 127.0.0.1:10260, [::1]:10260, :10260)`);
-  return { host: m[1] ?? (m[2] || "127.0.0.1"), port };
+  return { host: address.host || "127.0.0.1", port: address.port };
 }
 
-export async function startStatusServer(address: ListenAddress, healthy: () => boolean): Promise<Server> {
-  const server = createServer((req, res) => {
+export function startStatusServer(address: HostPort, healthy: () => boolean): Promise<Server> {
+  return listen(address.host, address.port, (req, res) => {
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (path === "/healthz") {
       const ok = healthy();
@@ -26,18 +21,9 @@ export async function startStatusServer(address: ListenAddress, healthy: () => b
       return;
     }
     if (path === "/metrics") {
-      registry.metrics().then(
-        (text) => res.writeHead(200, { "Content-Type": registry.contentType }).end(text),
-        (err: unknown) => res.writeHead(500).end(String(err)),
-      );
+      sendMetrics(res);
       return;
     }
     res.writeHead(404).end();
   });
-  server.requestTimeout = 10_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(address.port, address.host, () => resolve());
-  });
-  return server;
 }

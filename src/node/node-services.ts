@@ -8,13 +8,13 @@ import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.t
 import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
+import { close } from "../observability/http-listen.ts";
 import type { Logger } from "../observability/log.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
 import { type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
-import { close } from "./http-listen.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesOptions } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";

@@ -8,7 +8,7 @@ import type { IpFamily } from "./addresses.ts";
 import type { FamilyConfig } from "./config.ts";
 import { MASQUERADE_MARK, STATIC } from "./names.ts";
 import type { ServiceRules } from "./render-service.ts";
-import { jumpTarget, type SavedTable } from "./saved.ts";
+import { jumpTarget, type KpngObjects } from "./saved.ts";
 
 const NEW = "-m conntrack --ctstate NEW";
 
@@ -108,7 +108,7 @@ function byTargetDescending(lines: string[]): void {
  * kpng jumps are not exactly the wanted ones, they are all deleted and inserted again at the top,
  * within the same COMMIT, so packets never see a half-updated chain.
  */
-export function jumpFixes(table: "nat" | "filter", saved: SavedTable | undefined): string[] {
+export function jumpFixes(table: "nat" | "filter", saved: KpngObjects | undefined): string[] {
   const out: string[] = [];
   for (const [chain, wanted] of Object.entries(BUILTIN_JUMPS[table])) {
     const present = saved?.jumps.get(chain) ?? [];
