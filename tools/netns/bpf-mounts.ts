@@ -16,6 +16,12 @@ export interface BpfMounts {
 
 let created = 0;
 
+/** Pins a small map of another program at `path` (inside `ns`): what kpng's cleanup must leave. */
+export async function pinForeignMap(ns: { exec(argv: readonly string[]): Promise<unknown> }, path: string) {
+  const spec = ["type", "hash", "key", "4", "value", "4", "entries", "4", "name", "other"];
+  await ns.exec(["bpftool", "map", "create", path, ...spec]);
+}
+
 export async function mountBpf(): Promise<BpfMounts> {
   created += 1;
   const base = `/run/kpng-bpf-${process.pid}-${created}`;

@@ -4,7 +4,7 @@
 
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { type BpfMounts, mountBpf, type Netns } from "../../support/netns.ts";
+import { type BpfMounts, mountBpf, type Netns, pinForeignMap } from "../../support/netns.ts";
 
 /** What a backend needs beside its sink flags, made before the suite and removed after it. */
 export interface BackendSetup {
@@ -122,22 +122,7 @@ function ebpf(): BackendUnderTest {
     },
     async addForeign(node) {
       const foreign = join(m().bpfRoot, "someone-else");
-      await node.exec([
-        "bpftool",
-        "map",
-        "create",
-        foreign,
-        "type",
-        "hash",
-        "key",
-        "4",
-        "value",
-        "4",
-        "entries",
-        "4",
-        "name",
-        "other",
-      ]);
+      await pinForeignMap(node, foreign);
       await nft.addForeign(node);
     },
     async inspect(node) {

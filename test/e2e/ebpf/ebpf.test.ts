@@ -15,6 +15,7 @@ import {
   type BpfMounts,
   mountBpf,
   netnsSkipReason,
+  pinForeignMap,
   type Spawned,
   suiteTopology,
 } from "../../support/netns.ts";
@@ -210,22 +211,7 @@ describe("eBPF backend", { skip }, () => {
     await kpng?.stop();
     kpng = undefined;
     const foreign = join(mounts.bpfRoot, "someone-else");
-    await env.topology.node.exec([
-      "bpftool",
-      "map",
-      "create",
-      foreign,
-      "type",
-      "hash",
-      "key",
-      "4",
-      "value",
-      "4",
-      "entries",
-      "4",
-      "name",
-      "other",
-    ]);
+    await pinForeignMap(env.topology.node, foreign);
     await kpngCli(["cleanup", "ebpf", ...flags]);
     assert.equal(existsSync(join(mounts.bpfRoot, "kpng")), false);
     assert.equal(existsSync(foreign), true);
