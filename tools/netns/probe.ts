@@ -33,6 +33,8 @@ export type ProbeResult =
       /** The answer parsed as an echo reply, when it is one. */
       readonly reply: EchoReply | undefined;
       readonly ms: number;
+      /** TCP: the peer address the client's socket reports (getpeername). */
+      readonly peer?: string;
     }
   | { readonly ok: false; readonly failure: ProbeFailure; readonly message: string; readonly ms: number };
 
@@ -119,10 +121,12 @@ function probeTcp(req: ProbeRequest): Promise<ProbeResult> {
     socket.on("data", (chunk: string) => {
       data += chunk;
       const newline = data.indexOf("\n");
-      if (newline >= 0) finish(answered(data.slice(0, newline), elapsed()));
+      if (newline >= 0) finish(withPeer(answered(data.slice(0, newline), elapsed())));
     });
+    const withPeer = (r: ProbeResult): ProbeResult =>
+      r.ok && socket.remoteAddress !== undefined ? { ...r, peer: socket.remoteAddress } : r;
     socket.on("end", () => {
-      if (data !== "") finish(answered(data, elapsed()));
+      if (data !== "") finish(withPeer(answered(data, elapsed())));
       else finish({ ok: false, failure: "closed", message: "closed without an answer", ms: elapsed() });
     });
     socket.on("error", (err: NodeJS.ErrnoException) => {

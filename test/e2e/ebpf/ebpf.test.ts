@@ -144,10 +144,12 @@ describe("eBPF backend", { skip }, () => {
     assert.equal(ct.stdout.trim(), "", "nft DNAT would have left a conntrack entry");
   });
 
-  test("endpoints see the client's own address: nothing is masqueraded", async () => {
+  test("endpoints see the client's own address, and the client sees the Service address as its peer", async () => {
     const [r] = await fromClient(tcp("203.0.113.10", 80), 1);
     assert.ok(r?.ok, r && outcome(r));
     assert.equal(r.reply?.client.address.replace("::ffff:", ""), env.topology.client.ipv4);
+    // getpeername, translated back by the getpeername4 program.
+    assert.equal(r.peer, "203.0.113.10");
   });
 
   test("a Service without endpoints refuses at once (ECONNREFUSED)", async () => {
