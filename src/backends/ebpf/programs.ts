@@ -99,7 +99,9 @@ export class BpftoolLoader implements ProgramLoader {
       ]);
       done.push(`created map ${d.name}`);
     }
-    if (!HOOKS.every((h) => existsSync(this.#progPin(h)))) {
+    // Programs hold the maps they were loaded with: a re-created map needs them loaded again.
+    const reload = done.length > 0 || !HOOKS.every((h) => existsSync(this.#progPin(h)));
+    if (reload) {
       // Unpinning does not detach: programs attached now keep running until replaced below.
       rmSync(join(this.#dir, "progs"), { recursive: true, force: true });
       const reuse = (["services", "backends", "affinity", "reverse"] as const).flatMap((m) => [
@@ -112,10 +114,9 @@ export class BpftoolLoader implements ProgramLoader {
       await this.#run(["prog", "loadall", this.#s.object, join(this.#dir, "progs"), ...reuse]);
       done.push("loaded programs");
     }
-    const attached = await this.#attached();
+    const attached = reload ? new Map<string, Attached>() : await this.#attached();
     for (const hook of HOOKS) {
-      const pinnedId = await this.#pinnedId(hook);
-      if (attached.get(SHOWN_AS[hook])?.id === pinnedId) continue;
+      if (attached.get(SHOWN_AS[hook])?.name === programName(hook)) continue;
       // override: replaces the program attached before in one step, so no connect goes unbalanced.
       await this.#run([
         "cgroup",
@@ -166,11 +167,6 @@ export class BpftoolLoader implements ProgramLoader {
     const out = await this.#run(["-j", "cgroup", "show", this.#s.cgroupRoot]);
     const list = (out.trim() === "" ? [] : JSON.parse(out)) as Attached[];
     return new Map(list.map((a) => [a.attach_type, a]));
-  }
-
-  async #pinnedId(hook: Hook): Promise<number> {
-    const out = await this.#run(["-j", "prog", "show", "pinned", this.#progPin(hook)]);
-    return (JSON.parse(out) as { id: number }).id;
   }
 
   async #run(args: readonly string[]): Promise<string> {

@@ -178,7 +178,7 @@ describe("eBPF backend", { skip }, () => {
     await eventually(async () => (await names(tcp("203.0.113.10", 80), 20)).size === 2, "both again");
   });
 
-  test("removed pins and detached programs are put back within 5 s", async () => {
+  test("removed pins and detached programs are noticed and put back", async () => {
     await env.topology.node.exec([
       "bpftool",
       "cgroup",
@@ -207,6 +207,16 @@ describe("eBPF backend", { skip }, () => {
     );
     console.log(`repaired in ${Date.now() - started} ms`);
     assert.match(kpng?.stderr() ?? "", /BPF pins or attachments missing/);
+    // The programs now read the new maps: a change after the repair reaches the traffic.
+    writeCluster(
+      file,
+      services({ web: { endpoints: [{ ip: env.topology.pod("web-1").ipv4!, node: "node-1" }] } }),
+    );
+    await eventually(
+      async () => [...(await names(tcp("203.0.113.10", 80), 10))].join() === "web-1",
+      "web-1 only",
+    );
+    writeCluster(file, services());
   });
 
   test("kpng cleanup ebpf detaches and unpins everything, and nothing else", async () => {
