@@ -6,8 +6,7 @@
 import type { Command } from "commander";
 import type { LocalStateFeed } from "../model/local.ts";
 import type { RawOptions, RunContext } from "../plugin/contracts.ts";
-import type { NodeServicesOptions } from "./options.ts";
-import type { RulesProbe } from "./rules-watchdog.ts";
+import type { NodeServicesFlags } from "./options.ts";
 import type { SyncObserver } from "./sync-observer.ts";
 
 export interface CompanionBackend<O = unknown> {
@@ -16,7 +15,7 @@ export interface CompanionBackend<O = unknown> {
   parseOptions(raw: RawOptions): O;
   /** What the composing sink needs from the companion's options. */
   settings(opts: O): {
-    readonly node: NodeServicesOptions;
+    readonly node: NodeServicesFlags;
     readonly syncPeriodMs: number;
     readonly dryRun: boolean;
   };
@@ -31,9 +30,7 @@ export interface PreparedCompanion {
   readonly nodePortCIDRs: readonly string[];
   /** Every address of the node. */
   readonly hostIPs: readonly string[];
-  readonly probe: RulesProbe;
-  forceFullSync(): void;
-  /** Follows the feed until the signal aborts. */
+  /** Follows the feed until the signal aborts, repairing its own rules (its probe). */
   run(feed: LocalStateFeed, signal: AbortSignal, observer: SyncObserver): Promise<void>;
   /** Releases what prepare took; the rules stay in place. */
   close(): Promise<void>;

@@ -1,12 +1,12 @@
-// The eBPF sync loop, kept thin: it feeds the latest local state to the renderer and the map
-// writer (only changed Services), runs a full sync at start and after a failure or a repair, and
-// retries with a growing delay. The programs and pins come from the loader before a full sync.
+// The eBPF backend as the shared sync loop (backend-core/sync-loop.ts) drives it: one "family"
+// (the maps serve IPv4 and IPv6 alike) whose apply feeds the latest local state to the renderer
+// and the map writer (only changed Services), with a full sync at start and after a failure or
+// a repair (forget). The programs and pins come from the loader before a full sync.
 
 import { Counter, Gauge, Histogram } from "prom-client";
-import { sleep as sleepFor } from "../../lib/sleep.ts";
-import type { LocalState, LocalStateFeed } from "../../model/local.ts";
+import type { BackendFamily } from "../../backend-core/sync-loop.ts";
+import type { LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
-import { NO_OBSERVER, type SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
 import { registry } from "../../observability/metrics.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
@@ -46,11 +46,6 @@ interface EbpfBackendOptions {
   readonly openMaps: () => LbMaps;
   readonly render: RenderContext;
   readonly log: Logger;
-  /** The longest wait between two retries. */
-  readonly syncPeriodMs?: number;
-  readonly observer?: SyncObserver;
-  /** Waits between retries; replaced by tests. */
-  readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
 export class EbpfBackend {
@@ -60,7 +55,6 @@ export class EbpfBackend {
   #applied: LocalState | undefined;
   #needsFull = true;
   #lastError: string | undefined;
-  #kick: (() => void) | undefined;
 
   constructor(options: EbpfBackendOptions) {
     this.#o = options;
@@ -70,12 +64,6 @@ export class EbpfBackend {
   /** Why the maps are not in line, or undefined when they are. */
   get problem(): string | undefined {
     return this.#lastError;
-  }
-
-  /** The pins or programs were removed or detached: reload what is missing and rewrite the maps. */
-  forceFullSync(): void {
-    this.#needsFull = true;
-    this.#kick?.();
   }
 
   /** One sync to `state`: full (loader, then every Service) or of the changed Services only. */
@@ -120,55 +108,14 @@ export class EbpfBackend {
     }
   }
 
-  /** Follows the feed until `signal` aborts: the latest state is synced, failures retried. */
-  async run(feed: LocalStateFeed, signal: AbortSignal): Promise<void> {
-    const observer = this.#o.observer ?? NO_OBSERVER;
-    const sleep = this.#o.sleep ?? sleepFor;
-    const maxWait = this.#o.syncPeriodMs ?? 30_000;
-    let latest: LocalState | undefined;
-    let dirty = false;
-    let wake: (() => void) | undefined;
-    this.#kick = () => wake?.();
-    const unsubscribe = feed.subscribe((state) => {
-      latest = state;
-      dirty = true;
-      observer.queued(state);
-      wake?.();
-    });
-    let retryMs = 0;
-    try {
-      while (!signal.aborted) {
-        if (latest !== undefined && (dirty || this.#needsFull)) {
-          const state = latest;
-          dirty = false;
-          try {
-            const r = await this.sync(state);
-            retryMs = 0;
-            this.#o.log.debug({ revision: state.revision, ...r }, "maps synced");
-            await observer.synced({ state, full: r.full, durationMs: 0 });
-            continue;
-          } catch (err) {
-            retryMs = Math.min(maxWait, Math.max(500, retryMs * 2));
-            const full = err instanceof MapWriteError && err.full;
-            this.#o.log.error(
-              { err: (err as Error).message, retryInMs: retryMs },
-              full ? "a BPF map is full: raise its --bpf-map-* size" : "BPF sync failed",
-            );
-            observer.failed();
-            await sleep(retryMs, signal);
-            continue;
-          }
-        }
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-          signal.addEventListener("abort", () => resolve(), { once: true });
-        });
-        wake = undefined;
-      }
-    } finally {
-      this.#kick = undefined;
-      unsubscribe();
-      this.#maps?.close();
-    }
+  /** This backend as one family of the shared sync loop. */
+  asFamily(): BackendFamily {
+    return {
+      family: "maps",
+      apply: async (state) => ({ full: (await this.sync(state)).full, texts: [] }),
+      forget: () => {
+        this.#needsFull = true;
+      },
+    };
   }
 }

@@ -6,6 +6,7 @@
 import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { SyncLoop } from "../../backend-core/sync-loop.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
 import type { CompanionBackend } from "../../node/companion.ts";
@@ -17,7 +18,7 @@ import { UsageError } from "../../plugin/usage-error.ts";
 import { EbpfBackend } from "./backend.ts";
 import { defaultCgroupRoot, startupProblems } from "./checks.ts";
 import { PinnedMaps } from "./maps.ts";
-import { allOf, EbpfProbe } from "./probe.ts";
+import { EbpfProbe } from "./probe.ts";
 import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
 import { renderService } from "./render.ts";
 
@@ -103,7 +104,6 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       const nft = await external.prepare(opts.companion, ctx);
       const render = { nodePortIPs: nft.hostIPs.filter((ip) => inAny(ip, nft.nodePortCIDRs)) };
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
-      let ebpf: EbpfBackend | undefined;
       let node: NodeServices | undefined;
       try {
         node = await NodeServices.start(settings.node, {
@@ -112,25 +112,24 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           syncPeriodMs: settings.syncPeriodMs,
           healthCheckAddresses: healthCheckAddresses(nft.nodePortCIDRs, nft.hostIPs),
           log: ctx.log.child({ component: "node" }),
-          repair: {
-            probe: allOf([new EbpfProbe(loader, log), nft.probe]),
-            trigger: () => {
-              ebpf?.forceFullSync();
-              nft.forceFullSync();
-            },
-            intervalMs: REPAIR_CHECK_MS,
-          },
         });
         const [toEbpf, toNft] = jointObservers(node, 2) as [SyncObserver, SyncObserver];
-        ebpf = new EbpfBackend({
+        const ebpf = new EbpfBackend({
           loader,
           openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
           render,
           log,
+        });
+        const loop = new SyncLoop({
+          backend: "ebpf",
+          families: [ebpf.asFamily()],
+          log,
           syncPeriodMs: settings.syncPeriodMs,
           observer: toEbpf,
+          probe: new EbpfProbe(loader, log),
+          probeIntervalMs: REPAIR_CHECK_MS,
         });
-        await Promise.all([ebpf.run(feed, ctx.signal), nft.run(feed, ctx.signal, toNft)]);
+        await Promise.all([loop.run(feed, ctx.signal), nft.run(feed, ctx.signal, toNft)]);
       } finally {
         // Graceful stop: programs stay attached, maps and rules stay in place.
         await node?.close();

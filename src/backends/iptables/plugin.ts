@@ -1,6 +1,7 @@
 // `… to-local to-iptables`: the iptables backend as a CLI sink, and `kpng cleanup iptables`.
 
 import type { Command } from "commander";
+import { withFirstState } from "../../backend-core/first-state.ts";
 import { IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
@@ -8,7 +9,7 @@ import type { LocalState } from "../../model/local.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
-  type NodeServicesOptions,
+  type NodeServicesFlags,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
@@ -31,7 +32,7 @@ interface IptablesOptions {
   readonly mode: IptablesMode;
   readonly syncPeriodMs: number;
   readonly canaryIntervalMs: number;
-  readonly node: NodeServicesOptions;
+  readonly node: NodeServicesFlags;
 }
 
 function str(raw: Record<string, unknown>, key: string, fallback: string): string {
@@ -130,23 +131,12 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
     };
     if (opts.dryRun) {
       const backend = new IptablesBackend(settings);
-      // The feed may call the listener before subscribe() returns: only the first state counts.
-      let done = false;
-      let unsubscribe = () => {};
-      await new Promise<void>((resolve, reject) => {
-        unsubscribe = feed.subscribe(async (state) => {
-          if (done) return;
-          done = true;
-          await dryRun(state, backend, runner).then(resolve, reject);
-        });
-        ctx.signal.addEventListener("abort", () => resolve());
-      });
-      unsubscribe();
+      await withFirstState(feed, ctx.signal, (state) => dryRun(state, backend, runner));
       return;
     }
     log.info({ variant: runner.variant, nodePorts: families.flatMap((f) => f.nodePortCIDRs) }, "starting");
     // Health, metrics, healthCheckNodePorts and conntrack cleanup are the node services'; a
-    // flush of the rules is noticed by the backend's own canary chains.
+    // flush of the rules is noticed by the backend's probe (the shared sync loop runs it).
     const node = await NodeServices.start(opts.node, {
       mode: "iptables",
       families: ["IPv4", "IPv6"],

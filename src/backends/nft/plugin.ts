@@ -2,15 +2,15 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
+import { withFirstState } from "../../backend-core/first-state.ts";
 import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
-import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { CompanionBackend, PreparedCompanion } from "../../node/companion.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
-  type NodeServicesOptions,
+  type NodeServicesFlags,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
 import type { Logger } from "../../observability/log.ts";
@@ -46,7 +46,7 @@ const nftOptions = z.object({
 
 type NftOptions = z.output<typeof nftOptions> & {
   readonly settings: NftSettings;
-  readonly node: NodeServicesOptions;
+  readonly node: NodeServicesFlags;
 };
 
 /** How often the rules are checked for deletion by another program. */
@@ -97,7 +97,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         tables,
         log,
       });
-      await syncFirstState(feed, ctx.signal, (state) => backend.sync(state));
+      await withFirstState(feed, ctx.signal, (state) => backend.sync(state));
       return;
     }
     const prepared = await prepareNft(opts, log);
@@ -109,11 +109,6 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         syncPeriodMs: opts.syncPeriod,
         healthCheckAddresses: healthCheckAddresses(prepared.nodePortCIDRs, prepared.hostIPs),
         log: ctx.log.child({ component: "node" }),
-        repair: {
-          probe: prepared.probe,
-          trigger: () => prepared.forceFullSync(),
-          intervalMs: REPAIR_CHECK_MS,
-        },
       });
       await prepared.run(feed, ctx.signal, node);
     } finally {
@@ -143,14 +138,19 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
   });
   const nodePortCIDRs = tables.flatMap((t) => t.nodePortCIDRs);
   log.info({ tables: tables.map((t) => `${t.family} ${t.table}`), nodePorts: nodePortCIDRs }, "starting");
-  let backend: NftBackend | undefined;
   return {
     nodePortCIDRs,
     hostIPs,
-    probe: new NftRulesProbe(tables),
-    forceFullSync: () => backend?.forceFullSync(),
     async run(feed, signal, observer) {
-      backend = new NftBackend({ runner, tables, log, syncPeriodMs: opts.syncPeriod, observer });
+      const backend = new NftBackend({
+        runner,
+        tables,
+        log,
+        syncPeriodMs: opts.syncPeriod,
+        observer,
+        probe: new NftRulesProbe(tables),
+        probeIntervalMs: REPAIR_CHECK_MS,
+      });
       await backend.run(feed, signal);
     },
     async close() {
@@ -168,22 +168,3 @@ export const nftCompanion: CompanionBackend<NftOptions> = {
   prepare: (o, ctx) => prepareNft(o, ctx.log.child({ component: "nft" })),
   cleanup: (o, ctx) => toNftPlugin.cleanup!(o, ctx),
 };
-
-/** Runs `sync` on the first state of the feed only (the feed may call back before subscribe returns). */
-async function syncFirstState(
-  feed: LocalStateFeed,
-  signal: AbortSignal,
-  sync: (state: LocalState) => Promise<unknown>,
-): Promise<void> {
-  let done = false;
-  let unsubscribe = () => {};
-  await new Promise<void>((resolve, reject) => {
-    unsubscribe = feed.subscribe(async (state) => {
-      if (done) return;
-      done = true;
-      await sync(state).then(() => resolve(), reject);
-    });
-    signal.addEventListener("abort", () => resolve());
-  });
-  unsubscribe();
-}

@@ -8,7 +8,6 @@ import { EbpfBackend } from "../../../../src/backends/ebpf/backend.ts";
 import { listFrontends } from "../../../../src/backends/ebpf/list.ts";
 import { jointObservers } from "../../../../src/backends/ebpf/plugin.ts";
 import type { ProgramLoader } from "../../../../src/backends/ebpf/programs.ts";
-import type { LocalState, LocalStateFeed } from "../../../../src/model/local.ts";
 import type { SyncObserver, SyncOutcome } from "../../../../src/node/sync-observer.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
@@ -41,25 +40,6 @@ function setup(maps = new FakeBpfMaps()) {
     log: silentLogger,
   });
   return { loader, maps, backend };
-}
-
-/** A feed the test pushes states into. */
-function pushFeed(): LocalStateFeed & { push(s: LocalState): void } {
-  let listener: ((s: LocalState) => void | Promise<void>) | undefined;
-  return {
-    subscribe(l) {
-      listener = l;
-      return () => {
-        listener = undefined;
-      };
-    },
-    push: (s) => void listener?.(s),
-  };
-}
-
-async function until(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setImmediate(r));
-  assert.ok(cond(), "condition not reached");
 }
 
 describe("eBPF backend sync loop", () => {
@@ -102,45 +82,23 @@ describe("eBPF backend sync loop", () => {
     assert.equal(listFrontends(maps).length, 20);
   });
 
-  test("run: a repair trigger reloads what is missing and rewrites the maps", async () => {
+  test("forget (a repair, a failure): the next apply reloads what is missing and rewrites the maps", async () => {
     const { loader, maps, backend } = setup();
-    const feed = pushFeed();
-    const stop = new AbortController();
-    const running = backend.run(feed, stop.signal);
-    feed.push(state([service()], 1));
-    await until(() => maps.maps.services.size === 1);
+    const family = backend.asFamily();
+    assert.equal((await family.apply(state([service()], 1), false)).full, true);
     // Someone removed the pins: the maps are gone (new, empty ones) and the probe fails.
     maps.maps.services.clear();
     maps.maps.backends.clear();
     loader.missing = ["map kpng_svc not pinned"];
-    backend.forceFullSync();
-    await until(() => maps.maps.services.size === 1 && loader.ensured === 2);
+    family.forget();
+    assert.equal((await family.apply(state([service()], 1), false)).full, true);
+    assert.equal(loader.ensured, 2);
     assert.deepEqual(loader.missing, []);
-    stop.abort();
-    await running;
-  });
-
-  test("run: a failure is retried after a pause without a new state", async () => {
-    const maps = new FakeBpfMaps();
-    const pauses: number[] = [];
-    const retrying = new EbpfBackend({
-      loader: new FakeLoader(),
-      openMaps: () => maps,
-      render: { nodePortIPs: [] },
-      log: silentLogger,
-      sleep: async (ms) => {
-        pauses.push(ms);
-      },
-    });
-    maps.failNextWrites = 2;
-    const feed = pushFeed();
-    const stop = new AbortController();
-    const running = retrying.run(feed, stop.signal);
-    feed.push(state([service()], 1));
-    await until(() => maps.maps.services.size === 1);
-    assert.deepEqual(pauses, [500, 1000]);
-    stop.abort();
-    await running;
+    assert.equal(maps.maps.services.size, 1);
+    // Nothing changed and nothing forgotten: the periodic resync writes nothing.
+    maps.calls.length = 0;
+    assert.equal((await family.apply(state([service()], 1), true)).full, false);
+    assert.deepEqual(maps.calls, []);
   });
 });
 
