@@ -6,6 +6,7 @@
 import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import { withFirstState } from "../../backend-core/first-state.ts";
 import { SyncLoop } from "../../backend-core/sync-loop.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
@@ -93,7 +94,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       const settings = external.settings(opts.companion);
       const loader = new BpftoolLoader(opts.loader);
       if (settings.dryRun) {
-        await firstState(feed, ctx.signal, (state) => {
+        await withFirstState(feed, ctx.signal, async (state) => {
           for (const [key, svc] of state.services) {
             const groups = renderService(svc, { nodePortIPs: [] });
             process.stdout.write(`${JSON.stringify({ service: key, groups })}\n`);
@@ -174,24 +175,4 @@ export function jointObservers(target: SyncObserver, n: number): SyncObserver[] 
     },
     failed: () => target.failed(),
   }));
-}
-
-/** Calls `body` with the first state of the feed only. */
-async function firstState(
-  feed: { subscribe(l: (s: LocalState) => void): () => void },
-  signal: AbortSignal,
-  body: (state: LocalState) => void,
-): Promise<void> {
-  let unsubscribe = () => {};
-  await new Promise<void>((resolve) => {
-    let done = false;
-    unsubscribe = feed.subscribe((state) => {
-      if (done) return;
-      done = true;
-      body(state);
-      resolve();
-    });
-    signal.addEventListener("abort", () => resolve());
-  });
-  unsubscribe();
 }
