@@ -93,7 +93,10 @@ export class EbpfBackend {
       this.#lastError = (err as Error).message;
       programmed.set(0);
       syncFailures.inc();
-      if (err instanceof MapWriteError && err.full) mapFull.inc({ map: err.map });
+      if (err instanceof MapWriteError && err.full) {
+        mapFull.inc({ map: err.map });
+        this.#o.log.error({ map: err.map }, "a BPF map is full: raise its --bpf-map-* size");
+      }
       throw err;
     }
   }
