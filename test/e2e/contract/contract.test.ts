@@ -165,6 +165,8 @@ function contract(backend: BackendUnderTest): void {
       await eventually(
         async () => (await one("client", tcp("203.0.113.10", 80))).ok,
         "kpng to program the first state",
+        // A cold start loads programs (to-ebpf) or a ruleset: generous on a loaded machine.
+        60_000,
       );
     });
 
