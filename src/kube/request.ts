@@ -4,6 +4,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { applyCredentials } from "./credentials.ts";
 import { ApiStatusError } from "./reflector.ts";
 
 export interface KubeRequest {
@@ -11,6 +12,8 @@ export interface KubeRequest {
   /** From the API root: "/api/v1/namespaces/ns/events". */
   readonly path: string;
   readonly body?: unknown;
+  /** Aborts the request (besides its own deadline): e.g. when a controller stops leading. */
+  readonly signal?: AbortSignal;
 }
 
 /** Sends one request; resolves with the decoded body of a 2xx, rejects with ApiStatusError otherwise. */
@@ -36,11 +39,12 @@ export class KubeConfigRequester implements KubeRequester {
 
   async send(request: KubeRequest): Promise<unknown> {
     const options: https.RequestOptions = {};
-    await this.#config.applyToHTTPSOptions(options);
+    await applyCredentials(this.#config, options);
     const url = new URL(this.#base.pathname.replace(/\/$/, "") + request.path, this.#base);
     const body = request.body === undefined ? undefined : JSON.stringify(request.body);
     const send = this.#base.protocol === "https:" ? https.request : http.request;
-    const signal = AbortSignal.timeout(this.#timeoutMs);
+    const deadline = AbortSignal.timeout(this.#timeoutMs);
+    const signal = request.signal === undefined ? deadline : AbortSignal.any([deadline, request.signal]);
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = send(url, {
         ...options,

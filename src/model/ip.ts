@@ -1,13 +1,14 @@
 // IP and CIDR checks shared by validation and the brain. node:net decides what an address is
 // (strict dotted quads, no zone ids); ipaddr.js does the prefix arithmetic.
 
-import { isIPv4, isIPv6 } from "node:net";
+import { isIPv6 } from "node:net";
 import ipaddr from "ipaddr.js";
+import { ipv4Value } from "./ipv4.ts";
 import type { IPFamily } from "./kube.ts";
 
 /** The family of a literal IP address, or undefined when the string is not one. */
 export function familyOfAddress(text: string): IPFamily | undefined {
-  if (isIPv4(text)) return "IPv4";
+  if (ipv4Value(text) >= 0) return "IPv4";
   if (isIPv6(text) && !text.includes("%")) return "IPv6";
   return undefined;
 }

@@ -59,10 +59,12 @@ export interface Service {
   readonly externalTrafficPolicy: TrafficPolicy;
   readonly internalTrafficPolicy: TrafficPolicy;
   readonly healthCheckNodePort: number;
+  /** Set (true) only when the Service asks for it: endpoints are published ready whatever the pod's readiness. */
+  readonly publishNotReadyAddresses?: true;
   readonly ports: readonly ServicePort[];
 }
 
-interface EndpointConditions {
+export interface EndpointConditions {
   /** null means unset; the proxy reads unset ready/serving as true and terminating as false. */
   readonly ready: boolean | null;
   readonly serving: boolean | null;

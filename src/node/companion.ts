@@ -10,6 +10,8 @@ import type { NodeServicesFlags } from "./options.ts";
 import type { SyncObserver } from "./sync-observer.ts";
 
 export interface CompanionBackend<O = unknown> {
+  /** Every program it may start, node services included (the image must contain each). */
+  readonly binaries: readonly string[];
   /** The backend's flags (including the node services' flags, which the composing sink uses). */
   addOptions(cmd: Command): void;
   parseOptions(raw: RawOptions): O;

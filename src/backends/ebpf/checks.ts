@@ -1,5 +1,5 @@
 // Startup checks of to-ebpf: everything the programs need, checked before anything is attached.
-// Each problem names what is missing and how to fix it; the CLI exits 2 before any source starts.
+// Each problem names what is missing and how to fix it; the CLI exits 2.
 
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, existsSync, statfsSync } from "node:fs";
@@ -61,7 +61,6 @@ export function startupProblems(s: CheckSettings): string[] {
   if (!existsSync(s.object)) {
     problems.push(`--bpf-object ${s.object} does not exist: build it with npm run build:bpf`);
   }
-  // Synchronous: the checks run while the command line is parsed, before any source starts.
   const tool = spawnSync("bpftool", ["version"], { timeout: 5000, stdio: "ignore" });
   if (tool.error !== undefined || tool.status !== 0)
     problems.push("bpftool does not run: apt-get install bpftool");

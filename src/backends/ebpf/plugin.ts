@@ -67,6 +67,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
     name: "to-ebpf",
     description: "balance the node's own connections to services in BPF (cgroup hooks); nft for the rest",
     defaultMinSyncPeriod: "1s",
+    binaries: [...external.binaries, "bpftool"],
     addOptions(cmd) {
       external.addOptions(cmd);
       cmd
@@ -80,15 +81,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           "2097152",
         );
     },
-    parseOptions(raw) {
-      const loader = parseLoaderOptions(raw);
-      const companion = external.parseOptions(raw);
-      if (!external.settings(companion).dryRun) {
-        const problems = startupProblems(loader);
-        if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
-      }
-      return { loader, companion };
-    },
+    parseOptions: (raw) => ({ loader: parseLoaderOptions(raw), companion: external.parseOptions(raw) }),
     async run(feed, opts, ctx) {
       const log = ctx.log.child({ component: "ebpf" });
       const settings = external.settings(opts.companion);
@@ -102,6 +95,10 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
         });
         return;
       }
+      // Before anything is attached (exit 2); not in parseOptions, so that `kpng cleanup all`
+      // parses every backend's defaults on any host.
+      const problems = startupProblems(opts.loader);
+      if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
       const nft = await external.prepare(opts.companion, ctx);
       const render = { nodePortIPs: nft.hostIPs.filter((ip) => inAny(ip, nft.nodePortCIDRs)) };
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");

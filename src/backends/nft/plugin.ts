@@ -3,11 +3,17 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import {
+  HOST_NETWORK_BINARIES,
+  type HostNetwork,
+  IpCommandHost,
+  primaryAddresses,
+} from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
 import type { CompanionBackend, PreparedCompanion } from "../../node/companion.ts";
-import { NodeServices } from "../../node/node-services.ts";
+import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesFlags,
@@ -24,7 +30,7 @@ import type { TableConfig } from "./fragment.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
-import { ExecNftRunner } from "./runner.ts";
+import { ExecNftRunner, NFT_BINARIES } from "./runner.ts";
 import { acquireTableLock } from "./table-lock.ts";
 
 const nftOptions = z.object({
@@ -38,6 +44,7 @@ const nftOptions = z.object({
   nodeportAddresses: z.string().optional().default("primary"),
   clusterCidr: z.string().optional().default(""),
   masqueradeAll: switchFlag,
+  masqueradeBit: z.string().optional().default("14"),
   dryRun: switchFlag,
   syncPeriod: durationFlag(1000, "it is the periodic resync and the longest retry wait; use 1s or more")
     .optional()
@@ -60,6 +67,7 @@ function parseNftOptions(raw: RawOptions): NftOptions {
     nodePortAddresses: opts.nodeportAddresses,
     clusterCIDRs: opts.clusterCidr,
     masqueradeAll: opts.masqueradeAll,
+    masqueradeBit: opts.masqueradeBit,
   };
   try {
     // The node's own addresses are read later; checking the flags needs none.
@@ -79,6 +87,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   name: "to-nft",
   description: "program the node's services into nftables (tables ip/ip6 kpng)",
   defaultMinSyncPeriod: "1s",
+  binaries: [...NFT_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES],
   addOptions(cmd: Command): void {
     addTrafficAddressOptions(cmd);
     cmd
@@ -88,33 +97,64 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     addNodeServicesOptions(cmd);
   },
   parseOptions: parseNftOptions,
-  async run(feed, opts, ctx: RunContext): Promise<void> {
+  async run(input, opts, ctx: RunContext): Promise<void> {
+    const host = new IpCommandHost();
+    const tables = await configs(opts.settings, host);
     const log = ctx.log.child({ component: "nft" });
+    const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     if (opts.dryRun) {
-      const tables = await configs(opts.settings, new IpCommandHost());
-      const backend = new NftBackend({
-        runner: new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text)),
-        tables,
-        log,
-      });
+      const runner = new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text));
+      const backend = new NftBackend({ runner, tables, log });
       await withFirstState(feed, ctx.signal, (state) => backend.sync(state));
+      await runner.verify();
       return;
     }
-    const prepared = await prepareNft(opts, log);
-    let node: NodeServices | undefined;
+    // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
+    const lock = await acquireTableLock(opts.tableName);
+    // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
+    const runner = new InteractiveNftRunner({
+      fallback: new ExecNftRunner(),
+      onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
+    });
+    log.info(
+      {
+        tables: tables.map((t) => `${t.family} ${t.table}`),
+        nodePorts: tables.flatMap((t) => t.nodePortCIDRs),
+      },
+      "starting",
+    );
+    const syncPeriodMs = opts.syncPeriod;
+    const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
+    const node = await NodeServices.start(opts.node, {
+      mode: "nftables",
+      families: ["IPv4", "IPv6"],
+      syncPeriodMs,
+      healthCheckAddresses: healthCheckAddresses(
+        tables.flatMap((t) => t.nodePortCIDRs),
+        hostIPs,
+      ),
+      log: ctx.log.child({ component: "node" }),
+    }).catch(async (err: unknown) => {
+      runner.close();
+      await lock.release();
+      throw err;
+    });
+    const backend = new NftBackend({
+      runner,
+      tables,
+      log,
+      syncPeriodMs,
+      observer: node,
+      probe: new NftRulesProbe(tables),
+      probeIntervalMs: REPAIR_CHECK_MS,
+    });
     try {
-      node = await NodeServices.start(opts.node, {
-        mode: "nftables",
-        families: ["IPv4", "IPv6"],
-        syncPeriodMs: opts.syncPeriod,
-        healthCheckAddresses: healthCheckAddresses(prepared.nodePortCIDRs, prepared.hostIPs),
-        log: ctx.log.child({ component: "node" }),
-      });
-      await prepared.run(feed, ctx.signal, node);
+      await backend.run(feed, ctx.signal);
     } finally {
       // Graceful stop: the servers close, the rules stay in place.
-      await node?.close();
-      await prepared.close();
+      await node.close();
+      runner.close();
+      await lock.release();
     }
   },
   async cleanup(opts, ctx): Promise<void> {
@@ -124,14 +164,14 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   },
 };
 
-/** The table lock, the runner and the node's addresses: everything but the node services. */
+/** The table lock, the runner and the node's addresses: to-nft without its node services. */
 async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompanion> {
   const host = new IpCommandHost();
   const tables = await configs(opts.settings, host);
   const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
+  const protectedAddresses = await readProtectedAddresses(host);
   // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
   const lock = await acquireTableLock(opts.tableName);
-  // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
   const runner = new InteractiveNftRunner({
     fallback: new ExecNftRunner(),
     onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
@@ -141,7 +181,7 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
   return {
     nodePortCIDRs,
     hostIPs,
-    async run(feed, signal, observer) {
+    async run(input, signal, observer) {
       const backend = new NftBackend({
         runner,
         tables,
@@ -151,7 +191,7 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
         probe: new NftRulesProbe(tables),
         probeIntervalMs: REPAIR_CHECK_MS,
       });
-      await backend.run(feed, signal);
+      await backend.run(guardServiceRanges(input, protectedAddresses, log), signal);
     },
     async close() {
       runner.close();
@@ -162,6 +202,7 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
 
 /** to-nft as the companion of another backend in the same process (to-ebpf's external traffic). */
 export const nftCompanion: CompanionBackend<NftOptions> = {
+  binaries: toNftPlugin.binaries,
   addOptions: (cmd) => toNftPlugin.addOptions(cmd),
   parseOptions: parseNftOptions,
   settings: (o) => ({ node: o.node, syncPeriodMs: o.syncPeriod, dryRun: o.dryRun }),

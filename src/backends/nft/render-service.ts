@@ -114,7 +114,7 @@ function pickFrom(
   for (const ep of endpoints) {
     const ip = canonicalIP(ep.ip);
     values.push(`${ip} . ${ep.port}`);
-    c.hairpins.add(ip);
+    if (mayHairpin(ep)) c.hairpins.add(ip);
   }
   if (!c.groups.has(id)) c.groups.set(id, { set, prefix: groupPrefix, values });
 }
@@ -252,6 +252,15 @@ function firewallRules(svc: LocalService, lbIPs: readonly string[], cfg: TableCo
   return rules;
 }
 
+/**
+ * Only a pod on this node can reach itself through a service here: endpoints on other nodes need
+ * no hairpin element (a million fewer at 100k Services × 10 endpoints); one whose node is unknown
+ * keeps it, as it may run here.
+ */
+function mayHairpin(ep: LocalEndpoint): boolean {
+  return ep.local || ep.nodeUnknown === true;
+}
+
 /** Uniform choice among endpoints, with ClientIP affinity first when the service asks for it. */
 function balance(
   c: Collector,
@@ -267,7 +276,7 @@ function balance(
   const n = endpoints.length;
   endpoints.forEach((ep, i) => {
     const ip = canonicalIP(ep.ip);
-    c.hairpins.add(ip);
+    if (mayHairpin(ep)) c.hairpins.add(ip);
     const dnat = `meta l4proto ${proto} dnat to ${endpointString({ ip, port: ep.port })}`;
     let update = "";
     if (affinitySeconds > 0) {

@@ -292,23 +292,6 @@ describe("kpng command line mistakes", () => {
       message: /--table-name: not a valid nft table name/,
     },
     {
-      name: "to-ebpf without a bpffs or a cgroup v2 tree exits 2 naming what to mount",
-      args: [
-        "file",
-        "--input",
-        example,
-        "to-local",
-        "to-ebpf",
-        "--bpf-root",
-        "/tmp",
-        "--cgroup-root",
-        "/tmp",
-      ],
-      code: 2,
-      message:
-        /--cgroup-root \/tmp is not a cgroup v2 directory.*\n.*--bpf-root \/tmp is not a bpffs: mount it/,
-    },
-    {
       name: "a to-ebpf map size that is no number exits 2",
       args: ["file", "--input", example, "to-local", "to-ebpf", "--bpf-map-backends", "lots"],
       code: 2,
