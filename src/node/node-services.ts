@@ -3,7 +3,7 @@
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
 import { availableParallelism } from "node:os";
-import { raiseFdLimit } from "../host/fd-limit.ts";
+import { FD_LIMIT_BINARIES, raiseFdLimit } from "../host/fd-limit.ts";
 import {
   KUBE_PROXY_CLEANUP_BINARIES,
   removeKubeProxyLeftovers,
@@ -14,7 +14,12 @@ import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
 import { RetryingServer } from "./bind-retry.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
-import { CONNTRACK_BINARIES, type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
+import {
+  CONNTRACK_BINARIES,
+  type ConntrackRunner,
+  conntrackMissing,
+  ExecConntrackRunner,
+} from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
@@ -23,10 +28,11 @@ import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
-/** The programs the node services may start: conntrack cleanup, and kube-proxy's cleanup at start. */
+/** The programs the node services may start: conntrack cleanup, kube-proxy's cleanup, prlimit. */
 export const NODE_SERVICES_BINARIES: readonly string[] = [
   ...CONNTRACK_BINARIES,
   ...KUBE_PROXY_CLEANUP_BINARIES,
+  ...FD_LIMIT_BINARIES,
 ];
 
 interface NodeServicesContext {
@@ -75,7 +81,18 @@ export class NodeServices implements SyncObserver {
         throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
     }
     const s = new NodeServices(o, ctx);
+    // As kube-proxy's sync loop does when it starts: healthy (and a real lastUpdated) while the
+    // first sync waits for the API server, rather than the zero time.
+    s.health.updated();
     await raiseFdLimit(ctx.log);
+    if (o.conntrackCleanup && ctx.conntrackRunner === undefined) {
+      const missing = await conntrackMissing();
+      if (missing !== undefined)
+        ctx.log.warn(
+          { err: missing },
+          "conntrack cannot run: stale UDP/SCTP flows will not be removed (install conntrack-tools, or pass --no-conntrack-cleanup)",
+        );
+    }
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),
       ctx.sysctlFiles ?? new ProcSysctlFiles(),

@@ -10,12 +10,7 @@ import {
 } from "../../kube/limits.ts";
 import type { ClusterSource } from "../../model/global.ts";
 import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
-import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
-
-const optionalText = z
-  .string()
-  .optional()
-  .transform((s) => (s === undefined || s.trim() === "" ? undefined : s.trim()));
+import { durationFlag, optionalText, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 
 const kubeOptions = z.object({
   kubeconfig: optionalText,
