@@ -26,6 +26,7 @@ import { startHealthServer } from "./health-server.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
+import { type SharedServer, shareHealthServer, shareMetricsServer } from "./shared-servers.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
 /** The programs the node services may start: conntrack cleanup, kube-proxy's cleanup, prlimit. */
@@ -53,7 +54,7 @@ export class NodeServices implements SyncObserver {
   readonly health: ProxyHealth;
   readonly healthCheckNodePorts: HealthCheckNodePorts;
   readonly #cleaner: ConntrackCleaner | undefined;
-  readonly #servers: RetryingServer[] = [];
+  readonly #servers: SharedServer[] = [];
   readonly #log: Logger;
 
   private constructor(o: NodeServicesFlags, ctx: NodeServicesContext) {
@@ -106,18 +107,23 @@ export class NodeServices implements SyncObserver {
         log: ctx.log,
       });
       const { healthz, metrics } = o;
+      // Several backends in one process share one server per address.
       if (healthz)
         s.#servers.push(
-          await RetryingServer.start(
-            () => startHealthServer(healthz.host, healthz.port, s.health),
-            retry("healthz", healthz),
+          await shareHealthServer(`${healthz.host}:${healthz.port}`, s.health, (combined) =>
+            RetryingServer.start(
+              () => startHealthServer(healthz.host, healthz.port, combined),
+              retry("healthz", healthz),
+            ),
           ),
         );
       if (metrics)
         s.#servers.push(
-          await RetryingServer.start(
-            () => startMetricsServer(metrics.host, metrics.port, ctx.mode, { profiling: o.profiling }),
-            retry("metrics", metrics),
+          await shareMetricsServer(`${metrics.host}:${metrics.port}`, () =>
+            RetryingServer.start(
+              () => startMetricsServer(metrics.host, metrics.port, ctx.mode, { profiling: o.profiling }),
+              retry("metrics", metrics),
+            ),
           ),
         );
     } catch (err) {
@@ -149,7 +155,7 @@ export class NodeServices implements SyncObserver {
 
   /** Closes every server; the rules stay as they are. */
   async close(): Promise<void> {
-    await Promise.all([...this.#servers.splice(0).map((x) => x.close()), this.healthCheckNodePorts.close()]);
+    await Promise.all([...this.#servers.splice(0).map((x) => x.leave()), this.healthCheckNodePorts.close()]);
     this.#log.info("node services closed");
   }
 }
