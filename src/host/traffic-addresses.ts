@@ -3,7 +3,7 @@
 // (--cluster-cidr), with the same flags, defaults and checks for every backend.
 
 import type { Command } from "commander";
-import { canonicalCIDR, canonicalIP, familyOf } from "../model/ip.ts";
+import { canonicalCIDR, canonicalIP, hostCIDR } from "../model/ip.ts";
 
 export interface TrafficAddressSettings {
   /** "primary", or a comma list of CIDRs. */
@@ -51,7 +51,7 @@ export function trafficAddresses(
   const nodeIPs = primaryIPs.map(canonicalIP);
   const nodePortCIDRs =
     settings.nodePortAddresses.trim() === "primary"
-      ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "IPv4" ? 32 : 128}`)
+      ? nodeIPs.map(hostCIDR)
       : parseCIDRList(settings.nodePortAddresses, "--nodeport-addresses");
   return { nodeIPs, nodePortCIDRs, podCIDRs: parseCIDRList(settings.clusterCIDRs, "--cluster-cidr") };
 }

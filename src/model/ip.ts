@@ -5,6 +5,32 @@ import { isIPv4, isIPv6 } from "node:net";
 import ipaddr from "ipaddr.js";
 import type { IPFamily } from "./kube.ts";
 
+// kpng's IP-family vocabulary: the Kubernetes family names everywhere, and nft's names for the
+// table families only where nft text is written. iptables and conntrack pick their binary or
+// flag from the Kubernetes name.
+
+export const IP_FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
+
+/** nft's address family of the table that holds one IP family's rules. */
+export type NftFamily = "ip" | "ip6";
+
+export const NFT_FAMILY: Readonly<Record<IPFamily, NftFamily>> = { IPv4: "ip", IPv6: "ip6" };
+
+/** The IP family an nft table family programs. */
+export function ipFamilyOfNft(family: NftFamily): IPFamily {
+  return family === "ip" ? "IPv4" : "IPv6";
+}
+
+/** Bits of an address of the family: a host's prefix length. */
+export function addressBits(family: IPFamily): 32 | 128 {
+  return family === "IPv4" ? 32 : 128;
+}
+
+/** A single address as a CIDR with its full prefix length, as iptables writes `-d`/`-s`. */
+export function hostCIDR(ip: string): string {
+  return `${ip}/${addressBits(familyOf(ip) ?? "IPv4")}`;
+}
+
 /** The family of a literal IP address, or undefined when the string is not one. */
 export function familyOfAddress(text: string): IPFamily | undefined {
   if (isIPv4(text)) return "IPv4";
@@ -46,7 +72,7 @@ export function parseCidr(text: string): Cidr | undefined {
   const family = familyOfAddress(address);
   if (family === undefined || !/^\d{1,3}$/.test(prefixText)) return undefined;
   const prefix = Number(prefixText);
-  if (prefix > (family === "IPv4" ? 32 : 128)) return undefined;
+  if (prefix > addressBits(family)) return undefined;
   const network =
     family === "IPv4"
       ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${prefix}`)

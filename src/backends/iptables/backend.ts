@@ -13,13 +13,13 @@
 // someone flushed the tables, and a full sync follows at once.
 
 import { Counter, Histogram } from "prom-client";
+import type { FamilySettings } from "../../backend-core/family-settings.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../../model/local.ts";
 import { NO_OBSERVER, type SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
 import { registry } from "../../observability/metrics.ts";
-import type { FamilyConfig } from "./config.ts";
 import { STATIC } from "./names.ts";
-import { renderService, type ServiceRules } from "./render-service.ts";
+import { type ServiceRules, serviceRules } from "./render-service.ts";
 import {
   jumpFixes,
   STATIC_FILTER_CHAINS,
@@ -54,7 +54,7 @@ const flushesDetected = new Counter({
 export interface IptablesBackendOptions {
   readonly runner: IptablesRunner;
   /** One per family. */
-  readonly families: readonly FamilyConfig[];
+  readonly families: readonly FamilySettings[];
   readonly log: Logger;
   /** Told of every queued state and sync outcome: the node services (health, metrics, conntrack). */
   readonly observer?: SyncObserver;
@@ -72,7 +72,7 @@ export interface SyncReport {
 }
 
 interface FamilyState {
-  readonly cfg: FamilyConfig;
+  readonly cfg: FamilySettings;
   /** Rendered rules by service key; reused while the service object is the same. */
   readonly cache: Map<string, { readonly svc: LocalService; readonly rules: ServiceRules }>;
   /** The service chains as last applied (name → text); undefined until a full sync succeeds. */
@@ -228,7 +228,7 @@ export class IptablesBackend {
     for (const [key, svc] of state.services) {
       const before = f.cache.get(key);
       if (before?.svc !== svc) {
-        const rules = renderService(svc, f.cfg);
+        const rules = serviceRules(svc, f.cfg);
         f.cache.set(key, { svc, rules });
         changed.add(key);
         if (!sharedChanged && (before === undefined || !sameSharedLines(before.rules, rules)))

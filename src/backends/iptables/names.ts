@@ -7,9 +7,6 @@ import { hash } from "node:crypto";
 
 export const PREFIX = "KPNG-";
 
-/** The packet-mark bit that asks KPNG-POSTROUTING to masquerade a connection. */
-export const MASQUERADE_MARK = "0x4000";
-
 /** base32 (RFC 4648 alphabet) of the first bytes of a sha256: 16 characters, A-Z and 2-7. */
 function hash16(text: string): string {
   const bytes = hash("sha256", text, "buffer");
@@ -27,11 +24,6 @@ function hash16(text: string): string {
     if (out.length >= 16) break;
   }
   return out;
-}
-
-/** What identifies one service port: namespace/name/protocol/port. */
-export function servicePortId(ns: string, name: string, protocol: string, port: number): string {
-  return `${ns}/${name}/${protocol.toLowerCase()}/${port}`;
 }
 
 /** The per-service-port chains (nat table). */

@@ -3,10 +3,12 @@
 // declares and refills only the shared chains and the chains of changed services, and deletes
 // (`-X`) the chains nobody uses any more, all in one COMMIT per table.
 
+import type { FamilySettings } from "../../backend-core/family-settings.ts";
+import { MASQUERADE_MARK } from "../../backend-core/masquerade.ts";
+import { hostCIDR } from "../../model/ip.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import { ofFamily } from "../../model/local.ts";
-import type { IpFamily } from "./addresses.ts";
-import type { FamilyConfig } from "./config.ts";
-import { MASQUERADE_MARK, STATIC } from "./names.ts";
+import { STATIC } from "./names.ts";
 import type { ServiceRules } from "./render-service.ts";
 import { jumpTarget, type SavedTable } from "./saved.ts";
 
@@ -40,13 +42,13 @@ export const STATIC_NAT_CHAINS: readonly string[] = [
 ];
 export const STATIC_FILTER_CHAINS: readonly string[] = [STATIC.services, STATIC.nodePorts, STATIC.firewall];
 
-function loopback(family: IpFamily): string {
-  return family === "ipv4" ? "127.0.0.0/8" : "::1/128";
+function loopback(family: IPFamily): string {
+  return family === "IPv4" ? "127.0.0.0/8" : "::1/128";
 }
 
 /** The shared chains' rules for the given services: table → lines. */
 export function staticRules(
-  cfg: FamilyConfig,
+  cfg: FamilySettings,
   services: Iterable<ServiceRules>,
   serviceCIDRs: readonly string[] = [],
 ): { readonly nat: string[]; readonly filter: string[] } {
@@ -79,12 +81,11 @@ export function staticRules(
       );
   }
   // Reached only by packets that no service DNAT took: a known cluster IP on an unknown port.
-  const bits = cfg.family === "ipv4" ? 32 : 128;
   for (const ip of new Set(clusterIPs))
-    filterServices.push(`-A ${STATIC.services} -d ${ip}/${bits} -j REJECT`);
+    filterServices.push(`-A ${STATIC.services} -d ${hostCIDR(ip)} -j REJECT`);
   // Then any other address of the cluster's Service ranges: allocated to no Service, dropped
   // here rather than routed on. Only new connections reach this chain.
-  for (const range of ofFamily(serviceCIDRs, cfg.family === "ipv4" ? "IPv4" : "IPv6"))
+  for (const range of ofFamily(serviceCIDRs, cfg.family))
     filterServices.push(`-A ${STATIC.services} -d ${range} -j DROP`);
   const nat = [
     ...natServices,

@@ -3,7 +3,7 @@
 // deadline: a stuck process is killed and reported as a failure.
 
 import { execCommand } from "../../host/exec.ts";
-import type { IpFamily } from "./addresses.ts";
+import type { IPFamily } from "../../model/kube.ts";
 
 export type Variant = "nft" | "legacy";
 export type Table = "nat" | "filter" | "mangle";
@@ -20,10 +20,10 @@ export class IptablesError extends Error {
 export interface IptablesRunner {
   readonly variant: Variant;
   /** Applies restore input with --noflush; with `test`, only checks it (`--test`). */
-  restore(family: IpFamily, text: string, options?: { readonly test?: boolean }): Promise<void>;
+  restore(family: IPFamily, text: string, options?: { readonly test?: boolean }): Promise<void>;
   /** `iptables-save -t <table>`. */
-  save(family: IpFamily, table: Table): Promise<string>;
-  chainExists(family: IpFamily, table: Table, chain: string): Promise<boolean>;
+  save(family: IPFamily, table: Table): Promise<string>;
+  chainExists(family: IPFamily, table: Table, chain: string): Promise<boolean>;
 }
 
 interface Result {
@@ -42,8 +42,8 @@ export async function exec(argv: readonly string[], stdin: string, timeoutMs: nu
 }
 
 /** `iptables-nft-restore`, `ip6tables-legacy-save`, `iptables-nft`, … */
-export function binary(family: IpFamily, variant: Variant, tool: "" | "restore" | "save"): string {
-  const base = `${family === "ipv4" ? "iptables" : "ip6tables"}-${variant}`;
+export function binary(family: IPFamily, variant: Variant, tool: "" | "restore" | "save"): string {
+  const base = `${family === "IPv4" ? "iptables" : "ip6tables"}-${variant}`;
   return tool === "" ? base : `${base}-${tool}`;
 }
 
@@ -63,7 +63,7 @@ export class ExecIptablesRunner implements IptablesRunner {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
-  async restore(family: IpFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
+  async restore(family: IPFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
     const args = ["-w", "5", "--noflush", ...(options.test ? ["--test"] : [])];
     const r = await exec(
       [...this.#prefix, binary(family, this.variant, "restore"), ...args],
@@ -73,7 +73,7 @@ export class ExecIptablesRunner implements IptablesRunner {
     if (r.code !== 0) throw new IptablesError(`iptables-restore failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 
-  async save(family: IpFamily, table: Table): Promise<string> {
+  async save(family: IPFamily, table: Table): Promise<string> {
     const r = await exec(
       [...this.#prefix, binary(family, this.variant, "save"), "-t", table],
       "",
@@ -83,7 +83,7 @@ export class ExecIptablesRunner implements IptablesRunner {
     return r.stdout;
   }
 
-  async chainExists(family: IpFamily, table: Table, chain: string): Promise<boolean> {
+  async chainExists(family: IPFamily, table: Table, chain: string): Promise<boolean> {
     const argv = [...this.#prefix, binary(family, this.variant, ""), "-w", "5", "-t", table, "-S", chain];
     const r = await exec(argv, "", this.#timeoutMs);
     return r.code === 0;

@@ -6,6 +6,7 @@
 // the other family keeps following every change. Shutdown never waits for a hung nft.
 
 import { Counter, Gauge, Histogram } from "prom-client";
+import type { NftFamily } from "../../model/ip.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import { NO_OBSERVER, type SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
@@ -14,7 +15,7 @@ import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
 import { ABORTED, unlessAborted } from "./abort.ts";
 import { parseListing } from "./adopt.ts";
 import { excerptTransaction, type TransactionExcerpt } from "./failure-excerpt.ts";
-import type { NftFamily, TableConfig } from "./fragment.ts";
+import type { TableConfig } from "./fragment.ts";
 import { type BackendHealth, type FamilyHealth, retryDelayMs, summarize } from "./health.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
 import { renderScript } from "./ops.ts";

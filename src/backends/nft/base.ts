@@ -2,8 +2,9 @@
 // adds only map elements and its own chains to it, so packet dispatch is one map lookup whatever
 // the number of services.
 
+import { MASQUERADE_MARK } from "../../backend-core/masquerade.ts";
 import type { TableConfig } from "./fragment.ts";
-import { ENDPOINTS_MAPS, endpointsMapName, MASQUERADE_MARK, PROTOCOLS, STATIC } from "./names.ts";
+import { ENDPOINTS_MAPS, endpointsMapName, PROTOCOLS, STATIC } from "./names.ts";
 import type { NftOp } from "./ops.ts";
 
 interface StaticChain {

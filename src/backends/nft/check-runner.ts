@@ -2,7 +2,7 @@
 // transaction is printed and checked with `nft --check` instead of applied. Tables are treated
 // as absent, so the output is what a first sync on a fresh node would apply.
 
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
 import type { NftRunner } from "./runner.ts";
 
 export class CheckingNftRunner implements NftRunner {

@@ -1,10 +1,10 @@
 // Turns the to-nft command-line options into one TableConfig per family. Pure apart from the
 // node's addresses, which are passed in.
 
-import { type TrafficAddressSettings, trafficAddresses } from "../../host/traffic-addresses.ts";
-import { ofFamily } from "../../model/local.ts";
-import { ipFamilyOfTable } from "./addresses.ts";
-import type { NftFamily, TableConfig } from "./fragment.ts";
+import { familySettings } from "../../backend-core/family-settings.ts";
+import type { TrafficAddressSettings } from "../../host/traffic-addresses.ts";
+import { NFT_FAMILY } from "../../model/ip.ts";
+import type { TableConfig } from "./fragment.ts";
 import { type NftOp, renderScript } from "./ops.ts";
 
 export interface NftSettings extends TrafficAddressSettings {
@@ -19,14 +19,10 @@ export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[
   if (!TABLE_NAME.test(settings.table)) {
     throw new Error(`--table-name: "${settings.table}" is not a valid nft table name`);
   }
-  const { nodeIPs, nodePortCIDRs: nodePort, podCIDRs: pods } = trafficAddresses(settings, primaryIPs);
-  return (["ip", "ip6"] as NftFamily[]).map((family) => ({
-    family,
+  return familySettings(settings, primaryIPs).map((s) => ({
+    ...s,
+    family: NFT_FAMILY[s.family],
     table: settings.table,
-    nodePortCIDRs: ofFamily(nodePort, ipFamilyOfTable(family)),
-    podCIDRs: ofFamily(pods, ipFamilyOfTable(family)),
-    masqueradeAll: settings.masqueradeAll,
-    nodeIPs: ofFamily(nodeIPs, ipFamilyOfTable(family)),
   }));
 }
 

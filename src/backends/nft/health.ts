@@ -2,7 +2,7 @@
 // its last sync failed. The node's /healthz reads this through BackendHealth; the backend also
 // counts and logs every failure.
 
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
 
 export interface FamilyHealth {
   readonly family: NftFamily;

@@ -7,7 +7,7 @@
 // was applied and the fallback's re-run fails, which the backend answers with a full resync.
 
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { NftError, type NftRunner } from "./runner.ts";
 

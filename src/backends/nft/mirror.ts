@@ -14,7 +14,7 @@ import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { HairpinEndpoints } from "./hairpins.ts";
 import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
 import type { NftOp } from "./ops.ts";
-import { renderService } from "./render-service.ts";
+import { serviceFragment } from "./render-service.ts";
 import { serviceCIDROps, serviceCIDRsOfFamily } from "./service-cidrs.ts";
 import { type ElementOp, PHASE, type Phase, type Unit } from "./transaction.ts";
 
@@ -184,7 +184,7 @@ export class TableMirror {
         this.#services.delete(key);
         continue;
       }
-      const fragment = renderService(svc, this.#cfg);
+      const fragment = serviceFragment(svc, this.#cfg);
       this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, units, touched, unshared, now);
       this.#services.set(key, { svc, fragment });
     }

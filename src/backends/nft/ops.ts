@@ -3,7 +3,7 @@
 // rendered once, both as the lines `nft -f` reads and as the single line `nft -i` commits, so
 // nothing ever parses kpng's own rule text back.
 
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
 
 export type NftOp =
   | { readonly verb: "add" | "delete"; readonly kind: "table" }

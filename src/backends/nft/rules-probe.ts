@@ -7,8 +7,9 @@
 // repaired by restarting kpng, which rewrites the table.
 
 import { execCommand } from "../../host/exec.ts";
+import type { NftFamily } from "../../model/ip.ts";
 import type { RulesProbe } from "../../node/rules-watchdog.ts";
-import type { NftFamily, TableConfig } from "./fragment.ts";
+import type { TableConfig } from "./fragment.ts";
 import { STATIC } from "./names.ts";
 
 const PROBE_TIMEOUT_MS = 2000;
