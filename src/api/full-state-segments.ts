@@ -12,7 +12,7 @@ const SEGMENT = 16;
 /** Variants kept per segment position: one per zone, plus room for a few being tried. */
 const VARIANTS = 8;
 
-export interface SegmentEncoding {
+interface SegmentEncoding {
   readonly service: Frame;
   /** Every endpoint's Set op in path order (possibly empty). */
   readonly endpointSets: Frame;

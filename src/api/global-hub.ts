@@ -114,7 +114,7 @@ interface LogEntry {
   readonly previous: ReadonlyMap<string, Unit | undefined>;
 }
 
-export interface GlobalHubOptions {
+interface GlobalHubOptions {
   readonly maxLogRevisions?: number;
   readonly maxLogEntries?: number;
 }

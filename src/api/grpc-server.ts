@@ -6,12 +6,12 @@ import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { GrpcServerCall, GrpcStatus, refuseStream } from "./grpc-stream.ts";
 
-export interface GrpcMethod<Req> {
+interface GrpcMethod<Req> {
   readonly decode: (bytes: Uint8Array) => Req;
   readonly handle: (call: GrpcServerCall<Req>) => void;
 }
 
-export interface GrpcServerOptions {
+interface GrpcServerOptions {
   readonly tls?: { readonly cert: Buffer; readonly key: Buffer; readonly ca?: Buffer };
   /** Server ping interval; a connection whose ping is not answered in keepaliveTimeoutMs is dropped. */
   readonly keepaliveMs: number;
@@ -21,9 +21,9 @@ export interface GrpcServerOptions {
 }
 
 /** A backend needs one or two streams; 100 (the usual HTTP/2 default) leaves room for multiplexing clients. */
-export const DEFAULT_MAX_STREAMS_PER_CONNECTION = 100;
+const DEFAULT_MAX_STREAMS_PER_CONNECTION = 100;
 
-export type ListenTarget = { readonly path: string } | { readonly host: string; readonly port: number };
+type ListenTarget = { readonly path: string } | { readonly host: string; readonly port: number };
 
 export class GrpcServer {
   readonly #methods = new Map<string, GrpcMethod<unknown>>();

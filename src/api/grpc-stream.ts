@@ -22,7 +22,7 @@ export const GrpcStatus = {
 const PREFIX = 5;
 
 /** A request message larger than this ends the call (requests are a few bytes). */
-export const MAX_REQUEST_BYTES = 64 * 1024;
+const MAX_REQUEST_BYTES = 64 * 1024;
 
 const responseHeaders = {
   ":status": 200,

@@ -16,7 +16,7 @@ import {
 import { ipSetAll, toIPSet } from "./ipset.ts";
 
 /** A service as it goes on the wire: its Service value and its Endpoint values by key. */
-export interface WireService {
+interface WireService {
   readonly service: Service;
   /** Keyed by endpoint IP. */
   readonly endpoints: ReadonlyMap<string, Endpoint>;

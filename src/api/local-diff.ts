@@ -25,7 +25,7 @@ import {
 } from "./local-codec.ts";
 
 /** A service's wire values. Cached per LocalService object: unchanged services keep theirs. */
-export interface EncodedService {
+interface EncodedService {
   readonly service: WireValue;
   /** By endpoint path "ns/svc/<ip>", iterated in ascending path order. */
   readonly endpoints: ReadonlyMap<string, WireValue>;
@@ -90,7 +90,7 @@ export interface LocalDelta {
 }
 
 /** The path of the one ServiceCIDRsSet value. */
-export const SERVICE_CIDRS_PATH = "service-cidrs";
+const SERVICE_CIDRS_PATH = "service-cidrs";
 
 /** The op that gives a client these ranges: a Set, or a Delete when there are none. */
 function serviceCIDRsFrame(cidrs: readonly string[]): Frame {

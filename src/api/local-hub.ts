@@ -14,7 +14,7 @@ import { type LocalDelta, localChangeFrames, localFullFrames } from "./local-dif
 import type { Revisioned } from "./revision-session.ts";
 import { isValidNodeName, StreamRejection } from "./stream-rejection.ts";
 
-export interface NodeSnapshot {
+interface NodeSnapshot {
   readonly revision: number;
   readonly state: LocalState;
 }

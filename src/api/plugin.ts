@@ -12,7 +12,7 @@ import { ApiServer, parseListen, type TlsFiles } from "./server.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
-export interface ToApiOptions {
+interface ToApiOptions {
   /** --max-nodes: how many node states the server keeps. */
   readonly maxNodes: number;
   readonly listen: readonly string[];
@@ -21,7 +21,7 @@ export interface ToApiOptions {
 }
 
 /** Checks the listen addresses and reads the TLS files, so a mistake stops kpng before it starts. */
-export function parseToApiOptions(raw: RawOptions): ToApiOptions {
+function parseToApiOptions(raw: RawOptions): ToApiOptions {
   const listen = Array.isArray(raw.listen) ? raw.listen.map(String) : [DEFAULT_LISTEN];
   for (const address of listen) {
     try {
@@ -61,7 +61,7 @@ function readTls(raw: RawOptions): TlsFiles | undefined {
 }
 
 /** --max-nodes: a positive integer (a bad value is a usage error). */
-export function parseMaxNodes(value: unknown): number {
+function parseMaxNodes(value: unknown): number {
   if (value === undefined) return DEFAULT_MAX_NODES;
   const text = String(value);
   if (!/^[1-9]\d{0,6}$/.test(text))

@@ -15,7 +15,7 @@ export interface Revisioned {
   allFrames(): Frame[];
 }
 
-export interface ResumeRequest {
+interface ResumeRequest {
   readonly InstanceID: string;
   readonly Revision: number;
 }

@@ -3,6 +3,7 @@
 
 import { randomBytes } from "node:crypto";
 import { chmod, rm } from "node:fs/promises";
+import { type HostPort, joinHostPort, splitHostPort } from "../lib/host-port.ts";
 import type { ClusterView } from "../model/global.ts";
 import type { Logger } from "../observability/log.ts";
 import { GlobalWatchReq } from "./gen/api/globalv1/api.ts";
@@ -21,7 +22,7 @@ export interface TlsFiles {
   readonly ca?: Buffer;
 }
 
-export interface ApiServerOptions {
+interface ApiServerOptions {
   /** Listen addresses: "tcp://host:port" or "unix:///path". */
   readonly listen: readonly string[];
   readonly localFeed: LocalFeedFactory;
@@ -39,27 +40,20 @@ export interface ApiServerOptions {
   readonly instanceId?: string;
 }
 
-export interface ListenAddress {
-  readonly kind: "tcp" | "unix";
-  /** host:port for tcp, the socket path for unix. */
-  readonly address: string;
-}
+type ListenSpec = { readonly kind: "unix"; readonly path: string } | ({ readonly kind: "tcp" } & HostPort);
 
 /** Parses a --listen value; a bare "host:port" is TCP. */
-export function parseListen(spec: string): ListenAddress {
+export function parseListen(spec: string): ListenSpec {
   if (spec.startsWith("unix://")) {
     const path = spec.slice("unix://".length);
     if (!path.startsWith("/"))
       throw new Error(`--listen ${spec}: a unix socket needs an absolute path (unix:///…)`);
-    return { kind: "unix", address: path };
+    return { kind: "unix", path };
   }
-  const address = spec.startsWith("tcp://") ? spec.slice("tcp://".length) : spec;
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]*):(\d+)$/.exec(address);
-  const port = Number(match?.[2]);
-  if (match === null || port > 65535)
-    throw new Error(`--listen ${spec}: expected tcp://host:port or unix:///path`);
+  const address = splitHostPort(spec.startsWith("tcp://") ? spec.slice("tcp://".length) : spec);
+  if (address === undefined) throw new Error(`--listen ${spec}: expected tcp://host:port or unix:///path`);
   // An empty host would listen on every interface; make that an explicit choice.
-  return { kind: "tcp", address: match[1] === "" ? `127.0.0.1:${port}` : address };
+  return { kind: "tcp", host: address.host || "127.0.0.1", port: address.port };
 }
 
 export class ApiServer {
@@ -130,22 +124,20 @@ export class ApiServer {
     for (const spec of this.#options.listen) {
       const listen = parseListen(spec);
       if (listen.kind === "unix") {
-        await claimUnixSocket(listen.address);
-        await this.#server.listen({ path: listen.address }).catch((err: Error) => {
+        await claimUnixSocket(listen.path);
+        await this.#server.listen({ path: listen.path }).catch((err: Error) => {
           throw new Error(`--listen ${spec}: ${err.message}`);
         });
-        await chmod(listen.address, 0o600);
-        this.#sockets.push(listen.address);
-        this.addresses.push(`unix://${listen.address}`);
+        await chmod(listen.path, 0o600);
+        this.#sockets.push(listen.path);
+        this.addresses.push(`unix://${listen.path}`);
       } else {
-        const cut = listen.address.lastIndexOf(":");
-        const host = listen.address.slice(0, cut).replace(/^\[(.*)\]$/, "$1");
         const port = await this.#server
-          .listen({ host, port: Number(listen.address.slice(cut + 1)) })
+          .listen({ host: listen.host, port: listen.port })
           .catch((err: Error) => {
             throw new Error(`--listen ${spec}: ${err.message}`);
           });
-        this.addresses.push(`${listen.address.slice(0, cut)}:${port}`);
+        this.addresses.push(joinHostPort(listen.host, port));
       }
       this.#options.log.info({ listen: this.addresses.at(-1) }, "watch API listening");
     }

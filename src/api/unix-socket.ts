@@ -37,7 +37,7 @@ export async function claimUnixSocket(path: string): Promise<void> {
 }
 
 /** Whether something accepts connections on the socket. */
-export function answers(path: string): Promise<boolean> {
+function answers(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ path });
     const done = (alive: boolean) => {

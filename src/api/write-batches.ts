@@ -14,7 +14,7 @@ const SMALL_BYTES = 2048;
 const KEPT = 1024;
 const idle: Buffer[] = [];
 
-export interface Batch {
+interface Batch {
   readonly bytes: Buffer;
   /** Frames taken from the list. */
   readonly count: number;

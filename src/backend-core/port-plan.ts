@@ -19,7 +19,7 @@ import type { IPFamily } from "../model/kube.ts";
 import { type LocalEndpoint, type LocalService, ofFamily } from "../model/local.ts";
 import type { NodeAddresses } from "./family-settings.ts";
 
-export type PlanProtocol = "tcp" | "udp" | "sctp";
+type PlanProtocol = "tcp" | "udp" | "sctp";
 
 /** An endpoint as the kernel sees it: canonical address, target port. */
 export interface PlanEndpoint {
@@ -28,7 +28,7 @@ export interface PlanEndpoint {
 }
 
 /** How ClusterIP traffic from outside the pod network is masqueraded before DNAT. */
-export type ClusterMasquerade = "all" | "non-pods" | "none";
+type ClusterMasquerade = "all" | "non-pods" | "none";
 
 export interface PortPlan {
   /** namespace/name/protocol/port: what identifies the port inside one family's rules. */
@@ -69,7 +69,7 @@ export interface PortPlan {
   readonly allowList?: AllowList;
 }
 
-export interface AllowList {
+interface AllowList {
   /** The ranges of this family (none: no source of this family is allowed). */
   readonly sourceRanges: readonly string[];
   /** LB IPs allowed as sources because a range holds a node IP. */
@@ -77,7 +77,7 @@ export interface AllowList {
 }
 
 /** One Service in one family: its ClusterIP there and one plan per port. */
-export interface ServicePlan {
+interface ServicePlan {
   readonly clusterIP: string;
   readonly ports: readonly PortPlan[];
 }
@@ -94,7 +94,7 @@ function sameEndpoints(a: readonly PlanEndpoint[], b: readonly PlanEndpoint[]): 
   return a.length === b.length && a.every((ep, i) => ep.ip === b[i]?.ip && ep.port === b[i]?.port);
 }
 
-export function servicePortId(ns: string, name: string, protocol: string, port: number): string {
+function servicePortId(ns: string, name: string, protocol: string, port: number): string {
   return `${ns}/${name}/${protocol.toLowerCase()}/${port}`;
 }
 

@@ -11,7 +11,7 @@ export interface PortPolicy {
   readonly usesLocal: boolean;
 }
 
-export interface Categorized {
+interface Categorized {
   /** Ready endpoints allowed by topology, else every serving+terminating one; [] when not used. */
   readonly clusterEndpoints: readonly EndpointInfo[];
   /** Local ready endpoints, else local serving+terminating ones; [] when not used. */
@@ -20,7 +20,7 @@ export interface Categorized {
   readonly hasAnyEndpoints: boolean;
 }
 
-export function usesServingTerminatingFallback(ep: EndpointInfo): boolean {
+function usesServingTerminatingFallback(ep: EndpointInfo): boolean {
   return ep.serving && ep.terminating;
 }
 

@@ -3,7 +3,7 @@
 import { FALLBACK_MANAGER, LABEL_FALLBACK_ACTIVE, LABEL_MANAGED_BY } from "../model/fallback.ts";
 import type { EndpointSlice } from "../model/kube.ts";
 
-export function isFallbackSlice(slice: EndpointSlice): boolean {
+function isFallbackSlice(slice: EndpointSlice): boolean {
   return slice.metadata.labels[LABEL_MANAGED_BY] === FALLBACK_MANAGER;
 }
 

@@ -8,7 +8,7 @@ import { type Logger, silentLogger } from "../observability/log.ts";
 import { Delivery } from "../plugin/paced-feed.ts";
 import { LocalStateTracker } from "./local-state-tracker.ts";
 
-export interface LocalStateFeedOptions {
+interface LocalStateFeedOptions {
   readonly log?: Logger;
 }
 

@@ -12,16 +12,13 @@ import {
  * Without a service proxy name, objects labelled for some other proxy (any value) are left to it;
  * with one, only objects carrying exactly that name are served.
  */
-export function selectedByProxyName(
-  labels: Readonly<Record<string, string>>,
-  serviceProxyName: string,
-): boolean {
+function selectedByProxyName(labels: Readonly<Record<string, string>>, serviceProxyName: string): boolean {
   const label = labels[LABEL_SERVICE_PROXY_NAME];
   return serviceProxyName === "" ? label === undefined : label === serviceProxyName;
 }
 
 /** Slices of headless services and slices that name no service are never read. */
-export function sliceIsUsable(slice: EndpointSlice): boolean {
+function sliceIsUsable(slice: EndpointSlice): boolean {
   return slice.metadata.labels[LABEL_HEADLESS] === undefined && slice.serviceName !== "";
 }
 

@@ -3,7 +3,7 @@
 
 import type { EndpointInfo } from "./endpoint-merge.ts";
 
-export type TopologyMode = "PreferSameNode" | "PreferSameZone" | "None";
+type TopologyMode = "PreferSameNode" | "PreferSameZone" | "None";
 
 /**
  * Only ready endpoints are considered. PreferSameNode when every one has a node hint and some

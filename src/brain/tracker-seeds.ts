@@ -20,7 +20,7 @@ export interface SeedSource {
   readonly services: PersistentMap<LocalService>;
 }
 
-export interface Seed {
+interface Seed {
   readonly services: PersistentMap<LocalService>;
   /** Services to compute again for the new node: those naming either node. */
   readonly recompute: ReadonlySet<string>;

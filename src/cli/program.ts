@@ -15,7 +15,7 @@ import { parseServiceCIDRsFlag, SERVICE_CIDRS_FLAG } from "../plugin/service-cid
 import { UsageError } from "../plugin/usage-error.ts";
 import type { Invocation, Plugins } from "./invocation.ts";
 
-export interface ProgramOptions {
+interface ProgramOptions {
   /** Applied to the root before any sub-command exists, so sub-commands inherit it (tests use exitOverride). */
   readonly configure?: (root: Command) => void;
   /** The default of --node-name; the host name, as kube-proxy does. */

@@ -3,6 +3,7 @@
 
 import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
+import { splitHostPort } from "../lib/host-port.ts";
 
 export interface TlsPaths {
   readonly cert?: string;
@@ -18,8 +19,8 @@ export function dialTarget(api: string): string {
     return api;
   }
   const address = api.startsWith("tcp://") ? api.slice("tcp://".length) : api;
-  const match = /^(\[[0-9a-fA-F:.]+\]|[^:[\]/]+):(\d+)$/.exec(address);
-  if (match === null || Number(match[2]) < 1 || Number(match[2]) > 65535)
+  const parsed = splitHostPort(address);
+  if (parsed === undefined || parsed.host === "" || parsed.port < 1)
     throw new Error(`--api ${api}: expected unix:///path, tcp://host:port or host:port`);
   return address;
 }

@@ -6,7 +6,7 @@
 //   store.done();                         // fingerprint what was written
 //   store.changed(); store.deleted();     // the difference from the previous round
 
-export interface DiffItem<K, V> {
+interface DiffItem<K, V> {
   readonly key: K;
   readonly value: V;
   /** Written this round and absent in the previous one. */

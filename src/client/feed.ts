@@ -7,7 +7,7 @@ import type { TlsPaths } from "./connection.ts";
 import { LocalStateDecoder } from "./decoder.ts";
 import { watchLocal } from "./watch.ts";
 
-export interface RemoteFeedOptions {
+interface RemoteFeedOptions {
   readonly api: string;
   readonly nodeName: string;
   readonly tls?: TlsPaths;

@@ -3,10 +3,7 @@
 
 import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
 
-export type FullStateCallback = (
-  services: readonly LocalService[],
-  state: LocalState,
-) => void | Promise<void>;
+type FullStateCallback = (services: readonly LocalService[], state: LocalState) => void | Promise<void>;
 
 /** Subscribes the callback to the feed; returns the unsubscribe function. */
 export function fullStateSink(feed: LocalStateFeed, callback: FullStateCallback): () => void {

@@ -12,9 +12,9 @@ import { remoteLocalStateFeed } from "./feed.ts";
 import { fullStateSink } from "./fullstate.ts";
 import { addApiOptions, tlsFromOptions } from "./tls-options.ts";
 
-export type RunHandler = (services: readonly LocalService[], state: LocalState) => void | Promise<void>;
+type RunHandler = (services: readonly LocalService[], state: LocalState) => void | Promise<void>;
 
-export interface RunOptions {
+interface RunOptions {
   /** Defaults to process.argv. */
   readonly argv?: readonly string[];
   readonly name?: string;

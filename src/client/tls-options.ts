@@ -6,7 +6,7 @@ import { UsageError } from "../plugin/usage-error.ts";
 import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
 
 /** The brain's default socket (`kpng <source> to-api` without --listen). */
-export const DEFAULT_API = DEFAULT_LISTEN;
+const DEFAULT_API = DEFAULT_LISTEN;
 
 export function addApiOptions(cmd: Command): void {
   cmd

@@ -2,10 +2,11 @@
 // reconnecting with jittered exponential backoff, and resuming (instance id + revision of the
 // last applied change set) so a reconnect costs only what changed meanwhile.
 
-import { setTimeout as sleep } from "node:timers/promises";
 import * as grpc from "@grpc/grpc-js";
 import { GlobalWatchReq } from "../api/gen/api/globalv1/api.ts";
 import { OpItem, WatchReq, type Set as WireSet } from "../api/gen/api/localv1/api.ts";
+import { Backoff } from "../lib/backoff.ts";
+import { sleep } from "../lib/sleep.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
 
@@ -21,12 +22,12 @@ export interface WireChangeSet {
   readonly revision: number;
 }
 
-export interface Resume {
+interface Resume {
   readonly instanceId: string;
   readonly revision: number;
 }
 
-export interface WatchOptions {
+interface WatchOptions {
   /** --api: "unix:///path", "tcp://host:port" or "host:port". */
   readonly api: string;
   readonly tls?: TlsPaths;
@@ -47,13 +48,6 @@ export interface WatchOptions {
     readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
     readonly random?: () => number;
   };
-}
-
-const realSleep = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).catch(() => {});
-
-/** The wait before reconnect attempt n: between half and all of the exponential delay. */
-export function backoffDelay(delayMs: number, random: number): number {
-  return Math.round(delayMs / 2 + (random * delayMs) / 2);
 }
 
 interface Protocol<Req> {
@@ -92,7 +86,7 @@ async function watchLoop<Req>(protocol: Protocol<Req>, options: WatchOptions): P
   const log = options.log ?? silentLogger;
   const initialMs = options.backoff?.initialMs ?? 500;
   const maxMs = options.backoff?.maxMs ?? 30_000;
-  const wait = options.timing?.sleep ?? realSleep;
+  const wait = options.timing?.sleep ?? sleep;
   const random = options.timing?.random ?? Math.random;
   const client = new grpc.Client(dialTarget(options.api), clientCredentials(options.tls), {
     "grpc.keepalive_time_ms": 30_000,
@@ -103,7 +97,8 @@ async function watchLoop<Req>(protocol: Protocol<Req>, options: WatchOptions): P
     "grpc.max_reconnect_backoff_ms": maxMs,
   });
   let resume = options.resume;
-  let delay = initialMs;
+  // Jitter: many nodes reconnecting to a restarted brain spread out.
+  const backoff = new Backoff({ initialMs, maxMs, jitter: 0.5, random });
   try {
     while (!options.signal.aborted) {
       const progressed = { value: false };
@@ -115,11 +110,9 @@ async function watchLoop<Req>(protocol: Protocol<Req>, options: WatchOptions): P
       } catch (err) {
         if (options.signal.aborted) break;
         options.onDisconnect?.(err as Error);
-        if (progressed.value) delay = initialMs;
-        // Jitter: many nodes reconnecting to a restarted brain spread out.
-        const ms = backoffDelay(delay, random());
+        if (progressed.value) backoff.reset();
+        const ms = backoff.next();
         log.warn({ err: (err as Error).message, retryInMs: ms }, "watch stream broken; reconnecting");
-        delay = Math.min(delay * 2, maxMs);
         await wait(ms, options.signal);
       }
     }

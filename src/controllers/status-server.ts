@@ -1,23 +1,18 @@
 // /metrics (Prometheus) and /healthz for a controller, on 127.0.0.1 unless told otherwise.
 
 import { createServer, type Server } from "node:http";
+import { type HostPort, splitHostPort } from "../lib/host-port.ts";
 import { registry } from "../observability/metrics.ts";
 
-export interface ListenAddress {
-  readonly host: string;
-  readonly port: number;
-}
-
 /** "host:port", "[v6]:port" or ":port" (127.0.0.1); throws with the accepted forms otherwise. */
-export function parseListenAddress(text: string): ListenAddress {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(text);
-  const port = Number(m?.[3]);
-  if (!m || port > 65535)
+export function parseStatusAddress(text: string): HostPort {
+  const address = splitHostPort(text);
+  if (address === undefined)
     throw new Error(`"${text}" is not host:port (e.g. 127.0.0.1:10260, [::1]:10260, :10260)`);
-  return { host: m[1] ?? (m[2] || "127.0.0.1"), port };
+  return { host: address.host || "127.0.0.1", port: address.port };
 }
 
-export async function startStatusServer(address: ListenAddress, healthy: () => boolean): Promise<Server> {
+export async function startStatusServer(address: HostPort, healthy: () => boolean): Promise<Server> {
   const server = createServer((req, res) => {
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (path === "/healthz") {

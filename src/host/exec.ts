@@ -15,7 +15,7 @@ export interface ExecResult {
   readonly timedOut: boolean;
 }
 
-export interface ExecOptions {
+interface ExecOptions {
   readonly stdin?: string;
   readonly timeoutMs: number;
   /** Told of the child once it runs and once it is gone (e.g. to kill it at shutdown). */

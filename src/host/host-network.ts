@@ -4,7 +4,7 @@
 import { ofFamily } from "../model/local.ts";
 import { execCommand } from "./exec.ts";
 
-export interface InterfaceAddresses {
+interface InterfaceAddresses {
   readonly ifname: string;
   readonly addresses: readonly { readonly ip: string; readonly scope: string }[];
 }

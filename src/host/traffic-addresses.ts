@@ -29,7 +29,7 @@ export function addTrafficAddressOptions(cmd: Command): void {
 }
 
 /** The canonical CIDRs of a comma list; throws an Error naming the flag when one is malformed. */
-export function parseCIDRList(text: string, flag: string): string[] {
+function parseCIDRList(text: string, flag: string): string[] {
   return text
     .split(",")
     .map((s) => s.trim())

@@ -3,7 +3,7 @@
 
 import type { KpngOption, Translation } from "./translate.ts";
 
-export interface KpngArgv {
+interface KpngArgv {
   readonly argv: string[];
   /** Options left out because the plug-in has no such flag in this build. */
   readonly unavailable: KpngOption[];

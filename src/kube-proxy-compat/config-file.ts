@@ -10,7 +10,7 @@ import { API_VERSION, FIELDS, type FieldType, KIND } from "./fields.ts";
 /** Dotted field path → value; a field that is absent or null is not in the map. */
 export type ConfigValues = ReadonlyMap<string, unknown>;
 
-export interface ReadConfig {
+interface ReadConfig {
   readonly values: ConfigValues;
   readonly warnings: readonly string[];
 }

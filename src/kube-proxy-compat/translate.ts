@@ -5,6 +5,7 @@
 // A field kpng cannot honour throws a UsageError naming it and saying why; a field that has no
 // effect here but is harmless is a warning. docs/kube-proxy-compat.md is the table of all of them.
 
+import { splitHostPort } from "../lib/host-port.ts";
 import { familyOfAddress, parseCidr } from "../model/ip.ts";
 import { parseDuration } from "../plugin/duration.ts";
 import { UsageError } from "../plugin/usage-error.ts";
@@ -33,7 +34,7 @@ export interface Translation {
 }
 
 /** kube-proxy's defaults (pkg/proxy/apis/config/v1alpha1 defaulting), where kpng uses them. */
-export const KUBE_PROXY_DEFAULTS = {
+const KUBE_PROXY_DEFAULTS = {
   healthzBindAddress: "0.0.0.0:10256",
   metricsBindAddress: "127.0.0.1:10249",
   syncPeriod: "30s",
@@ -312,10 +313,8 @@ function positiveDuration(field: string, text: string): string {
 /** Checks "host:port" (kube-proxy's form for the bind addresses); "" stays unset. */
 function hostPort(field: string, text: string): string {
   if (text === "") return "";
-  const m = /^(?:\[([^\]]+)\]|([^:]*)):(\d{1,5})$/.exec(text);
-  const host = m?.[1] ?? m?.[2];
-  const port = Number(m?.[3]);
-  if (m === null || host === undefined || familyOfAddress(host) === undefined || port > 65535) {
+  const address = splitHostPort(text);
+  if (address === undefined || familyOfAddress(address.host) === undefined) {
     throw new UsageError(`${field}: "${text}" is not IP:port (e.g. 0.0.0.0:10256 or [::]:10256)`);
   }
   return text;

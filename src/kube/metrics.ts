@@ -32,7 +32,8 @@ export function markActivity(resource: string, now = Date.now()): void {
   lastEventAt.set(resource, now);
 }
 
-export const lastEventAgeSeconds = new Gauge({
+// Registered by its construction; read only through the registry.
+new Gauge({
   name: "kpng_kube_last_event_age_seconds",
   help: "Seconds since the last list response or watch event (bookmarks included) for a resource.",
   labelNames: ["resource"] as const,

@@ -4,13 +4,13 @@
 // Nothing here is fatal: every failure is logged, counted, and retried with backoff, forever.
 // While the API server is unreachable the sink keeps what it has: only a successful list removes.
 
-import { setTimeout as sleep } from "node:timers/promises";
+import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "../lib/backoff.ts";
+import { sleep } from "../lib/sleep.ts";
 import type { KubeKind, KubeObject } from "../model/kube.ts";
 import { objectKey } from "../model/kube.ts";
 import type { ParseResult } from "../model/validate.ts";
 import { reportInvalidObject } from "../observability/invalid.ts";
 import type { Logger } from "../observability/log.ts";
-import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "./backoff.ts";
 import { JsonLineSplitter } from "./json-lines.ts";
 import {
   DEFAULT_LIST_TIMEOUT_MS,
@@ -78,7 +78,7 @@ export const DEFAULT_TIMINGS: ReflectorTimings = {
   listTimeoutMs: DEFAULT_LIST_TIMEOUT_MS,
 };
 
-export interface ReflectorOptions {
+interface ReflectorOptions {
   readonly transport: KubeTransport;
   readonly log: Logger;
   readonly timings?: Partial<ReflectorTimings>;
@@ -241,7 +241,7 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
           this.#countError(reason, err, delay);
         }
       }
-      if (delay > 0) await sleep(delay, undefined, { signal: this.#stop.signal }).catch(() => {});
+      if (delay > 0) await sleep(delay, this.#stop.signal);
     }
   }
 

@@ -9,7 +9,7 @@ export class InvalidField extends Error {
 export type RawObject = Readonly<Record<string, unknown>>;
 
 /** A short description of a raw value for error messages. */
-export function describe(value: unknown): string {
+function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   if (typeof value === "string")

@@ -22,7 +22,7 @@ export function ipFamilyOfNft(family: NftFamily): IPFamily {
 }
 
 /** Bits of an address of the family: a host's prefix length. */
-export function addressBits(family: IPFamily): 32 | 128 {
+function addressBits(family: IPFamily): 32 | 128 {
   return family === "IPv4" ? 32 : 128;
 }
 
@@ -57,7 +57,7 @@ export function canonicalAddress(text: string): string | undefined {
   return undefined;
 }
 
-export interface Cidr {
+interface Cidr {
   readonly family: IPFamily;
   /** Network address and prefix, host bits cleared: "10.0.0.0/8", "2001:db8::/32". */
   readonly text: string;

@@ -62,7 +62,7 @@ export interface Service {
   readonly ports: readonly ServicePort[];
 }
 
-export interface EndpointConditions {
+interface EndpointConditions {
   /** null means unset; the proxy reads unset ready/serving as true and terminating as false. */
   readonly ready: boolean | null;
   readonly serving: boolean | null;

@@ -4,7 +4,7 @@
 
 import type { Labels } from "./kube.ts";
 
-export type Requirement =
+type Requirement =
   | { readonly op: "exists" | "notExists"; readonly key: string }
   | { readonly op: "in" | "notIn"; readonly key: string; readonly values: readonly string[] };
 

@@ -7,7 +7,7 @@
 
 import type { LocalService, LocalState } from "./local.ts";
 
-export interface ServiceChangeLogLimits {
+interface ServiceChangeLogLimits {
   /** Most revisions remembered. */
   readonly maxRevisions?: number;
   /** Most keys remembered over all revisions. */

@@ -239,7 +239,7 @@ function entryLength(node: TrieNode): number {
 }
 
 /** Edits a map in place while open; `done()` seals the result as a new PersistentMap. */
-export class PersistentMapEditor<V> {
+class PersistentMapEditor<V> {
   readonly #base: PersistentMap<V>;
   #root: TrieNode;
   #size: number;

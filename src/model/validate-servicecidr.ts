@@ -13,7 +13,7 @@ import { parseCidr } from "./ip.ts";
 import type { IPFamily, ServiceCIDR } from "./kube.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
-export const SERVICE_CIDR_API_VERSIONS = ["networking.k8s.io/v1", "networking.k8s.io/v1beta1"] as const;
+const SERVICE_CIDR_API_VERSIONS = ["networking.k8s.io/v1", "networking.k8s.io/v1beta1"] as const;
 
 export function readServiceCIDR(raw: RawObject): ServiceCIDR {
   checkKind(raw, "ServiceCIDR", SERVICE_CIDR_API_VERSIONS);

@@ -24,7 +24,7 @@ const openServers = new Gauge({
   registers: [registry],
 });
 
-export interface HealthCheckTarget {
+interface HealthCheckTarget {
   readonly namespace: string;
   readonly name: string;
   readonly localEndpoints: number;
@@ -55,7 +55,7 @@ interface Served {
   readonly servers: Server[];
 }
 
-export interface HealthCheckNodePortsOptions {
+interface HealthCheckNodePortsOptions {
   /** Addresses to listen on (the node-port addresses); ["0.0.0.0"] or ["::"] for all. */
   readonly addresses: readonly string[];
   readonly proxyHealthy: () => boolean;

@@ -28,7 +28,7 @@ const ZERO_TIME = "0001-01-01T00:00:00Z";
 
 const iso = (ms: number | undefined): string => (ms === undefined ? ZERO_TIME : new Date(ms).toISOString());
 
-export interface HealthAnswer {
+interface HealthAnswer {
   readonly status: 200 | 503;
   readonly body: string;
 }

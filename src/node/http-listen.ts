@@ -3,7 +3,7 @@
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 
-export type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** Idle keep-alive connections are dropped quickly: probes open many, and close() waits for them. */
 const KEEP_ALIVE_MS = 5000;

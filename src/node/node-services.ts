@@ -22,7 +22,7 @@ import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
 import { SyncMetrics } from "./sync-metrics.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
-export interface NodeServicesContext {
+interface NodeServicesContext {
   /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */
   readonly mode: string;
   readonly families: readonly IPFamily[];

@@ -4,7 +4,7 @@
 
 import type { IPFamily } from "../model/kube.ts";
 
-export interface FamilyHealth {
+interface FamilyHealth {
   /** Last successful sync (ms since epoch), or undefined before the first. */
   readonly lastUpdated: number | undefined;
   /** Oldest change still waiting for a sync, or undefined when none waits. */
@@ -73,6 +73,6 @@ export class ProxyHealth {
 }
 
 /** Unhealthy iff a change has waited for at least the timeout. */
-export function familyHealthy(h: FamilyHealth, now: number, timeoutMs: number): boolean {
+function familyHealthy(h: FamilyHealth, now: number, timeoutMs: number): boolean {
   return h.oldestQueued === undefined || now - h.oldestQueued < timeoutMs;
 }

@@ -24,7 +24,7 @@ export interface RulesProbe {
   intact(): Promise<boolean>;
 }
 
-export interface RulesWatchdogOptions {
+interface RulesWatchdogOptions {
   readonly probe: RulesProbe;
   readonly repair: () => void;
   readonly intervalMs: number;

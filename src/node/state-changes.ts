@@ -5,7 +5,7 @@
 import type { LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 
-export interface StateChanges {
+interface StateChanges {
   /** Services added, removed, or whose own fields (IPs, ports, policies) changed. */
   readonly services: number;
   /** Services whose endpoints changed. */

@@ -12,7 +12,7 @@ import type { SyncOutcome } from "./sync-observer.ts";
 const SYNC_BUCKETS = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
 
 /** 0.25, 0.5, 1–59 s by 1, 60–115 s by 5, 120–300 s by 30: kube-proxy's network-programming buckets. */
-export const NETWORK_PROGRAMMING_BUCKETS = [
+const NETWORK_PROGRAMMING_BUCKETS = [
   0.25,
   0.5,
   ...Array.from({ length: 59 }, (_, i) => i + 1),

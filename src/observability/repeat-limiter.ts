@@ -3,7 +3,7 @@
 // persistent failure costs a few lines an hour instead of one per retry, and a new failure is
 // always logged at once.
 
-export interface RepeatDecision {
+interface RepeatDecision {
   readonly log: boolean;
   /** Occurrences of this failure so far, this one included. */
   readonly count: number;

@@ -4,7 +4,7 @@
 
 import { readdir, readFile, readlink } from "node:fs/promises";
 
-export interface SocketHolder {
+interface SocketHolder {
   readonly pid: number;
   readonly command: string;
 }

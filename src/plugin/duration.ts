@@ -4,7 +4,7 @@ const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h
 const PART = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
 
 /** What makes sense for one flag: e.g. a resync period of 0 would spin. */
-export interface DurationBounds {
+interface DurationBounds {
   /** Smallest accepted value in ms (inclusive). */
   readonly min?: number;
   /** Largest accepted value in ms (inclusive). */
@@ -12,7 +12,7 @@ export interface DurationBounds {
 }
 
 /** "1s", "250ms", "1m30s": the shortest way to write `ms` back. */
-export function formatDuration(ms: number): string {
+function formatDuration(ms: number): string {
   if (ms === 0) return "0s";
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
   if (ms % 60_000 === 0) return `${ms / 60_000}m`;

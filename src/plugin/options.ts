@@ -7,7 +7,7 @@ import { parseDuration } from "./duration.ts";
 import { UsageError } from "./usage-error.ts";
 
 /** `nodeportAddresses` → `--nodeport-addresses`. */
-export function flagOf(key: PropertyKey): string {
+function flagOf(key: PropertyKey): string {
   return `--${String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
 }
 

@@ -51,7 +51,7 @@ const flushesDetected = new Counter({
   registers: [registry],
 });
 
-export interface IptablesBackendOptions {
+interface IptablesBackendOptions {
   readonly runner: IptablesRunner;
   /** One per family. */
   readonly families: readonly FamilySettings[];
@@ -65,7 +65,7 @@ export interface IptablesBackendOptions {
   readonly chunkChains?: number;
 }
 
-export interface SyncReport {
+interface SyncReport {
   readonly full: boolean;
   /** The restore inputs run, one per family. */
   readonly texts: readonly string[];

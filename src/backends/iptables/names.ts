@@ -5,7 +5,7 @@
 
 import { hash } from "node:crypto";
 
-export const PREFIX = "KPNG-";
+const PREFIX = "KPNG-";
 
 /** base32 (RFC 4648 alphabet) of the first bytes of a sha256: 16 characters, A-Z and 2-7. */
 function hash16(text: string): string {

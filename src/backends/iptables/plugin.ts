@@ -21,9 +21,9 @@ import { cleanupTableText } from "./cleanup.ts";
 import { ExecIptablesRunner, type IptablesRunner, type Variant } from "./runner.ts";
 import { detectVariant } from "./variant.ts";
 
-export type IptablesMode = "auto" | Variant;
+type IptablesMode = "auto" | Variant;
 
-export interface IptablesOptions {
+interface IptablesOptions {
   readonly nodePortAddresses: string;
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;

@@ -38,7 +38,7 @@ export interface ServiceRules {
   readonly clusterIPs: readonly string[];
 }
 
-export const EMPTY_RULES: ServiceRules = {
+const EMPTY_RULES: ServiceRules = {
   chains: new Map(),
   natServices: [],
   natNodePorts: [],

@@ -15,23 +15,18 @@ import { jumpTarget, type SavedTable } from "./saved.ts";
 const NEW = "-m conntrack --ctstate NEW";
 
 /** Jumps from the built-in chains into kpng's chains, in order: table → chain → rule specs. */
-export const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> =
-  {
-    nat: {
-      PREROUTING: [`-j ${STATIC.services}`],
-      OUTPUT: [`-j ${STATIC.services}`],
-      POSTROUTING: [`-j ${STATIC.postrouting}`],
-    },
-    filter: {
-      INPUT: [
-        `${NEW} -j ${STATIC.firewall}`,
-        `${NEW} -j ${STATIC.nodePorts}`,
-        `${NEW} -j ${STATIC.services}`,
-      ],
-      FORWARD: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
-      OUTPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
-    },
-  };
+const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> = {
+  nat: {
+    PREROUTING: [`-j ${STATIC.services}`],
+    OUTPUT: [`-j ${STATIC.services}`],
+    POSTROUTING: [`-j ${STATIC.postrouting}`],
+  },
+  filter: {
+    INPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.nodePorts}`, `${NEW} -j ${STATIC.services}`],
+    FORWARD: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
+    OUTPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
+  },
+};
 
 export const STATIC_NAT_CHAINS: readonly string[] = [
   STATIC.services,

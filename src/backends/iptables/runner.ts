@@ -33,9 +33,9 @@ interface Result {
 }
 
 /** One restore of 10k services (20k chains) takes seconds on a loaded two-core machine; a margin. */
-export const DEFAULT_TIMEOUT_MS = 180_000;
+const DEFAULT_TIMEOUT_MS = 180_000;
 
-export async function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<Result> {
+async function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<Result> {
   const r = await execCommand(argv, { stdin, timeoutMs });
   if (r.timedOut) throw new IptablesError(`${argv[0] ?? "iptables"} timed out after ${timeoutMs} ms`, "");
   return r;

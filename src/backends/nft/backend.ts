@@ -74,9 +74,9 @@ class TableSyncError extends Error {
  * `nft -f` grows without limit. Every `nft -f` first dumps all chains of the table, so smaller
  * chunks cost more in total: 44k services took 14.6 s with 10k, 8.1 s with 25k, 6.6 s with 50k.
  */
-export const DEFAULT_MAX_STATEMENTS = 25_000;
+const DEFAULT_MAX_STATEMENTS = 25_000;
 
-export interface NftBackendOptions {
+interface NftBackendOptions {
   readonly runner: NftRunner;
   /** One table per family. */
   readonly tables: readonly TableConfig[];
@@ -88,7 +88,7 @@ export interface NftBackendOptions {
   readonly now?: () => number;
 }
 
-export interface SyncReport {
+interface SyncReport {
   /** Transactions run, stale-object deletions included. */
   readonly transactions: number;
   /** The texts run, in order. */

@@ -9,7 +9,7 @@ export function markerCommand(seq: number): string {
   return `list table ip kpng-sync-marker-${seq}`;
 }
 
-export type MarkerScan =
+type MarkerScan =
   /** The marker's error is not complete on stderr yet. */
   | { readonly done: false }
   /** nft finished the transaction; `output` is what it printed for it ("" on success). */

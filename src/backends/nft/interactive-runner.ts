@@ -11,7 +11,7 @@ import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { NftError, type NftRunner } from "./runner.ts";
 
-export interface InteractiveNftRunnerOptions {
+interface InteractiveNftRunnerOptions {
   /** The `nft` command, possibly prefixed, e.g. `["ip", "netns", "exec", "ns1", "nft"]`. */
   readonly command?: readonly string[];
   /** Runs what the interactive process does not: big transactions, checks, listings. */

@@ -78,7 +78,7 @@ function touch(touched: ElementState[], st: ElementState): void {
 /** Element changes per unit: big enough to keep units few, small enough to pack transactions. */
 const ELEMENTS_PER_UNIT = 256;
 
-export interface Plan {
+interface Plan {
   /** Deletions of objects stale for long enough: run first, in their own transaction. */
   readonly deletions: readonly NftOp[];
   readonly units: readonly Unit[];

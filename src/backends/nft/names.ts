@@ -19,7 +19,7 @@ function shortHash(text: string): string {
 }
 
 /** `<prefix>-<hash8>-<readable>`: e.g. `svc-Ab3_x9Qz-default/web/tcp/80`. */
-export function objectName(prefix: string, readable: string): string {
+function objectName(prefix: string, readable: string): string {
   const clean = sanitize(readable).slice(0, READABLE_MAX);
   return `${prefix}-${shortHash(`${prefix}|${readable}`)}-${clean}`;
 }

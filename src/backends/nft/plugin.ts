@@ -42,7 +42,7 @@ const nftOptions = z.object({
     .default(30_000),
 });
 
-export type NftOptions = z.output<typeof nftOptions> & {
+type NftOptions = z.output<typeof nftOptions> & {
   readonly settings: NftSettings;
   readonly node: NodeServicesOptions;
 };
@@ -51,7 +51,7 @@ export type NftOptions = z.output<typeof nftOptions> & {
 const REPAIR_CHECK_MS = 1000;
 
 /** Checks every to-nft flag, including the address lists, before anything starts. */
-export function parseNftOptions(raw: RawOptions): NftOptions {
+function parseNftOptions(raw: RawOptions): NftOptions {
   const opts = parseOptionsWith(nftOptions, raw);
   const settings: NftSettings = {
     table: opts.tableName,

@@ -35,7 +35,7 @@ export interface NftRunner {
  * How long one `nft -f` or listing may take. Large first syncs take seconds (44k services: 8 s in
  * 25k-statement transactions), so the deadline is generous; a hung `nft` is what it catches.
  */
-export const DEFAULT_NFT_TIMEOUT_MS = 60_000;
+const DEFAULT_NFT_TIMEOUT_MS = 60_000;
 
 interface Result {
   readonly code: number;
@@ -62,7 +62,7 @@ async function exec(
   return r;
 }
 
-export interface ExecNftRunnerOptions {
+interface ExecNftRunnerOptions {
   /** Deadline of each call; the process is killed when it passes. */
   readonly timeoutMs?: number;
 }

@@ -7,12 +7,12 @@ import { createServer, type Server } from "node:net";
 import { socketHolders } from "../../observability/socket-holders.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 
-export interface TableLock {
+interface TableLock {
   release(): Promise<void>;
 }
 
 /** The abstract socket name for a table (a leading NUL makes it abstract). */
-export function lockName(table: string): string {
+function lockName(table: string): string {
   return `\0kpng-nft-table-${table}`;
 }
 

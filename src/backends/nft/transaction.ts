@@ -36,7 +36,7 @@ export const PHASE = {
 } as const;
 export type Phase = (typeof PHASE)[keyof typeof PHASE];
 
-export function unitSize(u: Unit): number {
+function unitSize(u: Unit): number {
   return u.ops.length + u.elements.length;
 }
 

@@ -8,14 +8,14 @@ export interface ActivationState {
   readonly primaryReadySince: number | undefined;
 }
 
-export interface Observation {
+interface Observation {
   readonly primaryReady: boolean;
   readonly fallbackReady: boolean;
   readonly now: number;
   readonly returnDelayMs: number;
 }
 
-export interface Step {
+interface Step {
   readonly state: ActivationState;
   readonly switched: "activated" | "deactivated" | undefined;
   /** Observe again at this time even if nothing changes: the return delay will have run out. */

@@ -3,7 +3,7 @@
 import type { Keyed, ReflectorSink } from "../../kube/reflector.ts";
 import { objectKey } from "../../model/kube.ts";
 
-export type ChangeListener<T> = (before: T | undefined, after: T | undefined) => void;
+type ChangeListener<T> = (before: T | undefined, after: T | undefined) => void;
 
 export class ObjectCache<T extends Keyed> implements ReflectorSink<string, T> {
   readonly #objects = new Map<string, T>();

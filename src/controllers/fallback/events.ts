@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { KubeRequester } from "../../kube/request.ts";
 import type { Service } from "../../model/kube.ts";
 
-export const COMPONENT = "fallback-controller";
+const COMPONENT = "fallback-controller";
 
 export type EventReason = "FallbackActivated" | "FallbackDeactivated" | "InvalidFallback";
 

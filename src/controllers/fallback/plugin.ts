@@ -5,12 +5,13 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Command } from "commander";
 import { addKubeConnectionOptions } from "../../kube/connection-flags.ts";
+import type { HostPort } from "../../lib/host-port.ts";
 import type { ControllerPlugin, RunContext } from "../../plugin/contracts.ts";
 import { parseDuration } from "../../plugin/duration.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
-import { type ListenAddress, parseListenAddress } from "../status-server.ts";
+import { parseStatusAddress } from "../status-server.ts";
 
-export interface FallbackControllerOptions {
+interface FallbackControllerOptions {
   readonly kubeconfig: string | undefined;
   readonly context: string | undefined;
   readonly master: string | undefined;
@@ -20,7 +21,7 @@ export interface FallbackControllerOptions {
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
-  readonly statusAddress: ListenAddress;
+  readonly statusAddress: HostPort;
 }
 
 function text(raw: Record<string, unknown>, key: string): string | undefined {
@@ -52,9 +53,9 @@ export function parseFallbackControllerOptions(
   if (retryPeriodMs >= renewDeadlineMs) {
     throw new UsageError("--leader-elect-retry-period must be shorter than --leader-elect-renew-deadline");
   }
-  let statusAddress: ListenAddress;
+  let statusAddress: HostPort;
   try {
-    statusAddress = parseListenAddress(text(raw, "metricsAddress") ?? "127.0.0.1:10260");
+    statusAddress = parseStatusAddress(text(raw, "metricsAddress") ?? "127.0.0.1:10260");
   } catch (err) {
     throw new UsageError(`--metrics-address: ${(err as Error).message}`);
   }

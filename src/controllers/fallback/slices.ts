@@ -13,7 +13,7 @@ import { portsKey, type ResolvedPort, resolvePorts } from "./ports.ts";
 
 export const MAX_ENDPOINTS_PER_SLICE = 100;
 
-export interface SliceEndpointSpec {
+interface SliceEndpointSpec {
   readonly addresses: readonly [string];
   readonly conditions: { readonly ready: boolean; readonly serving: boolean; readonly terminating: boolean };
   readonly nodeName?: string;
@@ -42,12 +42,12 @@ export function serviceFamilies(service: Service): IPFamily[] {
 }
 
 /** Stable names: the same family, ports and chunk always give the same slice name. */
-export function fallbackSliceName(service: string, family: IPFamily, ports: string, chunk: number): string {
+function fallbackSliceName(service: string, family: IPFamily, ports: string, chunk: number): string {
   const hash = createHash("sha256").update(`${family}|${ports}|${chunk}`).digest("hex").slice(0, 10);
   return `${service}-fallback-${hash}`;
 }
 
-export interface BuildInput {
+interface BuildInput {
   readonly service: Service;
   /** The pods the fallback selector matched, in the Service's namespace. */
   readonly pods: readonly Pod[];

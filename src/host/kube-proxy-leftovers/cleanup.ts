@@ -18,9 +18,9 @@ const IPTABLES_VARIANTS = [
   ["ip6tables-legacy-save", "ip6tables-legacy-restore"],
 ] as const;
 
-export const IPVS_DUMMY = "kube-ipvs0";
+const IPVS_DUMMY = "kube-ipvs0";
 
-export interface CleanupReport {
+interface CleanupReport {
   /** "iptables-nft-save nat KUBE-SERVICES", … */
   readonly iptablesChains: string[];
   iptablesRules: number;

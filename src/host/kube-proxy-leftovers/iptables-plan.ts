@@ -40,7 +40,7 @@ const OWNED_PREFIXES: Readonly<Record<string, readonly string[]>> = {
   nat: ["KUBE-SVC-", "KUBE-SVL-", "KUBE-EXT-", "KUBE-FW-", "KUBE-SEP-", "KUBE-XLB-"],
 };
 
-export interface TablePlan {
+interface TablePlan {
   readonly table: string;
   /** `-A …` rules of other chains that jump to a removed chain, as saved. */
   readonly deleteRules: readonly string[];
@@ -60,7 +60,7 @@ interface SavedTable {
   readonly rules: { readonly chain: string; readonly target: string | undefined; readonly line: string }[];
 }
 
-export function parseIptablesSave(text: string): Map<string, SavedTable> {
+function parseIptablesSave(text: string): Map<string, SavedTable> {
   const tables = new Map<string, SavedTable>();
   let current: SavedTable | undefined;
   for (const raw of text.split("\n")) {
@@ -81,7 +81,7 @@ export function parseIptablesSave(text: string): Map<string, SavedTable> {
   return tables;
 }
 
-export function planTable(table: string, saved: SavedTable): TablePlan {
+function planTable(table: string, saved: SavedTable): TablePlan {
   const owned = new Set([...saved.chains.keys()].filter((c) => isKubeProxyChain(table, c)));
   const kept = new Set<string>();
   // Chains another program's user chain jumps to, and everything they reach, stay.

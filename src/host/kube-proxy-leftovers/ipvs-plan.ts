@@ -4,7 +4,7 @@
 // virtual server is kube-proxy's when its address is on kube-ipvs0, or when it listens in the
 // NodePort range on an address of the node; any other virtual server is left alone.
 
-export interface VirtualServer {
+interface VirtualServer {
   /** "-t", "-u" or "--sctp-service" as ipvsadm writes it. */
   readonly protocolFlag: string;
   /** "10.96.0.1:443" or "[2001:db8::1]:443" as ipvsadm writes it. */
@@ -13,7 +13,7 @@ export interface VirtualServer {
   readonly port: number;
 }
 
-export const NODE_PORT_RANGE = { first: 30000, last: 32767 } as const;
+const NODE_PORT_RANGE = { first: 30000, last: 32767 } as const;
 
 export function parseIpvsSave(text: string): VirtualServer[] {
   const servers: VirtualServer[] = [];

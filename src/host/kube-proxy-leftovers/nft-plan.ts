@@ -1,7 +1,7 @@
 // kube-proxy's nftables tables and ipvs-mode ipsets, picked out of tool listings. Pure.
 
 /** The table kube-proxy's nftables mode owns, in families ip and ip6. */
-export const KUBE_PROXY_NFT_TABLE = "kube-proxy";
+const KUBE_PROXY_NFT_TABLE = "kube-proxy";
 
 /** "ip kube-proxy", "ip6 kube-proxy" from `nft list tables` output. */
 export function kubeProxyNftTables(listing: string): string[] {

@@ -13,7 +13,7 @@ export interface ConntrackRunner {
   deleteBatch(lines: readonly string[]): Promise<number>;
 }
 
-export class ConntrackError extends Error {
+class ConntrackError extends Error {
   override readonly name = "ConntrackError";
 }
 

@@ -9,7 +9,7 @@ import type { IPFamily } from "../../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort, LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 
-export type CtProtocol = "udp" | "sctp";
+type CtProtocol = "udp" | "sctp";
 
 /** One `conntrack -D` filter. Fields left out match anything. */
 export interface CtFilter {

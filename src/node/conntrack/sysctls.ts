@@ -22,7 +22,7 @@ export const CONNTRACK_SYSCTL_DEFAULTS: ConntrackSysctlOptions = {
   tcpCloseWaitSeconds: 3600,
 };
 
-export interface Sysctl {
+interface Sysctl {
   readonly name: string;
   readonly value: number;
 }

@@ -5,7 +5,7 @@ import type { ClusterView } from "../../model/global.ts";
 import type { KubeObject } from "../../model/kube.ts";
 import { objectKey } from "../../model/kube.ts";
 
-export interface GlobalStateJson {
+interface GlobalStateJson {
   readonly services: readonly unknown[];
   readonly endpointSlices: readonly unknown[];
   readonly nodes: readonly unknown[];
@@ -31,7 +31,7 @@ function sortedObjects(objects: Iterable<KubeObject>): unknown[] {
 }
 
 /** A deep copy whose object keys are in sorted order (arrays keep their order). */
-export function withSortedKeys(value: unknown): unknown {
+function withSortedKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withSortedKeys);
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};

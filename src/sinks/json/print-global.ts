@@ -4,7 +4,7 @@ import type { ClusterView } from "../../model/global.ts";
 import { globalStateToJson } from "./global-state-json.ts";
 import { jsonDocument, type PrintOptions, printDocuments } from "./write.ts";
 
-export type PrintGlobalOptions = PrintOptions;
+type PrintGlobalOptions = PrintOptions;
 
 export function printGlobalStates(
   store: Pick<ClusterView, "isSynced" | "subscribe" | "services" | "slices" | "nodes" | "serviceCIDRObjects">,

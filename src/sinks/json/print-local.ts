@@ -4,7 +4,7 @@ import type { LocalStateFeed } from "../../model/local.ts";
 import { localStateToJson } from "./local-state-json.ts";
 import { jsonDocument, type PrintOptions, printDocuments } from "./write.ts";
 
-export type PrintLocalOptions = PrintOptions;
+type PrintLocalOptions = PrintOptions;
 
 /** Resolves after the first state with `once`, else when the signal aborts; rejects if a write fails. */
 export function printLocalStates(feed: LocalStateFeed, options: PrintLocalOptions): Promise<void> {

@@ -4,10 +4,10 @@
 import type { Writable } from "node:stream";
 
 /** Writes text and resolves once the stream has taken it (so an exit after it loses nothing). */
-export type WriteText = (text: string) => Promise<void>;
+type WriteText = (text: string) => Promise<void>;
 
 /** The reader went away (`kpng … to-json | head`): the dump is over, which is not a failure. */
-export class ReaderGoneError extends Error {
+class ReaderGoneError extends Error {
   constructor() {
     super("the reader of the output has gone");
     this.name = "ReaderGoneError";

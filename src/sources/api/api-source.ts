@@ -17,7 +17,7 @@ import { type Logger, silentLogger } from "../../observability/log.ts";
 import type { SourcePlugin } from "../../plugin/contracts.ts";
 
 /** The object key a globalv1 path names: "ns|name||" → "ns/name", "|node||" → "node", "ns|svc|slice|" → "ns/slice". */
-export function objectOfPath(set: WireSet, path: string): { kind: KubeKind; key: string } | undefined {
+function objectOfPath(set: WireSet, path: string): { kind: KubeKind; key: string } | undefined {
   const [ns = "", name = "", slice = ""] = path.split("|");
   if (set === WireSet.GlobalServiceInfos) return { kind: "Service", key: `${ns}/${name}` };
   if (set === WireSet.GlobalNodeInfos) return { kind: "Node", key: name };
@@ -89,13 +89,13 @@ export class GlobalChangeApplier {
   }
 }
 
-export interface ApiSourceOptions {
+interface ApiSourceOptions {
   readonly api: string;
   readonly tls?: TlsPaths;
   readonly log?: Logger;
 }
 
-export function apiClusterSource(options: ApiSourceOptions): ClusterSource {
+function apiClusterSource(options: ApiSourceOptions): ClusterSource {
   const stop = new AbortController();
   let running: Promise<void> | undefined;
   return {

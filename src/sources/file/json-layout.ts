@@ -17,7 +17,7 @@ const NEWLINE = 0x0a;
 const SPACE = 0x20;
 const TAB = 0x09;
 
-export interface JsonLayout {
+interface JsonLayout {
   /** The top-level `kind` value, parsed, or undefined when absent. */
   readonly kind: unknown;
   /** Byte ranges [start, end) of the elements of a top-level `items` array, if it has one. */
@@ -30,7 +30,7 @@ export interface JsonLayout {
   readonly guessed: boolean;
 }
 
-export type JsonLayoutResult =
+type JsonLayoutResult =
   | { readonly ok: true; readonly layout: JsonLayout }
   | { readonly ok: false; readonly offset: number; readonly message: string };
 

@@ -32,7 +32,7 @@ export function looksLikeJson(content: string | Uint8Array): boolean {
  * which holds one item's raw object at a time instead of the whole file's, and works past the
  * longest string JavaScript can hold (about 512 MiB).
  */
-export const MAX_WHOLE_JSON_BYTES = 128 * 2 ** 20;
+const MAX_WHOLE_JSON_BYTES = 128 * 2 ** 20;
 
 export interface JsonReadOptions {
   /** Defaults to MAX_WHOLE_JSON_BYTES. */

@@ -28,7 +28,7 @@ export interface ClusterFileContents {
  * The outcome of reading a file. `ok: false` means the file as a whole cannot be used (a YAML
  * syntax error), as opposed to an invalid object, which is skipped and listed in `invalid`.
  */
-export type ClusterFileParse =
+type ClusterFileParse =
   | { readonly ok: true; readonly contents: ClusterFileContents }
   | { readonly ok: false; readonly error: string };
 

@@ -9,13 +9,14 @@ import { createHash } from "node:crypto";
 import { type FSWatcher, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
+import { sleep } from "../../lib/sleep.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
 import type { Logger } from "../../observability/log.ts";
 import { type ClusterFileContents, parseClusterFile } from "./parse.ts";
 import { isSuspiciousShrink } from "./shrink.ts";
 
-export interface FileSourceOptions {
+interface FileSourceOptions {
   readonly path: string;
   /** Re-read the file when it changes. */
   readonly watch: boolean;
@@ -31,9 +32,9 @@ export interface FileSourceOptions {
 }
 
 /** The settle time for files rewritten in place. */
-export const DEFAULT_SETTLE_MS = 500;
+const DEFAULT_SETTLE_MS = 500;
 /** The further wait for a read that would empty the state or drop most of it. */
-export const DEFAULT_SHRINK_HOLD_MS = 2000;
+const DEFAULT_SHRINK_HOLD_MS = 2000;
 
 interface FileIdentity {
   readonly ino: number;
@@ -159,28 +160,13 @@ export class FileSource implements ClusterSource {
     });
   }
 
-  /** Resolves after `ms`, or at once when the source stops. */
-  #sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const signal = this.#stopping.signal;
-      if (signal.aborted) return resolve();
-      const done = () => {
-        clearTimeout(timer);
-        signal.removeEventListener("abort", done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done);
-    });
-  }
-
   /** Waits until a file rewritten in place keeps its size and mtime for the settle time. */
   async #settle(): Promise<void> {
     let before = await identity(this.#options.path);
     // A missing file is reported by the read; a new inode was written before it was renamed here.
     if (before === undefined || before.ino !== this.#readIno) return;
     while (!this.#stopped) {
-      await this.#sleep(this.#settleMs);
+      await sleep(this.#settleMs, this.#stopping.signal);
       const now = await identity(this.#options.path);
       if (now === undefined || sameContentStamp(before, now)) return;
       before = now;
@@ -203,7 +189,7 @@ export class FileSource implements ClusterSource {
         { file: path, objects: count, before: this.#appliedCount, holdMs: this.#shrinkHoldMs },
         "the file lost most of its objects; waiting to see whether it stays that way",
       );
-      await this.#sleep(this.#shrinkHoldMs);
+      await sleep(this.#shrinkHoldMs, this.#stopping.signal);
       await this.#settle();
       if (this.#stopped) return;
       read = await this.#read();

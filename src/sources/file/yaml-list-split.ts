@@ -18,7 +18,7 @@
 /** Items per part: enough that a part is big, few enough that its events stay small. */
 const ITEMS_PER_PART = 256;
 
-export interface ListDocumentParts {
+interface ListDocumentParts {
   /** The document without its items: the text before them, then the text after them. */
   readonly skeleton: string;
   /** Where the text after the items starts in the document (skeleton offsets past it shift). */

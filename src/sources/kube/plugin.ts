@@ -54,7 +54,7 @@ function byteCount(fallback: number, min: number, why: string) {
     });
 }
 
-export type KubeSourceOptions = z.output<typeof kubeOptions>;
+type KubeSourceOptions = z.output<typeof kubeOptions>;
 
 export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
   name: "kube",

@@ -2,10 +2,10 @@
 // v1beta1, else none (an older cluster, or one without the feature: its Service ranges then come
 // from --service-cidrs or stay unknown). Asked once, before the ServiceCIDR reflector starts.
 
-import { setTimeout as sleep } from "node:timers/promises";
-import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "../../kube/backoff.ts";
 import { reflectorErrorsTotal } from "../../kube/metrics.ts";
 import type { KubeTransport } from "../../kube/transport.ts";
+import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "../../lib/backoff.ts";
+import { sleep } from "../../lib/sleep.ts";
 import type { Logger } from "../../observability/log.ts";
 
 /** The collection paths, most preferred first. */
@@ -14,7 +14,7 @@ export const SERVICE_CIDR_PATHS = [
   "/apis/networking.k8s.io/v1beta1/servicecidrs",
 ] as const;
 
-export interface ServiceCIDRApiOptions {
+interface ServiceCIDRApiOptions {
   readonly transport: KubeTransport;
   readonly log: Logger;
   readonly signal: AbortSignal;
@@ -67,7 +67,7 @@ export async function findServiceCIDRPath(options: ServiceCIDRApiOptions): Promi
         { err: (err as Error).message, retryInMs: delayMs },
         "cannot tell which ServiceCIDR API is served",
       );
-      await sleep(delayMs, undefined, { signal }).catch(() => undefined);
+      await sleep(delayMs, signal);
     }
   }
   return undefined;
