@@ -18,7 +18,7 @@ import type { LocalService, LocalState, LocalStateFeed } from "../../model/local
 import { NO_OBSERVER, type SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
 import { registry } from "../../observability/metrics.ts";
-import { STATIC } from "./names.ts";
+import { SHARED_CHAINS } from "./names.ts";
 import { type ServiceRules, serviceRules } from "./render-service.ts";
 import {
   jumpFixes,
@@ -110,7 +110,7 @@ interface Chunk {
 }
 
 /** The nat chains that jump to service chains: written after them. */
-const DISPATCH_CHAINS: ReadonlySet<string> = new Set([STATIC.services, STATIC.nodePorts]);
+const DISPATCH_CHAINS: ReadonlySet<string> = new Set([SHARED_CHAINS.services, SHARED_CHAINS.nodePorts]);
 
 /**
  * iptables-nft-restore keeps the names of the chains an input mentions in a sorted list, and finds
@@ -311,13 +311,13 @@ export class IptablesBackend {
     }
     f.pendingChains = pendingChains;
     f.pendingShared = sharedChains;
-    const staticNat = new Set<string>([...STATIC_NAT_CHAINS, STATIC.canary]);
-    const staticFilter = new Set<string>([...STATIC_FILTER_CHAINS, STATIC.canary]);
+    const staticNat = new Set<string>([...STATIC_NAT_CHAINS, SHARED_CHAINS.canary]);
+    const staticFilter = new Set<string>([...STATIC_FILTER_CHAINS, SHARED_CHAINS.canary]);
     const existingNat = full ? (saved?.nat.chains ?? []) : (f.applied?.keys() ?? []);
     const natRemove = [...existingNat].filter((c) => !wanted.has(c) && !staticNat.has(c));
     f.pendingRemoved = natRemove;
     const filterRemove = full ? [...(saved?.filter.chains ?? [])].filter((c) => !staticFilter.has(c)) : [];
-    const canary = full ? [STATIC.canary] : [];
+    const canary = full ? [SHARED_CHAINS.canary] : [];
     const filter: TableInput = {
       declare: [...filterChunk.declare, ...canary],
       rules: [...filterChunk.rules, ...(full ? jumpFixes("filter", saved?.filter) : [])],
@@ -362,7 +362,7 @@ export class IptablesBackend {
   async canariesPresent(): Promise<boolean> {
     for (const f of this.#families) {
       for (const table of CANARY_TABLES) {
-        if (!(await this.#o.runner.chainExists(f.cfg.family, table, STATIC.canary))) return false;
+        if (!(await this.#o.runner.chainExists(f.cfg.family, table, SHARED_CHAINS.canary))) return false;
       }
     }
     return true;

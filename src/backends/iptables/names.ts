@@ -27,7 +27,7 @@ function hash16(text: string): string {
 }
 
 /** The per-service-port chains (nat table). */
-export const chainName = {
+export const portChain = {
   /** Balances over the internal endpoints (ClusterIP traffic). */
   internal: (spId: string) => `KPNG-SVC-${hash16(`svc|${spId}`)}`,
   /** Balances over the external endpoints when they differ from the internal ones. */
@@ -46,7 +46,7 @@ export const chainName = {
 } as const;
 
 /** Chains that exist once per table; rewritten in full on every sync. */
-export const STATIC = {
+export const SHARED_CHAINS = {
   /** nat: dispatch by destination address and port; filter: no-endpoint rejects/drops. */
   services: "KPNG-SERVICES",
   /** nat: dispatch by node port; filter: no-endpoint node ports. */

@@ -23,7 +23,7 @@ import {
 } from "../../backend-core/port-plan.ts";
 import { hostCIDR } from "../../model/ip.ts";
 import { endpointString, type LocalService } from "../../model/local.ts";
-import { chainName, STATIC } from "./names.ts";
+import { portChain, SHARED_CHAINS } from "./names.ts";
 
 export interface ServiceRules {
   /** The service's own nat chains: name → full rule lines (`-A NAME …`). */
@@ -69,11 +69,11 @@ export function serviceRules(svc: LocalService, cfg: FamilySettings): ServiceRul
     filterNodePorts: [],
     filterFirewall: [],
   };
-  for (const port of plan.ports) addPort(c, port, cfg);
+  for (const port of plan.ports) addPortRules(c, port, cfg);
   return { ...c, clusterIPs: [plan.clusterIP] };
 }
 
-function addPort(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
+function addPortRules(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
   const { protocol: proto, id, label: name } = p;
   const match = `-p ${proto} -m ${proto} --dport ${p.port}`;
   const noEndpoints = p.noEndpoints === "drop" ? "DROP" : "REJECT";
@@ -81,18 +81,18 @@ function addPort(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
 
   let internalChain: string | undefined;
   if (p.internal.length === 0) {
-    c.filterServices.push(`-A ${STATIC.services} ${toClusterIP} ${comment(name)} -j ${noEndpoints}`);
+    c.filterServices.push(`-A ${SHARED_CHAINS.services} ${toClusterIP} ${comment(name)} -j ${noEndpoints}`);
   } else {
-    internalChain = chainName.internal(id);
+    internalChain = portChain.internal(id);
     const rules: string[] = [];
     if (p.clusterMasquerade === "all")
-      rules.push(`-A ${internalChain} ${toClusterIP} -j ${STATIC.markForMasquerade}`);
+      rules.push(`-A ${internalChain} ${toClusterIP} -j ${SHARED_CHAINS.markForMasquerade}`);
     else if (p.clusterMasquerade === "non-pods")
-      rules.push(`-A ${internalChain} ${toClusterIP} -j ${STATIC.masqueradeNonPods}`);
-    rules.push(...balance(c, internalChain, p, p.internal));
+      rules.push(`-A ${internalChain} ${toClusterIP} -j ${SHARED_CHAINS.masqueradeNonPods}`);
+    rules.push(...balanceRules(c, internalChain, p, p.internal));
     c.chains.set(internalChain, rules);
     c.natServices.push(
-      `-A ${STATIC.services} ${toClusterIP} ${comment(`${name} cluster IP`)} -j ${internalChain}`,
+      `-A ${SHARED_CHAINS.services} ${toClusterIP} ${comment(`${name} cluster IP`)} -j ${internalChain}`,
     );
   }
 
@@ -104,19 +104,19 @@ function addPort(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
     if (p.external.length > 0) {
       if (internalChain !== undefined && p.externalSameAsInternal) endpointsChain = internalChain;
       else {
-        endpointsChain = chainName.externalEndpoints(id);
-        c.chains.set(endpointsChain, balance(c, endpointsChain, p, p.external));
+        endpointsChain = portChain.externalEndpoints(id);
+        c.chains.set(endpointsChain, balanceRules(c, endpointsChain, p, p.external));
       }
     }
-    externalChain = chainName.external(id);
+    externalChain = portChain.external(id);
     c.chains.set(externalChain, externalRules(externalChain, p, internalChain, endpointsChain, cfg));
     for (const vip of p.externalIPs)
       c.natServices.push(
-        `-A ${STATIC.services} -d ${hostCIDR(vip)} ${match} ${comment(`${name} external IP`)} -j ${externalChain}`,
+        `-A ${SHARED_CHAINS.services} -d ${hostCIDR(vip)} ${match} ${comment(`${name} external IP`)} -j ${externalChain}`,
       );
     if (p.nodePort > 0)
       c.natNodePorts.push(
-        `-A ${STATIC.nodePorts} -p ${proto} -m ${proto} --dport ${p.nodePort} ${comment(name)} -j ${externalChain}`,
+        `-A ${SHARED_CHAINS.nodePorts} -p ${proto} -m ${proto} --dport ${p.nodePort} ${comment(name)} -j ${externalChain}`,
       );
   }
   if (externalChain !== undefined) {
@@ -124,7 +124,7 @@ function addPort(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
     if (p.allowList !== undefined) {
       // Allowed sources go on to the external chain; the others return and are dropped by
       // filter KPNG-FIREWALL.
-      lbTarget = chainName.firewall(id);
+      lbTarget = portChain.firewall(id);
       const { sourceRanges, loadBalancerIPs } = p.allowList;
       c.chains.set(lbTarget, [
         ...sourceRanges.map((r) => `-A ${lbTarget} -s ${r} -g ${externalChain}`),
@@ -133,22 +133,24 @@ function addPort(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
     }
     for (const lb of lbIPs)
       c.natServices.push(
-        `-A ${STATIC.services} -d ${hostCIDR(lb)} ${match} ${comment(`${name} load balancer IP`)} -j ${lbTarget}`,
+        `-A ${SHARED_CHAINS.services} -d ${hostCIDR(lb)} ${match} ${comment(`${name} load balancer IP`)} -j ${lbTarget}`,
       );
   }
   // Load-balancer traffic that the firewall chain did not DNAT still has the LB IP as destination.
   if (p.allowList !== undefined)
     for (const lb of lbIPs)
-      c.filterFirewall.push(`-A ${STATIC.firewall} -d ${hostCIDR(lb)} ${match} ${comment(name)} -j DROP`);
+      c.filterFirewall.push(
+        `-A ${SHARED_CHAINS.firewall} -d ${hostCIDR(lb)} ${match} ${comment(name)} -j DROP`,
+      );
   if (p.external.length === 0) {
     for (const vip of externalAddresses(p))
       c.filterServices.push(
-        `-A ${STATIC.services} -d ${hostCIDR(vip)} ${match} ${comment(name)} -j ${noEndpoints}`,
+        `-A ${SHARED_CHAINS.services} -d ${hostCIDR(vip)} ${match} ${comment(name)} -j ${noEndpoints}`,
       );
     if (p.nodePort > 0)
       for (const cidr of cfg.nodePortCIDRs)
         c.filterNodePorts.push(
-          `-A ${STATIC.nodePorts} -d ${cidr} -p ${proto} -m ${proto} --dport ${p.nodePort} ${comment(name)} -j ${noEndpoints}`,
+          `-A ${SHARED_CHAINS.nodePorts} -d ${cidr} -p ${proto} -m ${proto} --dport ${p.nodePort} ${comment(name)} -j ${noEndpoints}`,
         );
   }
 }
@@ -166,10 +168,10 @@ function externalRules(
   cfg: FamilySettings,
 ): string[] {
   const rules: string[] = [];
-  if (p.masqueradeExternal) rules.push(`-A ${chain} -j ${STATIC.markForMasquerade}`);
+  if (p.masqueradeExternal) rules.push(`-A ${chain} -j ${SHARED_CHAINS.markForMasquerade}`);
   else if (p.shortCircuit && internalChain !== undefined) {
     for (const pods of cfg.podCIDRs) rules.push(`-A ${chain} -s ${pods} -g ${internalChain}`);
-    rules.push(`-A ${chain} -m addrtype --src-type LOCAL -j ${STATIC.markForMasquerade}`);
+    rules.push(`-A ${chain} -m addrtype --src-type LOCAL -j ${SHARED_CHAINS.markForMasquerade}`);
     rules.push(`-A ${chain} -m addrtype --src-type LOCAL -g ${internalChain}`);
   }
   if (endpointsChain !== undefined) rules.push(`-A ${chain} -g ${endpointsChain}`);
@@ -192,7 +194,12 @@ function probability(i: number, n: number): string {
  * lists are per endpoint) and endpoints sharing an address (the source would not say which one
  * was picked) keep a chain per endpoint.
  */
-function balance(c: RulesBuilder, chain: string, p: PortPlan, endpoints: readonly PlanEndpoint[]): string[] {
+function balanceRules(
+  c: RulesBuilder,
+  chain: string,
+  p: PortPlan,
+  endpoints: readonly PlanEndpoint[],
+): string[] {
   const ips = endpoints.map((ep) => ep.ip);
   if (p.affinitySeconds > 0 || new Set(ips).size < ips.length)
     return balanceOverEndpointChains(c, chain, p, endpoints);
@@ -201,8 +208,8 @@ function balance(c: RulesBuilder, chain: string, p: PortPlan, endpoints: readonl
     `-p ${p.protocol} -j DNAT --to-destination ${endpointString(endpoints[i] ?? { ip: "", port: 0 })}`;
   const source = (i: number) => hostCIDR(ips[i] ?? "");
   if (n === 1)
-    return [`-A ${chain} -s ${source(0)} -j ${STATIC.markForMasquerade}`, `-A ${chain} ${dnat(0)}`];
-  const hairpin = chainName.hairpin(chain);
+    return [`-A ${chain} -s ${source(0)} -j ${SHARED_CHAINS.markForMasquerade}`, `-A ${chain} ${dnat(0)}`];
+  const hairpin = portChain.hairpin(chain);
   const rules: string[] = [];
   for (let i = 0; i < n; i++) {
     const pick = i < n - 1 ? probability(i, n) : "";
@@ -211,7 +218,7 @@ function balance(c: RulesBuilder, chain: string, p: PortPlan, endpoints: readonl
     rules.push(`-A ${chain} ${i < n - 1 ? `! -s ${source(i)} ` : ""}${pick}${dnat(i)}`);
   }
   c.chains.set(hairpin, [
-    `-A ${hairpin} -j ${STATIC.markForMasquerade}`,
+    `-A ${hairpin} -j ${SHARED_CHAINS.markForMasquerade}`,
     ...ips.map((_, i) => `-A ${hairpin} -s ${source(i)} ${dnat(i)}`),
   ]);
   return rules;
@@ -230,11 +237,11 @@ function balanceOverEndpointChains(
   const n = endpoints.length;
   endpoints.forEach((ep, i) => {
     const { ip } = ep;
-    const sep = chainName.endpoint(p.id, ip, ep.port);
+    const sep = portChain.endpoint(p.id, ip, ep.port);
     const remember = affinitySeconds > 0 ? `-m recent --set --name ${sep} --rsource ` : "";
     c.chains.set(sep, [
       // Hairpin: an endpoint that reached itself through the service must see the node as source.
-      `-A ${sep} -s ${hostCIDR(ip)} -j ${STATIC.markForMasquerade}`,
+      `-A ${sep} -s ${hostCIDR(ip)} -j ${SHARED_CHAINS.markForMasquerade}`,
       `-A ${sep} -p ${proto} ${remember}-j DNAT --to-destination ${endpointString(ep)}`,
     ]);
     if (affinitySeconds > 0)

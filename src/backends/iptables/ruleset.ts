@@ -8,7 +8,7 @@ import { MASQUERADE_MARK } from "../../backend-core/masquerade.ts";
 import { hostCIDR } from "../../model/ip.ts";
 import type { IPFamily } from "../../model/kube.ts";
 import { ofFamily } from "../../model/local.ts";
-import { STATIC } from "./names.ts";
+import { SHARED_CHAINS } from "./names.ts";
 import type { ServiceRules } from "./render-service.ts";
 import { jumpTarget, type SavedTable } from "./saved.ts";
 
@@ -17,25 +17,33 @@ const NEW = "-m conntrack --ctstate NEW";
 /** Jumps from the built-in chains into kpng's chains, in order: table → chain → rule specs. */
 const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> = {
   nat: {
-    PREROUTING: [`-j ${STATIC.services}`],
-    OUTPUT: [`-j ${STATIC.services}`],
-    POSTROUTING: [`-j ${STATIC.postrouting}`],
+    PREROUTING: [`-j ${SHARED_CHAINS.services}`],
+    OUTPUT: [`-j ${SHARED_CHAINS.services}`],
+    POSTROUTING: [`-j ${SHARED_CHAINS.postrouting}`],
   },
   filter: {
-    INPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.nodePorts}`, `${NEW} -j ${STATIC.services}`],
-    FORWARD: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
-    OUTPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
+    INPUT: [
+      `${NEW} -j ${SHARED_CHAINS.firewall}`,
+      `${NEW} -j ${SHARED_CHAINS.nodePorts}`,
+      `${NEW} -j ${SHARED_CHAINS.services}`,
+    ],
+    FORWARD: [`${NEW} -j ${SHARED_CHAINS.firewall}`, `${NEW} -j ${SHARED_CHAINS.services}`],
+    OUTPUT: [`${NEW} -j ${SHARED_CHAINS.firewall}`, `${NEW} -j ${SHARED_CHAINS.services}`],
   },
 };
 
 export const STATIC_NAT_CHAINS: readonly string[] = [
-  STATIC.services,
-  STATIC.nodePorts,
-  STATIC.markForMasquerade,
-  STATIC.masqueradeNonPods,
-  STATIC.postrouting,
+  SHARED_CHAINS.services,
+  SHARED_CHAINS.nodePorts,
+  SHARED_CHAINS.markForMasquerade,
+  SHARED_CHAINS.masqueradeNonPods,
+  SHARED_CHAINS.postrouting,
 ];
-export const STATIC_FILTER_CHAINS: readonly string[] = [STATIC.services, STATIC.nodePorts, STATIC.firewall];
+export const STATIC_FILTER_CHAINS: readonly string[] = [
+  SHARED_CHAINS.services,
+  SHARED_CHAINS.nodePorts,
+  SHARED_CHAINS.firewall,
+];
 
 function loopback(family: IPFamily): string {
   return family === "IPv4" ? "127.0.0.0/8" : "::1/128";
@@ -69,28 +77,28 @@ export function staticRules(
   byTargetDescending(natNodePorts);
   if (cfg.nodePortCIDRs.length > 0) {
     // Localhost NodePorts are not supported (as kube-proxy's nftables mode).
-    natServices.push(`-A ${STATIC.services} -d ${loopback(cfg.family)} -j RETURN`);
+    natServices.push(`-A ${SHARED_CHAINS.services} -d ${loopback(cfg.family)} -j RETURN`);
     for (const cidr of cfg.nodePortCIDRs)
       natServices.push(
-        `-A ${STATIC.services} -d ${cidr} -m addrtype --dst-type LOCAL -j ${STATIC.nodePorts}`,
+        `-A ${SHARED_CHAINS.services} -d ${cidr} -m addrtype --dst-type LOCAL -j ${SHARED_CHAINS.nodePorts}`,
       );
   }
   // Reached only by packets that no service DNAT took: a known cluster IP on an unknown port.
   for (const ip of new Set(clusterIPs))
-    filterServices.push(`-A ${STATIC.services} -d ${hostCIDR(ip)} -j REJECT`);
+    filterServices.push(`-A ${SHARED_CHAINS.services} -d ${hostCIDR(ip)} -j REJECT`);
   // Then any other address of the cluster's Service ranges: allocated to no Service, dropped
   // here rather than routed on. Only new connections reach this chain.
   for (const range of ofFamily(serviceCIDRs, cfg.family))
-    filterServices.push(`-A ${STATIC.services} -d ${range} -j DROP`);
+    filterServices.push(`-A ${SHARED_CHAINS.services} -d ${range} -j DROP`);
   const nat = [
     ...natServices,
     ...natNodePorts,
-    `-A ${STATIC.markForMasquerade} -j MARK --or-mark ${MASQUERADE_MARK}`,
-    ...cfg.podCIDRs.map((p) => `-A ${STATIC.masqueradeNonPods} -s ${p} -j RETURN`),
-    `-A ${STATIC.masqueradeNonPods} -j ${STATIC.markForMasquerade}`,
-    `-A ${STATIC.postrouting} -m mark ! --mark ${MASQUERADE_MARK}/${MASQUERADE_MARK} -j RETURN`,
-    `-A ${STATIC.postrouting} -j MARK --xor-mark ${MASQUERADE_MARK}`,
-    `-A ${STATIC.postrouting} -j MASQUERADE --random-fully`,
+    `-A ${SHARED_CHAINS.markForMasquerade} -j MARK --or-mark ${MASQUERADE_MARK}`,
+    ...cfg.podCIDRs.map((p) => `-A ${SHARED_CHAINS.masqueradeNonPods} -s ${p} -j RETURN`),
+    `-A ${SHARED_CHAINS.masqueradeNonPods} -j ${SHARED_CHAINS.markForMasquerade}`,
+    `-A ${SHARED_CHAINS.postrouting} -m mark ! --mark ${MASQUERADE_MARK}/${MASQUERADE_MARK} -j RETURN`,
+    `-A ${SHARED_CHAINS.postrouting} -j MARK --xor-mark ${MASQUERADE_MARK}`,
+    `-A ${SHARED_CHAINS.postrouting} -j MASQUERADE --random-fully`,
   ];
   return { nat, filter: [...filterFirewall, ...filterNodePorts, ...filterServices] };
 }

@@ -68,7 +68,7 @@ export function serviceFragment(svc: LocalService, cfg: TableConfig): Fragment {
     groups: new Map(),
     hairpins: new Set(),
   };
-  for (const port of plan.ports) addPort(c, port, cfg);
+  for (const port of plan.ports) addPortObjects(c, port, cfg);
   return {
     chains: c.chains,
     sharedChains: [...c.shared.values()],
@@ -109,7 +109,7 @@ function pickFrom(
   if (!c.groups.has(id)) c.groups.set(id, { set, prefix: groupPrefix, values });
 }
 
-function addPort(c: FragmentBuilder, p: PortPlan, cfg: TableConfig) {
+function addPortObjects(c: FragmentBuilder, p: PortPlan, cfg: TableConfig) {
   const ipk = cfg.family;
   const { protocol: proto, clusterIP: cip } = p;
   const sticky = p.affinitySeconds > 0;
@@ -130,7 +130,7 @@ function addPort(c: FragmentBuilder, p: PortPlan, cfg: TableConfig) {
     else if (p.clusterMasquerade === "non-pods") {
       rules.push(`${toClusterIP} ${ipk} saddr != @${STATIC.podCIDRs} jump ${STATIC.markForMasquerade}`);
     }
-    rules.push(...balance(c, p, p.internal, p.affinitySeconds, cfg));
+    rules.push(...balanceStatements(c, p, p.internal, p.affinitySeconds, cfg));
     c.chains.push({ name: internalChain, rules, level: 0 });
     addElement(c, STATIC.serviceIPs, serviceKey, `goto ${internalChain}`);
   }
@@ -148,21 +148,21 @@ function addPort(c: FragmentBuilder, p: PortPlan, cfg: TableConfig) {
       // The eTP Local short-circuit needs a chain over the internal endpoints; the ClusterIP
       // itself still goes through the shared pick chain.
       internalChain = chainName.internal(p.id);
-      c.chains.push({ name: internalChain, rules: balance(c, p, p.internal, 0, cfg), level: 0 });
+      c.chains.push({ name: internalChain, rules: balanceStatements(c, p, p.internal, 0, cfg), level: 0 });
     }
     let externalEndpointsChain: string | undefined;
     if (p.external.length > 0) {
       if (internalChain !== undefined && p.externalSameAsInternal) externalEndpointsChain = internalChain;
       else {
         externalEndpointsChain = chainName.externalEndpoints(p.id);
-        const rules = balance(c, p, p.external, p.affinitySeconds, cfg);
+        const rules = balanceStatements(c, p, p.external, p.affinitySeconds, cfg);
         c.chains.push({ name: externalEndpointsChain, rules, level: 0 });
       }
     }
     const externalChain = chainName.external(p.id);
     c.chains.push({
       name: externalChain,
-      rules: externalRules(p, internalChain, externalEndpointsChain, cfg),
+      rules: externalChainStatements(p, internalChain, externalEndpointsChain, cfg),
       level: 1,
     });
     for (const vip of vips)
@@ -193,7 +193,7 @@ function addPort(c: FragmentBuilder, p: PortPlan, cfg: TableConfig) {
  * they are the endpoints the brain allows for in-cluster traffic, the most faithful choice the
  * state offers.
  */
-function externalRules(
+function externalChainStatements(
   p: PortPlan,
   internalChain: string | undefined,
   externalEndpointsChain: string | undefined,
@@ -211,7 +211,7 @@ function externalRules(
 }
 
 /** Uniform choice among endpoints, with ClientIP affinity first when the service asks for it. */
-function balance(
+function balanceStatements(
   c: FragmentBuilder,
   p: PortPlan,
   endpoints: readonly PlanEndpoint[],

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { IptablesBackend } from "../../../../src/backends/iptables/backend.ts";
-import { chainName } from "../../../../src/backends/iptables/names.ts";
+import { portChain } from "../../../../src/backends/iptables/names.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { FakeIptables } from "../../../support/fake-iptables.ts";
 import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
@@ -22,7 +22,7 @@ test("first sync is full: shared chains, service chains, jumps from the built-in
     "-m conntrack --ctstate NEW -j KPNG-NODEPORTS",
     "-m conntrack --ctstate NEW -j KPNG-SERVICES",
   ]);
-  assert.ok(ipt.rules("IPv4", "nat", chainName.internal("default/web/tcp/80")));
+  assert.ok(ipt.rules("IPv4", "nat", portChain.internal("default/web/tcp/80")));
   for (const table of ["mangle", "nat", "filter"] as const)
     assert.ok(await ipt.chainExists("IPv6", table, "KPNG-CANARY"));
   assert.equal(await backend.canariesPresent(), true);
@@ -40,8 +40,8 @@ test("a partial sync rewrites only the changed service's chains (the shared ones
   const report = await backend.sync(state(next, 2));
   assert.equal(report.full, false);
   const v4 = report.texts[0] ?? "";
-  const svc7 = chainName.internal("default/svc-7/tcp/80");
-  const hp7 = chainName.hairpin(svc7);
+  const svc7 = portChain.internal("default/svc-7/tcp/80");
+  const hp7 = portChain.hairpin(svc7);
   const nat = v4.slice(v4.indexOf("*nat"));
   const names = (text: string) =>
     declared(text)
@@ -89,8 +89,8 @@ test("a removed service's chains are deleted, and nothing references them", asyn
   const { ipt, backend } = setup();
   await backend.sync(state([service(), service({ name: "other", clusterIPs: ["203.0.113.11"] })]));
   await backend.sync(state([service()], 2));
-  assert.equal(ipt.rules("IPv4", "nat", chainName.internal("default/other/tcp/80")), undefined);
-  assert.ok(ipt.rules("IPv4", "nat", chainName.internal("default/web/tcp/80")));
+  assert.equal(ipt.rules("IPv4", "nat", portChain.internal("default/other/tcp/80")), undefined);
+  assert.ok(ipt.rules("IPv4", "nat", portChain.internal("default/web/tcp/80")));
 });
 
 test("a failed restore makes the next sync a full one, which converges the tables", async () => {
@@ -101,7 +101,7 @@ test("a failed restore makes the next sync a full one, which converges the table
   assert.equal(backend.needsFullSync, true);
   const report = await backend.sync(state([service({ name: "b", clusterIPs: ["203.0.113.11"] })], 2));
   assert.equal(report.full, true);
-  assert.equal(ipt.rules("IPv4", "nat", chainName.internal("default/web/tcp/80")), undefined);
+  assert.equal(ipt.rules("IPv4", "nat", portChain.internal("default/web/tcp/80")), undefined);
 });
 
 test("adoption: a new process keeps the jumps, deletes stale KPNG chains and leaves others alone", async () => {
@@ -115,7 +115,7 @@ test("adoption: a new process keeps the jumps, deletes stale KPNG chains and lea
   const report = await restarted.sync(state([service()]));
   assert.equal(report.full, true);
   assert.doesNotMatch(report.texts[0] ?? "", /^-[ID] /m, "jumps already right: not touched");
-  assert.equal(ipt.rules("IPv4", "nat", chainName.internal("default/old/tcp/80")), undefined);
+  assert.equal(ipt.rules("IPv4", "nat", portChain.internal("default/old/tcp/80")), undefined);
   assert.deepEqual(ipt.rules("IPv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES", "-j SOMEONE-ELSE"]);
   assert.deepEqual(ipt.rules("IPv4", "nat", "SOMEONE-ELSE"), ["-j RETURN"]);
 });
@@ -209,11 +209,11 @@ test("many chains to write go in several nat restores: each service whole, the d
   for (const [i, text] of nat.entries()) {
     if (i < nat.length - 1) assert.doesNotMatch(text, /^:KPNG-SERVICES /m);
     for (const svcName of ["svc-3", "svc-9"]) {
-      const svc = chainName.internal(`default/${svcName}/tcp/80`);
-      if (text.includes(`:${svc} `)) assert.match(text, new RegExp(`^:${chainName.hairpin(svc)} `, "m"));
+      const svc = portChain.internal(`default/${svcName}/tcp/80`);
+      if (text.includes(`:${svc} `)) assert.match(text, new RegExp(`^:${portChain.hairpin(svc)} `, "m"));
     }
   }
-  for (const chain of ["KPNG-SERVICES", chainName.internal("default/svc-11/tcp/80")])
+  for (const chain of ["KPNG-SERVICES", portChain.internal("default/svc-11/tcp/80")])
     assert.deepEqual(split.rules("IPv4", "nat", chain), one.rules("IPv4", "nat", chain));
   // A partial sync of one service stays one restore.
   const before = split.restores.length;

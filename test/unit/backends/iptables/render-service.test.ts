@@ -1,25 +1,25 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { chainName } from "../../../../src/backends/iptables/names.ts";
+import { portChain } from "../../../../src/backends/iptables/names.ts";
 import { serviceRules } from "../../../../src/backends/iptables/render-service.ts";
 import { ep, port, service, V4, V6 } from "./fixtures.ts";
 
 const SP = "default/web/tcp/80";
-const SVC = chainName.internal(SP);
-const EXT = chainName.external(SP);
-const sep = (ip: string, p = 8080) => chainName.endpoint(SP, ip, p);
+const SVC = portChain.internal(SP);
+const EXT = portChain.external(SP);
+const sep = (ip: string, p = 8080) => portChain.endpoint(SP, ip, p);
 
 test("chain names fit iptables' 28-character limit and differ per service port", () => {
   const names = [
     SVC,
     EXT,
-    chainName.firewall(SP),
-    chainName.externalEndpoints(SP),
-    chainName.hairpin(SVC),
+    portChain.firewall(SP),
+    portChain.externalEndpoints(SP),
+    portChain.hairpin(SVC),
     sep("2001:db8::1"),
   ];
   for (const n of names) assert.ok(n.length <= 28, n);
-  assert.notEqual(chainName.internal("default/web/tcp/81"), SVC);
+  assert.notEqual(portChain.internal("default/web/tcp/81"), SVC);
 });
 
 test("ClusterIP: dispatch, masquerade of non-pod sources, 1/N picks that DNAT, hairpin by source", () => {
@@ -27,7 +27,7 @@ test("ClusterIP: dispatch, masquerade of non-pod sources, 1/N picks that DNAT, h
   assert.deepEqual(r.natServices, [
     `-A KPNG-SERVICES -d 203.0.113.10/32 -p tcp -m tcp --dport 80 -m comment --comment "default/web:http_cluster_IP" -j ${SVC}`,
   ]);
-  const hp = chainName.hairpin(SVC);
+  const hp = portChain.hairpin(SVC);
   const half = "-m statistic --mode random --probability 0.5000000000";
   assert.deepEqual(r.chains.get(SVC), [
     `-A ${SVC} -d 203.0.113.10/32 -p tcp -m tcp --dport 80 -j KPNG-MASQ-NON-POD`,
@@ -126,7 +126,7 @@ test("eTP Local: pods and the node short-circuit to the cluster chain, others go
     ports: [port({ nodePort: 30080, externalEndpoints: local })],
   });
   const r = serviceRules(svc, V4);
-  const xep = chainName.externalEndpoints(SP);
+  const xep = portChain.externalEndpoints(SP);
   assert.deepEqual(r.chains.get(EXT), [
     `-A ${EXT} -s 10.244.0.0/16 -g ${SVC}`,
     `-A ${EXT} -m addrtype --src-type LOCAL -j KPNG-MARK-MASQ`,
@@ -154,7 +154,7 @@ test("load balancer with source ranges: the firewall chain DNATs allowed sources
     sourceRanges: ["192.0.2.0/24", "2001:db8::/64"],
   });
   const r = serviceRules(svc, V4);
-  const fw = chainName.firewall(SP);
+  const fw = portChain.firewall(SP);
   // 192.0.2.0/24 holds the node IP: the LB IP itself is an allowed source too.
   assert.deepEqual(r.chains.get(fw), [
     `-A ${fw} -s 192.0.2.0/24 -g ${EXT}`,
