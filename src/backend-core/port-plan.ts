@@ -16,7 +16,7 @@
 
 import { canonicalIP, cidrContains } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
-import { type LocalEndpoint, type LocalService, ofFamily } from "../model/local.ts";
+import { type LocalEndpoint, type LocalService, type LocalServicePort, ofFamily } from "../model/local.ts";
 import type { NodeAddresses } from "./family-settings.ts";
 
 type PlanProtocol = "tcp" | "udp" | "sctp";
@@ -29,45 +29,6 @@ export interface PlanEndpoint {
 
 /** How ClusterIP traffic from outside the pod network is masqueraded before DNAT. */
 type ClusterMasquerade = "all" | "non-pods" | "none";
-
-export interface PortPlan {
-  /** namespace/name/protocol/port: what identifies the port inside one family's rules. */
-  readonly id: string;
-  /** `namespace/name:portName` (or the port number): for comments. */
-  readonly label: string;
-  readonly protocol: PlanProtocol;
-  readonly port: number;
-  readonly clusterIP: string;
-  /** 0 when the port has no node port or this family takes no NodePort traffic. */
-  readonly nodePort: number;
-  readonly externalIPs: readonly string[];
-  readonly loadBalancerIPs: readonly string[];
-  /** Where ClusterIP traffic goes; empty: it meets `noEndpoints`. */
-  readonly internal: readonly PlanEndpoint[];
-  /** Where NodePort, externalIP and LB traffic goes; empty: it meets `noEndpoints`. */
-  readonly external: readonly PlanEndpoint[];
-  /** The same endpoints in the same order: one balancing over them serves both kinds. */
-  readonly externalSameAsInternal: boolean;
-  /** What traffic that no endpoint serves meets. */
-  readonly noEndpoints: "reject" | "drop";
-  /**
-   * Whether NodePort/externalIP/LB traffic enters an external path at all: some endpoint serves
-   * it, or eTP Local short-circuits it. False: it only meets `noEndpoints`.
-   */
-  readonly servesExternal: boolean;
-  /** eTP Cluster: external traffic is masqueraded; eTP Local keeps the client IP. */
-  readonly masqueradeExternal: boolean;
-  /**
-   * eTP Local with internal endpoints: traffic from pods (unmasqueraded) and from the node
-   * (masqueraded) goes to the internal endpoints instead of the local external ones, as kube-proxy does.
-   */
-  readonly shortCircuit: boolean;
-  readonly clusterMasquerade: ClusterMasquerade;
-  /** ClientIP affinity timeout; 0: none. */
-  readonly affinitySeconds: number;
-  /** loadBalancerSourceRanges when the port has LB IPs and ranges in any family; else undefined. */
-  readonly allowList?: AllowList;
-}
 
 interface AllowList {
   /** The ranges of this family (none: no source of this family is allowed). */
@@ -94,10 +55,6 @@ function sameEndpoints(a: readonly PlanEndpoint[], b: readonly PlanEndpoint[]): 
   return a.length === b.length && a.every((ep, i) => ep.ip === b[i]?.ip && ep.port === b[i]?.port);
 }
 
-function servicePortId(ns: string, name: string, protocol: string, port: number): string {
-  return `${ns}/${name}/${protocol.toLowerCase()}/${port}`;
-}
-
 /**
  * The plan of a Service in one family, or undefined when the family's rules carry nothing for
  * it: as kube-proxy does, a family carries a Service only when it has a ClusterIP there.
@@ -110,46 +67,96 @@ export function planService(
   if (svc.type === "ExternalName") return undefined;
   const clusterIP = ofFamily(svc.clusterIPs, family)[0];
   if (clusterIP === undefined) return undefined;
-  const cip = canonicalIP(clusterIP);
+  const shared = sharedByPorts(svc, canonicalIP(clusterIP), family, node);
+  return {
+    clusterIP: shared.clusterIP,
+    ports: svc.ports.map((port) => planPort(svc, port, family, node, shared)),
+  };
+}
+
+/** What every port of a Service has in common in one family. */
+function sharedByPorts(svc: LocalService, clusterIP: string, family: IPFamily, node: NodeAddresses) {
   const externalIPs = addressesOf(svc.externalIPs, family);
   const loadBalancerIPs = addressesOf(svc.loadBalancerIPs, family);
-  const allowList =
-    loadBalancerIPs.length > 0 && svc.sourceRanges.length > 0
-      ? allowListOf(svc.sourceRanges, loadBalancerIPs, family, node)
-      : undefined;
   const clusterMasquerade: ClusterMasquerade = node.masqueradeAll
     ? "all"
     : node.podCIDRs.length > 0
       ? "non-pods"
       : "none";
-  const local = svc.externalTrafficPolicy === "Local";
-  const ports = svc.ports.map((port): PortPlan => {
-    const internal = endpointsOf(port.internalEndpoints, family);
-    const external = endpointsOf(port.externalEndpoints, family);
-    const served = port.endpointFamilies.includes(family);
-    return {
-      id: servicePortId(svc.namespace, svc.name, port.protocol, port.port),
-      label: `${svc.namespace}/${svc.name}:${port.name || port.port}`,
-      protocol: port.protocol.toLowerCase() as PlanProtocol,
-      port: port.port,
-      clusterIP: cip,
-      nodePort: node.nodePortCIDRs.length > 0 ? port.nodePort : 0,
-      externalIPs,
-      loadBalancerIPs,
-      internal,
-      external,
-      externalSameAsInternal: sameEndpoints(internal, external),
-      noEndpoints: served ? "drop" : "reject",
-      servesExternal: served && (local || external.length > 0),
-      masqueradeExternal: !local,
-      shortCircuit: local && internal.length > 0,
-      clusterMasquerade,
-      affinitySeconds: svc.sessionAffinitySeconds,
-      ...(allowList === undefined ? {} : { allowList }),
-    };
-  });
-  return { clusterIP: cip, ports };
+  return {
+    clusterIP,
+    externalIPs,
+    loadBalancerIPs,
+    externalAddresses: [...externalIPs, ...loadBalancerIPs],
+    allowList:
+      loadBalancerIPs.length > 0 && svc.sourceRanges.length > 0
+        ? allowListOf(svc.sourceRanges, loadBalancerIPs, family, node)
+        : undefined,
+    clusterMasquerade,
+  };
 }
+
+function planPort(
+  svc: LocalService,
+  port: LocalServicePort,
+  family: IPFamily,
+  node: NodeAddresses,
+  shared: ReturnType<typeof sharedByPorts>,
+) {
+  const internal = endpointsOf(port.internalEndpoints, family);
+  const external = endpointsOf(port.externalEndpoints, family);
+  const served = port.endpointFamilies.includes(family);
+  const local = svc.externalTrafficPolicy === "Local";
+  const nodePort = node.nodePortCIDRs.length > 0 ? port.nodePort : 0;
+  return {
+    /** namespace/name/protocol/port: what identifies the port inside one family's rules. */
+    id: `${svc.namespace}/${svc.name}/${port.protocol.toLowerCase()}/${port.port}`,
+    /** `namespace/name:portName` (or the port number): for comments. */
+    label: `${svc.namespace}/${svc.name}:${port.name || port.port}`,
+    protocol: port.protocol.toLowerCase() as PlanProtocol,
+    port: port.port,
+    clusterIP: shared.clusterIP,
+    /** 0 when the port has no node port or this family takes no NodePort traffic. */
+    nodePort,
+    externalIPs: shared.externalIPs,
+    loadBalancerIPs: shared.loadBalancerIPs,
+    /** The externalIPs, then the LB IPs: where external traffic other than NodePort arrives. */
+    externalAddresses: shared.externalAddresses,
+    /** Whether the port takes any traffic besides its ClusterIP in this family. */
+    takesExternal: nodePort > 0 || shared.externalAddresses.length > 0,
+    /** Where ClusterIP traffic goes; empty: it meets `noEndpoints`. */
+    internal,
+    /** Where NodePort, externalIP and LB traffic goes; empty: it meets `noEndpoints`. */
+    external,
+    /** The same endpoints in the same order: one balancing over them serves both kinds. */
+    externalSameAsInternal: sameEndpoints(internal, external),
+    /**
+     * What traffic no endpoint serves meets: rejected when the port has no usable endpoint in
+     * this family anywhere, dropped when a Local policy excludes the endpoints that exist.
+     */
+    noEndpoints: served ? "drop" : "reject",
+    /**
+     * Whether NodePort/externalIP/LB traffic enters an external path at all: some endpoint serves
+     * it, or eTP Local short-circuits it. False: it only meets `noEndpoints`.
+     */
+    servesExternal: served && (local || external.length > 0),
+    /** eTP Cluster: external traffic is masqueraded; eTP Local keeps the client IP. */
+    masqueradeExternal: !local,
+    /**
+     * eTP Local with internal endpoints: traffic from pods (unmasqueraded) and from the node
+     * (masqueraded) goes to the internal endpoints instead of the local external ones, as kube-proxy does.
+     */
+    shortCircuit: local && internal.length > 0,
+    clusterMasquerade: shared.clusterMasquerade,
+    /** ClientIP affinity timeout; 0: none. */
+    affinitySeconds: svc.sessionAffinitySeconds,
+    /** loadBalancerSourceRanges when the port has LB IPs and ranges in any family; else undefined. */
+    allowList: shared.allowList,
+  } as const;
+}
+
+/** One Service port in one family: everything a renderer writes down for it. */
+export type PortPlan = ReturnType<typeof planPort>;
 
 function allowListOf(
   ranges: readonly string[],
@@ -160,14 +167,4 @@ function allowListOf(
   const sourceRanges = ofFamily(ranges, family);
   const holdsNode = sourceRanges.some((r) => node.nodeIPs.some((ip) => cidrContains(r, ip)));
   return { sourceRanges, loadBalancerIPs: holdsNode ? loadBalancerIPs : [] };
-}
-
-/** Whether the port takes any traffic besides its ClusterIP in this family. */
-export function hasExternalAddresses(p: PortPlan): boolean {
-  return p.nodePort > 0 || p.externalIPs.length > 0 || p.loadBalancerIPs.length > 0;
-}
-
-/** The port's externalIPs and LB IPs: the addresses external traffic is sent to. */
-export function externalAddresses(p: PortPlan): string[] {
-  return [...p.externalIPs, ...p.loadBalancerIPs];
 }

@@ -14,44 +14,42 @@
 // and firewall drops) are returned separately: those chains are rewritten on every sync.
 
 import type { FamilySettings } from "../../backend-core/family-settings.ts";
-import {
-  externalAddresses,
-  hasExternalAddresses,
-  type PlanEndpoint,
-  type PortPlan,
-  planService,
-} from "../../backend-core/port-plan.ts";
+import { type PlanEndpoint, type PortPlan, planService } from "../../backend-core/port-plan.ts";
 import { hostCIDR } from "../../model/ip.ts";
 import { endpointString, type LocalService } from "../../model/local.ts";
 import { portChain, SHARED_CHAINS } from "./names.ts";
 
-export interface ServiceRules {
+/**
+ * The lines a service adds to the shared chains: nat KPNG-SERVICES and KPNG-NODEPORTS dispatch;
+ * filter KPNG-SERVICES and KPNG-NODEPORTS reject or drop what no endpoint serves, and filter
+ * KPNG-FIREWALL drops load-balancer traffic the source ranges did not allow.
+ */
+type SharedLines = Readonly<
+  Record<"natServices" | "natNodePorts" | "filterServices" | "filterNodePorts" | "filterFirewall", string[]>
+>;
+
+export type ServiceRules = SharedLines & {
   /** The service's own nat chains: name → full rule lines (`-A NAME …`). */
   readonly chains: ReadonlyMap<string, readonly string[]>;
-  readonly natServices: readonly string[];
-  readonly natNodePorts: readonly string[];
-  /** filter KPNG-SERVICES: no-endpoint rejects and drops. */
-  readonly filterServices: readonly string[];
-  readonly filterNodePorts: readonly string[];
-  readonly filterFirewall: readonly string[];
   /** Cluster IPs of this family: unknown ports on them are rejected. */
   readonly clusterIPs: readonly string[];
-}
-
-const EMPTY_RULES: ServiceRules = {
-  chains: new Map(),
-  natServices: [],
-  natNodePorts: [],
-  filterServices: [],
-  filterNodePorts: [],
-  filterFirewall: [],
-  clusterIPs: [],
 };
 
 /** ServiceRules while it is built. */
-type RulesBuilder = { readonly chains: Map<string, string[]> } & Readonly<
-  Record<"natServices" | "natNodePorts" | "filterServices" | "filterNodePorts" | "filterFirewall", string[]>
->;
+type RulesBuilder = SharedLines & { readonly chains: Map<string, string[]> };
+
+function newRules(): RulesBuilder {
+  return {
+    chains: new Map(),
+    natServices: [],
+    natNodePorts: [],
+    filterServices: [],
+    filterNodePorts: [],
+    filterFirewall: [],
+  };
+}
+
+const EMPTY_RULES: ServiceRules = { ...newRules(), clusterIPs: [] };
 
 /** Comments hold only characters that need no quoting care. */
 function comment(text: string): string {
@@ -61,14 +59,7 @@ function comment(text: string): string {
 export function serviceRules(svc: LocalService, cfg: FamilySettings): ServiceRules {
   const plan = planService(svc, cfg.family, cfg);
   if (plan === undefined) return EMPTY_RULES;
-  const c: RulesBuilder = {
-    chains: new Map(),
-    natServices: [],
-    natNodePorts: [],
-    filterServices: [],
-    filterNodePorts: [],
-    filterFirewall: [],
-  };
+  const c = newRules();
   for (const port of plan.ports) addPortRules(c, port, cfg);
   return { ...c, clusterIPs: [plan.clusterIP] };
 }
@@ -96,7 +87,7 @@ function addPortRules(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
     );
   }
 
-  if (!hasExternalAddresses(p)) return;
+  if (!p.takesExternal) return;
   const lbIPs = p.loadBalancerIPs;
   let externalChain: string | undefined;
   if (p.servesExternal) {
@@ -143,7 +134,7 @@ function addPortRules(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
         `-A ${SHARED_CHAINS.firewall} -d ${hostCIDR(lb)} ${match} ${comment(name)} -j DROP`,
       );
   if (p.external.length === 0) {
-    for (const vip of externalAddresses(p))
+    for (const vip of p.externalAddresses)
       c.filterServices.push(
         `-A ${SHARED_CHAINS.services} -d ${hostCIDR(vip)} ${match} ${comment(name)} -j ${noEndpoints}`,
       );

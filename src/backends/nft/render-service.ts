@@ -14,13 +14,7 @@
 // The DNAT happens in the service chain itself, so no per-endpoint chain is needed; hairpin
 // traffic is caught by the static `hairpin-endpoints` set in the masquerading chain.
 
-import {
-  externalAddresses,
-  hasExternalAddresses,
-  type PlanEndpoint,
-  type PortPlan,
-  planService,
-} from "../../backend-core/port-plan.ts";
+import { type PlanEndpoint, type PortPlan, planService } from "../../backend-core/port-plan.ts";
 import { ipFamilyOfNft } from "../../model/ip.ts";
 import { endpointString, type LocalService } from "../../model/local.ts";
 import type {
@@ -135,8 +129,8 @@ function addPortObjects(c: FragmentBuilder, p: PortPlan, cfg: TableConfig) {
     addElement(c, STATIC.serviceIPs, serviceKey, `goto ${internalChain}`);
   }
 
-  if (!hasExternalAddresses(p)) return;
-  const vips = externalAddresses(p);
+  if (!p.takesExternal) return;
+  const vips = p.externalAddresses;
 
   if (!p.servesExternal) {
     // Nothing to balance over: the no-endpoint maps below reject or drop.
