@@ -18,7 +18,7 @@ interface SegmentEncoding {
   readonly endpointSets: Frame;
 }
 
-interface Variant {
+interface SegmentVariant {
   readonly members: readonly LocalService[];
   /**
    * Service Set ops of the members, back to back; then their endpoint Set ops. Built when the
@@ -32,7 +32,7 @@ interface Variant {
 export class FullStateSegments {
   readonly #encode: (service: LocalService) => SegmentEncoding;
   /** By segment position in the sorted services; a variant matches by its members' identity. */
-  readonly #variants: Variant[][] = [];
+  readonly #variants: SegmentVariant[][] = [];
   #uses = 0;
 
   constructor(encode: (service: LocalService) => SegmentEncoding) {
@@ -62,7 +62,7 @@ export class FullStateSegments {
     return { services, endpoints };
   }
 
-  #variant(position: number, sorted: readonly LocalService[], start: number, end: number): Variant {
+  #variant(position: number, sorted: readonly LocalService[], start: number, end: number): SegmentVariant {
     let list = this.#variants[position];
     if (list === undefined) {
       list = [];
@@ -81,7 +81,11 @@ export class FullStateSegments {
         return variant;
       }
     }
-    const variant: Variant = { members: sorted.slice(start, end), built: undefined, lastUse: this.#uses };
+    const variant: SegmentVariant = {
+      members: sorted.slice(start, end),
+      built: undefined,
+      lastUse: this.#uses,
+    };
     if (list.length >= VARIANTS) {
       // The least recently used goes. A zone's variant is used again within a few full states
       // (the nodes between hold other zones' variants or their own), a node's own variant not.

@@ -15,7 +15,7 @@ import {
 } from "./global-codec.ts";
 import type { Revisioned } from "./revision-session.ts";
 
-type Unit =
+type GlobalUnit =
   | {
       readonly kind: "service";
       readonly service: Service | undefined;
@@ -32,12 +32,12 @@ interface Entry {
   readonly value: WireValue;
 }
 
-const caches: Record<GlobalFlavor, WeakMap<Unit, ReadonlyMap<string, Entry>>> = {
+const caches: Record<GlobalFlavor, WeakMap<GlobalUnit, ReadonlyMap<string, Entry>>> = {
   kpng: new WeakMap(),
   objects: new WeakMap(),
 };
 
-function entriesOf(unit: Unit, flavor: GlobalFlavor): ReadonlyMap<string, Entry> {
+function entriesOf(unit: GlobalUnit, flavor: GlobalFlavor): ReadonlyMap<string, Entry> {
   let entries = caches[flavor].get(unit);
   if (entries !== undefined) return entries;
   const out = new Map<string, Entry>();
@@ -79,8 +79,8 @@ const setRank = new Map<WireSet, number>([
 
 function changeFrames(
   keys: Iterable<string>,
-  before: (k: string) => Unit | undefined,
-  after: (k: string) => Unit | undefined,
+  before: (k: string) => GlobalUnit | undefined,
+  after: (k: string) => GlobalUnit | undefined,
   flavor: GlobalFlavor,
 ): Frame[] {
   const sets: [number, string, Frame][] = [];
@@ -111,7 +111,7 @@ function changeFrames(
 
 interface LogEntry {
   readonly from: number;
-  readonly previous: ReadonlyMap<string, Unit | undefined>;
+  readonly previous: ReadonlyMap<string, GlobalUnit | undefined>;
 }
 
 interface GlobalHubOptions {
@@ -122,7 +122,7 @@ interface GlobalHubOptions {
 /** Shared by every globalv1 stream; one per server. */
 export class GlobalStates {
   readonly #store: ClusterView;
-  readonly #units = new Map<string, Unit>();
+  readonly #units = new Map<string, GlobalUnit>();
   readonly #log: LogEntry[] = [];
   #logEntries = 0;
   #revision: number | undefined;
@@ -175,7 +175,7 @@ export class GlobalStates {
     if (revision === this.#revision) return [];
     const start = this.#log.findIndex((e) => e.from === revision);
     if (start < 0) return undefined;
-    const before = new Map<string, Unit | undefined>();
+    const before = new Map<string, GlobalUnit | undefined>();
     for (let i = start; i < this.#log.length; i++) {
       for (const [k, v] of this.#log[i]?.previous ?? []) if (!before.has(k)) before.set(k, v);
     }
@@ -201,7 +201,7 @@ export class GlobalStates {
   }
 
   #apply(services: ReadonlySet<string>, nodes: ReadonlySet<string>, serviceCIDRs: boolean): void {
-    const previous = new Map<string, Unit | undefined>();
+    const previous = new Map<string, GlobalUnit | undefined>();
     if (serviceCIDRs) this.#applyServiceCIDRs(previous);
     for (const key of services) {
       const unitKey = `svc:${key}`;
@@ -239,7 +239,7 @@ export class GlobalStates {
   }
 
   /** ServiceCIDRs are few: every one is compared when any changed. */
-  #applyServiceCIDRs(previous: Map<string, Unit | undefined>): void {
+  #applyServiceCIDRs(previous: Map<string, GlobalUnit | undefined>): void {
     const seen = new Set<string>();
     for (const o of this.#store.serviceCIDRObjects()) {
       const unitKey = `cidr:${o.metadata.name}`;

@@ -4,6 +4,7 @@
 // (services in key order, each service's endpoints in path order; deletes in reverse), so a
 // full state needs one sort of the service keys, not one of every endpoint path.
 
+import { sameStrings } from "../brain/local-equal.ts";
 import type { LocalService } from "../model/local.ts";
 import {
   concatFrames,
@@ -100,10 +101,6 @@ function serviceCIDRsFrame(cidrs: readonly string[]): Frame {
     SERVICE_CIDRS_PATH,
     ServiceCIDRs.encode({ CIDRs: [...cidrs] }).finish(),
   );
-}
-
-function sameStrings(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 /** Between two whole states: every key of either, compared by identity. */

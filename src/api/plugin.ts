@@ -12,7 +12,7 @@ import { ApiServer, parseListen, type TlsFiles } from "./server.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
-interface ToApiOptions {
+interface ToApiFlags {
   /** --max-nodes: how many node states the server keeps. */
   readonly maxNodes: number;
   readonly listen: readonly string[];
@@ -21,7 +21,7 @@ interface ToApiOptions {
 }
 
 /** Checks the listen addresses and reads the TLS files, so a mistake stops kpng before it starts. */
-function parseToApiOptions(raw: RawOptions): ToApiOptions {
+function parseToApiOptions(raw: RawOptions): ToApiFlags {
   const listen = Array.isArray(raw.listen) ? raw.listen.map(String) : [DEFAULT_LISTEN];
   for (const address of listen) {
     try {
@@ -69,7 +69,7 @@ function parseMaxNodes(value: unknown): number {
   return Number(text);
 }
 
-export const toApiPlugin: GlobalSinkPlugin<ToApiOptions> = {
+export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
   name: "to-api",
   description: "serve each node's local state (localv1) and the global state (globalv1) over gRPC",
   addOptions(cmd: Command): void {

@@ -26,7 +26,7 @@ export function tlsFromOptions(opts: Record<string, unknown>): TlsPaths {
 }
 
 /** The checked --api and --tls-* options. */
-export interface ApiClientOptions {
+export interface ApiClientFlags {
   readonly api: string;
   readonly tls: TlsPaths;
 }
@@ -35,7 +35,7 @@ export interface ApiClientOptions {
  * Reads and checks --api and --tls-* (the target's form, the TLS files readable); throws a
  * UsageError naming the flag.
  */
-export function apiClientOptions(opts: Record<string, unknown>): ApiClientOptions {
+export function apiClientOptions(opts: Record<string, unknown>): ApiClientFlags {
   const api = typeof opts.api === "string" && opts.api.trim() !== "" ? opts.api.trim() : DEFAULT_API;
   const tls = tlsFromOptions(opts);
   try {

@@ -1,8 +1,8 @@
 // /metrics (Prometheus) and /healthz for a controller, on 127.0.0.1 unless told otherwise.
 
-import { createServer, type Server } from "node:http";
+import type { Server } from "node:http";
 import { type HostPort, splitHostPort } from "../lib/host-port.ts";
-import { registry } from "../observability/metrics.ts";
+import { listen, sendMetrics } from "../observability/http-listen.ts";
 
 /** "host:port", "[v6]:port" or ":port" (127.0.0.1); throws with the accepted forms otherwise. */
 export function parseStatusAddress(text: string): HostPort {
@@ -12,8 +12,8 @@ export function parseStatusAddress(text: string): HostPort {
   return { host: address.host || "127.0.0.1", port: address.port };
 }
 
-export async function startStatusServer(address: HostPort, healthy: () => boolean): Promise<Server> {
-  const server = createServer((req, res) => {
+export function startStatusServer(address: HostPort, healthy: () => boolean): Promise<Server> {
+  return listen(address.host, address.port, (req, res) => {
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (path === "/healthz") {
       const ok = healthy();
@@ -21,18 +21,9 @@ export async function startStatusServer(address: HostPort, healthy: () => boolea
       return;
     }
     if (path === "/metrics") {
-      registry.metrics().then(
-        (text) => res.writeHead(200, { "Content-Type": registry.contentType }).end(text),
-        (err: unknown) => res.writeHead(500).end(String(err)),
-      );
+      sendMetrics(res);
       return;
     }
     res.writeHead(404).end();
   });
-  server.requestTimeout = 10_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(address.port, address.host, () => resolve());
-  });
-  return server;
 }

@@ -3,6 +3,7 @@
 // A wrong kind, apiVersion or field type is a UsageError; an unknown field is a warning.
 
 import { parseDocument } from "yaml";
+import { isPlainObject } from "../model/field-reader.ts";
 import { parseDuration } from "../plugin/duration.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { API_VERSION, FIELDS, type FieldType, KIND } from "./fields.ts";
@@ -89,8 +90,4 @@ export function typeProblem(type: FieldType, value: unknown): string | undefined
     case "any":
       return undefined;
   }
-}
-
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

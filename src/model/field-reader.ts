@@ -18,12 +18,12 @@ function describe(value: unknown): string {
   return `${typeof value} ${String(value)}`;
 }
 
-function isObject(value: unknown): value is RawObject {
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 export function object(value: unknown, path: string): RawObject {
-  if (!isObject(value)) throw new InvalidField(`${path}: expected an object, got ${describe(value)}`);
+  if (!isPlainObject(value)) throw new InvalidField(`${path}: expected an object, got ${describe(value)}`);
   return value;
 }
 

@@ -3,6 +3,7 @@
 // checks label keys and values, so a selector the API server would refuse is refused here too.
 
 import type { Labels } from "./kube.ts";
+import { isDnsSubdomain } from "./validate-meta.ts";
 
 type Requirement =
   | { readonly op: "exists" | "notExists"; readonly key: string }
@@ -16,13 +17,12 @@ export interface LabelSelector {
 export class LabelSelectorError extends Error {}
 
 const NAME_PART = /^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function checkKey(key: string): string {
   const slash = key.indexOf("/");
   const prefix = slash === -1 ? "" : key.slice(0, slash);
   const name = slash === -1 ? key : key.slice(slash + 1);
-  const prefixOk = slash === -1 || (prefix.length <= 253 && DNS_SUBDOMAIN.test(prefix));
+  const prefixOk = slash === -1 || isDnsSubdomain(prefix);
   if (!prefixOk || !NAME_PART.test(name)) {
     throw new LabelSelectorError(`${JSON.stringify(key)} is not a valid label key`);
   }

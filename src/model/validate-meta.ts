@@ -10,6 +10,13 @@ import {
 } from "./field-reader.ts";
 import type { ObjectMeta } from "./kube.ts";
 
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** A DNS subdomain (RFC 1123) of at most 253 characters, as Node names and label prefixes are. */
+export function isDnsSubdomain(name: string): boolean {
+  return name.length > 0 && name.length <= 253 && DNS_SUBDOMAIN.test(name);
+}
+
 /** A DNS-1123 label or subdomain, as names and namespaces are; kept loose on length. */
 const NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 

@@ -8,9 +8,9 @@ import type { Server } from "node:http";
 import { Counter, Gauge } from "prom-client";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
+import { close, listen, sendJson } from "../observability/http-listen.ts";
 import type { Logger } from "../observability/log.ts";
 import { registry } from "../observability/metrics.ts";
-import { close, listen, sendJson } from "./http-listen.ts";
 
 const bindFailures = new Counter({
   name: "kpng_healthcheck_nodeport_bind_failures_total",

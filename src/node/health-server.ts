@@ -5,8 +5,8 @@
 
 import type { Server } from "node:http";
 import { Counter } from "prom-client";
+import { listen, sendJson } from "../observability/http-listen.ts";
 import { registry } from "../observability/metrics.ts";
-import { listen, sendJson } from "./http-listen.ts";
 import type { HealthSnapshot, ProxyHealth } from "./proxy-health.ts";
 
 const healthzTotal = new Counter({

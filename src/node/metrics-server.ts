@@ -2,8 +2,7 @@
 // name, as kube-proxy answers it), on --metrics-bind-address.
 
 import type { Server } from "node:http";
-import { registry } from "../observability/metrics.ts";
-import { listen } from "./http-listen.ts";
+import { listen, sendMetrics } from "../observability/http-listen.ts";
 
 export function startMetricsServer(host: string, port: number, proxyMode: string): Promise<Server> {
   return listen(host, port, (req, res) => {
@@ -16,9 +15,6 @@ export function startMetricsServer(host: string, port: number, proxyMode: string
       res.writeHead(404, { "Content-Type": "text/plain" }).end("404 page not found\n");
       return;
     }
-    registry.metrics().then(
-      (text) => res.writeHead(200, { "Content-Type": registry.contentType }).end(text),
-      (err: unknown) => res.writeHead(500, { "Content-Type": "text/plain" }).end(String(err)),
-    );
+    sendMetrics(res);
   });
 }

@@ -8,15 +8,15 @@ import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.t
 import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
+import { close } from "../observability/http-listen.ts";
 import type { Logger } from "../observability/log.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
 import { type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
-import { close } from "./http-listen.ts";
 import { startMetricsServer } from "./metrics-server.ts";
-import type { NodeServicesOptions } from "./options.ts";
+import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
 import { SyncMetrics } from "./sync-metrics.ts";
@@ -49,7 +49,7 @@ export class NodeServices implements SyncObserver {
   readonly #stop = new AbortController();
   #watching: Promise<void> | undefined;
 
-  private constructor(o: NodeServicesOptions, ctx: NodeServicesContext) {
+  private constructor(o: NodeServicesFlags, ctx: NodeServicesContext) {
     this.#log = ctx.log;
     this.health = new ProxyHealth({ families: ctx.families, timeoutMs: 2 * ctx.syncPeriodMs, now: ctx.now });
     this.#metrics = new SyncMetrics(ctx.mode, ctx.now);
@@ -75,7 +75,7 @@ export class NodeServices implements SyncObserver {
    * Removes kube-proxy's leftovers when asked, sets the sysctls and opens the servers; a server
    * that cannot listen is an error.
    */
-  static async start(o: NodeServicesOptions, ctx: NodeServicesContext): Promise<NodeServices> {
+  static async start(o: NodeServicesFlags, ctx: NodeServicesContext): Promise<NodeServices> {
     if (o.cleanupKubeProxy) {
       // Two proxies on one node fight over the same packets: kube-proxy's rules must go first.
       const report = await removeKubeProxyLeftovers(new ExecCommandRunner(), ctx.log);

@@ -9,7 +9,7 @@ import { UsageError } from "../plugin/usage-error.ts";
 import { type BindAddress, parseBindAddress } from "./bind-address.ts";
 import { CONNTRACK_SYSCTL_DEFAULTS, type ConntrackSysctlOptions } from "./conntrack/sysctls.ts";
 
-export interface NodeServicesOptions {
+export interface NodeServicesFlags {
   /** undefined: the server is off. */
   readonly healthz: BindAddress | undefined;
   readonly metrics: BindAddress | undefined;
@@ -69,7 +69,7 @@ function seconds(raw: Options, key: string, flag: string, fallbackSeconds: numbe
 }
 
 /** Throws UsageError naming the flag when a value is wrong. */
-export function parseNodeServicesOptions(raw: Options): NodeServicesOptions {
+export function parseNodeServicesOptions(raw: Options): NodeServicesFlags {
   const d = CONNTRACK_SYSCTL_DEFAULTS;
   return {
     healthz: parseBindAddress(text(raw, "healthzBindAddress", "0.0.0.0:10256"), "--healthz-bind-address"),

@@ -1,5 +1,5 @@
 // The process-wide Prometheus registry. Components register their metrics here; the /metrics
-// endpoint (node/) serves it.
+// endpoint (`sendMetrics` in http-listen.ts) serves it.
 
 import { Counter, Registry } from "prom-client";
 

@@ -13,16 +13,23 @@ export class Delivery {
   readonly #listener: Listener;
   readonly #minPeriodMs: number;
   readonly #log: Logger;
+  readonly #now: () => number;
   #pending: LocalState | undefined;
   #running = false;
   #timer: NodeJS.Timeout | undefined;
   #lastStart = Number.NEGATIVE_INFINITY;
   #closed = false;
 
-  constructor(listener: Listener, minPeriodMs: number, log: Logger) {
+  constructor(
+    listener: Listener,
+    minPeriodMs: number,
+    log: Logger,
+    now: () => number = () => performance.now(),
+  ) {
     this.#listener = listener;
     this.#minPeriodMs = minPeriodMs;
     this.#log = log;
+    this.#now = now;
   }
 
   offer(state: LocalState): void {
@@ -39,7 +46,7 @@ export class Delivery {
 
   #pump(): void {
     if (this.#closed || this.#running || this.#timer !== undefined || this.#pending === undefined) return;
-    const wait = this.#lastStart + this.#minPeriodMs - performance.now();
+    const wait = this.#lastStart + this.#minPeriodMs - this.#now();
     if (wait > 0) {
       this.#timer = setTimeout(() => {
         this.#timer = undefined;
@@ -50,7 +57,7 @@ export class Delivery {
     const state = this.#pending;
     this.#pending = undefined;
     this.#running = true;
-    this.#lastStart = performance.now();
+    this.#lastStart = this.#now();
     void this.#deliver(state);
   }
 
@@ -66,16 +73,20 @@ export class Delivery {
   }
 }
 
-/** The same feed, with each listener's calls started at least `minPeriodMs` apart. */
+/**
+ * The same feed, with each listener's calls started at least `minPeriodMs` apart. `now` is a
+ * monotonic clock in milliseconds (injectable for tests).
+ */
 export function pacedFeed(
   feed: LocalStateFeed,
   minPeriodMs: number,
   log: Logger = silentLogger,
+  now?: () => number,
 ): LocalStateFeed {
   if (minPeriodMs <= 0) return feed;
   return {
     subscribe(listener: Listener): () => void {
-      const delivery = new Delivery(listener, minPeriodMs, log);
+      const delivery = new Delivery(listener, minPeriodMs, log, now);
       const unsubscribe = feed.subscribe((state) => delivery.offer(state));
       return () => {
         unsubscribe();

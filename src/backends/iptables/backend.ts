@@ -29,7 +29,7 @@ import {
   tableText,
 } from "./ruleset.ts";
 import { IptablesError, type IptablesRunner, type Table } from "./runner.ts";
-import { parseSave, type SavedTable } from "./saved.ts";
+import { type KpngObjects, parseSave } from "./saved.ts";
 
 const syncDuration = new Histogram({
   name: "kpng_iptables_sync_duration_seconds",
@@ -185,7 +185,7 @@ export class IptablesBackend {
     const texts: string[] = [];
     for (const f of this.#families) {
       try {
-        let saved: { nat: SavedTable; filter: SavedTable } | undefined;
+        let saved: { nat: KpngObjects; filter: KpngObjects } | undefined;
         if (full) {
           saved = {
             nat: parseSave(await this.#o.runner.save(f.cfg.family, "nat")),
@@ -250,7 +250,7 @@ export class IptablesBackend {
     f: FamilyState,
     state: LocalState,
     full: boolean,
-    saved: { nat: SavedTable; filter: SavedTable } | undefined,
+    saved: { nat: KpngObjects; filter: KpngObjects } | undefined,
     chunked = true,
   ): string[] {
     const { changed, sharedChanged } = this.#render(f, state);

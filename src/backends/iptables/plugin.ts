@@ -10,7 +10,7 @@ import type { LocalState } from "../../model/local.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
-  type NodeServicesOptions,
+  type NodeServicesFlags,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
@@ -31,7 +31,7 @@ interface IptablesOptions {
   readonly mode: IptablesMode;
   readonly syncPeriodMs: number;
   readonly canaryIntervalMs: number;
-  readonly node: NodeServicesOptions;
+  readonly node: NodeServicesFlags;
 }
 
 function str(raw: Record<string, unknown>, key: string, fallback: string): string {

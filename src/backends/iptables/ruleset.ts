@@ -10,7 +10,7 @@ import type { IPFamily } from "../../model/kube.ts";
 import { ofFamily } from "../../model/local.ts";
 import { SHARED_CHAINS } from "./names.ts";
 import type { ServiceRules } from "./render-service.ts";
-import { jumpTarget, type SavedTable } from "./saved.ts";
+import { jumpTarget, type KpngObjects } from "./saved.ts";
 
 const NEW = "-m conntrack --ctstate NEW";
 
@@ -117,7 +117,7 @@ function byTargetDescending(lines: string[]): void {
  * kpng jumps are not exactly the wanted ones, they are all deleted and inserted again at the top,
  * within the same COMMIT, so packets never see a half-updated chain.
  */
-export function jumpFixes(table: "nat" | "filter", saved: SavedTable | undefined): string[] {
+export function jumpFixes(table: "nat" | "filter", saved: KpngObjects | undefined): string[] {
   const out: string[] = [];
   for (const [chain, wanted] of Object.entries(BUILTIN_JUMPS[table])) {
     const present = saved?.jumps.get(chain) ?? [];

@@ -1,30 +1,27 @@
-// Reads what `iptables-save -t <table>` prints: which KPNG- chains exist, and the rules in the
-// built-in chains that jump to them. Pure, so adoption and cleanup are tested without a kernel.
+// What kpng owns in one table as `iptables-save -t <table>` prints it: which KPNG- chains exist,
+// and the rules in the built-in chains that jump to them. Pure, so adoption and cleanup are
+// tested without a kernel.
 
+import { parseIptablesSave } from "../../host/iptables-save.ts";
 import { BUILTIN_CHAINS, isKpngChain } from "./names.ts";
 
-export interface SavedTable {
+export interface KpngObjects {
   /** KPNG- chains that exist in the table. */
   readonly chains: ReadonlySet<string>;
   /** Built-in chain → its rules that jump to a KPNG- chain, as saved (`-A INPUT … -j KPNG-X`), in order. */
   readonly jumps: ReadonlyMap<string, readonly string[]>;
 }
 
-export function parseSave(text: string): SavedTable {
+export function parseSave(text: string): KpngObjects {
   const chains = new Set<string>();
   const jumps = new Map<string, string[]>();
-  for (const line of text.split("\n")) {
-    if (line.startsWith(":")) {
-      const name = line.slice(1).split(" ")[0] ?? "";
-      if (isKpngChain(name)) chains.add(name);
-    } else if (line.startsWith("-A ")) {
-      const chain = line.split(" ")[1] ?? "";
-      const target = /\s-[jg] (\S+)/.exec(line)?.[1];
-      if (BUILTIN_CHAINS.has(chain) && target !== undefined && isKpngChain(target)) {
-        const list = jumps.get(chain) ?? [];
-        list.push(line);
-        jumps.set(chain, list);
-      }
+  for (const table of parseIptablesSave(text).values()) {
+    for (const name of table.chains.keys()) if (isKpngChain(name)) chains.add(name);
+    for (const rule of table.rules) {
+      if (!BUILTIN_CHAINS.has(rule.chain) || rule.target === undefined || !isKpngChain(rule.target)) continue;
+      const list = jumps.get(rule.chain) ?? [];
+      list.push(rule.line);
+      jumps.set(rule.chain, list);
     }
   }
   return { chains, jumps };

@@ -9,7 +9,7 @@ import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
-  type NodeServicesOptions,
+  type NodeServicesFlags,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
@@ -44,7 +44,7 @@ const nftOptions = z.object({
 
 type NftOptions = z.output<typeof nftOptions> & {
   readonly settings: NftSettings;
-  readonly node: NodeServicesOptions;
+  readonly node: NodeServicesFlags;
 };
 
 /** How often the rules are checked for deletion by another program. */

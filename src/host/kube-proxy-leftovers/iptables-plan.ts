@@ -5,6 +5,8 @@
 // A kube-proxy chain that another program's chain still jumps to is kept (with every kube-proxy
 // chain it reaches): removing it would break that program's rule, and the kernel refuses anyway.
 
+import { parseIptablesSave, type SavedTable } from "../iptables-save.ts";
+
 /** kube-proxy's chains per table: exact names. */
 const OWNED: Readonly<Record<string, readonly string[]>> = {
   nat: [
@@ -53,32 +55,6 @@ export function isKubeProxyChain(table: string, chain: string): boolean {
   return (
     (OWNED[table] ?? []).includes(chain) || (OWNED_PREFIXES[table] ?? []).some((p) => chain.startsWith(p))
   );
-}
-
-interface SavedTable {
-  readonly chains: Map<string, { readonly builtin: boolean }>;
-  readonly rules: { readonly chain: string; readonly target: string | undefined; readonly line: string }[];
-}
-
-function parseIptablesSave(text: string): Map<string, SavedTable> {
-  const tables = new Map<string, SavedTable>();
-  let current: SavedTable | undefined;
-  for (const raw of text.split("\n")) {
-    const line = raw.trim();
-    if (line.startsWith("*")) {
-      current = { chains: new Map(), rules: [] };
-      tables.set(line.slice(1), current);
-    } else if (current === undefined || line === "" || line.startsWith("#") || line === "COMMIT") {
-    } else if (line.startsWith(":")) {
-      const [name = "", policy = "-"] = line.slice(1).split(/\s+/);
-      current.chains.set(name, { builtin: policy !== "-" });
-    } else if (line.startsWith("-A ")) {
-      const chain = line.split(/\s+/)[1] ?? "";
-      const target = /\s-[jg]\s+(\S+)/.exec(line)?.[1];
-      current.rules.push({ chain, target, line });
-    }
-  }
-  return tables;
 }
 
 function planTable(table: string, saved: SavedTable): TablePlan {

@@ -11,15 +11,15 @@ function addOnceOption(cmd: Command): void {
   cmd.option("--once", "print the first complete state and exit");
 }
 
-interface JsonSinkOptions {
+interface JsonSinkFlags {
   readonly once: boolean;
 }
 
-function parseJsonSinkOptions(raw: RawOptions): JsonSinkOptions {
+function parseJsonSinkOptions(raw: RawOptions): JsonSinkFlags {
   return { once: raw.once === true };
 }
 
-export const toJsonLocalSink: LocalSinkPlugin<JsonSinkOptions> = {
+export const toJsonLocalSink: LocalSinkPlugin<JsonSinkFlags> = {
   name: "to-json",
   description: "print this node's local state as JSON on stdout, one document per new state",
   // A dump shows every state; there is no kernel to protect from bursts of changes.
@@ -35,7 +35,7 @@ export const toJsonLocalSink: LocalSinkPlugin<JsonSinkOptions> = {
   },
 };
 
-export const toJsonGlobalSink: GlobalSinkPlugin<JsonSinkOptions> = {
+export const toJsonGlobalSink: GlobalSinkPlugin<JsonSinkFlags> = {
   name: "to-json",
   description: "print the global model (Services, EndpointSlices, Nodes) as JSON on stdout",
   addOptions: addOnceOption,

@@ -9,7 +9,7 @@ import {
   decodeServiceInfo,
 } from "../../api/global-codec.ts";
 import type { TlsPaths } from "../../client/connection.ts";
-import { type ApiClientOptions, addApiOptions, apiClientOptions } from "../../client/tls-options.ts";
+import { type ApiClientFlags, addApiOptions, apiClientOptions } from "../../client/tls-options.ts";
 import { type WireChangeSet, type WireOp, watchGlobal } from "../../client/watch.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import type { EndpointSlice, KubeKind, KubeObject, Node, Service, ServiceCIDR } from "../../model/kube.ts";
@@ -116,7 +116,7 @@ function apiClusterSource(options: ApiSourceOptions): ClusterSource {
   };
 }
 
-export const apiSourcePlugin: SourcePlugin<ApiClientOptions> = {
+export const apiSourcePlugin: SourcePlugin<ApiClientFlags> = {
   name: "api",
   description: "replicate the global state of another kpng brain (its to-api globalv1 API)",
   addOptions: addApiOptions,

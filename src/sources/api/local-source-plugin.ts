@@ -1,10 +1,10 @@
 // `kpng local --api <target> <local-sink>`: run any local sink against a remote brain.
 
 import { remoteLocalStateFeed } from "../../client/feed.ts";
-import { type ApiClientOptions, addApiOptions, apiClientOptions } from "../../client/tls-options.ts";
+import { type ApiClientFlags, addApiOptions, apiClientOptions } from "../../client/tls-options.ts";
 import type { LocalSourcePlugin } from "../../plugin/contracts.ts";
 
-export const localSourcePlugin: LocalSourcePlugin<ApiClientOptions> = {
+export const localSourcePlugin: LocalSourcePlugin<ApiClientFlags> = {
   name: "local",
   description: "watch one node's local state from a brain's API (kpng <source> to-api)",
   addOptions: addApiOptions,

@@ -1,6 +1,8 @@
 // What the YAML and JSON readers hand to validation: raw objects, each able to say where it starts
 // in the file. Positions are worked out only when asked, which is only for invalid objects.
 
+import { isPlainObject } from "../../model/field-reader.ts";
+
 export interface LocatedObject {
   readonly raw: unknown;
   /** Where the object starts: "file:line" (JSON list items add ", items[i]"). */
@@ -48,6 +50,4 @@ export function isListKind(kind: unknown): kind is string {
   return typeof kind === "string" && kind.endsWith("List");
 }
 
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+export { isPlainObject };

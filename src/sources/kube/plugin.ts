@@ -54,9 +54,9 @@ function byteCount(fallback: number, min: number, why: string) {
     });
 }
 
-type KubeSourceOptions = z.output<typeof kubeOptions>;
+type KubeSourceFlags = z.output<typeof kubeOptions>;
 
-export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
+export const kubeSourcePlugin: SourcePlugin<KubeSourceFlags> = {
   name: "kube",
   description: "list and watch Services, EndpointSlices, Nodes and ServiceCIDRs from the Kubernetes API",
   addOptions(cmd: Command): void {
@@ -80,7 +80,7 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceOptions> = {
       );
   },
   parseOptions: (raw) => parseOptionsWith(kubeOptions, raw),
-  create(opts: KubeSourceOptions, ctx: SourceContext): ClusterSource {
+  create(opts: KubeSourceFlags, ctx: SourceContext): ClusterSource {
     const inactivityTimeoutMs = opts.watchInactivityTimeout;
     // The Kubernetes client library is loaded only when this source runs: it costs every other
     // command (file sources, --help) half a second and tens of megabytes.

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { describe, test } from "node:test";
-import { setImmediate as nextMacrotask, setTimeout as sleep } from "node:timers/promises";
+import { describe, mock, test } from "node:test";
+import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { localStateFeed } from "../../../src/brain/local-state-feed.ts";
 import { LocalStateTracker } from "../../../src/brain/local-state-tracker.ts";
 import { ClusterStore } from "../../../src/brain/store.ts";
@@ -8,6 +8,7 @@ import type { ClusterChange } from "../../../src/model/global.ts";
 import type { KubeObject } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { pacedFeed } from "../../../src/plugin/paced-feed.ts";
+import { gate, settle } from "../../support/settle.ts";
 import { ep, node, slice, svc } from "./fixtures.ts";
 
 const ZONE = "topology.kubernetes.io/zone";
@@ -247,7 +248,7 @@ describe("localStateFeed", () => {
     await nextMacrotask();
     assert.equal(seen.length, 0, "nothing before sync");
     store.synced();
-    await sleep(5);
+    await settle();
     assert.equal(seen.length, 1);
     assert.equal(seen[0]?.services.size, 0);
   });
@@ -261,7 +262,7 @@ describe("localStateFeed", () => {
     localStateFeed(store, "n1").subscribe((s) => {
       seen.push(s);
     });
-    await sleep(5);
+    await settle();
     assert.equal(seen.length, 1);
     assert.deepEqual([...(seen[0]?.services.keys() ?? [])], ["ns/web"]);
   });
@@ -273,11 +274,11 @@ describe("localStateFeed", () => {
     localStateFeed(store, "n1").subscribe((s) => {
       seen.push(s.revision);
     });
-    await sleep(5);
+    await settle();
     store.upsert(svc({ name: "hl", clusterIP: "None", clusterIPs: ["None"] }));
-    await sleep(5);
+    await settle();
     store.upsert(svc());
-    await sleep(5);
+    await settle();
     assert.deepEqual(seen, [0, 1]);
   });
 
@@ -287,42 +288,60 @@ describe("localStateFeed", () => {
     const seen: number[] = [];
     let active = 0;
     let maxActive = 0;
+    const slow = [gate(), gate()];
     localStateFeed(store, "n1").subscribe(async (s) => {
       active++;
       maxActive = Math.max(maxActive, active);
       seen.push(s.revision);
-      await sleep(30);
+      await slow[seen.length - 1]?.promise;
       active--;
     });
-    await sleep(5);
+    await settle();
     for (let i = 0; i < 5; i++) {
       store.upsert(
         svc({ name: `s${i}`, clusterIP: `198.51.100.${20 + i}`, clusterIPs: [`198.51.100.${20 + i}`] }),
       );
       await nextMacrotask();
     }
-    await sleep(100);
+    await settle();
+    assert.deepEqual(seen, [0], "the first delivery is still running");
+    slow[0]?.open();
+    await settle();
+    slow[1]?.open();
+    await settle();
     assert.equal(maxActive, 1);
     assert.deepEqual(seen, [0, 5]);
   });
 
-  test("pacedFeed spaces deliveries and delivers the latest state", async () => {
+  test("pacedFeed spaces deliveries and delivers the latest state", async (t) => {
     const store = new ClusterStore();
     store.synced();
+    // A fake monotonic clock, advanced together with the mocked setTimeout.
+    let now = 1000;
+    mock.timers.enable({ apis: ["setTimeout"] });
+    t.after(() => mock.timers.reset());
+    const advance = (ms: number) => {
+      now += ms;
+      mock.timers.tick(ms);
+    };
     const times: number[] = [];
     const seen: number[] = [];
-    pacedFeed(localStateFeed(store, "n1"), 80).subscribe((s) => {
-      times.push(performance.now());
+    pacedFeed(localStateFeed(store, "n1"), 80, undefined, () => now).subscribe((s) => {
+      times.push(now);
       seen.push(s.revision);
     });
-    await sleep(5);
+    await settle();
     store.upsert(svc({ name: "a", clusterIP: "198.51.100.30", clusterIPs: ["198.51.100.30"] }));
     await nextMacrotask();
     store.upsert(svc({ name: "b", clusterIP: "198.51.100.31", clusterIPs: ["198.51.100.31"] }));
-    await sleep(150);
-    assert.deepEqual(seen, [0, 2]);
-    const gap = (times[1] ?? 0) - (times[0] ?? 0);
-    assert.ok(gap >= 75, `deliveries ${gap.toFixed(1)} ms apart`);
+    await settle();
+    advance(79);
+    await settle();
+    assert.deepEqual(seen, [0], "nothing before the period has passed");
+    advance(1);
+    await settle();
+    assert.deepEqual(seen, [0, 2], "then the latest state, once");
+    assert.deepEqual(times, [1000, 1080]);
   });
 
   test("a failing listener keeps receiving later states", async () => {
@@ -333,9 +352,9 @@ describe("localStateFeed", () => {
       seen.push(s.revision);
       throw new Error("sink failed");
     });
-    await sleep(5);
+    await settle();
     store.upsert(svc());
-    await sleep(5);
+    await settle();
     assert.deepEqual(seen, [0, 1]);
   });
 
@@ -346,10 +365,10 @@ describe("localStateFeed", () => {
     const off = localStateFeed(store, "n1").subscribe((s) => {
       seen.push(s.revision);
     });
-    await sleep(5);
+    await settle();
     off();
     store.upsert(svc());
-    await sleep(5);
+    await settle();
     assert.deepEqual(seen, [0]);
   });
 });

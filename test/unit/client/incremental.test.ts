@@ -127,7 +127,7 @@ describe("incremental sink", () => {
     const slow = (name: string) => async () => {
       running++;
       assert.equal(running, 1, "handlers never overlap");
-      await new Promise((r) => setTimeout(r, 1));
+      await settle(1);
       events.push(name);
       running--;
     };

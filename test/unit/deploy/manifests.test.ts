@@ -9,7 +9,7 @@ import { parseAllDocuments } from "yaml";
 import type { Invocation } from "../../../src/cli/invocation.ts";
 import { globalSinks, localSinks, localSources, sources } from "../../../src/cli/plugins.ts";
 import { buildProgram } from "../../../src/cli/program.ts";
-import type { NodeServicesOptions } from "../../../src/node/options.ts";
+import type { NodeServicesFlags } from "../../../src/node/options.ts";
 import { SERVICE_CIDR_PATHS } from "../../../src/sources/kube/service-cidr-api.ts";
 import { resourceSpecs, serviceCIDRSpec } from "../../../src/sources/kube/source.ts";
 
@@ -136,7 +136,7 @@ describe("deploy manifests", () => {
     await program.parseAsync(container.args, { from: "user" });
     const [invocation] = invocations;
     assert.ok(invocation && invocation.form === "to-local");
-    const healthz = (invocation.sinkOpts as { node: NodeServicesOptions }).node.healthz;
+    const healthz = (invocation.sinkOpts as { node: NodeServicesFlags }).node.healthz;
     assert.ok(healthz, "the health server is on");
     const probe = container.livenessProbe.httpGet;
     assert.equal(probe.path, "/livez");

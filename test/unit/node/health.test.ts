@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 import { healthAnswer, startHealthServer } from "../../../src/node/health-server.ts";
-import { close } from "../../../src/node/http-listen.ts";
 import { ProxyHealth } from "../../../src/node/proxy-health.ts";
+import { close } from "../../../src/observability/http-listen.ts";
 
 function clock(start = Date.parse("2026-01-01T00:00:00Z")) {
   let t = start;

@@ -5,6 +5,7 @@ import type { EndpointSlice, Node, Service, ServiceCIDR } from "../../../../src/
 import type { LocalState, LocalStateFeed } from "../../../../src/model/local.ts";
 import { printGlobalStates } from "../../../../src/sinks/json/print-global.ts";
 import { printLocalStates } from "../../../../src/sinks/json/print-local.ts";
+import { settle } from "../../../support/settle.ts";
 
 /** A feed the test pushes states into. */
 class ManualFeed implements LocalStateFeed {
@@ -120,7 +121,7 @@ describe("printGlobalStates", () => {
     });
     store.nodeNames = ["b", "a"];
     store.change();
-    await new Promise((r) => setTimeout(r, 10));
+    await settle();
     assert.equal(out.written.length, 0, "not synced yet");
     store.isSynced = true;
     store.change();
@@ -144,7 +145,7 @@ describe("printGlobalStates", () => {
     store.change(); // the store's own sync notification, after we printed
     store.nodeNames = ["a", "b"];
     store.change();
-    await new Promise((r) => setTimeout(r, 10));
+    await settle();
     abort.abort();
     await done;
     assert.deepEqual(

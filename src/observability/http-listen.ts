@@ -1,7 +1,9 @@
-// Starts and stops the node's small HTTP servers. Listening is awaited so that a port that is
-// taken is an error the caller sees, not an unhandled event.
+// Starts and stops the process's small HTTP servers (the node's health and metrics servers, the
+// healthCheckNodePorts, a controller's status server). Listening is awaited so that a port that
+// is taken is an error the caller sees, not an unhandled event.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { registry } from "./metrics.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -44,4 +46,12 @@ export function sendJson(
     ...headers,
   });
   res.end(body);
+}
+
+/** /metrics: the process registry in Prometheus text format. */
+export function sendMetrics(res: ServerResponse): void {
+  registry.metrics().then(
+    (text) => res.writeHead(200, { "Content-Type": registry.contentType }).end(text),
+    (err: unknown) => res.writeHead(500, { "Content-Type": "text/plain" }).end(String(err)),
+  );
 }
