@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { type IncrementalHandlers, incrementalSink } from "../../../src/client/incremental.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../../../src/model/local.ts";
+import { settle } from "../../support/settle.ts";
 import { endpoint, localState, service, servicePort } from "../api/fixtures.ts";
 
 /** A feed the test drives by hand; deliver() resolves once the sink has handled the state. */
