@@ -44,7 +44,14 @@ interface ServicePlan {
 }
 
 function endpointsOf(eps: readonly LocalEndpoint[], family: IPFamily): PlanEndpoint[] {
-  return ofFamily(eps, family).map((ep) => ({ ip: canonicalIP(ep.ip), port: ep.port }));
+  const out: PlanEndpoint[] = ofFamily(eps, family);
+  // The brain's addresses are canonical already: only another spelling costs a copy.
+  for (let i = 0; i < out.length; i++) {
+    const ep = out[i] as PlanEndpoint;
+    const ip = canonicalIP(ep.ip);
+    if (ip !== ep.ip) out[i] = { ip, port: ep.port };
+  }
+  return out;
 }
 
 function addressesOf(ips: readonly string[], family: IPFamily): string[] {
