@@ -158,7 +158,7 @@ async function main(): Promise<void> {
       const upstream = skipUpstream ? Number.NaN : await timeNft(ns, upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
       nftSync(ns, ["delete", "table", "ip", "kube-proxy"]);
       rows.unshift([
-        `cold start ${n / 1000}k services (${report.transactions} tx)`,
+        `cold start ${n / 1000}k services (${report.texts.length} tx)`,
         fmt(ours),
         fmt(upstream),
       ]);

@@ -3,6 +3,7 @@
 // batch per macrotask, and only once every source has synced.
 
 import { isDeepStrictEqual } from "node:util";
+import { type Clock, systemClock } from "../model/clock.ts";
 import type { ClusterChange, ClusterSink, ClusterView } from "../model/global.ts";
 import {
   type EndpointSlice,
@@ -14,6 +15,7 @@ import {
   type ServiceCIDR,
 } from "../model/kube.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
+import { FallbackReturns } from "./fallback.ts";
 import { isSelected } from "./selection.ts";
 import { mergeServiceRanges } from "./service-ranges.ts";
 
@@ -26,6 +28,8 @@ export interface ClusterStoreOptions {
    * Unset: the ranges are those of the ServiceCIDR objects.
    */
   readonly serviceCIDRs?: readonly string[] | undefined;
+  /** Times fallback return delays (see FallbackReturns); the system's monotonic clock by default. */
+  readonly clock?: Clock;
 }
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
@@ -51,8 +55,10 @@ export class ClusterStore implements ClusterSink, ClusterView {
   #flushScheduled = false;
   /** The sync batch is delivered even when the store is empty. */
   #syncBatchPending = false;
+  readonly #fallback: FallbackReturns;
 
   constructor(options: ClusterStoreOptions = {}) {
+    this.#fallback = new FallbackReturns(options.clock ?? systemClock, (key) => this.#serviceChanged(key));
     this.#serviceProxyName = options.serviceProxyName ?? "";
     this.#log = options.log ?? silentLogger;
     this.#fixedServiceCIDRs = options.serviceCIDRs;
@@ -83,7 +89,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
     if (list === undefined) {
       const slices = this.#slicesByService.get(serviceKey);
       if (slices === undefined) return NO_SLICES;
-      list = [...slices.values()];
+      list = this.#fallback.filter(serviceKey, this.#services.get(serviceKey), [...slices.values()]);
       this.#sliceLists.set(serviceKey, list);
     }
     return list;
@@ -231,6 +237,8 @@ export class ClusterStore implements ClusterSink, ClusterView {
   }
 
   #serviceChanged(key: string): void {
+    // The slices in effect depend on the Service (its fallback annotations) and on time.
+    this.#sliceLists.delete(key);
     if (!this.#synced) return;
     this.#pendingServices.add(key);
     this.#scheduleFlush();

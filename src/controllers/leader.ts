@@ -1,10 +1,13 @@
 // Leader election on a coordination.k8s.io/v1 Lease, as Kubernetes controllers do it: the holder
 // renews the Lease every retry period; another replica takes it over once it has seen no renewal
-// for a whole lease duration (measured on its own clock, so clocks need not agree). A leader
-// that cannot renew within the renew deadline stops leading.
+// for a whole lease duration (measured on its own monotonic clock, so clocks need not agree and
+// a wall-clock step changes nothing). A leader that cannot renew within the renew deadline stops
+// leading at that deadline, even while a request still hangs: every request of a round is
+// aborted when the deadline passes.
 
 import { ApiStatusError } from "../kube/reflector.ts";
 import type { KubeRequester } from "../kube/request.ts";
+import { type Clock, systemClock } from "../model/clock.ts";
 import type { Logger } from "../observability/log.ts";
 
 export interface LeaderElectionOptions {
@@ -18,7 +21,10 @@ export interface LeaderElectionOptions {
   readonly retryPeriodMs: number;
   readonly log: Logger;
   readonly onChange: (leading: boolean) => void;
-  readonly now?: () => number;
+  /** Monotonic time and timers (tests drive a fake one). */
+  readonly clock?: Clock;
+  /** Wall-clock time written into the Lease (acquireTime, renewTime). */
+  readonly wallNow?: () => number;
 }
 
 interface Lease {
@@ -39,18 +45,23 @@ function microTime(ms: number): string {
 
 export class LeaderElector {
   readonly #o: LeaderElectionOptions;
-  readonly #now: () => number;
+  readonly #clock: Clock;
+  readonly #wallNow: () => number;
   #leading = false;
-  #lastRenew = 0;
-  /** The holder and renewTime last seen, and when we saw them change. */
+  /** The holder and renewTime last seen, and when (monotonic) we saw them change. */
   #observed = { holder: "", renewTime: "", at: 0 };
-  #timer: NodeJS.Timeout | undefined;
+  #cancelTick: (() => void) | undefined;
+  /** Fires at the renew deadline while leading; reset by every renewal. */
+  #cancelDeadline: (() => void) | undefined;
+  /** Aborts the round's requests: at the renew deadline, or on stop. */
+  #roundAbort = new AbortController();
   #stopped = false;
   #round: Promise<void> | undefined;
 
   constructor(options: LeaderElectionOptions) {
     this.#o = options;
-    this.#now = options.now ?? Date.now;
+    this.#clock = options.clock ?? systemClock;
+    this.#wallNow = options.wallNow ?? Date.now;
   }
 
   get leading(): boolean {
@@ -64,8 +75,10 @@ export class LeaderElector {
   /** Stops; a leader gives the Lease up so a successor need not wait out the lease duration. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#timer);
+    this.#cancelTick?.();
+    this.#roundAbort.abort();
     await this.#round;
+    this.#cancelDeadline?.();
     if (this.#leading) {
       this.#setLeading(false);
       await this.#release().catch((err) =>
@@ -76,17 +89,27 @@ export class LeaderElector {
 
   #tick(): void {
     if (this.#stopped) return;
-    this.#round = this.#tryAcquireOrRenew()
+    this.#roundAbort = new AbortController();
+    const signal = this.#roundAbort.signal;
+    this.#round = this.#tryAcquireOrRenew(signal)
       .catch((err) => {
         this.#o.log.warn({ err: String(err) }, "leader election round failed");
       })
       .then(() => {
-        if (this.#leading && this.#now() - this.#lastRenew > this.#o.renewDeadlineMs) {
-          this.#o.log.error("could not renew the lease within the renew deadline; stopping to lead");
-          this.#setLeading(false);
-        }
-        if (!this.#stopped) this.#timer = setTimeout(() => this.#tick(), this.#o.retryPeriodMs);
+        if (!this.#stopped) this.#cancelTick = this.#clock.after(this.#o.retryPeriodMs, () => this.#tick());
       });
+  }
+
+  /** While leading: the renew deadline from the last renewal; passing it ends leadership. */
+  #armDeadline(): void {
+    this.#cancelDeadline?.();
+    this.#cancelDeadline = this.#clock.after(this.#o.renewDeadlineMs, () => {
+      this.#cancelDeadline = undefined;
+      if (!this.#leading) return;
+      this.#o.log.error("could not renew the lease within the renew deadline; stopping to lead");
+      this.#roundAbort.abort();
+      this.#setLeading(false);
+    });
   }
 
   #path(name?: string): string {
@@ -95,6 +118,8 @@ export class LeaderElector {
   }
 
   #spec(previous: Lease["spec"] | undefined, now: number): Lease["spec"] {
+    // The Lease carries wall-clock times for people and other tools; our decisions use the
+    // monotonic clock only.
     const taking = previous?.holderIdentity !== this.#o.identity;
     return {
       holderIdentity: this.#o.identity,
@@ -105,11 +130,15 @@ export class LeaderElector {
     };
   }
 
-  async #tryAcquireOrRenew(): Promise<void> {
-    const now = this.#now();
+  async #tryAcquireOrRenew(signal: AbortSignal): Promise<void> {
+    const wall = this.#wallNow();
     let lease: Lease;
     try {
-      lease = (await this.#o.requester.send({ method: "GET", path: this.#path(this.#o.name) })) as Lease;
+      lease = (await this.#o.requester.send({
+        method: "GET",
+        path: this.#path(this.#o.name),
+        signal,
+      })) as Lease;
     } catch (err) {
       if (!(err instanceof ApiStatusError && err.status === 404)) throw err;
       await this.#o.requester.send({
@@ -119,12 +148,14 @@ export class LeaderElector {
           apiVersion: "coordination.k8s.io/v1",
           kind: "Lease",
           metadata: { name: this.#o.name, namespace: this.#o.namespace },
-          spec: this.#spec(undefined, now),
+          spec: this.#spec(undefined, wall),
         },
+        signal,
       });
-      this.#renewed(now);
+      this.#renewed(signal);
       return;
     }
+    const now = this.#clock.now();
     const holder = lease.spec?.holderIdentity ?? "";
     const renewTime = lease.spec?.renewTime ?? "";
     if (holder !== this.#observed.holder || renewTime !== this.#observed.renewTime) {
@@ -139,18 +170,22 @@ export class LeaderElector {
       await this.#o.requester.send({
         method: "PUT",
         path: this.#path(this.#o.name),
-        body: { ...lease, spec: this.#spec(lease.spec, now) },
+        body: { ...lease, spec: this.#spec(lease.spec, wall) },
+        signal,
       });
     } catch (err) {
       // Someone else wrote first: they lead, or renewed; look again next round.
       if (err instanceof ApiStatusError && err.status === 409) return;
       throw err;
     }
-    this.#renewed(now);
+    this.#renewed(signal);
   }
 
-  #renewed(now: number): void {
-    this.#lastRenew = now;
+  #renewed(signal: AbortSignal): void {
+    // A renewal that landed after the deadline passed does not revive the term: the next
+    // round acquires anew (and the controller starts from fresh state).
+    if (signal.aborted || this.#stopped) return;
+    this.#armDeadline();
     if (!this.#leading) {
       this.#o.log.info(
         { lease: `${this.#o.namespace}/${this.#o.name}`, identity: this.#o.identity },
@@ -161,6 +196,10 @@ export class LeaderElector {
   }
 
   #setLeading(leading: boolean): void {
+    if (!leading) {
+      this.#cancelDeadline?.();
+      this.#cancelDeadline = undefined;
+    }
     this.#leading = leading;
     this.#o.onChange(leading);
   }

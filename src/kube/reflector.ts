@@ -344,7 +344,9 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
     let restarts = 0;
     for (;;) {
       const limit = restarts >= this.#timings.maxContinueRestarts ? 0 : this.#timings.pageSize;
-      const items: unknown[] = [];
+      // Each page is parsed as it arrives, so only the parsed objects (what the sink keeps) add
+      // up over the list, never every raw object of it at once (50k raw pods are hundreds of MiB).
+      const items: ParseResult<T>[] = [];
       let resourceVersion = "";
       let token = "";
       try {
@@ -358,7 +360,7 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
           };
           markActivity(this.#spec.resource);
           if (!Array.isArray(page.items)) throw new Error("list response has no items array");
-          items.push(...page.items);
+          for (const raw of page.items) items.push(this.#spec.parse(raw));
           resourceVersion = String(page.metadata?.resourceVersion ?? "");
           token = typeof page.metadata?.continue === "string" ? page.metadata.continue : "";
         } while (token !== "");
@@ -379,10 +381,9 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
     }
   }
 
-  #replace(items: readonly unknown[]): void {
+  #replace(items: readonly ParseResult<T>[]): void {
     const known = new Map<string, T>();
-    for (const raw of items) {
-      const result = this.#spec.parse(raw);
+    for (const result of items) {
       if (result.ok) {
         known.set(objectKey(result.value.metadata), result.value);
         continue;

@@ -11,6 +11,8 @@ export interface KubeRequest {
   /** From the API root: "/api/v1/namespaces/ns/events". */
   readonly path: string;
   readonly body?: unknown;
+  /** Aborts the request (besides its own deadline): e.g. when a controller stops leading. */
+  readonly signal?: AbortSignal;
 }
 
 /** Sends one request; resolves with the decoded body of a 2xx, rejects with ApiStatusError otherwise. */
@@ -40,7 +42,8 @@ export class KubeConfigRequester implements KubeRequester {
     const url = new URL(this.#base.pathname.replace(/\/$/, "") + request.path, this.#base);
     const body = request.body === undefined ? undefined : JSON.stringify(request.body);
     const send = this.#base.protocol === "https:" ? https.request : http.request;
-    const signal = AbortSignal.timeout(this.#timeoutMs);
+    const deadline = AbortSignal.timeout(this.#timeoutMs);
+    const signal = request.signal === undefined ? deadline : AbortSignal.any([deadline, request.signal]);
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
       const req = send(url, {
         ...options,

@@ -59,6 +59,8 @@ export interface Service {
   readonly externalTrafficPolicy: TrafficPolicy;
   readonly internalTrafficPolicy: TrafficPolicy;
   readonly healthCheckNodePort: number;
+  /** Set (true) only when the Service asks for it: endpoints are published ready whatever the pod's readiness. */
+  readonly publishNotReadyAddresses?: true;
   readonly ports: readonly ServicePort[];
 }
 

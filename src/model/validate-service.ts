@@ -165,6 +165,7 @@ export function readService(raw: RawObject, defaultNamespace: string): Service {
     ).map((v, i) => readIngress(v, `status.loadBalancer.ingress[${i}]`)),
     sessionAffinity,
     sessionAffinityTimeoutSeconds: sessionAffinity === "ClientIP" ? timeout : 0,
+    ...(spec.publishNotReadyAddresses === true && { publishNotReadyAddresses: true }),
     externalTrafficPolicy: oneOf(
       spec.externalTrafficPolicy,
       "spec.externalTrafficPolicy",

@@ -18,8 +18,6 @@ import { startHealthServer } from "./health-server.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
-import { type RulesProbe, RulesWatchdog } from "./rules-watchdog.ts";
-import { SyncMetrics } from "./sync-metrics.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
 interface NodeServicesContext {
@@ -34,25 +32,18 @@ interface NodeServicesContext {
   readonly conntrackRunner?: ConntrackRunner;
   readonly sysctlFiles?: SysctlFiles;
   readonly now?: () => number;
-  /** When set, checks the rules every intervalMs and calls trigger when they are gone. */
-  readonly repair?: { readonly probe: RulesProbe; readonly trigger: () => void; readonly intervalMs: number };
 }
 
 export class NodeServices implements SyncObserver {
   readonly health: ProxyHealth;
   readonly healthCheckNodePorts: HealthCheckNodePorts;
-  readonly #metrics: SyncMetrics;
   readonly #cleaner: ConntrackCleaner | undefined;
   readonly #servers: Server[] = [];
   readonly #log: Logger;
-  readonly #watchdog: RulesWatchdog | undefined;
-  readonly #stop = new AbortController();
-  #watching: Promise<void> | undefined;
 
   private constructor(o: NodeServicesFlags, ctx: NodeServicesContext) {
     this.#log = ctx.log;
     this.health = new ProxyHealth({ families: ctx.families, timeoutMs: 2 * ctx.syncPeriodMs, now: ctx.now });
-    this.#metrics = new SyncMetrics(ctx.mode, ctx.now);
     this.healthCheckNodePorts = new HealthCheckNodePorts({
       addresses: ctx.healthCheckAddresses,
       proxyHealthy: () => this.health.snapshot().healthy,
@@ -61,14 +52,6 @@ export class NodeServices implements SyncObserver {
     this.#cleaner = o.conntrackCleanup
       ? new ConntrackCleaner(ctx.conntrackRunner ?? new ExecConntrackRunner(), ctx.log)
       : undefined;
-    this.#watchdog =
-      ctx.repair &&
-      new RulesWatchdog({
-        probe: ctx.repair.probe,
-        repair: ctx.repair.trigger,
-        intervalMs: ctx.repair.intervalMs,
-        log: ctx.log,
-      });
   }
 
   /**
@@ -102,32 +85,24 @@ export class NodeServices implements SyncObserver {
       },
       "node services listening",
     );
-    s.#watching = s.#watchdog?.run(s.#stop.signal);
     return s;
   }
 
   queued(state: LocalState): void {
     this.health.setNodeEligible(state.nodeEligible ?? true);
     this.health.queued();
-    this.#metrics.queued(state);
   }
 
   async synced(o: SyncOutcome): Promise<void> {
     this.health.updated();
-    this.#watchdog?.arm();
-    this.#metrics.synced(o);
     await this.healthCheckNodePorts.update(o.state);
     this.#cleaner?.cleanup(o.state);
   }
 
-  failed(): void {
-    this.#metrics.failed();
-  }
+  failed(): void {}
 
   /** Closes every server; the rules stay as they are. */
   async close(): Promise<void> {
-    this.#stop.abort();
-    await this.#watching;
     await Promise.all([...this.#servers.splice(0).map(close), this.healthCheckNodePorts.close()]);
     this.#log.info("node services closed");
   }

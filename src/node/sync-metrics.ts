@@ -1,5 +1,7 @@
-// The sync metrics under kube-proxy's names, so existing dashboards and alerts keep working.
-// Buckets follow kube-proxy's; the failure counter's name depends on the backend's mode.
+// The sync metrics under kube-proxy's names, so existing dashboards and alerts keep working, with
+// one `backend` label (kube-proxy's mode name) rather than one metric family per backend. Buckets
+// follow kube-proxy's; the failure counter's name depends on the backend's mode, as kube-proxy's.
+// The shared sync loop (backend-core/sync-loop.ts) feeds them for every backend.
 
 import { Counter, Gauge, Histogram } from "prom-client";
 import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
@@ -21,7 +23,7 @@ const NETWORK_PROGRAMMING_BUCKETS = [
 ];
 
 const histogram = (name: string, help: string, buckets: number[]) =>
-  new Histogram({ name, help, buckets, registers: [registry] });
+  new Histogram({ name, help, buckets, labelNames: ["backend"] as const, registers: [registry] });
 
 const syncDuration = histogram(
   "kubeproxy_sync_proxy_rules_duration_seconds",
@@ -46,27 +48,31 @@ const networkProgramming = histogram(
 const lastSynced = new Gauge({
   name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
   help: "The last time the proxy rules were successfully synced (Unix seconds).",
+  labelNames: ["backend"] as const,
   registers: [registry],
 });
 const lastQueued = new Gauge({
   name: "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
   help: "The last time a sync of the proxy rules was queued (Unix seconds).",
+  labelNames: ["backend"] as const,
   registers: [registry],
 });
 const endpointChanges = new Counter({
   name: "kubeproxy_sync_proxy_rules_endpoint_changes_total",
   help: "Services whose endpoints changed, counted as the changes arrive.",
+  labelNames: ["backend"] as const,
   registers: [registry],
 });
 const serviceChangesTotal = new Counter({
   name: "kubeproxy_sync_proxy_rules_service_changes_total",
   help: "Services added, removed or changed, counted as the changes arrive.",
+  labelNames: ["backend"] as const,
   registers: [registry],
 });
 const noLocalEndpoints = new Gauge({
   name: "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
   help: "Services with a Local traffic policy and no local endpoints, by traffic policy.",
-  labelNames: ["traffic_policy"] as const,
+  labelNames: ["backend", "traffic_policy"] as const,
   registers: [registry],
 });
 
@@ -84,6 +90,7 @@ function failureCounter(mode: string): Counter {
     c = new Counter({
       name,
       help: `Failed syncs of the ${mode} rules (each is retried).`,
+      labelNames: ["backend"],
       registers: [registry],
     });
     failureCounters.set(name, c);
@@ -111,6 +118,7 @@ function setMember(set: Set<string>, key: string, member: boolean): void {
 
 export class SyncMetrics {
   readonly #failures: Counter;
+  readonly #labels: { readonly backend: string };
   readonly #now: () => number;
   /** Metrics of changes older than this are not observed, as kube-proxy skips them at start. */
   readonly #startedAt: number;
@@ -122,38 +130,43 @@ export class SyncMetrics {
 
   constructor(mode: string, now: () => number = Date.now) {
     this.#failures = failureCounter(mode);
+    this.#labels = { backend: mode };
+    // Every series exists from the start, at zero, as kube-proxy's unlabelled ones did.
+    for (const h of [syncDuration, fullSyncDuration, partialSyncDuration, networkProgramming])
+      h.zero(this.#labels);
+    for (const c of [this.#failures, endpointChanges, serviceChangesTotal]) c.inc(this.#labels, 0);
     this.#now = now;
     this.#startedAt = now();
   }
 
   queued(state: LocalState): void {
-    lastQueued.set(this.#now() / 1000);
+    lastQueued.set(this.#labels, this.#now() / 1000);
     const c = stateChanges(this.#lastQueued, state);
     this.#lastQueued = state;
-    serviceChangesTotal.inc(c.services);
-    endpointChanges.inc(c.endpoints);
+    serviceChangesTotal.inc(this.#labels, c.services);
+    endpointChanges.inc(this.#labels, c.endpoints);
   }
 
   synced(o: SyncOutcome): void {
     const seconds = o.durationMs / 1000;
-    syncDuration.observe(seconds);
-    (o.full ? fullSyncDuration : partialSyncDuration).observe(seconds);
+    syncDuration.observe(this.#labels, seconds);
+    (o.full ? fullSyncDuration : partialSyncDuration).observe(this.#labels, seconds);
     const now = this.#now();
-    lastSynced.set(now / 1000);
+    lastSynced.set(this.#labels, now / 1000);
     for (const [key, prev, s] of serviceChanges(this.#lastSynced, o.state)) {
       const t = s?.endpointsChangedAt;
       if (t !== undefined && t >= this.#startedAt && t !== prev?.endpointsChangedAt) {
-        networkProgramming.observe(Math.max(0, now - t) / 1000);
+        networkProgramming.observe(this.#labels, Math.max(0, now - t) / 1000);
       }
       setMember(this.#noLocalInternal, key, s !== undefined && lacksLocalInternal(s));
       setMember(this.#noLocalExternal, key, s !== undefined && lacksLocalExternal(s));
     }
-    noLocalEndpoints.set({ traffic_policy: "internal" }, this.#noLocalInternal.size);
-    noLocalEndpoints.set({ traffic_policy: "external" }, this.#noLocalExternal.size);
+    noLocalEndpoints.set({ ...this.#labels, traffic_policy: "internal" }, this.#noLocalInternal.size);
+    noLocalEndpoints.set({ ...this.#labels, traffic_policy: "external" }, this.#noLocalExternal.size);
     this.#lastSynced = o.state;
   }
 
   failed(): void {
-    this.#failures.inc();
+    this.#failures.inc(this.#labels);
   }
 }

@@ -11,8 +11,10 @@ import { service, state, V4, V6 } from "../unit/backends/nft/fixtures.ts";
 import { capturingLogger, eventually } from "./support.ts";
 
 async function listingFailures(family: string): Promise<number> {
-  const metric = await registry.getSingleMetric("kpng_nft_table_read_failures_total")?.get();
-  return metric?.values.find((v) => v.labels.family === family)?.value ?? 0;
+  const metric = await registry.getSingleMetric("kpng_sync_failures_total")?.get();
+  return (
+    metric?.values.find((v) => v.labels.backend === "nftables" && v.labels.family === family)?.value ?? 0
+  );
 }
 
 describe("fault: nft failures nobody sees", () => {

@@ -7,7 +7,7 @@ import { NftBackend } from "../../src/backends/nft/backend.ts";
 import { silentLogger } from "../../src/observability/log.ts";
 import { FakeNft } from "../support/fake-nft.ts";
 import { ep, port, service, state, V4, V6 } from "../unit/backends/nft/fixtures.ts";
-import { eventually } from "./support.ts";
+import { eventually, ManualFeed } from "./support.ts";
 
 const v6Service = (name: string, ip: string) =>
   service({
@@ -44,17 +44,11 @@ describe("fault: one family's failure holds the other", () => {
     const nft = new FakeNft();
     nft.failWhile((t) => / ip kpng\b/.test(t));
     const backend = new NftBackend({ runner: nft, tables: [V4, V6], log: silentLogger });
-    let listener: ((s: ReturnType<typeof state>) => void) | undefined;
-    const feed = {
-      subscribe(l: (s: ReturnType<typeof state>) => void) {
-        listener = l;
-        return () => {};
-      },
-    };
+    const feed = new ManualFeed();
     const ac = new AbortController();
     const running = backend.run(feed, ac.signal);
     try {
-      listener?.(state([v6Service("a", "2001:db8::10")]));
+      feed.push(state([v6Service("a", "2001:db8::10")]));
       await eventually(
         () => nft.elements("ip6", "kpng", "service-ips")?.size === 1,
         "the first IPv6 service",
@@ -63,7 +57,7 @@ describe("fault: one family's failure holds the other", () => {
       // Three more changes inside ip's first retry delays (1 s, 2 s): each must apply promptly.
       for (let i = 2; i <= 4; i++) {
         const services = Array.from({ length: i }, (_, k) => v6Service(`s${k}`, `2001:db8::${k + 10}`));
-        listener?.(state(services, i));
+        feed.push(state(services, i));
         await eventually(
           () => nft.elements("ip6", "kpng", "service-ips")?.size === i,
           `IPv6 change ${i}`,

@@ -6,6 +6,26 @@ import { Writable } from "node:stream";
 import { pino } from "pino";
 import type { ClusterSink } from "../../src/model/global.ts";
 import type { KubeKind, KubeObject } from "../../src/model/kube.ts";
+import type { LocalState } from "../../src/model/local.ts";
+
+/** A state feed the test drives: `push` hands a state to the subscriber, as the brain would. */
+export class ManualFeed {
+  #listener: ((s: LocalState) => void) | undefined;
+  readonly #first: LocalState | undefined;
+  constructor(first?: LocalState) {
+    this.#first = first;
+  }
+  subscribe(listener: (s: LocalState) => void): () => void {
+    this.#listener = listener;
+    if (this.#first) listener(this.#first);
+    return () => {
+      this.#listener = undefined;
+    };
+  }
+  push(s: LocalState): void {
+    this.#listener?.(s);
+  }
+}
 
 /** Records the object names of every replace, per kind, in order. */
 export class RecordingClusterSink implements ClusterSink {

@@ -35,6 +35,14 @@ export class FakeIptables implements IptablesRunner {
   readonly restores: { family: IPFamily; text: string }[] = [];
   /** Fails the next restores with this message. */
   failNext = 0;
+  /** Fails every restore of a family while it returns true for the input. */
+  failWhile: ((family: IPFamily, text: string) => boolean) | undefined;
+  /** Restores never return while set (as a hung iptables-restore). */
+  hangRestores = false;
+  /** Chain checks never return while set. */
+  hangChecks = false;
+  /** Chain checks run (hasRules, hasRule). */
+  checks = 0;
 
   constructor(variant: Variant = "nft") {
     this.variant = variant;
@@ -65,10 +73,13 @@ export class FakeIptables implements IptablesRunner {
   }
 
   async restore(family: IPFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
+    if (this.hangRestores) await new Promise(() => {});
     if (this.failNext > 0) {
       this.failNext--;
       throw new IptablesError("iptables-restore failed: injected", "injected failure");
     }
+    if (this.failWhile?.(family, text))
+      throw new IptablesError("iptables-restore failed: injected", "injected failure");
     const staged = new Map<string, Chains>();
     let current: Chains | undefined;
     let name: Table | undefined;
@@ -116,7 +127,7 @@ export class FakeIptables implements IptablesRunner {
       } else if (op === "-X") {
         for (const [other, rs] of t)
           if (other !== chain && rs.some((r) => target(r) === chain))
-            fail(`-X ${chain}: still referenced by ${other}`);
+            fail(`CHAIN_DEL failed (Device or resource busy): chain ${chain}, still referenced by ${other}`);
         if ((list as string[]).length > 0) fail(`-X ${chain}: not empty`);
         t.delete(chain);
       } else fail(`unknown command ${line}`);
@@ -138,5 +149,17 @@ export class FakeIptables implements IptablesRunner {
 
   async chainExists(family: IPFamily, table: Table, chain: string): Promise<boolean> {
     return this.#table(family, table).has(chain);
+  }
+
+  async hasRules(family: IPFamily, table: Table, chain: string): Promise<boolean> {
+    this.checks++;
+    if (this.hangChecks) await new Promise(() => {});
+    return (this.#table(family, table).get(chain)?.length ?? 0) > 0;
+  }
+
+  async hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean> {
+    this.checks++;
+    if (this.hangChecks) await new Promise(() => {});
+    return this.#table(family, table).get(chain)?.includes(spec) ?? false;
   }
 }

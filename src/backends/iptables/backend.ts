@@ -1,26 +1,42 @@
-// The iptables sync loop. Each sync writes one `iptables-restore --noflush` input per family:
-// - a full sync (at start, every syncPeriod, after a failure, after a flush was detected) reads
-//   the tables first, rewrites every kpng chain, repairs the jumps from the built-in chains,
-//   deletes the KPNG- chains nothing uses (left by an older run or version) and re-creates the
-//   canary chains; at start this adopts what a previous process left, without a gap in service;
+// The iptables backend, driven by the shared sync loop (backend-core/sync-loop.ts). Each family
+// is synced on its own: one family's failure never holds the other. A family's sync writes
+// `iptables-restore --noflush` input:
+// - a full sync (at start, every syncPeriod, after a failure, after the probe found the rules
+//   flushed) reads the tables first, rewrites every kpng chain, repairs the jumps from the
+//   built-in chains and re-creates the canary chains; at start this adopts what a previous
+//   process left, without a gap in service;
 // - a partial sync rewrites the shared chains and only the chains of services whose rules
-//   changed, and deletes the chains of services that went away.
+//   changed.
 // Each table's COMMIT is atomic. With iptables-nft, a sync writing many chains is split into
 // several nat restores: first the chains service chains jump to, then the service chains (a
 // service's chains always in one restore, so each service changes at once), then the dispatch
-// chains, jump repairs and deletions; nothing jumps to a chain before it exists.
-// Between syncs, the canary chains are checked every canaryIntervalMs; a missing one means
-// someone flushed the tables, and a full sync follows at once.
+// chains and jump repairs; nothing jumps to a chain before it exists.
+// The KPNG- chains nothing uses any more (services gone, or left by an older run) are deleted
+// afterwards in a restore of their own, best effort: a foreign rule that still jumps to one
+// (`CHAIN_DEL … busy`) leaves it in place, logged, to be retried at the next sync, and never
+// fails the sync.
 
-import { Counter, Histogram } from "prom-client";
+import { Counter } from "prom-client";
+import type { BackendHealth } from "../../backend-core/family-health.ts";
 import type { FamilySettings } from "../../backend-core/family-settings.ts";
+import {
+  type BackendFamily,
+  type FamilyApplied,
+  FamilySyncError,
+  SyncLoop,
+  type SyncReport,
+} from "../../backend-core/sync-loop.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../../model/local.ts";
-import { NO_OBSERVER, type SyncObserver } from "../../node/sync-observer.ts";
+import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
 import { registry } from "../../observability/metrics.ts";
+import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
 import { SHARED_CHAINS } from "./names.ts";
 import { type ServiceRules, serviceRules } from "./render-service.ts";
+import { IptablesRulesProbe, type ProbePoint } from "./rules-probe.ts";
 import {
+  BUILTIN_JUMPS,
   jumpFixes,
   STATIC_FILTER_CHAINS,
   STATIC_NAT_CHAINS,
@@ -28,26 +44,13 @@ import {
   type TableInput,
   tableText,
 } from "./ruleset.ts";
-import { IptablesError, type IptablesRunner, type Table } from "./runner.ts";
+import { IptablesError, type IptablesRunner } from "./runner.ts";
 import { type KpngObjects, parseSave } from "./saved.ts";
 
-const syncDuration = new Histogram({
-  name: "kpng_iptables_sync_duration_seconds",
-  help: "Time to bring the iptables rules in line with a new local state, by kind of sync.",
-  labelNames: ["kind"],
-  buckets: [0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-  registers: [registry],
-});
-
-const syncFailures = new Counter({
-  name: "kpng_iptables_sync_failures_total",
-  help: "iptables-restore runs that failed; each one is followed by a retried full sync.",
-  registers: [registry],
-});
-
-const flushesDetected = new Counter({
-  name: "kpng_iptables_flushes_detected_total",
-  help: "Times a canary chain was found missing (the tables were flushed by someone else).",
+const staleLeft = new Counter({
+  name: "kpng_iptables_stale_chain_deletion_failures_total",
+  help: "Syncs after which unused KPNG- chains could not be deleted (another rule uses them); retried at the next sync.",
+  labelNames: ["family"] as const,
   registers: [registry],
 });
 
@@ -56,19 +59,14 @@ interface IptablesBackendOptions {
   /** One per family. */
   readonly families: readonly FamilySettings[];
   readonly log: Logger;
-  /** Told of every queued state and sync outcome: the node services (health, metrics, conntrack). */
+  /** Told of every queued state and sync outcome: the node services (health, conntrack). */
   readonly observer?: SyncObserver;
   readonly syncPeriodMs?: number;
+  /** How often the probe checks, between syncs, that the rules are still in place. */
   readonly canaryIntervalMs?: number;
   readonly now?: () => number;
   /** Most service chains one restore writes; the rest go to further restores (default by variant). */
   readonly chunkChains?: number;
-}
-
-interface SyncReport {
-  readonly full: boolean;
-  /** The restore inputs run, one per family. */
-  readonly texts: readonly string[];
 }
 
 interface FamilyState {
@@ -84,6 +82,9 @@ interface FamilyState {
   /** Service chains written, and chains removed, by the restore input being applied. */
   pendingChains: Map<string, string>;
   pendingRemoved: string[];
+  /** KPNG- chains no longer used, to delete after the sync (best effort), by table. */
+  stale: { nat: Set<string>; filter: Set<string> };
+  readonly staleRepeats: RepeatLimiter;
   /** The Service CIDRs of the last render, joined. */
   serviceCIDRs: string | undefined;
 }
@@ -135,19 +136,17 @@ function byChain(names: readonly string[], lines: readonly string[]): Map<string
   return out;
 }
 
-const CANARY_TABLES: readonly Table[] = ["mangle", "nat", "filter"];
-
 export class IptablesBackend {
-  readonly #o: Required<Omit<IptablesBackendOptions, "now" | "chunkChains">>;
-  readonly #now: () => number;
+  readonly #o: Required<Omit<IptablesBackendOptions, "now" | "chunkChains" | "observer">>;
   readonly #chunkChains: number;
   readonly #families: FamilyState[];
+  readonly #loop: SyncLoop;
 
   constructor(options: IptablesBackendOptions) {
-    this.#o = { syncPeriodMs: 30_000, canaryIntervalMs: 2000, observer: NO_OBSERVER, ...options };
-    this.#now = options.now ?? Date.now;
+    this.#o = { syncPeriodMs: 30_000, canaryIntervalMs: 2000, ...options };
     this.#chunkChains =
       options.chunkChains ?? (options.runner.variant === "nft" ? NFT_CHUNK_CHAINS : Number.POSITIVE_INFINITY);
+    const now = options.now ?? Date.now;
     this.#families = options.families.map((cfg) => ({
       cfg,
       cache: new Map(),
@@ -157,7 +156,30 @@ export class IptablesBackend {
       pendingChains: new Map(),
       pendingRemoved: [],
       serviceCIDRs: undefined,
+      stale: { nat: new Set(), filter: new Set() },
+      staleRepeats: new RepeatLimiter({ now }),
     }));
+    this.#loop = new SyncLoop({
+      backend: "iptables",
+      families: this.#families.map((f) => this.#family(f)),
+      log: options.log,
+      syncPeriodMs: this.#o.syncPeriodMs,
+      ...(options.observer === undefined ? {} : { observer: options.observer }),
+      probe: new IptablesRulesProbe(options.runner, (family) => this.#probePoints(family)),
+      probeIntervalMs: this.#o.canaryIntervalMs,
+      now,
+    });
+  }
+
+  #family(f: FamilyState): BackendFamily {
+    return {
+      family: f.cfg.family,
+      apply: (state, periodic) => this.#apply(f, state, periodic),
+      forget: () => {
+        f.applied = undefined;
+        f.appliedShared = undefined;
+      },
+    };
   }
 
   /** Whether the next sync has to be a full one (start, or after a failure). */
@@ -165,57 +187,128 @@ export class IptablesBackend {
     return this.#families.some((f) => f.applied === undefined);
   }
 
+  /** Whether every family is programmed and in line, and what failed if not. */
+  health(): BackendHealth {
+    return this.#loop.health();
+  }
+
   /** Forget what was applied: the next sync is a full one. */
   forgetApplied(): void {
-    for (const f of this.#families) {
-      f.applied = undefined;
-      f.appliedShared = undefined;
-    }
+    this.#loop.forceFullSync();
   }
 
   /** The restore input a full sync of `state` would write to empty tables (for --dry-run). */
   plan(state: LocalState): string[] {
-    return this.#families.map((f) => this.#text(f, state, true, undefined, false).join(""));
+    return this.#families.map((f) => this.#text(f, state, true, undefined, false, false).join(""));
   }
 
-  /** One sync of every family. Throws on failure, after making the next sync a full one. */
+  /**
+   * One sync of every family (a full one with `forceFull`). Every family is attempted; throws
+   * after the others are done if one failed, having made that family's next sync a full one.
+   */
   async sync(state: LocalState, forceFull = false): Promise<SyncReport> {
-    const started = performance.now();
-    const full = forceFull || this.needsFullSync;
-    const texts: string[] = [];
-    for (const f of this.#families) {
-      try {
-        let saved: { nat: KpngObjects; filter: KpngObjects } | undefined;
-        if (full) {
-          saved = {
-            nat: parseSave(await this.#o.runner.save(f.cfg.family, "nat")),
-            filter: parseSave(await this.#o.runner.save(f.cfg.family, "filter")),
-          };
-        }
-        // One restore per table (iptables-nft-restore is several times slower on one input
-        // holding a big nat and a big filter table), and with iptables-nft several for a nat
-        // table with many chains to write: see NFT_CHUNK_CHAINS.
-        const parts = this.#text(f, state, full, saved);
-        for (const part of parts) await this.#o.runner.restore(f.cfg.family, part);
-        texts.push(parts.join(""));
-        f.appliedShared = f.pendingShared;
-        const applied = full || f.applied === undefined ? new Map<string, string>() : f.applied;
-        for (const [name, text] of f.pendingChains) applied.set(name, text);
-        for (const name of f.pendingRemoved) applied.delete(name);
-        f.applied = applied;
-      } catch (e) {
-        this.forgetApplied();
-        syncFailures.inc();
-        const stderr = e instanceof IptablesError ? e.stderr : String(e);
-        this.#o.log.error(
-          { family: f.cfg.family, stderr },
-          "iptables-restore failed; will retry with a full sync",
-        );
-        throw e;
+    if (forceFull) this.forgetApplied();
+    return this.#loop.sync(state);
+  }
+
+  /** Runs until `signal` aborts, syncing each new state of `feed`. */
+  run(feed: LocalStateFeed, signal: AbortSignal): Promise<void> {
+    return this.#loop.run(feed, signal);
+  }
+
+  async #apply(f: FamilyState, state: LocalState, periodic: boolean): Promise<FamilyApplied> {
+    const full = periodic || f.applied === undefined;
+    let text = "";
+    try {
+      let saved: { nat: KpngObjects; filter: KpngObjects } | undefined;
+      if (full) {
+        saved = {
+          nat: parseSave(await this.#o.runner.save(f.cfg.family, "nat")),
+          filter: parseSave(await this.#o.runner.save(f.cfg.family, "filter")),
+        };
       }
+      // One restore per table (iptables-nft-restore is several times slower on one input
+      // holding a big nat and a big filter table), and with iptables-nft several for a nat
+      // table with many chains to write: see NFT_CHUNK_CHAINS.
+      const parts = this.#text(f, state, full, saved);
+      for (const part of parts) await this.#o.runner.restore(f.cfg.family, part);
+      text = parts.join("");
+    } catch (e) {
+      const stderr = e instanceof IptablesError ? e.stderr : String(e);
+      throw new FamilySyncError(e instanceof Error ? e.message : String(e), {
+        cause: e,
+        repeatKey: stderr,
+        fields: { stderr: stderr.slice(0, 2000) },
+      });
     }
-    syncDuration.observe({ kind: full ? "full" : "partial" }, (performance.now() - started) / 1000);
-    return { full, texts };
+    f.appliedShared = f.pendingShared;
+    const applied = full || f.applied === undefined ? new Map<string, string>() : f.applied;
+    for (const [name, chainText] of f.pendingChains) applied.set(name, chainText);
+    for (const name of f.pendingRemoved) applied.delete(name);
+    f.applied = applied;
+    text += await this.#deleteStale(f);
+    return { full, texts: [text] };
+  }
+
+  /**
+   * Deletes the chains nothing of kpng's uses any more, in a restore of their own; when that
+   * fails (a foreign rule jumps to one of them), one chain per restore, again while that frees
+   * more (a stale chain may be what still jumps to another), so that only the busy ones stay for
+   * the next sync to try again. Never throws. Returns the inputs applied.
+   */
+  async #deleteStale(f: FamilyState): Promise<string> {
+    let out = "";
+    const remove = async (
+      table: "nat" | "filter",
+      chains: readonly string[],
+    ): Promise<string | undefined> => {
+      const text = tableText(table, { declare: [], rules: [], remove: chains });
+      try {
+        await this.#o.runner.restore(f.cfg.family, text);
+        for (const c of chains) f.stale[table].delete(c);
+        out += text;
+        return undefined;
+      } catch (e) {
+        return e instanceof IptablesError ? e.stderr : String(e);
+      }
+    };
+    for (const table of ["nat", "filter"] as const) {
+      const stale = f.stale[table];
+      if (stale.size === 0 || (await remove(table, [...stale])) === undefined) continue;
+      let stderr = "";
+      for (let progress = true; progress && stale.size > 0; ) {
+        progress = false;
+        for (const chain of [...stale]) {
+          const error = await remove(table, [chain]);
+          if (error === undefined) progress = true;
+          else stderr = error;
+        }
+      }
+      if (stale.size === 0) continue;
+      staleLeft.inc({ family: f.cfg.family });
+      const chains = [...stale].sort();
+      const decision = f.staleRepeats.hit(chains.join(","));
+      if (decision.log)
+        this.#o.log.warn(
+          { family: f.cfg.family, table, chains, stderr: stderr.slice(0, 500), attempts: decision.count },
+          "cannot delete unused kpng chains (another rule still uses them?); will try again at the next sync",
+        );
+    }
+    return out;
+  }
+
+  /** What the probe checks in a family: the rules that are always there once a sync succeeded. */
+  #probePoints(family: IPFamily): ProbePoint[] {
+    const f = this.#families.find((x) => x.cfg.family === family);
+    if (!f?.appliedShared) return [];
+    const points: ProbePoint[] = [
+      { table: "nat", chain: "PREROUTING", rule: BUILTIN_JUMPS.nat.PREROUTING?.[0] ?? "" },
+      { table: "nat", chain: SHARED_CHAINS.postrouting },
+      { table: "filter", chain: "INPUT", rule: BUILTIN_JUMPS.filter.INPUT?.[0] ?? "" },
+    ];
+    if ((f.appliedShared.get(`nat/${SHARED_CHAINS.services}`) ?? "") !== "")
+      points.push({ table: "nat", chain: SHARED_CHAINS.services });
+    return points;
   }
 
   /**
@@ -252,6 +345,7 @@ export class IptablesBackend {
     full: boolean,
     saved: { nat: KpngObjects; filter: KpngObjects } | undefined,
     chunked = true,
+    record = true,
   ): string[] {
     const { changed, sharedChanged } = this.#render(f, state);
     // An endpoint change leaves the shared chains alone: they are not even rebuilt (O(changed)).
@@ -310,6 +404,8 @@ export class IptablesBackend {
       if (group.declare.length > 0) groups.push(group);
     }
     f.pendingChains = pendingChains;
+    // A chain wanted again before its deletion succeeded is kpng's again.
+    for (const c of wanted) f.stale.nat.delete(c);
     f.pendingShared = sharedChains;
     const staticNat = new Set<string>([...STATIC_NAT_CHAINS, SHARED_CHAINS.canary]);
     const staticFilter = new Set<string>([...STATIC_FILTER_CHAINS, SHARED_CHAINS.canary]);
@@ -317,16 +413,20 @@ export class IptablesBackend {
     const natRemove = [...existingNat].filter((c) => !wanted.has(c) && !staticNat.has(c));
     f.pendingRemoved = natRemove;
     const filterRemove = full ? [...(saved?.filter.chains ?? [])].filter((c) => !staticFilter.has(c)) : [];
+    if (record) {
+      for (const c of natRemove) f.stale.nat.add(c);
+      for (const c of filterRemove) f.stale.filter.add(c);
+    }
     const canary = full ? [SHARED_CHAINS.canary] : [];
     const filter: TableInput = {
       declare: [...filterChunk.declare, ...canary],
       rules: [...filterChunk.rules, ...(full ? jumpFixes("filter", saved?.filter) : [])],
-      remove: filterRemove,
+      remove: record ? [] : filterRemove,
     };
     const finalNat: TableInput = {
       declare: [...late.declare, ...canary],
       rules: [...late.rules, ...(full ? jumpFixes("nat", saved?.nat) : [])],
-      remove: natRemove,
+      remove: record ? [] : natRemove,
     };
     const natParts: TableInput[] = [];
     const limit = chunked ? this.#chunkChains : Number.POSITIVE_INFINITY;
@@ -356,97 +456,5 @@ export class IptablesBackend {
       ["mangle", mangle],
     ];
     return tables.filter(([, t]) => !isEmpty(t)).map(([name, t]) => tableText(name, t));
-  }
-
-  /** True when every canary chain is still there. */
-  async canariesPresent(): Promise<boolean> {
-    for (const f of this.#families) {
-      for (const table of CANARY_TABLES) {
-        if (!(await this.#o.runner.chainExists(f.cfg.family, table, SHARED_CHAINS.canary))) return false;
-      }
-    }
-    return true;
-  }
-
-  /** Runs until `signal` aborts, syncing each new state of `feed`. */
-  async run(feed: LocalStateFeed, signal: AbortSignal): Promise<void> {
-    let latest: LocalState | undefined;
-    let dirty = false;
-    let wake: (() => void) | undefined;
-    const observer = this.#o.observer;
-    const unsubscribe = feed.subscribe((s) => {
-      latest = s;
-      dirty = true;
-      observer.queued(s);
-      wake?.();
-    });
-    const onAbort = () => wake?.();
-    signal.addEventListener("abort", onAbort);
-    let lastFull = Number.NEGATIVE_INFINITY;
-    let lastCanary = Number.NEGATIVE_INFINITY;
-    let forceFull = false;
-    let failures = 0;
-    let retryAt = 0;
-    try {
-      while (!signal.aborted) {
-        const now = this.#now();
-        let due = Number.POSITIVE_INFINITY;
-        let canaryDue = Number.POSITIVE_INFINITY;
-        if (latest !== undefined) {
-          if (failures > 0) due = retryAt;
-          // The feed is paced by --min-sync-period (pacedFeed): a new state is synced at once.
-          else if (dirty || forceFull) due = now;
-          else due = lastFull + this.#o.syncPeriodMs;
-          if (failures === 0 && !this.needsFullSync) canaryDue = lastCanary + this.#o.canaryIntervalMs;
-        }
-        const next = Math.min(due, canaryDue);
-        if (next > now || latest === undefined) {
-          await new Promise<void>((resolve) => {
-            const timer = Number.isFinite(next) ? setTimeout(resolve, next - now) : undefined;
-            wake = () => {
-              if (timer) clearTimeout(timer);
-              resolve();
-            };
-          });
-          wake = undefined;
-          continue;
-        }
-        if (due > now) {
-          lastCanary = now;
-          const present = await this.canariesPresent().catch(() => false);
-          if (!present) {
-            flushesDetected.inc();
-            this.#o.log.warn("a kpng canary chain is gone (tables flushed?); running a full sync");
-            forceFull = true;
-          }
-          continue;
-        }
-        const full = forceFull || this.needsFullSync || now >= lastFull + this.#o.syncPeriodMs;
-        dirty = false;
-        try {
-          const started = performance.now();
-          const report = await this.sync(latest, full);
-          // The observer's own errors are not sync failures.
-          await observer
-            .synced({ state: latest, full: report.full, durationMs: performance.now() - started })
-            .catch((err: unknown) => this.#o.log.error({ err }, "node services failed after a sync"));
-          if (report.full) lastFull = now;
-          lastCanary = this.#now();
-          forceFull = false;
-          this.#o.log.debug({ revision: latest.revision, full: report.full }, "iptables synced");
-          if (failures > 0)
-            this.#o.log.info({ revision: latest.revision }, "iptables resynced after failure");
-          failures = 0;
-        } catch {
-          failures++;
-          observer.failed();
-          const backoff = Math.min(1000 * 2 ** (failures - 1), Math.max(this.#o.syncPeriodMs, 1000));
-          retryAt = this.#now() + backoff;
-        }
-      }
-    } finally {
-      signal.removeEventListener("abort", onAbort);
-      unsubscribe();
-    }
   }
 }

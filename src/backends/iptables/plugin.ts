@@ -2,6 +2,7 @@
 
 import type { Command } from "commander";
 import { familySettings } from "../../backend-core/family-settings.ts";
+import { withFirstState } from "../../backend-core/first-state.ts";
 import { IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
@@ -130,23 +131,12 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
     };
     if (opts.dryRun) {
       const backend = new IptablesBackend(settings);
-      // The feed may call the listener before subscribe() returns: only the first state counts.
-      let done = false;
-      let unsubscribe = () => {};
-      await new Promise<void>((resolve, reject) => {
-        unsubscribe = feed.subscribe(async (state) => {
-          if (done) return;
-          done = true;
-          await dryRun(state, backend, runner).then(resolve, reject);
-        });
-        ctx.signal.addEventListener("abort", () => resolve());
-      });
-      unsubscribe();
+      await withFirstState(feed, ctx.signal, (state) => dryRun(state, backend, runner));
       return;
     }
     log.info({ variant: runner.variant, nodePorts: families.flatMap((f) => f.nodePortCIDRs) }, "starting");
     // Health, metrics, healthCheckNodePorts and conntrack cleanup are the node services'; a
-    // flush of the rules is noticed by the backend's own canary chains.
+    // flush of the rules is noticed by the backend's probe (the shared sync loop runs it).
     const node = await NodeServices.start(opts.node, {
       mode: "iptables",
       families: ["IPv4", "IPv6"],

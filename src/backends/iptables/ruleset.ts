@@ -15,22 +15,23 @@ import { jumpTarget, type KpngObjects } from "./saved.ts";
 const NEW = "-m conntrack --ctstate NEW";
 
 /** Jumps from the built-in chains into kpng's chains, in order: table → chain → rule specs. */
-const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> = {
-  nat: {
-    PREROUTING: [`-j ${SHARED_CHAINS.services}`],
-    OUTPUT: [`-j ${SHARED_CHAINS.services}`],
-    POSTROUTING: [`-j ${SHARED_CHAINS.postrouting}`],
-  },
-  filter: {
-    INPUT: [
-      `${NEW} -j ${SHARED_CHAINS.firewall}`,
-      `${NEW} -j ${SHARED_CHAINS.nodePorts}`,
-      `${NEW} -j ${SHARED_CHAINS.services}`,
-    ],
-    FORWARD: [`${NEW} -j ${SHARED_CHAINS.firewall}`, `${NEW} -j ${SHARED_CHAINS.services}`],
-    OUTPUT: [`${NEW} -j ${SHARED_CHAINS.firewall}`, `${NEW} -j ${SHARED_CHAINS.services}`],
-  },
-};
+export const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> =
+  {
+    nat: {
+      PREROUTING: [`-j ${SHARED_CHAINS.services}`],
+      OUTPUT: [`-j ${SHARED_CHAINS.services}`],
+      POSTROUTING: [`-j ${SHARED_CHAINS.postrouting}`],
+    },
+    filter: {
+      INPUT: [
+        `${NEW} -j ${SHARED_CHAINS.firewall}`,
+        `${NEW} -j ${SHARED_CHAINS.nodePorts}`,
+        `${NEW} -j ${SHARED_CHAINS.services}`,
+      ],
+      FORWARD: [`${NEW} -j ${SHARED_CHAINS.firewall}`, `${NEW} -j ${SHARED_CHAINS.services}`],
+      OUTPUT: [`${NEW} -j ${SHARED_CHAINS.firewall}`, `${NEW} -j ${SHARED_CHAINS.services}`],
+    },
+  };
 
 export const STATIC_NAT_CHAINS: readonly string[] = [
   SHARED_CHAINS.services,

@@ -23,7 +23,10 @@ export interface IptablesRunner {
   restore(family: IPFamily, text: string, options?: { readonly test?: boolean }): Promise<void>;
   /** `iptables-save -t <table>`. */
   save(family: IPFamily, table: Table): Promise<string>;
-  chainExists(family: IPFamily, table: Table, chain: string): Promise<boolean>;
+  /** Whether `chain` holds at least one rule (`iptables -S chain 1`); false when it is missing. */
+  hasRules(family: IPFamily, table: Table, chain: string): Promise<boolean>;
+  /** Whether `chain` holds the rule `spec` (`iptables -C chain …`); false when it is missing. */
+  hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean>;
 }
 
 interface Result {
@@ -31,6 +34,9 @@ interface Result {
   readonly stdout: string;
   readonly stderr: string;
 }
+
+/** A look at one chain: short, it runs every few seconds. */
+const CHECK_TIMEOUT_MS = 5000;
 
 /** One restore of 10k services (20k chains) takes seconds on a loaded two-core machine; a margin. */
 const DEFAULT_TIMEOUT_MS = 180_000;
@@ -83,9 +89,29 @@ export class ExecIptablesRunner implements IptablesRunner {
     return r.stdout;
   }
 
-  async chainExists(family: IPFamily, table: Table, chain: string): Promise<boolean> {
-    const argv = [...this.#prefix, binary(family, this.variant, ""), "-w", "5", "-t", table, "-S", chain];
-    const r = await exec(argv, "", this.#timeoutMs);
+  async hasRules(family: IPFamily, table: Table, chain: string): Promise<boolean> {
+    const r = await this.#check(family, table, ["-S", chain, "1"]);
+    return r.code === 0 && r.stdout.trim() !== "";
+  }
+
+  async hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean> {
+    const r = await this.#check(family, table, ["-C", chain, ...spec.split(" ")]);
     return r.code === 0;
+  }
+
+  /**
+   * Exit 1 means "no such chain or rule"; so does exit 2 naming a missing jump target (`-C` of
+   * a jump to a deleted chain); anything else but 0 is a failure to check.
+   */
+  async #check(family: IPFamily, table: Table, args: readonly string[]): Promise<Result> {
+    const argv = [...this.#prefix, binary(family, this.variant, ""), "-w", "5", "-t", table, ...args];
+    const r = await exec(argv, "", CHECK_TIMEOUT_MS);
+    if (r.code === 2 && /does not exist|Couldn't load target/.test(r.stderr)) return { ...r, code: 1 };
+    if (r.code !== 0 && r.code !== 1)
+      throw new IptablesError(
+        `${argv.slice(this.#prefix.length).join(" ")}: ${firstLine(r.stderr)}`,
+        r.stderr,
+      );
+    return r;
   }
 }

@@ -7,7 +7,7 @@ const CONTEXT_LINES = 2;
 /** Longest line kept whole; longer ones (an `nft -i` transaction is one line) are cut around the error. */
 const MAX_LINE_CHARS = 400;
 
-export interface TransactionExcerpt {
+interface TransactionExcerpt {
   /** The failing statement and its neighbours, or the first lines when nft named no line. */
   readonly excerpt: string;
   /** 1-based line of the failing statement, when nft's message names one. */

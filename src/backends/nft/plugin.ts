@@ -2,10 +2,10 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
+import { withFirstState } from "../../backend-core/first-state.ts";
 import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
-import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
@@ -96,7 +96,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         tables,
         log,
       });
-      await syncFirstState(feed, ctx.signal, (state) => backend.sync(state));
+      await withFirstState(feed, ctx.signal, (state) => backend.sync(state));
       return;
     }
     // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
@@ -115,7 +115,6 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     );
     const syncPeriodMs = opts.syncPeriod;
     const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
-    let backend: NftBackend | undefined;
     const node = await NodeServices.start(opts.node, {
       mode: "nftables",
       families: ["IPv4", "IPv6"],
@@ -125,17 +124,20 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         hostIPs,
       ),
       log: ctx.log.child({ component: "node" }),
-      repair: {
-        probe: new NftRulesProbe(tables),
-        trigger: () => backend?.forceFullSync(),
-        intervalMs: REPAIR_CHECK_MS,
-      },
     }).catch(async (err: unknown) => {
       runner.close();
       await lock.release();
       throw err;
     });
-    backend = new NftBackend({ runner, tables, log, syncPeriodMs, observer: node });
+    const backend = new NftBackend({
+      runner,
+      tables,
+      log,
+      syncPeriodMs,
+      observer: node,
+      probe: new NftRulesProbe(tables),
+      probeIntervalMs: REPAIR_CHECK_MS,
+    });
     try {
       await backend.run(feed, ctx.signal);
     } finally {
@@ -151,22 +153,3 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     ctx.log.info({ table }, "removed kpng nft tables");
   },
 };
-
-/** Runs `sync` on the first state of the feed only (the feed may call back before subscribe returns). */
-async function syncFirstState(
-  feed: LocalStateFeed,
-  signal: AbortSignal,
-  sync: (state: LocalState) => Promise<unknown>,
-): Promise<void> {
-  let done = false;
-  let unsubscribe = () => {};
-  await new Promise<void>((resolve, reject) => {
-    unsubscribe = feed.subscribe(async (state) => {
-      if (done) return;
-      done = true;
-      await sync(state).then(() => resolve(), reject);
-    });
-    signal.addEventListener("abort", () => resolve());
-  });
-  unsubscribe();
-}

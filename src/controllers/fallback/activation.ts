@@ -10,6 +10,12 @@ export interface ActivationState {
 
 interface Observation {
   readonly primaryReady: boolean;
+  /**
+   * The primary still has an endpoint that serves: ready, or terminating and still serving. A
+   * stock proxy uses terminating endpoints when none is ready; activating then would make it mix
+   * them with the fallback's, so the switch waits until they are gone. Unset: primaryReady.
+   */
+  readonly primaryServing?: boolean;
   readonly fallbackReady: boolean;
   readonly now: number;
   readonly returnDelayMs: number;
@@ -25,14 +31,15 @@ interface Step {
 export const INACTIVE: ActivationState = { active: false, primaryReadySince: undefined };
 
 /**
- * - inactive → active as soon as the primary has no ready endpoint and the fallback has one;
+ * - inactive → active as soon as the primary has no serving endpoint (ready, or terminating and
+ *   still serving) and the fallback has a ready one;
  * - active → inactive once the primary has been ready for returnDelayMs;
  * - active → inactive at once when neither has a ready endpoint (nothing to fall back to);
  * - a primary that loses its ready endpoints while active restarts the delay.
  */
 export function step(state: ActivationState, o: Observation): Step {
   if (!state.active) {
-    if (!o.primaryReady && o.fallbackReady) {
+    if (!(o.primaryServing ?? o.primaryReady) && o.fallbackReady) {
       return {
         state: { active: true, primaryReadySince: undefined },
         switched: "activated",

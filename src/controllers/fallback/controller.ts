@@ -6,15 +6,21 @@
 import { ApiStatusError, Reflector, type ReflectorTimings } from "../../kube/reflector.ts";
 import type { KubeRequester } from "../../kube/request.ts";
 import type { KubeTransport } from "../../kube/transport.ts";
-import { FALLBACK_MANAGER, LABEL_FALLBACK_ACTIVE, LABEL_MANAGED_BY } from "../../model/fallback.ts";
+import { type Clock, systemClock } from "../../model/clock.ts";
+import {
+  isActiveFallbackSlice,
+  isFallbackSlice as isFallback,
+  primaryHasReady,
+  primaryHasServing,
+} from "../../model/fallback.ts";
+import { type FallbackSpec, readFallbackSpec } from "../../model/fallback-spec.ts";
 import { familyOfAddress } from "../../model/ip.ts";
 import { type EndpointSlice, LABEL_ZONE, type Node, objectKey, type Service } from "../../model/kube.ts";
+import type { LabelSelector } from "../../model/label-selector.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../../model/validate.ts";
 import type { Logger } from "../../observability/log.ts";
 import { type ActivationState, INACTIVE, step } from "./activation.ts";
-import { type FallbackSpec, readFallbackSpec } from "./annotations.ts";
 import { ObjectCache } from "./cache.ts";
-import { type Clock, systemClock } from "./clock.ts";
 import { type EventReason, recordEvent, serviceEvent } from "./events.ts";
 import {
   fallbackActive,
@@ -25,7 +31,9 @@ import {
 } from "./metrics.ts";
 import { planWrites, type SliceWrite } from "./plan.ts";
 import { type Pod, parsePod } from "./pod.ts";
-import { buildFallbackSlices, serviceFamilies, toApiObject } from "./slices.ts";
+import { PodIndex } from "./pod-index.ts";
+import { resolvePorts } from "./ports.ts";
+import { buildFallbackSlices, servesAsFallback, serviceFamilies, toApiObject } from "./slices.ts";
 
 export interface FallbackControllerOptions {
   readonly transport: KubeTransport;
@@ -33,8 +41,10 @@ export interface FallbackControllerOptions {
   readonly log: Logger;
   readonly clock?: Clock;
   readonly timings?: Partial<ReflectorTimings>;
-  /** First retry after a failed write; doubles per failure of the same Service up to 30 s. */
+  /** First retry after a failed write or event; doubles per failure of the same Service up to 30 s. */
   readonly retryDelayMs?: number;
+  /** First retry after a 409 Conflict; doubles per failure up to 30 s. */
+  readonly conflictRetryDelayMs?: number;
 }
 
 const MAX_RETRY_DELAY_MS = 30_000;
@@ -42,17 +52,25 @@ const MAX_RETRY_DELAY_MS = 30_000;
 const WORKERS = 8;
 /** A conflict means our cache is behind; the watch brings the newer object within moments. */
 const CONFLICT_RETRY_DELAY_MS = 100;
+/** Tries per Event: an Event is for people, but one that says traffic moved must not be lost to a blip. */
+const EVENT_ATTEMPTS = 5;
 
-function isFallback(slice: EndpointSlice): boolean {
-  return slice.metadata.labels[LABEL_MANAGED_BY] === FALLBACK_MANAGER;
+interface PendingEvent {
+  readonly type: "Normal" | "Warning";
+  readonly reason: EventReason;
+  readonly message: string;
 }
 
-function primaryHasReady(slices: Iterable<EndpointSlice>): boolean {
-  for (const slice of slices) {
-    if (isFallback(slice) || slice.addressType === "FQDN") continue;
-    if (slice.endpoints.some((e) => e.addresses.length > 0 && e.conditions.ready !== false)) return true;
-  }
-  return false;
+/** Why a Service gets no fallback slices whatever its annotations say, or undefined. */
+function unsupported(service: Service): string | undefined {
+  if (service.type === "ExternalName") return "an ExternalName Service has no endpoints to fall back from";
+  if (service.clusterIP === "None")
+    return "a headless Service publishes its endpoints in DNS: a fallback would publish the fallback pods";
+  return undefined;
+}
+
+export function backoffMs(baseMs: number, failures: number): number {
+  return Math.min(MAX_RETRY_DELAY_MS, baseMs * 2 ** Math.min(30, Math.max(0, failures - 1)));
 }
 
 export class FallbackController {
@@ -61,6 +79,7 @@ export class FallbackController {
   readonly #clock: Clock;
   readonly #services = new ObjectCache<Service>((before, after) => this.#serviceChanged(before, after));
   readonly #pods = new ObjectCache<Pod>((before, after) => this.#podChanged(before, after));
+  readonly #podIndex = new PodIndex();
   readonly #nodes = new ObjectCache<Node>((before, after) => this.#nodeChanged(before, after));
   readonly #slices = new ObjectCache<EndpointSlice>((before, after) => this.#sliceChanged(before, after));
   /** service key → its slices by slice name. */
@@ -72,6 +91,10 @@ export class FallbackController {
   readonly #warned = new Map<string, string>();
   readonly #rechecks = new Map<string, () => void>();
   readonly #failures = new Map<string, number>();
+  /** Switch Events decided but not yet sent: they go once the slices that made the switch are written. */
+  readonly #pendingEvents = new Map<string, PendingEvent>();
+  /** Aborted when leadership is lost: writes of a former leader must not land. */
+  #term = new AbortController();
   readonly #dirty = new Set<string>();
   /** service key → the pods its fallback selector matches; dropped when one of them changes. */
   readonly #matched = new Map<string, Pod[]>();
@@ -146,15 +169,29 @@ export class FallbackController {
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#term.abort();
     for (const cancel of this.#rechecks.values()) cancel();
     this.#rechecks.clear();
     await Promise.all(this.#reflectors.map((r) => r.stop()));
     await this.idle();
   }
 
-  /** Only the leader writes; a replica that becomes leader reconciles every annotated Service. */
+  /**
+   * Only the leader writes. A replica that stops leading aborts the writes it has in flight; one
+   * that leads (again) forgets what it knew as a leader and starts from the API's objects (its
+   * caches are the watch's, always current), then reconciles every annotated Service.
+   */
   setLeading(leading: boolean): void {
+    if (leading === this.#leading) return;
     this.#leading = leading;
+    this.#term.abort();
+    this.#term = new AbortController();
+    for (const cancel of this.#rechecks.values()) cancel();
+    this.#rechecks.clear();
+    this.#states.clear();
+    this.#failures.clear();
+    this.#warned.clear();
+    this.#pendingEvents.clear();
     if (leading) this.#enqueueAll();
   }
 
@@ -185,6 +222,10 @@ export class FallbackController {
   }
 
   #podChanged(before: Pod | undefined, after: Pod | undefined): void {
+    this.#podIndex.update(before, after);
+    // Before every resource is listed nothing is reconciled or cached: no routing to do (and
+    // 50k listed pods × 2,000 Services would be 100M selector matches for nothing).
+    if (!this.#synced) return;
     const ns = (after ?? before)!.metadata.namespace;
     for (const key of this.#annotated.get(ns) ?? []) {
       const service = this.#services.get(key);
@@ -303,33 +344,36 @@ export class FallbackController {
     const slices = [...(this.#slicesByService.get(key)?.values() ?? [])];
     const existing = slices.filter(isFallback);
     const spec = service === undefined ? ({ kind: "none" } as const) : this.#spec(service);
-    if (spec.kind === "invalid") {
-      await this.#warnInvalid(service!, key, spec.reason);
+    const problem =
+      service === undefined || spec.kind === "none"
+        ? undefined
+        : (unsupported(service) ?? (spec.kind === "invalid" ? spec.reason : undefined));
+    if (problem !== undefined) {
+      // As if the annotation were removed: the fallback ends, and people are told why.
+      this.#warnInvalid(service!, key, problem);
+      await this.#end(key, service, existing);
       return;
     }
     this.#warned.delete(key);
-    if (spec.kind === "none" || service === undefined) {
-      this.#forget(key);
-      await this.#write(key, service, planWrites(existing, []));
+    if (spec.kind !== "valid" || service === undefined) {
+      await this.#end(key, service, existing);
       return;
     }
     const now = this.#clock.now();
-    const pods = this.#matchingPods(key, service, spec.selector.matches);
+    const pods = this.#matchingPods(key, service, spec.selector);
     const families = serviceFamilies(service);
     const fallbackReady = pods.some(
       (p) =>
-        p.ready &&
-        !p.terminating &&
-        !p.finished &&
-        p.ips.some((ip) => families.includes(familyOfAddress(ip)!)),
+        servesAsFallback(p, service) &&
+        p.ips.some((ip) => families.includes(familyOfAddress(ip)!)) &&
+        resolvePorts(service.ports, p.ports).length > 0,
     );
     const state =
       this.#states.get(key) ??
-      (existing.some((s) => s.metadata.labels[LABEL_FALLBACK_ACTIVE] === "true")
-        ? { active: true, primaryReadySince: undefined }
-        : INACTIVE);
+      (existing.some(isActiveFallbackSlice) ? { active: true, primaryReadySince: undefined } : INACTIVE);
     const next = step(state, {
       primaryReady: primaryHasReady(slices),
+      primaryServing: primaryHasServing(slices),
       fallbackReady,
       now,
       returnDelayMs: spec.returnDelayMs,
@@ -343,6 +387,15 @@ export class FallbackController {
     if (next.switched !== undefined) {
       fallbackSwitchesTotal.inc({ direction: next.switched });
       this.#log.info({ service: key, switched: next.switched }, "fallback switched");
+      const activated = next.switched === "activated";
+      // Replaces an unsent one: only the last switch is still true.
+      this.#pendingEvents.set(key, {
+        type: "Normal",
+        reason: activated ? "FallbackActivated" : "FallbackDeactivated",
+        message: activated
+          ? "no ready endpoint of its own: traffic goes to the fallback pods"
+          : `ready for ${spec.returnDelayMs} ms: traffic returns to the Service's own pods`,
+      });
     }
     const desired = buildFallbackSlices({
       service,
@@ -350,32 +403,39 @@ export class FallbackController {
       zoneOf: (name) => this.#nodes.get(name)?.metadata.labels[LABEL_ZONE] ?? "",
       active: next.state.active,
     });
-    const ok = await this.#write(key, service, planWrites(existing, desired));
-    if (ok && next.switched !== undefined) {
-      const activated = next.switched === "activated";
-      this.#sendEvent(
-        service,
-        "Normal",
-        activated ? "FallbackActivated" : "FallbackDeactivated",
-        activated
-          ? "no ready endpoint of its own: traffic goes to the fallback pods"
-          : `ready for ${spec.returnDelayMs} ms: traffic returns to the Service's own pods`,
-      );
+    if (await this.#write(key, service, planWrites(existing, desired))) this.#flushEvent(key, service);
+  }
+
+  /** The fallback is over for this Service: its slices go, and a switch back is counted. */
+  async #end(key: string, service: Service | undefined, existing: readonly EndpointSlice[]): Promise<void> {
+    const wasActive = this.#states.get(key)?.active ?? existing.some(isActiveFallbackSlice);
+    this.#forget(key);
+    if (wasActive && service !== undefined) {
+      fallbackSwitchesTotal.inc({ direction: "deactivated" });
+      this.#pendingEvents.set(key, {
+        type: "Normal",
+        reason: "FallbackDeactivated",
+        message:
+          "the fallback annotation was removed or is unusable: traffic returns to the Service's own pods",
+      });
+    }
+    if (await this.#write(key, service, planWrites(existing, []))) {
+      if (service !== undefined) this.#flushEvent(key, service);
+      else this.#pendingEvents.delete(key);
     }
   }
 
-  #matchingPods(
-    key: string,
-    service: Service,
-    matches: (labels: Service["metadata"]["labels"]) => boolean,
-  ): Pod[] {
+  #flushEvent(key: string, service: Service): void {
+    const event = this.#pendingEvents.get(key);
+    if (event === undefined) return;
+    this.#pendingEvents.delete(key);
+    this.#sendEvent(service, event.type, event.reason, event.message);
+  }
+
+  #matchingPods(key: string, service: Service, selector: LabelSelector): Pod[] {
     const cached = this.#matched.get(key);
     if (cached !== undefined) return cached;
-    const out: Pod[] = [];
-    const ns = service.metadata.namespace;
-    for (const pod of this.#pods.values()) {
-      if (pod.metadata.namespace === ns && matches(pod.metadata.labels)) out.push(pod);
-    }
+    const out = this.#podIndex.matching(service.metadata.namespace, selector);
     this.#matched.set(key, out);
     return out;
   }
@@ -388,42 +448,52 @@ export class FallbackController {
   #forget(key: string): void {
     this.#states.delete(key);
     this.#matched.delete(key);
-    this.#failures.delete(key);
     const [namespace, service] = key.split("/") as [string, string];
     fallbackActive.remove({ namespace, service });
   }
 
-  async #warnInvalid(service: Service, key: string, reason: string): Promise<void> {
+  #warnInvalid(service: Service, key: string, reason: string): void {
     if (this.#warned.get(key) === reason) return;
     this.#warned.set(key, reason);
     fallbackInvalidServicesTotal.inc();
-    this.#log.warn({ service: key, reason }, "invalid fallback annotation; nothing written");
+    this.#log.warn({ service: key, reason }, "no fallback for this Service; its fallback slices are removed");
     this.#sendEvent(service, "Warning", "InvalidFallback", reason);
   }
 
-  /** Never throws. */
+  /** Never throws; tries EVENT_ATTEMPTS times with backoff, without holding back the slices. */
   async #event(
     service: Service,
     type: "Normal" | "Warning",
     reason: EventReason,
     message: string,
   ): Promise<void> {
-    try {
-      await recordEvent(
-        this.#options.requester,
-        serviceEvent(service, type, reason, message, new Date(this.#clock.now())),
-        service.metadata.namespace,
-      );
-    } catch (err) {
-      // An event is for people; losing one must not hold back the slices.
-      fallbackWriteErrorsTotal.inc({ verb: "event", reason: reasonOf(err) });
-      this.#log.warn({ service: objectKey(service.metadata), err: String(err) }, "could not record an event");
+    const event = serviceEvent(service, type, reason, message, new Date());
+    const signal = this.#term.signal;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await recordEvent(this.#options.requester, event, service.metadata.namespace, signal);
+        return;
+      } catch (err) {
+        // Stopped or no longer leading: the next leader tells its own story.
+        if (signal.aborted || this.#stopped) return;
+        fallbackWriteErrorsTotal.inc({ verb: "event", reason: reasonOf(err) });
+        const last = attempt >= EVENT_ATTEMPTS;
+        this.#log.warn(
+          { service: objectKey(service.metadata), reason, attempt, err: String(err) },
+          last ? "could not record an event; giving up" : "could not record an event; retrying",
+        );
+        if (last) return;
+        await new Promise<void>((resolve) =>
+          this.#clock.after(backoffMs(this.#options.retryDelayMs ?? 1000, attempt), resolve),
+        );
+      }
     }
   }
 
   /** Applies the writes in order; on the first failure, retries the whole Service later. */
   async #write(key: string, service: Service | undefined, writes: readonly SliceWrite[]): Promise<boolean> {
     const [namespace] = key.split("/") as [string];
+    const signal = this.#term.signal;
     const base = `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`;
     for (const w of writes) {
       try {
@@ -432,31 +502,38 @@ export class FallbackController {
             method: "POST",
             path: base,
             body: toApiObject(w.spec, service!),
+            signal,
           });
         } else if (w.verb === "update") {
           await this.#options.requester.send({
             method: "PUT",
             path: `${base}/${w.spec.name}`,
             body: toApiObject(w.spec, service!, w.resourceVersion),
+            signal,
           });
         } else {
           await this.#options.requester.send({
             method: "DELETE",
             path: `${base}/${w.name}`,
             body: { preconditions: { resourceVersion: w.resourceVersion } },
+            signal,
           });
         }
         fallbackWritesTotal.inc({ verb: w.verb });
       } catch (err) {
+        // Leadership was lost (or the controller stops): the new leader takes it from here.
+        if (signal.aborted) return false;
         const reason = reasonOf(err);
         fallbackWriteErrorsTotal.inc({ verb: w.verb, reason });
         if (w.verb === "delete" && err instanceof ApiStatusError && err.status === 404) continue;
         const failures = (this.#failures.get(key) ?? 0) + 1;
         this.#failures.set(key, failures);
-        const delay =
+        const delay = backoffMs(
           reason === "conflict" || reason === "exists"
-            ? CONFLICT_RETRY_DELAY_MS
-            : Math.min(MAX_RETRY_DELAY_MS, (this.#options.retryDelayMs ?? 1000) * 2 ** (failures - 1));
+            ? (this.#options.conflictRetryDelayMs ?? CONFLICT_RETRY_DELAY_MS)
+            : (this.#options.retryDelayMs ?? 1000),
+          failures,
+        );
         this.#log.warn(
           { service: key, verb: w.verb, reason, err: String(err), retryInMs: delay },
           "write failed",

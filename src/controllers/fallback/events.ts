@@ -36,6 +36,12 @@ export async function recordEvent(
   requester: KubeRequester,
   event: unknown,
   namespace: string,
+  signal?: AbortSignal,
 ): Promise<void> {
-  await requester.send({ method: "POST", path: `/api/v1/namespaces/${namespace}/events`, body: event });
+  await requester.send({
+    method: "POST",
+    path: `/api/v1/namespaces/${namespace}/events`,
+    body: event,
+    ...(signal && { signal }),
+  });
 }

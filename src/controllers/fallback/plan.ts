@@ -41,14 +41,9 @@ function desiredFingerprint(spec: FallbackSliceSpec): string {
   );
 }
 
-function existingFingerprint(slice: EndpointSlice, ownedLabels: readonly string[]): string {
-  const labels: Record<string, string> = {};
-  for (const key of ownedLabels) {
-    const value = slice.metadata.labels[key];
-    if (value !== undefined) labels[key] = value;
-  }
+function existingFingerprint(slice: EndpointSlice): string {
   return fingerprintOf(
-    labels,
+    slice.metadata.labels,
     slice.addressType,
     slice.ports,
     slice.endpoints.map((e) => [
@@ -74,7 +69,7 @@ export function planWrites(
     const current = byName.get(spec.name);
     byName.delete(spec.name);
     if (current === undefined) writes.push({ verb: "create", spec });
-    else if (existingFingerprint(current, Object.keys(spec.labels)) !== desiredFingerprint(spec)) {
+    else if (existingFingerprint(current) !== desiredFingerprint(spec)) {
       writes.push({ verb: "update", spec, resourceVersion: current.metadata.resourceVersion });
     }
   }

@@ -14,6 +14,10 @@ import { familyOfAddress } from "../../model/ip.ts";
 import type { ObjectMeta, Protocol } from "../../model/kube.ts";
 import type { ParseResult } from "../../model/validate.ts";
 import { bestEffortName, checkKind, readMetadata } from "../../model/validate-meta.ts";
+import { Interner } from "./interner.ts";
+
+const NO_ANNOTATIONS = Object.freeze({});
+const strings = new Interner();
 
 export interface ContainerPort {
   readonly name: string;
@@ -53,15 +57,27 @@ function readIPs(status: RawObject): string[] {
   return single === "" ? [] : [readIP(single, "status.podIP")];
 }
 
+/**
+ * Ports of the containers, then of the sidecars (init containers with restartPolicy Always, which
+ * run beside them): the EndpointSlice controller resolves named targetPorts over both.
+ */
 function readPorts(spec: RawObject): ContainerPort[] {
   const out: ContainerPort[] = [];
-  optionalArray(spec.containers, "spec.containers").forEach((rawContainer, c) => {
-    const container = object(rawContainer, `spec.containers[${c}]`);
-    optionalArray(container.ports, `spec.containers[${c}].ports`).forEach((rawPort, p) => {
-      const path = `spec.containers[${c}].ports[${p}]`;
+  const containers = optionalArray(spec.containers, "spec.containers").map((raw, c) => ({
+    raw,
+    path: `spec.containers[${c}]`,
+  }));
+  optionalArray(spec.initContainers, "spec.initContainers").forEach((raw, c) => {
+    const path = `spec.initContainers[${c}]`;
+    if (object(raw, path).restartPolicy === "Always") containers.push({ raw, path });
+  });
+  for (const { raw: rawContainer, path: containerPath } of containers) {
+    const container = object(rawContainer, containerPath);
+    optionalArray(container.ports, `${containerPath}.ports`).forEach((rawPort, p) => {
+      const path = `${containerPath}.ports[${p}]`;
       const port = object(rawPort, path);
       out.push({
-        name: optionalString(port.name, `${path}.name`),
+        name: strings.intern(optionalString(port.name, `${path}.name`)),
         containerPort: integer(port.containerPort, `${path}.containerPort`, 1, 65535),
         protocol:
           port.protocol === undefined
@@ -69,7 +85,7 @@ function readPorts(spec: RawObject): ContainerPort[] {
             : oneOf(port.protocol, `${path}.protocol`, ["TCP", "UDP", "SCTP"]),
       });
     });
-  });
+  }
   return out;
 }
 
@@ -92,8 +108,16 @@ export function parsePod(raw: unknown): ParseResult<Pod> {
       ok: true,
       value: {
         kind: "Pod",
-        metadata,
-        nodeName: optionalString(spec.nodeName, "spec.nodeName"),
+        // Only what a slice is built from is kept: annotations (often kilobytes per pod) are not.
+        metadata: {
+          namespace: strings.intern(metadata.namespace),
+          name: metadata.name,
+          uid: metadata.uid,
+          resourceVersion: metadata.resourceVersion,
+          labels: strings.labels(metadata.labels),
+          annotations: NO_ANNOTATIONS,
+        },
+        nodeName: strings.intern(optionalString(spec.nodeName, "spec.nodeName")),
         ips: readIPs(status),
         ready: readReady(status),
         terminating: optionalObject(r.metadata, "metadata").deletionTimestamp != null,

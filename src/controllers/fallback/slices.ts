@@ -1,8 +1,14 @@
 // A Service's fallback pods → the EndpointSlices the controller keeps for them, built as the
 // EndpointSlice controller would build them for pods its selector matched: one address per
 // family the Service has, ports resolved per pod, pods grouped by resolved ports, at most
-// MAX_ENDPOINTS_PER_SLICE endpoints per slice. Inactive slices carry the same endpoints with
-// ready and serving false, so a proxy that knows nothing of fallback never sends traffic to them.
+// MAX_ENDPOINTS_PER_SLICE endpoints per slice.
+//
+// The conditions say what a proxy that knows nothing of fallback (a stock kube-proxy) must do:
+// - inactive: ready and serving false: it sends them nothing;
+// - active: ready false, serving and terminating true: it uses them only while the Service has
+//   no ready endpoint at all (KEP-1669), so the moment a primary endpoint is ready again it
+//   sends everything there, with or without this controller, and never mixes the two sets.
+// kpng reads the active label and treats serving as ready (src/brain/fallback.ts).
 
 import { createHash } from "node:crypto";
 import { FALLBACK_MANAGER, LABEL_FALLBACK_ACTIVE, LABEL_MANAGED_BY } from "../../model/fallback.ts";
@@ -55,12 +61,22 @@ interface BuildInput {
   readonly active: boolean;
 }
 
+/**
+ * Whether the pod serves the Service as its fallback: ready and not being deleted (a fallback pod
+ * being deleted takes no new connection), or any pod when the Service publishes not-ready
+ * addresses, as the EndpointSlice controller publishes them.
+ */
+export function servesAsFallback(pod: Pod, service: Service): boolean {
+  if (pod.finished) return false;
+  return service.publishNotReadyAddresses === true || (pod.ready && !pod.terminating);
+}
+
 function endpointOf(pod: Pod, ip: string, input: BuildInput): SliceEndpointSpec {
   const zone = pod.nodeName === "" ? "" : input.zoneOf(pod.nodeName);
   return {
     addresses: [ip],
     conditions: input.active
-      ? { ready: pod.ready && !pod.terminating, serving: pod.ready, terminating: pod.terminating }
+      ? { ready: false, serving: servesAsFallback(pod, input.service), terminating: true }
       : { ready: false, serving: false, terminating: pod.terminating },
     ...(pod.nodeName !== "" && { nodeName: pod.nodeName }),
     ...(zone !== "" && { zone }),
@@ -76,7 +92,9 @@ function endpointOf(pod: Pod, ip: string, input: BuildInput): SliceEndpointSpec 
 /** Sorted by name; pods that finished or have no address of a family are left out of it. */
 export function buildFallbackSlices(input: BuildInput): FallbackSliceSpec[] {
   const { service } = input;
+  // The Service's labels, as the EndpointSlice controller copies them; ours win.
   const labels = {
+    ...service.metadata.labels,
     [LABEL_SERVICE_NAME]: service.metadata.name,
     [LABEL_MANAGED_BY]: FALLBACK_MANAGER,
     [LABEL_FALLBACK_ACTIVE]: input.active ? "true" : "false",

@@ -35,7 +35,7 @@ const nft: BackendUnderTest = {
     const tables = (await node.exec(["nft", "list", "tables"])).stdout;
     return { kpng: /kpng/.test(tables), foreign: /table ip someone-else/.test(tables) };
   },
-  // Repaired by the node services' rules watchdog.
+  // Repaired through the probe of the shared sync loop.
   async flush(node) {
     await node.exec(["nft", "flush", "ruleset"]);
   },

@@ -107,6 +107,34 @@ function serviceObjects(s: TestService): object[] {
   return [svc, slice];
 }
 
+/**
+ * The command line of kpng reading the cluster file `file` as node-1 and programming it with
+ * `sink` (a backend's sink and flags), syncs 100 ms apart at most; `extra` goes before that flag.
+ */
+export function kpngArgv(
+  main: string,
+  file: string,
+  sink: readonly string[],
+  extra: readonly string[] = [],
+): string[] {
+  return [
+    process.execPath,
+    main,
+    "file",
+    "--input",
+    file,
+    "to-local",
+    ...sink,
+    "--node-name",
+    "node-1",
+    "--nodeport-addresses",
+    "192.0.2.1/32,2001:db8::1/128",
+    ...extra,
+    "--min-sync-period",
+    "100ms",
+  ];
+}
+
 /** A networking.k8s.io/v1 ServiceCIDR: one of the cluster's Service IP ranges. */
 export function serviceCIDR(name: string, cidrs: readonly string[]): object {
   return { apiVersion: "networking.k8s.io/v1", kind: "ServiceCIDR", metadata: { name }, spec: { cidrs } };

@@ -22,7 +22,7 @@ import {
   type Topology,
 } from "../../support/netns.ts";
 import { BACKENDS } from "./backends.ts";
-import { serviceCIDR, type TestService, writeCluster } from "./cluster.ts";
+import { kpngArgv, serviceCIDR, type TestService, writeCluster } from "./cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const skip = await netnsSkipReason();
@@ -99,24 +99,10 @@ for (const backend of BACKENDS)
       topo = env.topology;
       await topo.pod("beyond").ns.exec(["nft", "-f", "-"], { stdin: COUNTER_RULES });
       withRanges();
-      kpng = topo.node.spawn(
-        [
-          process.execPath,
-          MAIN,
-          "file",
-          "--input",
-          file,
-          "to-local",
-          ...backend.sink,
-          "--node-name",
-          "node-1",
-          "--nodeport-addresses",
-          "192.0.2.1/32,2001:db8::1/128",
-          "--min-sync-period",
-          "100ms",
-        ],
-        { name: "kpng", env: { KPNG_LOG_LEVEL: "debug" } },
-      );
+      kpng = topo.node.spawn(kpngArgv(MAIN, file, backend.sink), {
+        name: "kpng",
+        env: { KPNG_LOG_LEVEL: "debug" },
+      });
       for (const f of families) {
         await eventually(async () => (await one(tcp(f.service, 80))).ok, `the ${f.name} service to answer`);
       }

@@ -4,96 +4,23 @@
 // being killed.
 
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, it } from "node:test";
-import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
-import { TestApiServer } from "../../apiserver/server.ts";
-import type { RawObject } from "../../apiserver/store.ts";
+import type { TestApiServer } from "../../apiserver/server.ts";
 import { endpointsOf, KpngProcess } from "../kube/kpng-process.ts";
+import {
+  activeLabels,
+  ControllerProcess,
+  holder,
+  LEASE,
+  metricsPort,
+  report,
+  setPrimaryReady,
+  startWebCluster,
+  until,
+} from "./harness.ts";
 
-const MAIN = join(import.meta.dirname, "..", "..", "..", "src", "cli", "main.ts");
 const PRIMARY = "203.0.113.5:8080";
 const FALLBACK = "203.0.113.50:8080";
-const LEASE = { duration: 2000, renew: 1500, retry: 200 };
-
-function report(line: string): void {
-  process.stdout.write(`# ${line}\n`);
-}
-
-class ControllerProcess {
-  stderr = "";
-  readonly port: number;
-  readonly #child: ChildProcess;
-  readonly exited: Promise<number | null>;
-  constructor(master: string, port: number) {
-    this.port = port;
-    this.#child = spawn(
-      process.execPath,
-      [
-        MAIN,
-        "fallback-controller",
-        "--master",
-        master,
-        "--leader-elect-namespace",
-        "kube-system",
-        "--leader-elect-lease-duration",
-        `${LEASE.duration}ms`,
-        "--leader-elect-renew-deadline",
-        `${LEASE.renew}ms`,
-        "--leader-elect-retry-period",
-        `${LEASE.retry}ms`,
-        "--metrics-address",
-        `127.0.0.1:${port}`,
-      ],
-      { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, KUBECONFIG: "", HOME: "/nonexistent" } },
-    );
-    this.#child.stderr!.setEncoding("utf8").on("data", (t: string) => {
-      this.stderr += t;
-    });
-    this.exited = new Promise((resolve) => this.#child.on("exit", (code) => resolve(code)));
-  }
-  kill(signal: NodeJS.Signals): void {
-    if (this.#child.exitCode === null) this.#child.kill(signal);
-  }
-  async get(path: string): Promise<{ status: number; text: string }> {
-    const res = await fetch(`http://127.0.0.1:${this.port}${path}`, { signal: AbortSignal.timeout(2000) });
-    return { status: res.status, text: await res.text() };
-  }
-}
-
-async function until(
-  what: string,
-  condition: () => boolean | Promise<boolean>,
-  timeoutMs = 10_000,
-): Promise<number> {
-  const started = Date.now();
-  for (;;) {
-    try {
-      if (await condition()) return Date.now() - started;
-    } catch {
-      // not yet
-    }
-    if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-function holder(api: TestApiServer): string {
-  const lease = api.get("Lease", "kube-system/kpng-fallback-controller") as unknown as
-    | { spec?: { holderIdentity?: string } }
-    | undefined;
-  return lease?.spec?.holderIdentity ?? "";
-}
-
-function setPrimaryReady(api: TestApiServer, ready: boolean): void {
-  const slice = api.get("EndpointSlice", "default/web-abc") as RawObject & {
-    kind: string;
-    endpoints: { conditions: unknown }[];
-  };
-  slice.endpoints[0]!.conditions = { ready, serving: ready, terminating: false };
-  api.update(slice);
-}
 
 describe("kpng fallback-controller with kpng kube", () => {
   let api: TestApiServer;
@@ -101,25 +28,7 @@ describe("kpng fallback-controller with kpng kube", () => {
   let proxy: KpngProcess | undefined;
 
   beforeEach(async () => {
-    api = await TestApiServer.start({ bookmarkIntervalMs: 500 });
-    api.create(node("node-1"));
-    const web = service("web");
-    web.metadata.annotations = {
-      "fallback.kpng.io/selector": "app=sorry-page",
-      "fallback.kpng.io/return-delay": "1s",
-    };
-    api.create(web);
-    api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.5"] }));
-    api.create({
-      kind: "Pod",
-      metadata: { name: "sorry-1", namespace: "default", labels: { app: "sorry-page" } },
-      spec: { nodeName: "node-1", containers: [{ name: "c" }] },
-      status: {
-        phase: "Running",
-        podIPs: [{ ip: "203.0.113.50" }],
-        conditions: [{ type: "Ready", status: "True" }],
-      },
-    });
+    api = await startWebCluster("1s");
   });
 
   afterEach(async () => {
@@ -133,19 +42,24 @@ describe("kpng fallback-controller with kpng kube", () => {
   });
 
   it("moves traffic to the fallback and back, never mixed, and a second replica takes over from a killed leader", async () => {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
+    const base = metricsPort();
     const a = new ControllerProcess(api.url, base);
     controllers.push(a);
-    await until("a leads", () => holder(api) !== "");
+    await until("a leads", () => holder(api) !== "", 60_000);
     const b = new ControllerProcess(api.url, base + 1);
     controllers.push(b);
     await until(
       "both healthy",
       async () => (await a.get("/healthz")).status === 200 && (await b.get("/healthz")).status === 200,
+      60_000,
     );
 
     proxy = new KpngProcess(["kube", "--master", api.url, "to-local", "to-json", "--node-name", "node-1"]);
-    await proxy.waitFor("the primary serving", (d) => endpointsOf(d, "default/web").join() === PRIMARY);
+    await proxy.waitFor(
+      "the primary serving",
+      (d) => endpointsOf(d, "default/web").join() === PRIMARY,
+      60_000,
+    );
 
     setPrimaryReady(api, false);
     const activatedMs = await proxy.waitFor(
@@ -166,6 +80,8 @@ describe("kpng fallback-controller with kpng kube", () => {
     );
     report(`primary serving again ${returnedMs} ms after it became ready (return delay 1s)`);
     assert.ok(returnedMs >= 1000, "returned before the return delay");
+    // kpng keeps the delay itself; the controller marks the slices inactive at about the same time.
+    await until("the fallback marked inactive", () => activeLabels(api, "web") === "false");
 
     const leader = holder(api);
     a.kill("SIGKILL");

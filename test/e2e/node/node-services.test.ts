@@ -166,10 +166,12 @@ describe("node services end to end", { skip }, () => {
       "kubeproxy_sync_proxy_rules_service_changes_total",
       "kubeproxy_sync_proxy_rules_nftables_sync_failures_total",
       "kubeproxy_proxy_healthz_total",
-      "kpng_nft_sync_duration_seconds",
+      "kpng_family_programmed",
     ]) {
       assert.match(m.body, new RegExp(`^${name}`, "m"), name);
     }
+    // One metric family for every backend, told apart by a label.
+    assert.match(m.body, /^kubeproxy_sync_proxy_rules_duration_seconds_count\{backend="nftables"\} /m);
     assert.equal((await fromNode(":10249/proxyMode")).body, "nftables");
     // Metrics stay on the loopback by default.
     assert.ok((await httpGet(topo.external, "http://192.0.2.1:10249/metrics")).error);
@@ -266,7 +268,10 @@ describe("node services end to end", { skip }, () => {
     );
     assert.ok(Date.now() - flushed <= 5000);
     await eventually(
-      async () => /kpng_rules_repairs_total 1/.test((await fromNode(":10249/metrics")).body),
+      async () =>
+        /^kpng_rules_repairs_total\{backend="nftables",family="ip"\} 1$/m.test(
+          (await fromNode(":10249/metrics")).body,
+        ),
       "the repair metric",
     );
     assert.match(kpng!.stderr(), /deleted or flushed by another program/);

@@ -36,6 +36,8 @@ const NEEDED: [kind: "ClusterRole" | "Role", group: string, resource: string, ve
   ["ClusterRole", "", "nodes", ["list", "watch"]],
   ["ClusterRole", "discovery.k8s.io", "endpointslices", ["list", "watch", "create", "update", "delete"]],
   ["ClusterRole", "", "events", ["create"]],
+  // Owner references with blockOwnerDeletion (OwnerReferencesPermissionEnforcement).
+  ["ClusterRole", "", "services/finalizers", ["update"]],
   ["Role", "coordination.k8s.io", "leases", ["get", "create", "update"]],
 ];
 
@@ -66,8 +68,28 @@ describe("deploy/fallback-controller.yaml", () => {
           `unneeded ${verb}`,
         );
     }
+  });
+
+  it("the Lease role names the Lease the args name", () => {
+    const args: string[] = container.args;
+    const at = args.indexOf("--leader-elect-lease-name");
+    const leaseName = at === -1 ? "kpng-fallback-controller" : args[at + 1];
     const leaseUpdate = of("Role")[0].rules.find((r: Manifest) => r.verbs.includes("update"));
-    assert.deepEqual(leaseUpdate.resourceNames, ["kpng-fallback-controller"]);
+    assert.deepEqual(leaseUpdate.resourceNames, [leaseName]);
+  });
+
+  it("the heap is capped well below the memory limit (the rest is Node, code and buffers)", () => {
+    const options: string = container.env.find((e: Manifest) => e.name === "NODE_OPTIONS").value;
+    const heapMiB = Number(/--max-old-space-size=(\d+)/.exec(options)?.[1]);
+    const limitMiB = Number(/^(\d+)Mi$/.exec(container.resources.limits.memory)?.[1]);
+    assert.ok(heapMiB > 0 && limitMiB - heapMiB >= 128, `heap ${heapMiB} MiB, limit ${limitMiB} MiB`);
+  });
+
+  it("a startup probe gives the first list minutes before liveness may kill the controller", () => {
+    const startup = container.startupProbe;
+    assert.equal(startup.httpGet.path, "/healthz");
+    assert.ok(startup.periodSeconds * startup.failureThreshold >= 300, "at least 5 minutes to list");
+    assert.equal(container.livenessProbe.initialDelaySeconds, undefined);
   });
 
   it("the bindings name the ServiceAccount the pods run as", () => {

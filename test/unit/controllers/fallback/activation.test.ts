@@ -7,6 +7,8 @@ interface Tick {
   readonly t: number;
   readonly primary: boolean;
   readonly fallback: boolean;
+  /** The primary has an endpoint terminating but still serving (none ready): a stock proxy uses it. */
+  readonly terminatingServing?: boolean;
   /** Whether the Service is on its fallback after this observation. */
   readonly active: boolean;
 }
@@ -18,6 +20,16 @@ interface Row {
 }
 
 const rows: Row[] = [
+  {
+    name: "the primary's last pods terminate but still serve: the switch waits until they are gone (a stock proxy would mix them)",
+    delay: 10,
+    ticks: [
+      { t: 0, primary: true, fallback: true, active: false },
+      { t: 1, primary: false, terminatingServing: true, fallback: true, active: false },
+      { t: 20, primary: false, terminatingServing: true, fallback: true, active: false },
+      { t: 31, primary: false, fallback: true, active: true },
+    ],
+  },
   {
     name: "the primary's last ready endpoint goes: the fallback takes over at once",
     delay: 10,
@@ -92,6 +104,7 @@ function run(
   for (const tick of ticks) {
     const next = step(state, {
       primaryReady: tick.primary,
+      primaryServing: tick.primary || tick.terminatingServing === true,
       fallbackReady: tick.fallback,
       now: tick.t * 1000,
       returnDelayMs: delay * 1000,

@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { FallbackController } from "../../../../src/controllers/fallback/controller.ts";
 import { loadKubeConfig } from "../../../../src/kube/kubeconfig.ts";
+import { ApiStatusError } from "../../../../src/kube/reflector.ts";
 import { KubeConfigRequester, type KubeRequest, type KubeRequester } from "../../../../src/kube/request.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { endpointSlice, service } from "../../../apiserver/fixtures.ts";
@@ -17,8 +18,11 @@ const NO_ENVIRONMENT = { env: {}, fileExists: () => false, homeDir: "/nonexisten
 /** Counts what went through, and can run a hook before a request (to race the controller). */
 class CountingRequester implements KubeRequester {
   readonly sent: KubeRequest[] = [];
+  readonly sentAt: number[] = [];
   readonly failed: { request: KubeRequest; status: number }[] = [];
   before: ((r: KubeRequest) => void) | undefined;
+  /** An HTTP status to answer instead of the server, or "hang" to never answer (until aborted). */
+  answer: ((r: KubeRequest) => number | "hang" | undefined) | undefined;
   readonly #inner: KubeRequester;
   constructor(inner: KubeRequester) {
     this.#inner = inner;
@@ -26,7 +30,17 @@ class CountingRequester implements KubeRequester {
   async send(r: KubeRequest): Promise<unknown> {
     this.before?.(r);
     this.sent.push(r);
+    this.sentAt.push(Date.now());
+    const answer = this.answer?.(r);
+    if (answer === "hang") {
+      return new Promise((_, reject) =>
+        r.signal?.addEventListener("abort", () => reject(new Error("aborted")), { once: true }),
+      );
+    }
     try {
+      if (answer !== undefined) {
+        throw new ApiStatusError(answer, answer === 409 ? "Conflict" : "InternalError", "injected");
+      }
       return await this.#inner.send(r);
     } catch (err) {
       this.failed.push({ request: r, status: (err as { status?: number }).status ?? 0 });
@@ -43,11 +57,15 @@ function pod(
   ip: string,
   labels: Record<string, string>,
   ready = true,
+  portName = "http",
 ): RawObject & { kind: string } {
   return {
     kind: "Pod",
     metadata: { name, namespace: "default", labels },
-    spec: { nodeName: "node-1", containers: [{ name: "c", ports: [{ name: "http", containerPort: 8080 }] }] },
+    spec: {
+      nodeName: "node-1",
+      containers: [{ name: "c", ports: [{ name: portName, containerPort: 8080 }] }],
+    },
     status: {
       phase: "Running",
       podIPs: [{ ip }],
@@ -100,6 +118,7 @@ describe("fallback controller", () => {
       requester,
       log: silentLogger,
       retryDelayMs: 50,
+      conflictRetryDelayMs: 50,
     });
   });
 
@@ -146,7 +165,7 @@ describe("fallback controller", () => {
     assert.ok(switchMs < 1000, `activated after ${switchMs} ms`);
     assert.deepEqual(
       fallbackSlices(api, "web")[0]?.endpoints.map((e) => e.conditions),
-      [{ ready: true, serving: true, terminating: false }],
+      [{ ready: false, serving: true, terminating: true }],
     );
     await waitFor("the FallbackActivated event", () => events(api, "FallbackActivated").length === 1);
 
@@ -280,5 +299,149 @@ describe("fallback controller", () => {
     assert.equal(requester.writes().length, 0);
     controller.setLeading(true);
     await waitFor("the new leader's slices", () => fallbackSlices(api, "web").length === 1);
+  });
+
+  function setPrimaryReady(ready: boolean): void {
+    const slice = api.get("EndpointSlice", "default/web-abc") as Slice;
+    slice.endpoints[0]!.conditions = { ready, serving: ready };
+    api.update(slice);
+  }
+
+  async function activeWeb(annotations: Record<string, string> = {}): Promise<void> {
+    api.create(annotated("web", { "fallback.kpng.io/selector": "app=sorry", ...annotations }));
+    api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.1"] }));
+    api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
+    await startLeading();
+    await waitFor("an inactive fallback slice", () => activeLabel(api, "web") === "false");
+    setPrimaryReady(false);
+    await waitFor("activation", () => activeLabel(api, "web") === "true");
+  }
+
+  test("an annotation made invalid while active ends the fallback, with a Warning and a FallbackDeactivated event", async () => {
+    await activeWeb();
+    const web = api.get("Service", "default/web")!;
+    web.metadata.annotations = { "fallback.kpng.io/selector": "app in (sorry" };
+    api.update(web as RawObject & { kind: string });
+    await waitFor("the slices removed", () => fallbackSlices(api, "web").length === 0);
+    await waitFor("the warning", () => events(api, "InvalidFallback").length === 1);
+    await waitFor("the deactivation event", () => events(api, "FallbackDeactivated").length === 1);
+  });
+
+  test("headless and ExternalName Services get no fallback slices, and a Warning", async () => {
+    const headless = annotated("headless", { "fallback.kpng.io/selector": "app=sorry" });
+    (headless.spec as Record<string, unknown>).clusterIP = "None";
+    (headless.spec as Record<string, unknown>).clusterIPs = ["None"];
+    api.create(headless);
+    api.create({
+      kind: "Service",
+      metadata: {
+        name: "external",
+        namespace: "default",
+        annotations: { "fallback.kpng.io/selector": "app=sorry" },
+      },
+      spec: { type: "ExternalName", externalName: "example.org" },
+    });
+    api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
+    await startLeading();
+    await waitFor("two warnings", () => events(api, "InvalidFallback").length === 2);
+    await controller.idle();
+    const messages = events(api, "InvalidFallback").map((e) => String(e.message));
+    assert.ok(messages.some((m) => /headless/.test(m)));
+    assert.ok(messages.some((m) => /ExternalName/.test(m)));
+    assert.equal(requester.writes().filter((w) => w.path.includes("endpointslices")).length, 0);
+  });
+
+  test("a fallback whose ready pods serve none of the Service's ports does not activate", async () => {
+    const web = annotated("web", { "fallback.kpng.io/selector": "app=sorry" });
+    (web.spec as { ports: { targetPort: unknown }[] }).ports[0]!.targetPort = "http";
+    api.create(web);
+    api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.1"] }));
+    api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }, true, "web"));
+    await startLeading();
+    await waitFor("an inactive fallback slice", () => activeLabel(api, "web") === "false");
+    setPrimaryReady(false);
+    await new Promise((r) => setTimeout(r, 300));
+    await controller.idle();
+    assert.equal(activeLabel(api, "web"), "false");
+    // A pod that has the port makes it activate.
+    api.create(pod("sorry-2", "203.0.113.51", { app: "sorry" }));
+    await waitFor("activation", () => activeLabel(api, "web") === "true,true");
+  });
+
+  test("the activation Event is sent once the slices are written, even when the first write failed", async () => {
+    api.create(annotated("web", { "fallback.kpng.io/selector": "app=sorry" }));
+    api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.1"] }));
+    api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
+    await startLeading();
+    await waitFor("an inactive fallback slice", () => activeLabel(api, "web") === "false");
+    let failures = 2;
+    requester.answer = (r) => (r.method === "PUT" && failures-- > 0 ? 500 : undefined);
+    setPrimaryReady(false);
+    await waitFor("activation", () => activeLabel(api, "web") === "true");
+    await waitFor("the FallbackActivated event", () => events(api, "FallbackActivated").length === 1);
+    await controller.idle();
+    assert.equal(events(api, "FallbackActivated").length, 1);
+  });
+
+  test("an Event whose POST fails is retried", async () => {
+    let failures = 2;
+    requester.answer = (r) => (r.path.endsWith("/events") && failures-- > 0 ? 503 : undefined);
+    await activeWeb();
+    await waitFor("the FallbackActivated event", () => events(api, "FallbackActivated").length === 1);
+  });
+
+  for (const [status, name] of [
+    [500, "server errors"],
+    [409, "conflicts"],
+  ] as const) {
+    test(`${name} are retried with a doubling backoff, not in a tight loop`, async () => {
+      api.create(annotated("web", { "fallback.kpng.io/selector": "app=sorry" }));
+      api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
+      requester.answer = (r) =>
+        r.path.includes("endpointslices") && r.method !== "GET" ? status : undefined;
+      await startLeading();
+      await new Promise((r) => setTimeout(r, 1000));
+      const attempts = requester.sentAt.filter((_, i) => requester.sent[i]!.path.includes("endpointslices"));
+      // 50 ms doubling: 0, 50, 150, 350, 750 ms — 5 in the first second, where 100 ms would give 10.
+      assert.ok(attempts.length >= 3 && attempts.length <= 6, `${attempts.length} attempts in 1 s`);
+      const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
+      for (let i = 1; i < gaps.length; i++)
+        assert.ok(gaps[i]! >= gaps[i - 1]! * 1.5, `gaps grow: ${gaps.join(", ")}`);
+      requester.answer = undefined;
+      await waitFor("written once the server recovers", () => fallbackSlices(api, "web").length === 1, 5000);
+    });
+  }
+
+  test("a replica that leads again starts from the API, not from what it knew", async () => {
+    await activeWeb({ "fallback.kpng.io/return-delay": "200ms" });
+    controller.setLeading(false);
+    // Meanwhile another leader ended the fallback: the primary is ready, the slices inactive.
+    setPrimaryReady(true);
+    for (const slice of fallbackSlices(api, "web")) {
+      slice.metadata.labels!["fallback.kpng.io/active"] = "false";
+      for (const e of slice.endpoints) e.conditions = { ready: false, serving: false };
+      api.update(slice);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    const before = requester.writes().length;
+    controller.setLeading(true);
+    await new Promise((r) => setTimeout(r, 500));
+    await controller.idle();
+    assert.equal(activeLabel(api, "web"), "false", "a stale 'active' state would switch it back");
+    assert.equal(requester.writes().length, before, "nothing to write");
+  });
+
+  test("losing leadership aborts the writes in flight", async () => {
+    api.create(annotated("web", { "fallback.kpng.io/selector": "app=sorry" }));
+    api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
+    requester.answer = (r) => (r.method === "POST" && r.path.includes("endpointslices") ? "hang" : undefined);
+    await startLeading();
+    await waitFor("a write in flight", () => requester.sent.some((r) => r.method === "POST"));
+    const inFlight = requester.sent.find((r) => r.method === "POST")!;
+    assert.equal(inFlight.signal?.aborted, false);
+    controller.setLeading(false);
+    assert.equal(inFlight.signal?.aborted, true);
+    await controller.idle();
+    assert.equal(fallbackSlices(api, "web").length, 0);
   });
 });

@@ -30,6 +30,31 @@ describe("pod parsing", () => {
     assert.deepEqual(r.value.ports, [{ name: "http", containerPort: 8080, protocol: "TCP" }]);
   });
 
+  test("sidecars (init containers that keep running) add their named ports; plain init containers do not", () => {
+    const r = parsePod(
+      raw({
+        spec: {
+          containers: [{ name: "c", ports: [{ name: "http", containerPort: 8080 }] }],
+          initContainers: [
+            { name: "setup", ports: [{ name: "setup", containerPort: 7000 }] },
+            { name: "proxy", restartPolicy: "Always", ports: [{ name: "proxy", containerPort: 15001 }] },
+          ],
+        },
+      }),
+    );
+    assert.ok(r.ok);
+    assert.deepEqual(
+      r.value.ports.map((p) => `${p.name}=${p.containerPort}`),
+      ["http=8080", "proxy=15001"],
+    );
+  });
+
+  test("only what slices are built from is kept: no annotations", () => {
+    const r = parsePod(raw({ metadata: { annotations: { big: "x".repeat(4096) } } }));
+    assert.ok(r.ok);
+    assert.deepEqual(r.value.metadata.annotations, {});
+  });
+
   const rows: {
     name: string;
     input: Parameters<typeof raw>[0];

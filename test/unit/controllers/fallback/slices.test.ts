@@ -50,22 +50,22 @@ interface Row {
 const rows: Row[] = [
   { name: "no pods: no slices", service: NAMED, pods: [], expect: [] },
   {
-    name: "active: a ready pod is ready and serving",
+    name: "active: a ready pod is serving and terminating, not ready (a stock kube-proxy uses it only while no endpoint is ready)",
     service: NAMED,
     pods: [pod("a", "203.0.113.1")],
-    expect: ["IPv4 [http=8080] 203.0.113.1(110)"],
+    expect: ["IPv4 [http=8080] 203.0.113.1(011)"],
   },
   {
     name: "active: a pod not ready is neither ready nor serving",
     service: NAMED,
     pods: [pod("a", "203.0.113.1", { ready: false })],
-    expect: ["IPv4 [http=8080] 203.0.113.1(000)"],
+    expect: ["IPv4 [http=8080] 203.0.113.1(001)"],
   },
   {
-    name: "active: a deleted pod still ready is serving and terminating, not ready",
+    name: "active: a deleted pod still ready takes no new connection: not serving",
     service: NAMED,
     pods: [pod("a", "203.0.113.1", { terminating: true })],
-    expect: ["IPv4 [http=8080] 203.0.113.1(011)"],
+    expect: ["IPv4 [http=8080] 203.0.113.1(001)"],
   },
   {
     name: "inactive: the same endpoints, never ready nor serving (a stock kube-proxy sends nothing)",
@@ -81,13 +81,25 @@ const rows: Row[] = [
       pod("a", "203.0.113.1"),
       pod("b", "203.0.113.2", { ports: [{ name: "http", containerPort: 9090, protocol: "TCP" }] }),
     ],
-    expect: ["IPv4 [http=8080] 203.0.113.1(110)", "IPv4 [http=9090] 203.0.113.2(110)"],
+    expect: ["IPv4 [http=8080] 203.0.113.1(011)", "IPv4 [http=9090] 203.0.113.2(011)"],
   },
   {
     name: "a pod without the named port serves the other ports only",
     service: TWO_PORTS,
     pods: [pod("a", "203.0.113.1"), pod("b", "203.0.113.2", { ports: [] })],
-    expect: ["IPv4 [http=8080,metrics=9100] 203.0.113.1(110)", "IPv4 [metrics=9100] 203.0.113.2(110)"],
+    expect: ["IPv4 [http=8080,metrics=9100] 203.0.113.1(011)", "IPv4 [metrics=9100] 203.0.113.2(011)"],
+  },
+  {
+    name: "publishNotReadyAddresses: an active fallback pod serves whatever its readiness",
+    service: svc({ ports: [{ name: "http", targetPort: "http" }], publishNotReadyAddresses: true }),
+    pods: [pod("a", "203.0.113.1", { ready: false })],
+    expect: ["IPv4 [http=8080] 203.0.113.1(011)"],
+  },
+  {
+    name: "a sidecar's named port resolves a targetPort like a container's",
+    service: svc({ ports: [{ name: "proxy", targetPort: "proxy" }] }),
+    pods: [pod("a", "203.0.113.1", { ports: [{ name: "proxy", containerPort: 15001, protocol: "TCP" }] })],
+    expect: ["IPv4 [proxy=15001] 203.0.113.1(011)"],
   },
   {
     name: "pods without an address or that finished are left out",
@@ -99,13 +111,13 @@ const rows: Row[] = [
     name: "dual-stack Service: one slice per family",
     service: dualStack({ ports: [{ name: "http", targetPort: "http" }] }),
     pods: [pod("a", "203.0.113.1", { ips: ["203.0.113.1", "2001:db8::1"] })],
-    expect: ["IPv4 [http=8080] 203.0.113.1(110)", "IPv6 [http=8080] 2001:db8::1(110)"],
+    expect: ["IPv4 [http=8080] 203.0.113.1(011)", "IPv6 [http=8080] 2001:db8::1(011)"],
   },
   {
     name: "single-stack IPv4 Service: a pod's IPv6 address is not published",
     service: NAMED,
     pods: [pod("a", "203.0.113.1", { ips: ["2001:db8::1", "203.0.113.1"] })],
-    expect: ["IPv4 [http=8080] 203.0.113.1(110)"],
+    expect: ["IPv4 [http=8080] 203.0.113.1(011)"],
   },
 ];
 
@@ -127,10 +139,15 @@ describe("fallback slice building", () => {
     assert.deepEqual(build(NAMED, pods), build(NAMED, [...pods].reverse()));
   });
 
-  test("labels, nodeName, zone from the Node, targetRef, owner reference", () => {
-    const [spec] = build(NAMED, [pod("a", "203.0.113.1", { node: "n2" })], false);
+  test("labels (the Service's, then ours), nodeName, zone from the Node, targetRef, owner reference", () => {
+    const labelled: Service = {
+      ...NAMED,
+      metadata: { ...NAMED.metadata, labels: { team: "shop", "kubernetes.io/service-name": "spoofed" } },
+    };
+    const [spec] = build(labelled, [pod("a", "203.0.113.1", { node: "n2" })], false);
     assert.ok(spec);
     assert.deepEqual(spec.labels, {
+      team: "shop",
       "kubernetes.io/service-name": "web",
       "endpointslice.kubernetes.io/managed-by": "fallback.kpng.io",
       "fallback.kpng.io/active": "false",

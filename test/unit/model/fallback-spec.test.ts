@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { readFallbackSpec } from "../../../../src/controllers/fallback/annotations.ts";
+import { readFallbackSpec } from "../../../src/model/fallback-spec.ts";
 
 const SELECTOR = "fallback.kpng.io/selector";
 const DELAY = "fallback.kpng.io/return-delay";

@@ -1,43 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { RulesWatchdog } from "../../../src/node/rules-watchdog.ts";
 import { stateChanges } from "../../../src/node/state-changes.ts";
 import { SyncMetrics } from "../../../src/node/sync-metrics.ts";
-import { silentLogger } from "../../../src/observability/log.ts";
 import { registry } from "../../../src/observability/metrics.ts";
 import { ep, port, service, state } from "../backends/nft/fixtures.ts";
 
 async function values(name: string) {
   return (await registry.getMetricsAsJSON()).find((x) => x.name === name)?.values ?? [];
 }
-
-describe("RulesWatchdog", () => {
-  test("does nothing before the first sync, repairs once per loss, and survives a failing probe", async () => {
-    let intact: boolean | Error = false;
-    let repairs = 0;
-    const w = new RulesWatchdog({
-      probe: {
-        intact: async () => {
-          if (intact instanceof Error) throw intact;
-          return intact;
-        },
-      },
-      repair: () => repairs++,
-      intervalMs: 10,
-      log: silentLogger,
-    });
-    assert.equal(await w.check(), false, "not armed: nothing was written yet");
-    w.arm();
-    assert.equal(await w.check(), true);
-    assert.equal(await w.check(), false, "disarmed until the repair sync succeeds");
-    w.arm();
-    intact = true;
-    assert.equal(await w.check(), false);
-    intact = new Error("nft: timeout");
-    assert.equal(await w.check(), false);
-    assert.equal(repairs, 1);
-  });
-});
 
 describe("stateChanges", () => {
   const a = service({ name: "a" });
@@ -85,5 +55,10 @@ describe("SyncMetrics (kube-proxy names)", () => {
     );
     assert.equal((await values("kubeproxy_sync_proxy_rules_nftables_sync_failures_total"))[0]?.value, 1);
     assert.equal((await values("kubeproxy_sync_proxy_rules_service_changes_total"))[0]?.value, 1);
+    // One metric family for every backend, told apart by a label.
+    assert.equal(
+      (await values("kubeproxy_sync_proxy_rules_duration_seconds"))[0]?.labels.backend,
+      "nftables",
+    );
   });
 });

@@ -1,13 +1,13 @@
-// A Service's fallback annotations → what the controller does for it.
+// A Service's fallback annotations → what the controller and the proxies do for it.
 
+import { parseDuration } from "./duration.ts";
 import {
   ANNOTATION_FALLBACK_RETURN_DELAY,
   ANNOTATION_FALLBACK_SELECTOR,
   DEFAULT_FALLBACK_RETURN_DELAY,
-} from "../../model/fallback.ts";
-import type { Labels } from "../../model/kube.ts";
-import { type LabelSelector, parseLabelSelector } from "../../model/label-selector.ts";
-import { parseDuration } from "../../plugin/duration.ts";
+} from "./fallback.ts";
+import type { Labels } from "./kube.ts";
+import { type LabelSelector, parseLabelSelector } from "./label-selector.ts";
 
 export type FallbackSpec =
   | { readonly kind: "none" }

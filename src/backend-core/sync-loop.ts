@@ -1,0 +1,360 @@
+// The one sync loop of every backend (as kube-proxy's single bounded-frequency runner): keeps
+// each IP family's rules in line with the latest local state.
+// - States that arrive while a sync runs are coalesced: only the latest matters. The feed is
+//   already spaced by --min-sync-period (plugin/paced-feed.ts), so a new state is synced at once;
+//   with nothing new, every family is resynced once per sync period (the max sync period).
+// - Families are applied independently: a failed family is logged (a recurring failure at a
+//   decaying rate), counted, forgotten (its next sync reads the kernel and rewrites everything)
+//   and retried with one backoff, while the other family keeps following every change. After
+//   RESET_AFTER_FAILURES failures in a row, a backend that can deletes what it owns in the family
+//   first (a foreign object in its table), with a warning.
+// - Between syncs the backend's probe checks each programmed family; rules found flushed or
+//   deleted by another program are counted, logged and rewritten by a full sync at once.
+// - Shutdown never waits for a hung kernel call.
+
+import { Counter, Gauge } from "prom-client";
+import { Backoff } from "../lib/backoff.ts";
+import type { LocalState, LocalStateFeed } from "../model/local.ts";
+import { SyncMetrics } from "../node/sync-metrics.ts";
+import { NO_OBSERVER, type SyncObserver } from "../node/sync-observer.ts";
+import type { Logger } from "../observability/log.ts";
+import { registry } from "../observability/metrics.ts";
+import { RepeatLimiter } from "../observability/repeat-limiter.ts";
+import { ABORTED, unlessAborted } from "./abort.ts";
+import { type BackendFamilyHealth, type BackendHealth, summarize } from "./family-health.ts";
+import { probeFailures, type RulesProbe, rulesRepairs } from "./rules-probe.ts";
+
+const familyFailures = new Counter({
+  name: "kpng_sync_failures_total",
+  help: "Failed syncs of one IP family's rules (reading or applying); each is retried with a full resync.",
+  labelNames: ["backend", "family"] as const,
+  registers: [registry],
+});
+
+const familyHealthy = new Gauge({
+  name: "kpng_family_programmed",
+  help: "1 when the family's rules are programmed and its last sync succeeded, else 0.",
+  labelNames: ["backend", "family"] as const,
+  registers: [registry],
+});
+
+/** Consecutive failures after which a family's own objects are deleted and written anew. */
+export const RESET_AFTER_FAILURES = 3;
+
+/** What one family's apply wrote. */
+export interface FamilyApplied {
+  /** True when it rewrote everything from a fresh read of the kernel. */
+  readonly full: boolean;
+  /** The texts given to the kernel, in order. */
+  readonly texts: readonly string[];
+}
+
+/** One IP family of a backend, as the loop drives it: its renderer and runner live behind it. */
+export interface BackendFamily {
+  readonly family: string;
+  /** Brings the family's rules in line with `state`; `periodic` marks the periodic resync. */
+  apply(state: LocalState, periodic: boolean): Promise<FamilyApplied>;
+  /** Forgets what was applied: the next apply reads the kernel and rewrites everything. */
+  forget(): void;
+  /** Delay from a sync's start after which deferred work (stale objects) is due, if any. */
+  followUpMs?(): number | undefined;
+  /** Deletes every object the backend owns in this family. */
+  reset?(): Promise<void>;
+}
+
+/** A failure with what its log line should show besides the message. */
+export class FamilySyncError extends Error {
+  readonly fields: Readonly<Record<string, unknown>>;
+  /** What identifies a repeat of the same failure (defaults to the message). */
+  readonly repeatKey: string;
+  constructor(
+    message: string,
+    options: { cause?: unknown; fields?: Record<string, unknown>; repeatKey?: string },
+  ) {
+    super(message, { cause: options.cause });
+    this.name = "FamilySyncError";
+    this.fields = options.fields ?? {};
+    this.repeatKey = options.repeatKey ?? message;
+  }
+}
+
+interface SyncLoopOptions {
+  /** kube-proxy's name of the mode ("nftables", "iptables"): the `backend` label of the metrics. */
+  readonly backend: string;
+  readonly families: readonly BackendFamily[];
+  readonly log: Logger;
+  /** The periodic resync, and the longest retry wait. */
+  readonly syncPeriodMs?: number;
+  readonly observer?: SyncObserver;
+  readonly probe?: RulesProbe;
+  readonly probeIntervalMs?: number;
+  readonly now?: () => number;
+}
+
+/** What one sync wrote. */
+export interface SyncReport {
+  /** True when some family was rewritten in full from a fresh read of the kernel. */
+  readonly full: boolean;
+  /** The texts given to the kernel, in order, stale-object deletions included. */
+  readonly texts: readonly string[];
+}
+
+interface FamilyRun {
+  readonly target: BackendFamily;
+  health: BackendFamilyHealth;
+  retryAt: number;
+  /** A sync succeeded since the last repair: the probe may check the family. */
+  armed: boolean;
+  readonly repeats: RepeatLimiter;
+  /** 1 s doubling up to the sync period, without jitter: a node retries its own kernel. */
+  readonly backoff: Backoff;
+}
+
+export class SyncLoop {
+  readonly #o: Required<Omit<SyncLoopOptions, "probe">> & { probe: RulesProbe | undefined };
+  readonly #families: FamilyRun[];
+  readonly #metrics: SyncMetrics;
+  /** Set while run() runs: marks the state dirty and wakes the loop. */
+  #kick: (() => void) | undefined;
+
+  constructor(options: SyncLoopOptions) {
+    this.#o = {
+      syncPeriodMs: 30_000,
+      observer: NO_OBSERVER,
+      probeIntervalMs: 1000,
+      now: Date.now,
+      ...options,
+      probe: options.probe,
+    };
+    this.#metrics = new SyncMetrics(options.backend, this.#o.now);
+    this.#families = options.families.map((target) => {
+      const labels = { backend: options.backend, family: target.family };
+      familyHealthy.set(labels, 0);
+      familyFailures.inc(labels, 0);
+      if (options.probe) rulesRepairs.inc(labels, 0);
+      return {
+        target,
+        health: { family: target.family, programmed: false, failures: 0 },
+        retryAt: 0,
+        armed: false,
+        repeats: new RepeatLimiter({ now: this.#o.now }),
+        backoff: new Backoff({ initialMs: 1000, maxMs: Math.max(this.#o.syncPeriodMs, 1000), jitter: 0 }),
+      };
+    });
+  }
+
+  /** Whether every family is programmed and in line, and what failed if not (for /healthz). */
+  health(): BackendHealth {
+    return summarize(this.#families.map((f) => f.health));
+  }
+
+  /** Someone else changed the rules: forget what they hold and rewrite them at once. */
+  forceFullSync(): void {
+    for (const f of this.#families) f.target.forget();
+    this.#kick?.();
+  }
+
+  /**
+   * One sync of the families (all, or those named in `only`) to `state`. Every family is
+   * attempted; throws after the others are done if one failed, having forgotten the failed one.
+   */
+  async sync(state: LocalState, only?: ReadonlySet<string>, periodic = false): Promise<SyncReport> {
+    const texts: string[] = [];
+    const errors: Error[] = [];
+    let full = false;
+    for (const f of this.#families) {
+      if (only !== undefined && !only.has(f.target.family)) continue;
+      try {
+        if (f.target.reset && f.health.failures > 0 && f.health.failures % RESET_AFTER_FAILURES === 0)
+          await this.#reset(f);
+        const applied = await f.target.apply(state, periodic);
+        texts.push(...applied.texts);
+        full ||= applied.full;
+        this.#succeeded(f);
+      } catch (e) {
+        f.target.forget();
+        const error = e instanceof Error ? e : new Error(String(e));
+        this.#failed(f, error);
+        errors.push(error);
+      }
+    }
+    if (errors.length === 1) throw errors[0];
+    if (errors.length > 1) throw new AggregateError(errors, errors.map((e) => e.message).join("; "));
+    return { full, texts };
+  }
+
+  async #reset(f: FamilyRun): Promise<void> {
+    this.#o.log.warn(
+      { family: f.target.family, failures: f.health.failures },
+      `${this.#o.backend} sync keeps failing; deleting and rewriting everything kpng owns in this family`,
+    );
+    try {
+      await f.target.reset?.();
+    } catch (err) {
+      this.#o.log.warn({ family: f.target.family, err: String(err) }, "could not delete kpng's rules");
+    }
+  }
+
+  #succeeded(f: FamilyRun): void {
+    const family = f.target.family;
+    if (f.health.failures > 0)
+      this.#o.log.info({ family }, `${this.#o.backend} family in line again after failures`);
+    f.health = { family, programmed: true, failures: 0, lastSuccessAt: this.#o.now() };
+    f.retryAt = 0;
+    f.armed = true;
+    f.repeats.reset();
+    f.backoff.reset();
+    familyHealthy.set({ backend: this.#o.backend, family }, 1);
+  }
+
+  #failed(f: FamilyRun, error: Error): void {
+    const family = f.target.family;
+    const failures = f.health.failures + 1;
+    const retryInMs = f.backoff.next();
+    f.health = { ...f.health, failures, lastError: error.message };
+    f.retryAt = this.#o.now() + retryInMs;
+    familyHealthy.set({ backend: this.#o.backend, family }, 0);
+    familyFailures.inc({ backend: this.#o.backend, family });
+    // The same failure again (positions aside) is logged at a decaying rate.
+    const key = (error instanceof FamilySyncError ? error.repeatKey : error.message).replace(/\d+/g, "#");
+    const decision = f.repeats.hit(key);
+    if (!decision.log) return;
+    this.#o.log.error(
+      {
+        family,
+        error: error.message,
+        ...(error instanceof FamilySyncError ? error.fields : {}),
+        failures,
+        ...(decision.suppressed > 0 ? { suppressedRepeats: decision.suppressed } : {}),
+        retryInMs,
+      },
+      `${this.#o.backend} sync failed; will retry with a full resync of the family`,
+    );
+  }
+
+  /** Checks every armed family; a lost one is forgotten, counted and logged. True when one was lost. */
+  async #probe(): Promise<boolean> {
+    const probe = this.#o.probe;
+    let lost = false;
+    for (const f of this.#families) {
+      if (!probe || !f.armed) continue;
+      const labels = { backend: this.#o.backend, family: f.target.family };
+      let ok: boolean;
+      try {
+        ok = await probe.intact(f.target.family);
+      } catch (err) {
+        probeFailures.inc(labels);
+        this.#o.log.warn({ family: f.target.family, err: String(err) }, "cannot check the rules");
+        continue;
+      }
+      if (ok) continue;
+      // Disarmed until the repair sync succeeds, so one flush is one repair.
+      f.armed = false;
+      f.target.forget();
+      rulesRepairs.inc(labels);
+      this.#o.log.warn(
+        { family: f.target.family },
+        "the rules were deleted or flushed by another program; rewriting them",
+      );
+      lost = true;
+    }
+    return lost;
+  }
+
+  /** Runs until `signal` aborts, syncing each new state of `feed`; never waits for a hung kernel call. */
+  async run(feed: LocalStateFeed, signal: AbortSignal): Promise<void> {
+    const { observer, now } = this.#o;
+    let latest: LocalState | undefined;
+    let dirty = false;
+    let wake: (() => void) | undefined;
+    const unsubscribe = feed.subscribe((s) => {
+      latest = s;
+      dirty = true;
+      this.#metrics.queued(s);
+      observer.queued(s);
+      wake?.();
+    });
+    this.#kick = () => {
+      dirty = true;
+      wake?.();
+    };
+    const onAbort = () => wake?.();
+    signal.addEventListener("abort", onAbort);
+    let lastStart = Number.NEGATIVE_INFINITY;
+    let lastPeriodic = Number.NEGATIVE_INFINITY;
+    let lastProbe = Number.NEGATIVE_INFINITY;
+    try {
+      while (!signal.aborted) {
+        const t = now();
+        const failing = this.#families.filter((f) => f.health.failures > 0);
+        const healthy = failing.length < this.#families.length;
+        let due = Number.POSITIVE_INFINITY;
+        let probeDue = Number.POSITIVE_INFINITY;
+        if (latest !== undefined) {
+          // A failing family waits for its retry; the others follow every change.
+          if (dirty && healthy) due = t;
+          for (const f of this.#families) {
+            const followUp = f.target.followUpMs?.();
+            if (followUp !== undefined) due = Math.min(due, lastStart + followUp);
+          }
+          if (failing.length === 0) due = Math.min(due, lastPeriodic + this.#o.syncPeriodMs);
+          due = Math.min(due, ...failing.map((f) => f.retryAt));
+          if (this.#o.probe && this.#families.some((f) => f.armed))
+            probeDue = lastProbe + this.#o.probeIntervalMs;
+        }
+        const next = Math.min(due, probeDue);
+        if (next > t || latest === undefined) {
+          await new Promise<void>((resolve) => {
+            const timer = Number.isFinite(next) ? setTimeout(resolve, next - t) : undefined;
+            wake = () => {
+              if (timer) clearTimeout(timer);
+              resolve();
+            };
+          });
+          wake = undefined;
+          continue;
+        }
+        if (due > t) {
+          lastProbe = t;
+          const lost = await unlessAborted(this.#probe(), signal);
+          if (lost === ABORTED) break;
+          if (lost) dirty = true;
+          continue;
+        }
+        const families = new Set(
+          this.#families.filter((f) => f.health.failures === 0 || f.retryAt <= t).map((f) => f.target.family),
+        );
+        const periodic = t >= lastPeriodic + this.#o.syncPeriodMs;
+        lastStart = t;
+        if (periodic) lastPeriodic = t;
+        dirty = false;
+        const synced = latest;
+        const started = performance.now();
+        try {
+          const report = await unlessAborted(this.sync(synced, families, periodic), signal);
+          if (report === ABORTED) break;
+          lastProbe = now();
+          if (report.texts.length > 0)
+            this.#o.log.debug(
+              { revision: synced.revision, writes: report.texts.length },
+              `${this.#o.backend} synced`,
+            );
+          const outcome = { state: synced, full: report.full, durationMs: performance.now() - started };
+          this.#metrics.synced(outcome);
+          // The observer's own errors are not sync failures.
+          await observer
+            .synced(outcome)
+            .catch((err: unknown) => this.#o.log.error({ err }, "node services failed after a sync"));
+        } catch {
+          // Logged, counted and scheduled for retry by sync().
+          this.#metrics.failed();
+          observer.failed();
+        }
+      }
+    } finally {
+      this.#kick = undefined;
+      signal.removeEventListener("abort", onAbort);
+      unsubscribe();
+    }
+  }
+}

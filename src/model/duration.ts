@@ -1,0 +1,57 @@
+// Durations on the command line, written as kube-proxy and Go write them: "1s", "250ms", "1m30s".
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const PART = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+
+/** What makes sense for one flag: e.g. a resync period of 0 would spin. */
+interface DurationBounds {
+  /** Smallest accepted value in ms (inclusive). */
+  readonly min?: number;
+  /** Largest accepted value in ms (inclusive). */
+  readonly max?: number;
+}
+
+/** "1s", "250ms", "1m30s": the shortest way to write `ms` back. */
+function formatDuration(ms: number): string {
+  if (ms === 0) return "0s";
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
+  if (ms % 1000 === 0) return `${ms / 1000}s`;
+  return `${ms}ms`;
+}
+
+/**
+ * Milliseconds for a duration such as "1s", "250ms", "1m30s", "1.5s" or "0". Throws an Error that
+ * shows the accepted forms when the text is not one, or the bound when it is outside `bounds`.
+ */
+export function parseDuration(text: string, bounds: DurationBounds = {}): number {
+  const ms = parseAnyDuration(text);
+  if (bounds.min !== undefined && ms < bounds.min) {
+    throw new Error(`"${text}" is too short: it must be at least ${formatDuration(bounds.min)}`);
+  }
+  if (bounds.max !== undefined && ms > bounds.max) {
+    throw new Error(`"${text}" is too long: it must be at most ${formatDuration(bounds.max)}`);
+  }
+  return ms;
+}
+
+function parseAnyDuration(text: string): number {
+  const trimmed = text.trim();
+  if (trimmed === "0") return 0;
+  let total = 0;
+  let at = 0;
+  PART.lastIndex = 0;
+  while (at < trimmed.length) {
+    PART.lastIndex = at;
+    const match = PART.exec(trimmed);
+    if (match === null) break;
+    total += Number(match[1]) * (UNIT_MS[match[2] ?? ""] ?? Number.NaN);
+    at = PART.lastIndex;
+  }
+  if (trimmed === "" || at !== trimmed.length || !Number.isFinite(total)) {
+    throw new Error(
+      `"${text}" is not a duration: write a number and a unit (ms, s, m, h), e.g. 1s, 250ms, 1m30s`,
+    );
+  }
+  return Math.round(total);
+}

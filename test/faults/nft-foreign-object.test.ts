@@ -1,0 +1,53 @@
+// Fault: a foreign object in kpng's own table (here a set named like kpng's dispatch map, of
+// another type) failed every IPv4 transaction for ever: kpng never recreated its table. Now,
+// after a few failures in a row, the family's table is deleted and written anew, with a warning.
+// Real nft in a network namespace of its own.
+
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { describe, test } from "node:test";
+import { NftBackend } from "../../src/backends/nft/backend.ts";
+import { ExecNftRunner } from "../../src/backends/nft/runner.ts";
+import { service, state, V4 } from "../unit/backends/nft/fixtures.ts";
+import { capturingLogger, eventually, ManualFeed } from "./support.ts";
+
+const skip = process.getuid?.() !== 0 ? "needs root for a network namespace" : false;
+
+describe("fault: a foreign object blocks kpng's table", { skip }, () => {
+  test("after repeated failures kpng deletes and recreates its table, with a warning", {
+    timeout: 30_000,
+  }, async () => {
+    const ns = `kpng-fault-foreign-${process.pid}`;
+    assert.equal(spawnSync("ip", ["netns", "add", ns]).status, 0);
+    const nft = (...args: string[]) =>
+      spawnSync("ip", ["netns", "exec", ns, "nft", ...args], { encoding: "utf8" });
+    const ac = new AbortController();
+    let running: Promise<void> | undefined;
+    try {
+      assert.equal(nft("add table ip kpng; add set ip kpng service-ips { type ipv4_addr; }").status, 0);
+      const { log, lines } = capturingLogger();
+      const backend = new NftBackend({
+        runner: new ExecNftRunner(["ip", "netns", "exec", ns, "nft"]),
+        tables: [V4],
+        log,
+      });
+      const feed = new ManualFeed(state([service()]));
+      running = backend.run(feed, ac.signal);
+      await eventually(() => lines.some((l) => l.level === 50), "the first failure");
+      // Failures at 0, 1 and 3 s; the fourth attempt, at 7 s, starts by deleting the table.
+      await eventually(() => backend.health().healthy, "the table written anew", 15_000);
+      assert.ok(
+        lines.some(
+          (l) => l.level === 40 && /deleting and rewriting everything kpng owns/.test(String(l.msg)),
+        ),
+      );
+      const map = nft("list", "map", "ip", "kpng", "service-ips");
+      assert.equal(map.status, 0, map.stderr);
+      assert.match(map.stdout, /203\.0\.113\.10 \. tcp \. 80 : goto/);
+    } finally {
+      ac.abort();
+      await running;
+      spawnSync("ip", ["netns", "del", ns]);
+    }
+  });
+});

@@ -1,0 +1,172 @@
+import assert from "node:assert/strict";
+import { afterEach, beforeEach, describe, mock, test } from "node:test";
+import { type BackendFamily, RESET_AFTER_FAILURES, SyncLoop } from "../../../src/backend-core/sync-loop.ts";
+import type { LocalState } from "../../../src/model/local.ts";
+import { silentLogger } from "../../../src/observability/log.ts";
+import { settle } from "../../support/settle.ts";
+import { service, state } from "../backends/nft/fixtures.ts";
+
+/** A family that records what it is asked; `fail` makes apply throw, `hang` never return. */
+class FakeFamily implements BackendFamily {
+  readonly family: string;
+  readonly applied: { revision: number; periodic: boolean; full: boolean }[] = [];
+  resets = 0;
+  fail = false;
+  hang = false;
+  #known = false;
+  constructor(family: string) {
+    this.family = family;
+  }
+  async apply(s: LocalState, periodic: boolean) {
+    if (this.hang) await new Promise(() => {});
+    if (this.fail) throw new Error(`${this.family} refused`);
+    const full = !this.#known || periodic;
+    this.#known = true;
+    this.applied.push({ revision: s.revision, periodic, full });
+    return { full, texts: [`${this.family} ${s.revision}`] };
+  }
+  forget() {
+    this.#known = false;
+  }
+  async reset() {
+    this.resets++;
+  }
+  revisions() {
+    return this.applied.map((a) => a.revision);
+  }
+}
+
+class ManualFeed {
+  listener: ((s: LocalState) => void) | undefined;
+  subscribe(l: (s: LocalState) => void) {
+    this.listener = l;
+    return () => {
+      this.listener = undefined;
+    };
+  }
+  push(revision: number) {
+    this.listener?.(state([service()], revision));
+  }
+}
+
+async function advance(ms: number): Promise<void> {
+  await settle();
+  mock.timers.tick(ms);
+  await settle();
+}
+
+function start(families: FakeFamily[], options: { probe?: () => Promise<boolean> } = {}) {
+  const loop = new SyncLoop({
+    backend: "test",
+    families,
+    log: silentLogger,
+    syncPeriodMs: 30_000,
+    ...(options.probe ? { probe: { intact: options.probe }, probeIntervalMs: 1000 } : {}),
+  });
+  const feed = new ManualFeed();
+  const ac = new AbortController();
+  const running = loop.run(feed, ac.signal);
+  return {
+    loop,
+    feed,
+    stop: async () => {
+      ac.abort();
+      await running;
+    },
+  };
+}
+
+describe("the shared sync loop", () => {
+  beforeEach(() => mock.timers.enable({ apis: ["setTimeout", "Date"], now: 1_000_000 }));
+  afterEach(() => mock.timers.reset());
+
+  test("states that arrive during a sync are coalesced: only the latest is applied next", async () => {
+    const a = new FakeFamily("a");
+    const { feed, stop } = start([a]);
+    feed.push(1);
+    feed.push(2);
+    feed.push(3);
+    await settle();
+    assert.deepEqual(a.revisions(), [3]);
+    await stop();
+  });
+
+  test("a failing family is retried with backoff (1 s, 2 s) while the other follows every change", async () => {
+    const a = new FakeFamily("a");
+    const b = new FakeFamily("b");
+    const { loop, feed, stop } = start([a, b]);
+    a.fail = true;
+    feed.push(1);
+    await settle();
+    feed.push(2);
+    await settle();
+    assert.deepEqual(b.revisions(), [1, 2], "b follows at once");
+    assert.equal(loop.health().families[0]?.failures, 1);
+    await advance(999);
+    assert.equal(loop.health().families[0]?.failures, 1, "not retried before 1 s");
+    await advance(1);
+    assert.equal(loop.health().families[0]?.failures, 2, "retried at 1 s");
+    a.fail = false;
+    await advance(1999);
+    assert.deepEqual(a.revisions(), []);
+    await advance(1);
+    assert.deepEqual(a.applied, [{ revision: 2, periodic: false, full: true }], "the latest state, in full");
+    assert.equal(loop.health().healthy, true);
+    await stop();
+  });
+
+  test("with nothing new, every family is resynced once per sync period", async () => {
+    const a = new FakeFamily("a");
+    const { feed, stop } = start([a]);
+    feed.push(1);
+    await advance(29_999);
+    assert.equal(a.applied.length, 1);
+    await advance(1);
+    assert.deepEqual(a.applied.at(-1), { revision: 1, periodic: true, full: true });
+    await stop();
+  });
+
+  test("the probe: a lost family is rewritten in full at once; a failing probe is no loss", async () => {
+    const a = new FakeFamily("a");
+    let answer: boolean | Error = true;
+    const { feed, stop } = start([a], {
+      probe: async () => {
+        if (answer instanceof Error) throw answer;
+        return answer;
+      },
+    });
+    feed.push(1);
+    await advance(1000);
+    assert.equal(a.applied.length, 1, "intact: no resync");
+    answer = new Error("timeout");
+    await advance(1000);
+    assert.equal(a.applied.length, 1, "cannot tell: no resync");
+    answer = false;
+    await advance(1000);
+    assert.deepEqual(a.applied.at(-1), { revision: 1, periodic: false, full: true });
+    await stop();
+  });
+
+  test(`after ${RESET_AFTER_FAILURES} failures in a row the family's own objects are deleted first`, async () => {
+    const a = new FakeFamily("a");
+    const { feed, stop } = start([a]);
+    a.fail = true;
+    feed.push(1);
+    for (let i = 0; i < RESET_AFTER_FAILURES - 1; i++) await advance(30_000);
+    assert.equal(a.resets, 0);
+    a.fail = false;
+    await advance(30_000);
+    assert.equal(a.resets, 1);
+    assert.equal(a.applied.length, 1);
+    await stop();
+  });
+
+  test("abort does not wait for a hung apply", async () => {
+    const a = new FakeFamily("a");
+    a.hang = true;
+    const { feed, stop } = start([a]);
+    feed.push(1);
+    await settle();
+    await stop();
+  });
+});
