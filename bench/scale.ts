@@ -18,7 +18,7 @@
 // --cpu-prof profiles kpng's cold starts (nothing else) and prints where the CPU time went.
 
 import { spawnSync } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,10 +28,10 @@ import { Topology } from "../tools/netns/topology.ts";
 import {
   type ClusterShape,
   changedService,
-  clusterObjects,
   MAX_PROBED,
   SERVICE_PORTS,
   THIS_NODE,
+  writeClusterFile,
 } from "./lib/cluster.ts";
 import { summarizeProfile } from "./lib/cpu-profile.ts";
 import { type Line, LineProcess, wallMs } from "./lib/line-process.ts";
@@ -219,26 +219,6 @@ async function measureDataPlane(topo: Topology, shape: ClusterShape): Promise<Da
       .map((r) => (r.ok ? "" : `${r.failure}: ${r.message}`))
       .join(""),
   };
-}
-
-function writeClusterFile(shape: ClusterShape, dir: string): string {
-  const path = join(dir, `cluster-${shape.services}.json`);
-  const fd = openSync(path, "w");
-  writeSync(fd, '{"apiVersion":"v1","kind":"List","items":[\n');
-  let chunk: string[] = [];
-  let first = true;
-  for (const o of clusterObjects(shape)) {
-    chunk.push(JSON.stringify(o));
-    if (chunk.length === 1000) {
-      writeSync(fd, `${first ? "" : ",\n"}${chunk.join(",\n")}`);
-      first = false;
-      chunk = [];
-    }
-  }
-  if (chunk.length > 0) writeSync(fd, `${first ? "" : ",\n"}${chunk.join(",\n")}`);
-  writeSync(fd, "\n]}\n");
-  closeSync(fd);
-  return path;
 }
 
 function printProfile(dir: string, label: string): void {

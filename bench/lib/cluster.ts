@@ -7,6 +7,8 @@
 // pod's addresses, all in documentation ranges inside the benchmark's own namespaces. The other
 // Services only ever become rules: no packet is sent to their addresses.
 
+import { closeSync, openSync, writeSync } from "node:fs";
+import { join } from "node:path";
 import { ipOf } from "./nft-netns.ts";
 
 export const NODES = 100;
@@ -131,4 +133,25 @@ export function changedService(shape: ClusterShape, k: number): number {
   let i = first + ((k * 7919) % span);
   if (i % 10 === 6) i = first + ((i + 1 - first) % span);
   return i;
+}
+
+/** The cluster as one JSON `kind: List` file in `dir`, an object per line; returns its path. */
+export function writeClusterFile(shape: ClusterShape, dir: string): string {
+  const path = join(dir, `cluster-${shape.services}.json`);
+  const fd = openSync(path, "w");
+  writeSync(fd, '{"apiVersion":"v1","kind":"List","items":[\n');
+  let chunk: string[] = [];
+  let first = true;
+  for (const o of clusterObjects(shape)) {
+    chunk.push(JSON.stringify(o));
+    if (chunk.length === 1000) {
+      writeSync(fd, `${first ? "" : ",\n"}${chunk.join(",\n")}`);
+      first = false;
+      chunk = [];
+    }
+  }
+  if (chunk.length > 0) writeSync(fd, `${first ? "" : ",\n"}${chunk.join(",\n")}`);
+  writeSync(fd, "\n]}\n");
+  closeSync(fd);
+  return path;
 }

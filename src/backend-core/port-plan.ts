@@ -25,6 +25,18 @@ type PlanProtocol = "tcp" | "udp" | "sctp";
 export interface PlanEndpoint {
   readonly ip: string;
   readonly port: number;
+  /** Runs on this node. */
+  readonly local: boolean;
+  /** Its node is not known (it may run here). */
+  readonly nodeUnknown?: boolean;
+}
+
+/**
+ * Only a pod on this node can reach itself through a service here: endpoints on other nodes need
+ * no hairpin handling; one whose node is unknown keeps it, as it may run here.
+ */
+export function mayHairpin(ep: PlanEndpoint): boolean {
+  return ep.local || ep.nodeUnknown === true;
 }
 
 /** How ClusterIP traffic from outside the pod network is masqueraded before DNAT. */
@@ -49,7 +61,7 @@ function endpointsOf(eps: readonly LocalEndpoint[], family: IPFamily): PlanEndpo
   for (let i = 0; i < out.length; i++) {
     const ep = out[i] as PlanEndpoint;
     const ip = canonicalIP(ep.ip);
-    if (ip !== ep.ip) out[i] = { ip, port: ep.port };
+    if (ip !== ep.ip) out[i] = { ...ep, ip };
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // kube-proxy's endpoint slice cache merges them.
 
 import type { EndpointSlice, IPFamily, Protocol } from "../model/kube.ts";
+import type { LocalEndpoint } from "../model/local.ts";
 import { compareEndpoints } from "../model/order.ts";
 
 /** One endpoint of one port, with the slice's conditions read with their defaults. */
@@ -14,6 +15,11 @@ export interface EndpointInfo {
   readonly terminating: boolean;
   readonly zoneHints: readonly string[];
   readonly nodeHints: readonly string[];
+  /**
+   * What one computation of the service made of it for its node, so that the internal and the
+   * external list of a port share one object (see local-service.ts).
+   */
+  local?: LocalEndpoint;
 }
 
 /** Slice ports are matched to Service ports by name and protocol. */
@@ -27,43 +33,72 @@ export function portKey(name: string, protocol: Protocol): string {
  * - slice ports with no name, or no/0 port, are skipped;
  * - endpoints without addresses are skipped, and only addresses[0] is used;
  * - unset ready/serving read as true, unset terminating as false;
- * - the same ip:port seen twice (across slices or pods): a non-terminating copy wins.
+ * - the same ip:port seen twice (across slices or pods): a non-terminating copy wins, and among
+ *   copies alike the last seen.
  */
 export function mergeEndpoints(
   slices: readonly EndpointSlice[],
   family: IPFamily,
 ): Map<string, EndpointInfo[]> {
-  const byPort = new Map<string, Map<string, EndpointInfo>>();
+  const out = new Map<string, EndpointInfo[]>();
   for (const slice of slices) {
     if (slice.addressType !== family) continue;
     for (const port of slice.ports) {
       if (port.name === null || port.port === null || port.port === 0) continue;
       const key = portKey(port.name, port.protocol);
-      let endpoints = byPort.get(key);
+      let endpoints = out.get(key);
       if (endpoints === undefined) {
-        endpoints = new Map();
-        byPort.set(key, endpoints);
+        endpoints = [];
+        out.set(key, endpoints);
       }
       for (const ep of slice.endpoints) {
         const ip = ep.addresses[0];
         if (ip === undefined) continue;
-        const terminating = ep.conditions.terminating === true;
-        const id = `${ip}|${port.port}`;
-        if (endpoints.has(id) && terminating) continue;
-        endpoints.set(id, {
+        endpoints.push({
           ip,
           port: port.port,
           nodeName: ep.nodeName,
           ready: ep.conditions.ready !== false,
           serving: ep.conditions.serving !== false,
-          terminating,
+          terminating: ep.conditions.terminating === true,
           zoneHints: ep.zoneHints,
           nodeHints: ep.nodeHints,
         });
       }
     }
   }
-  const out = new Map<string, EndpointInfo[]>();
-  for (const [key, endpoints] of byPort) out.set(key, [...endpoints.values()].sort(compareEndpoints));
+  for (const [key, endpoints] of out) out.set(key, sortedUnique(endpoints));
   return out;
+}
+
+/**
+ * Sorted by ip then port, one copy of each ip:port. Slices usually list their endpoints in order
+ * and without copies: that is checked in one pass and costs no sort.
+ */
+function sortedUnique(endpoints: EndpointInfo[]): EndpointInfo[] {
+  let ordered = true;
+  for (let i = 1; i < endpoints.length && ordered; i++)
+    ordered = compareEndpoints(endpoints[i - 1] as EndpointInfo, endpoints[i] as EndpointInfo) < 0;
+  if (ordered) return endpoints;
+  // A stable sort keeps the copies of one ip:port in the order they were seen.
+  endpoints.sort(compareEndpoints);
+  const out: EndpointInfo[] = [];
+  for (let i = 0; i < endpoints.length; ) {
+    let j = i + 1;
+    while (
+      j < endpoints.length &&
+      compareEndpoints(endpoints[i] as EndpointInfo, endpoints[j] as EndpointInfo) === 0
+    )
+      j++;
+    out.push(winner(endpoints, i, j));
+    i = j;
+  }
+  return out;
+}
+
+/** Among the copies [from, to) in the order seen: the last non-terminating one, else the first. */
+function winner(copies: readonly EndpointInfo[], from: number, to: number): EndpointInfo {
+  for (let k = to - 1; k > from; k--)
+    if (!(copies[k] as EndpointInfo).terminating) return copies[k] as EndpointInfo;
+  return copies[from] as EndpointInfo;
 }

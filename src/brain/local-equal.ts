@@ -21,6 +21,7 @@ function sameEndpoint(a: LocalEndpoint, b: LocalEndpoint): boolean {
     a.ip === b.ip &&
     a.port === b.port &&
     a.local === b.local &&
+    a.nodeUnknown === b.nodeUnknown &&
     a.ready === b.ready &&
     a.serving === b.serving &&
     a.terminating === b.terminating

@@ -13,13 +13,23 @@ import { computeLocalService, type NodeView } from "./local-service.ts";
 interface Entry {
   /** The slices the results were computed from (the store keeps one array while they are unchanged). */
   readonly slices: readonly EndpointSlice[];
-  /** Nodes that host an endpoint or are named by a hint: computed on their own. */
-  readonly named: ReadonlySet<string>;
-  /** The result for every other node, by zone. */
-  readonly byZone: Map<string, LocalService | undefined>;
+  /**
+   * Nodes that host an endpoint or are named by a hint: computed on their own. Built when a
+   * second node asks; the first one looks through the slices (a brain serving one node never
+   * builds it).
+   */
+  named: ReadonlySet<string> | undefined;
+  /** The first node that asked, and whether the slices name it. */
+  readonly firstNode: string;
+  readonly firstNamed: boolean;
+  /** The result for every other node: of the first zone asked inline, of other zones in a map. */
+  zone: string | undefined;
+  result: LocalService | undefined;
+  otherZones: Map<string, LocalService | undefined> | undefined;
 }
 
-function namedNodes(slices: readonly EndpointSlice[]): Set<string> {
+/** Names of the nodes that host an endpoint of the slices or that a node hint names. */
+export function nodesNamedBy(slices: readonly EndpointSlice[]): Set<string> {
   const out = new Set<string>();
   for (const slice of slices) {
     for (const ep of slice.endpoints) {
@@ -30,29 +40,57 @@ function namedNodes(slices: readonly EndpointSlice[]): Set<string> {
   return out;
 }
 
+function names(slices: readonly EndpointSlice[], node: string): boolean {
+  for (const slice of slices) {
+    for (const ep of slice.endpoints) if (ep.nodeName === node || ep.nodeHints.includes(node)) return true;
+  }
+  return false;
+}
+
 export class LocalServiceCache {
   /** Keyed by the Service object: a changed Service is a new object, and the old entry is collected. */
   readonly #entries = new WeakMap<Service, Entry>();
 
   compute(service: Service, slices: readonly EndpointSlice[], node: NodeView): LocalService | undefined {
     let entry = this.#entries.get(service);
+    let named: boolean;
     if (entry === undefined || entry.slices !== slices) {
-      entry = { slices, named: namedNodes(slices), byZone: new Map() };
+      named = node.name !== "" && names(slices, node.name);
+      entry = {
+        slices,
+        named: undefined,
+        firstNode: node.name,
+        firstNamed: named,
+        zone: undefined,
+        result: undefined,
+        otherZones: undefined,
+      };
       this.#entries.set(service, entry);
+    } else if (entry.firstNode === node.name) named = entry.firstNamed;
+    else {
+      entry.named ??= nodesNamedBy(slices);
+      named = entry.named.has(node.name);
     }
-    if (entry.named.has(node.name)) return computeLocalService(service, slices, node);
+    if (named) return computeLocalService(service, slices, node);
     const zone = node.labels[LABEL_ZONE] ?? "";
-    if (entry.byZone.has(zone)) return entry.byZone.get(zone);
+    if (entry.zone === zone) return entry.result;
+    if (entry.otherZones?.has(zone)) return entry.otherZones.get(zone);
     let computed = computeLocalService(service, slices, node);
+    if (entry.zone === undefined) {
+      entry.zone = zone;
+      entry.result = computed;
+      return computed;
+    }
     // Zones that see the service alike (no topology hints) share one object too: consumers
     // (the watch API's encodings, the nft mirror) then do their work once, not once per zone.
-    for (const other of entry.byZone.values()) {
+    for (const other of [entry.result, ...(entry.otherZones?.values() ?? [])]) {
       if (computed !== undefined && other !== undefined && sameLocalService(other, computed)) {
         computed = other;
         break;
       }
     }
-    entry.byZone.set(zone, computed);
+    entry.otherZones ??= new Map();
+    entry.otherZones.set(zone, computed);
     return computed;
   }
 }

@@ -34,20 +34,17 @@ function externallyAccessible(service: Service): boolean {
   return service.type === "NodePort" || service.type === "LoadBalancer" || service.externalIPs.length > 0;
 }
 
-function toLocal(cache: Map<EndpointInfo, LocalEndpoint>, ep: EndpointInfo, nodeName: string): LocalEndpoint {
-  let out = cache.get(ep);
-  if (out === undefined) {
-    out = {
-      ip: ep.ip,
-      port: ep.port,
-      local: isLocal(ep, nodeName),
-      ready: ep.ready,
-      serving: ep.serving,
-      terminating: ep.terminating,
-    };
-    cache.set(ep, out);
+/** One object per endpoint and computation: a port's internal and external lists share it. */
+function toLocal(ep: EndpointInfo, nodeName: string): LocalEndpoint {
+  if (ep.local === undefined) {
+    const local = isLocal(ep, nodeName);
+    const { ip, port, ready, serving, terminating } = ep;
+    ep.local =
+      ep.nodeName === ""
+        ? { ip, port, local, ready, serving, terminating, nodeUnknown: true }
+        : { ip, port, local, ready, serving, terminating };
   }
-  return out;
+  return ep.local;
 }
 
 function computePort(
@@ -55,7 +52,6 @@ function computePort(
   port: ServicePort,
   families: readonly FamilyView[],
   node: NodeView,
-  cache: Map<EndpointInfo, LocalEndpoint>,
 ): LocalServicePort {
   const zone = node.labels[LABEL_ZONE] ?? "";
   const internalLocal = service.internalTrafficPolicy === "Local";
@@ -76,11 +72,10 @@ function computePort(
       node.name,
       zone,
     );
-    for (const ep of internalLocal ? localEndpoints : clusterEndpoints)
-      internal.push(toLocal(cache, ep, node.name));
+    for (const ep of internalLocal ? localEndpoints : clusterEndpoints) internal.push(toLocal(ep, node.name));
     if (portExternal) {
       for (const ep of externalLocal ? localEndpoints : clusterEndpoints)
-        external.push(toLocal(cache, ep, node.name));
+        external.push(toLocal(ep, node.name));
     }
     if (hasAnyEndpoints) endpointFamilies.push(view.family);
   }
@@ -102,13 +97,17 @@ function computePort(
 
 /** Unique IPs of local, ready endpoints over every port: what a healthCheckNodePort reports. */
 function countLocalReady(families: readonly FamilyView[], nodeName: string): number {
-  const ips = new Set<string>();
+  let ips: Set<string> | undefined;
   for (const view of families) {
     for (const endpoints of view.endpoints.values()) {
-      for (const ep of endpoints) if (ep.ready && isLocal(ep, nodeName)) ips.add(ep.ip);
+      for (const ep of endpoints) {
+        if (!ep.ready || !isLocal(ep, nodeName)) continue;
+        ips ??= new Set();
+        ips.add(ep.ip);
+      }
     }
   }
-  return ips.size;
+  return ips?.size ?? 0;
 }
 
 const TRIGGER_TIME = "endpoints.kubernetes.io/last-change-trigger-time";
@@ -145,7 +144,6 @@ export function computeLocalService(
     loadBalancerIPs: loadBalancerIPsForFamily(service, family),
     endpoints: mergeEndpoints(serving, family),
   }));
-  const cache = new Map<EndpointInfo, LocalEndpoint>();
   const healthChecked = service.type === "LoadBalancer" && service.externalTrafficPolicy === "Local";
   return {
     namespace: service.metadata.namespace,
@@ -162,6 +160,6 @@ export function computeLocalService(
     healthCheckNodePort: healthChecked ? service.healthCheckNodePort : 0,
     localReadyEndpoints: countLocalReady(families, node.name),
     ...endpointsChangedAt(slices),
-    ports: service.ports.map((port) => computePort(service, port, families, node, cache)),
+    ports: service.ports.map((port) => computePort(service, port, families, node)),
   };
 }

@@ -4,7 +4,7 @@
 // previous services map and records the keys it changed, so a change costs O(changed).
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
-import { LABEL_ZONE } from "../model/kube.ts";
+import { LABEL_ZONE, type Service } from "../model/kube.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { ServiceChangeLog } from "../model/local-changes.ts";
 import { PersistentMap } from "../model/persistent-map.ts";
@@ -73,30 +73,35 @@ export class LocalStateTracker implements SeedSource {
     // A node with no state yet starts from a sibling's (see tracker-seeds.ts) when it can.
     const seed =
       everything && this.#services.size === 0 ? this.#seeds.seedFor(this.#nodeName, zone) : undefined;
-    const keys =
-      seed !== undefined
-        ? new Set([...seed.recompute, ...change.services])
-        : everything
-          ? this.#allKeys()
-          : change.services;
     const previous = this.#services;
-    const editor = (seed?.services ?? this.#services).edit();
     const changed = new Set<string>();
-    for (const key of keys) {
-      const before = editor.get(key);
-      const service = this.#store.service(key);
-      const after =
-        service === undefined ? undefined : this.#computed.compute(service, this.#store.slicesOf(key), node);
-      if (after === undefined) {
-        if (before === undefined) continue;
-        editor.delete(key);
-        changed.add(key);
-      } else if (before === undefined || (before !== after && !sameLocalService(before, after))) {
-        editor.set(key, after);
-        changed.add(key);
+    if (everything && seed === undefined && previous.size === 0) this.#computeAll(node);
+    else {
+      const keys =
+        seed !== undefined
+          ? new Set([...seed.recompute, ...change.services])
+          : everything
+            ? this.#allKeys()
+            : change.services;
+      const editor = (seed?.services ?? this.#services).edit();
+      for (const key of keys) {
+        const before = editor.get(key);
+        const service = this.#store.service(key);
+        const after =
+          service === undefined
+            ? undefined
+            : this.#computed.compute(service, this.#store.slicesOf(key), node);
+        if (after === undefined) {
+          if (before === undefined) continue;
+          editor.delete(key);
+          changed.add(key);
+        } else if (before === undefined || (before !== after && !sameLocalService(before, after))) {
+          editor.set(key, after);
+          changed.add(key);
+        }
       }
+      this.#services = editor.done();
     }
-    this.#services = editor.done();
     if (everything) this.#seeds.offer(this);
     // A state that starts from nothing changed every key: comparing finds them as fast as a
     // log would, so none is kept (10k keys per node held for nothing otherwise).
@@ -127,11 +132,24 @@ export class LocalStateTracker implements SeedSource {
     return { name: this.#nodeName, labels: this.#store.node(this.#nodeName)?.metadata.labels ?? NO_LABELS };
   }
 
+  /**
+   * The first state (or one after the state emptied): every service in the store is new to it, so
+   * nothing is looked up, compared or recorded per service.
+   */
+  #computeAll(node: NodeView): void {
+    const editor = this.#services.edit();
+    for (const key of this.#store.serviceKeys()) {
+      const service = this.#store.service(key) as Service;
+      const computed = this.#computed.compute(service, this.#store.slicesOf(key), node);
+      if (computed !== undefined) editor.set(key, computed);
+    }
+    this.#services = editor.done();
+  }
+
   /** Every service in the store, plus those in the state (which may have left the store). */
   #allKeys(): Set<string> {
     const keys = new Set(this.#state.services.keys());
-    for (const service of this.#store.services())
-      keys.add(`${service.metadata.namespace}/${service.metadata.name}`);
+    for (const key of this.#store.serviceKeys()) keys.add(key);
     return keys;
   }
 }

@@ -34,15 +34,19 @@ export interface ClusterStoreOptions {
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
 
+/** One service's EndpointSlices, by slice key, and as a list built on first read after a change. */
+interface SliceGroup {
+  readonly byKey: Map<string, EndpointSlice>;
+  list: readonly EndpointSlice[] | undefined;
+}
+
 export class ClusterStore implements ClusterSink, ClusterView {
   readonly #serviceProxyName: string;
   readonly #log: Logger;
   readonly #services = new Map<string, Service>();
   readonly #slices = new Map<string, EndpointSlice>();
-  /** service key → slice key → slice */
-  readonly #slicesByService = new Map<string, Map<string, EndpointSlice>>();
-  /** service key → the slices as a list, built on first read after a change. */
-  readonly #sliceLists = new Map<string, readonly EndpointSlice[]>();
+  /** service key → its slices */
+  readonly #slicesByService = new Map<string, SliceGroup>();
   readonly #nodes = new Map<string, Node>();
   readonly #serviceCIDRObjects = new Map<string, ServiceCIDR>();
   readonly #fixedServiceCIDRs: readonly string[] | undefined;
@@ -85,14 +89,12 @@ export class ClusterStore implements ClusterSink, ClusterView {
   }
 
   slicesOf(serviceKey: string): readonly EndpointSlice[] {
-    let list = this.#sliceLists.get(serviceKey);
-    if (list === undefined) {
-      const slices = this.#slicesByService.get(serviceKey);
-      if (slices === undefined) return NO_SLICES;
-      list = this.#fallback.filter(serviceKey, this.#services.get(serviceKey), [...slices.values()]);
-      this.#sliceLists.set(serviceKey, list);
-    }
-    return list;
+    const group = this.#slicesByService.get(serviceKey);
+    if (group === undefined) return NO_SLICES;
+    group.list ??= this.#fallback.filter(serviceKey, this.#services.get(serviceKey), [
+      ...group.byKey.values(),
+    ]);
+    return group.list;
   }
 
   node(name: string): Node | undefined {
@@ -110,6 +112,10 @@ export class ClusterStore implements ClusterSink, ClusterView {
 
   services(): Iterable<Service> {
     return this.#services.values();
+  }
+
+  serviceKeys(): Iterable<string> {
+    return this.#services.keys();
   }
 
   slices(): Iterable<EndpointSlice> {
@@ -166,6 +172,10 @@ export class ClusterStore implements ClusterSink, ClusterView {
   }
 
   replace(kind: KubeKind, objects: readonly KubeObject[]): void {
+    if (!this.#synced && this.#sizeOf(kind) === 0) {
+      this.#load(kind, objects);
+      return;
+    }
     const listed = new Set<string>();
     for (const object of objects) {
       if (object.kind !== kind) {
@@ -190,6 +200,50 @@ export class ClusterStore implements ClusterSink, ClusterView {
     this.#scheduleFlush();
   }
 
+  /**
+   * The first list of a kind, before sync: nothing to compare with, nobody to tell, nothing to
+   * delete. The objects go into the maps as upserts would put them, without the bookkeeping.
+   */
+  #load(kind: KubeKind, objects: readonly KubeObject[]): void {
+    for (const object of objects) {
+      if (object.kind !== kind) {
+        this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
+        continue;
+      }
+      if (!isSelected(object, this.#serviceProxyName)) continue;
+      const key = objectKey(object.metadata);
+      switch (object.kind) {
+        case "Service":
+          this.#services.set(key, object);
+          this.#forgetSliceList(key);
+          break;
+        case "Node":
+          this.#nodes.set(key, object);
+          break;
+        case "EndpointSlice":
+          if (this.#slices.has(key)) this.#upsertSlice(key, object);
+          else this.#addSlice(key, object);
+          break;
+        case "ServiceCIDR":
+          this.upsert(object);
+          break;
+      }
+    }
+  }
+
+  #sizeOf(kind: KubeKind): number {
+    switch (kind) {
+      case "Service":
+        return this.#services.size;
+      case "EndpointSlice":
+        return this.#slices.size;
+      case "Node":
+        return this.#nodes.size;
+      case "ServiceCIDR":
+        return this.#serviceCIDRObjects.size;
+    }
+  }
+
   #keysOf(kind: KubeKind): Iterable<string> {
     switch (kind) {
       case "Service":
@@ -206,17 +260,22 @@ export class ClusterStore implements ClusterSink, ClusterView {
   #upsertSlice(key: string, slice: EndpointSlice): void {
     const previous = this.#slices.get(key);
     if (isDeepStrictEqual(previous, slice)) return;
-    const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
     if (previous !== undefined) this.#removeFromService(key, previous);
+    this.#serviceChanged(this.#addSlice(key, slice));
+  }
+
+  /** Files a slice that is not in the store; returns its service's key. */
+  #addSlice(key: string, slice: EndpointSlice): string {
+    const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
     this.#slices.set(key, slice);
-    let group = this.#slicesByService.get(serviceKey);
-    if (group === undefined) {
-      group = new Map();
-      this.#slicesByService.set(serviceKey, group);
+    const group = this.#slicesByService.get(serviceKey);
+    if (group === undefined)
+      this.#slicesByService.set(serviceKey, { byKey: new Map([[key, slice]]), list: undefined });
+    else {
+      group.byKey.set(key, slice);
+      group.list = undefined;
     }
-    group.set(key, slice);
-    this.#sliceLists.delete(serviceKey);
-    this.#serviceChanged(serviceKey);
+    return serviceKey;
   }
 
   #deleteSlice(key: string): void {
@@ -230,15 +289,22 @@ export class ClusterStore implements ClusterSink, ClusterView {
   #removeFromService(key: string, slice: EndpointSlice): void {
     const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
     const group = this.#slicesByService.get(serviceKey);
-    group?.delete(key);
-    if (group?.size === 0) this.#slicesByService.delete(serviceKey);
-    this.#sliceLists.delete(serviceKey);
+    if (group !== undefined) {
+      group.byKey.delete(key);
+      group.list = undefined;
+      if (group.byKey.size === 0) this.#slicesByService.delete(serviceKey);
+    }
     this.#serviceChanged(serviceKey);
   }
 
+  /** The slices in effect depend on the Service (its fallback annotations) and on time. */
+  #forgetSliceList(key: string): void {
+    const group = this.#slicesByService.get(key);
+    if (group !== undefined) group.list = undefined;
+  }
+
   #serviceChanged(key: string): void {
-    // The slices in effect depend on the Service (its fallback annotations) and on time.
-    this.#sliceLists.delete(key);
+    this.#forgetSliceList(key);
     if (!this.#synced) return;
     this.#pendingServices.add(key);
     this.#scheduleFlush();

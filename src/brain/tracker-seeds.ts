@@ -8,9 +8,9 @@
 // change still pending will be delivered to the new tracker as well, which computes it then.
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
-import type { EndpointSlice } from "../model/kube.ts";
 import type { LocalService } from "../model/local.ts";
 import type { PersistentMap } from "../model/persistent-map.ts";
+import { nodesNamedBy } from "./local-service-cache.ts";
 
 /** What a tracker shows to be used as a seed. */
 export interface SeedSource {
@@ -24,17 +24,6 @@ interface Seed {
   readonly services: PersistentMap<LocalService>;
   /** Services to compute again for the new node: those naming either node. */
   readonly recompute: ReadonlySet<string>;
-}
-
-function namesIn(slices: readonly EndpointSlice[]): Set<string> {
-  const out = new Set<string>();
-  for (const slice of slices) {
-    for (const ep of slice.endpoints) {
-      if (ep.nodeName !== "") out.add(ep.nodeName);
-      for (const name of ep.nodeHints) out.add(name);
-    }
-  }
-  return out;
 }
 
 const NONE: ReadonlySet<string> = new Set();
@@ -90,7 +79,7 @@ export class TrackerSeeds {
       if (keys?.size === 0) this.#servicesNaming.delete(name);
     }
     const names =
-      this.#store.service(key) === undefined ? new Set<string>() : namesIn(this.#store.slicesOf(key));
+      this.#store.service(key) === undefined ? new Set<string>() : nodesNamedBy(this.#store.slicesOf(key));
     if (names.size === 0) this.#namedBy.delete(key);
     else this.#namedBy.set(key, names);
     for (const name of names) {

@@ -1,8 +1,19 @@
 // The one way kpng runs a command: an argv array (never a shell), data on stdin, output
-// collected, and a deadline after which the process is killed. Runners for nft, iptables, ip and
-// the cleanup tools build on it and decide what a failure means for them.
+// collected, and a deadline after which the command's whole process group is killed. Runners for
+// nft, iptables, conntrack, ip and the cleanup tools build on it and decide what a failure means
+// for them.
+//
+// Every command runs in a process group of its own (spawned detached), so that a kill reaches
+// the children it started too: a grandchild holding the pipes must not hold kpng. A call never
+// waits past its deadline, even for pipes that something outside the group still holds. A
+// command that cannot start for want of resources (EMFILE, ENFILE, EAGAIN, ENOMEM) is retried with
+// backoff within the deadline; every start failure is logged by the caller and counted here.
+// Whatever runs when kpng exits is killed then: no command outlives kpng.
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { basename } from "node:path";
+import { Counter } from "prom-client";
+import { registry } from "../observability/metrics.ts";
 
 export interface ExecResult {
   /** The exit code; 1 when the process ended by a signal. */
@@ -11,49 +22,197 @@ export interface ExecResult {
   readonly stderr: string;
   /** The signal that ended the process, if one did. */
   readonly signal: NodeJS.Signals | null;
-  /** The deadline passed and the process was killed. */
+  /** The deadline passed and the process group was killed. */
   readonly timedOut: boolean;
 }
 
 interface ExecOptions {
   readonly stdin?: string;
   readonly timeoutMs: number;
-  /** Told of the child once it runs and once it is gone (e.g. to kill it at shutdown). */
+  /** Told of the child once it runs and once it is gone (e.g. to stop it at shutdown). */
   readonly track?: { add(child: ChildProcess): void; delete(child: ChildProcess): void };
+  /** Called with each stdout chunk instead of collecting it (stdout is then ""). */
+  readonly onStdout?: (chunk: Buffer) => void;
 }
 
-/** Runs argv to completion. Rejects only when the command cannot start (e.g. not installed). */
-export function execCommand(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
+const spawnFailures = new Counter({
+  name: "kpng_exec_spawn_failures_total",
+  help: "External commands that could not be started, by command and error code (retried when transient).",
+  labelNames: ["command", "code"] as const,
+  registers: [registry],
+});
+
+const timeouts = new Counter({
+  name: "kpng_exec_timeouts_total",
+  help: "External commands killed (with their process group) because their deadline passed.",
+  labelNames: ["command"] as const,
+  registers: [registry],
+});
+
+/** Start failures that go away when descriptors, processes or memory are freed. */
+const TRANSIENT = new Set(["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"]);
+const FIRST_RETRY_MS = 50;
+const MAX_RETRY_MS = 2000;
+
+/** Why a command did not start; `code` is the errno name (ENOENT, EMFILE, …). */
+class SpawnError extends Error {
+  readonly code: string;
+  constructor(command: string, code: string, message: string) {
+    super(`cannot start ${command}: ${message}`);
+    this.name = "SpawnError";
+    this.code = code;
+  }
+}
+
+/** Every command running now, with the function that kills its group and ends its call. */
+const live = new Map<ChildProcess, () => void>();
+
+/** Kills the child's process group (the child and whatever it started). */
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // The group is gone already, or the child never made one: kill the child itself.
+    child.kill("SIGKILL");
+  }
+}
+
+/** Kills one running command's process group and ends its call at once (it fails). */
+export function stopCommand(child: ChildProcess): void {
+  const stop = live.get(child);
+  if (stop) stop();
+  else killGroup(child);
+}
+
+/** Kills every running command's process group (at shutdown); returns how many there were. */
+export function stopAllCommands(): number {
+  const stops = [...live.values()];
+  for (const stop of stops) stop();
+  return stops.length;
+}
+
+// Synchronous, so it runs on every exit path, process.exit() included.
+process.on("exit", () => {
+  for (const child of live.keys()) killGroup(child);
+});
+
+/**
+ * Spawns argv in a process group of its own, tracked until it exits, with `error` handled before
+ * anything else. `onStop` is called when stopCommand() or stopAllCommands() kills it. Throws
+ * SpawnError when the command cannot start synchronously; an asynchronous start failure comes
+ * as the child's `error` event.
+ */
+export function spawnCommand(
+  argv: readonly string[],
+  options: { readonly stdin: "pipe" | "ignore"; readonly onStop?: () => void },
+): ChildProcess {
+  const [cmd = "", ...args] = argv;
+  let child: ChildProcess;
+  try {
+    child = spawn(cmd, args, { stdio: [options.stdin, "pipe", "pipe"], detached: true });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new SpawnError(cmd, err.code ?? "EUNKNOWN", err.message);
+  }
+  const forget = () => live.delete(child);
+  child.on("error", forget);
+  child.on("exit", forget);
+  if (child.pid !== undefined) {
+    live.set(child, () => {
+      forget();
+      killGroup(child);
+      options.onStop?.();
+    });
+  }
+  // A failing process may close stdin early or never open its pipes: `exit`/`error` report it.
+  child.stdin?.on("error", () => {});
+  return child;
+}
+
+function once(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
-    const [cmd = "", ...args] = argv;
-    const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
-    options.track?.add(child);
+    const command = basename(argv[0] ?? "");
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill("SIGKILL");
-    }, options.timeoutMs);
-    child.stdout.on("data", (b: Buffer) => out.push(b));
-    child.stderr.on("data", (b: Buffer) => err.push(b));
-    child.on("error", (e) => {
+    let settled = false;
+    let child: ChildProcess | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (result: ExecResult | Error) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
-      options.track?.delete(child);
-      reject(e);
+      if (child) {
+        options.track?.delete(child);
+        live.delete(child);
+        // Pipes that a stray process still holds must not keep kpng's handles open.
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        child.stdin?.destroy();
+      }
+      if (result instanceof Error) reject(result);
+      else resolve(result);
+    };
+    const killed = (timedOut: boolean) => {
+      if (child) killGroup(child);
+      finish({
+        code: 1,
+        stdout: Buffer.concat(out).toString(),
+        stderr: Buffer.concat(err).toString(),
+        signal: "SIGKILL",
+        timedOut,
+      });
+    };
+    try {
+      child = spawnCommand(argv, { stdin: "pipe", onStop: () => killed(false) });
+    } catch (e) {
+      finish(e as Error);
+      return;
+    }
+    const c = child;
+    c.on("error", (e: NodeJS.ErrnoException) => {
+      // Before the process runs (no pid) this is a start failure; after, a pipe or kill error
+      // that `close` or the deadline also reports.
+      if (c.pid === undefined) finish(new SpawnError(command, e.code ?? "EUNKNOWN", e.message));
     });
-    child.on("close", (code, signal) => {
-      clearTimeout(timer);
-      options.track?.delete(child);
-      resolve({
+    if (c.pid === undefined) return; // the `error` event follows
+    options.track?.add(c);
+    timer = setTimeout(() => {
+      timeouts.inc({ command });
+      killed(true);
+    }, options.timeoutMs);
+    c.stdout?.on("data", options.onStdout ?? ((b: Buffer) => out.push(b)));
+    c.stderr?.on("data", (b: Buffer) => err.push(b));
+    c.on("close", (code, signal) =>
+      finish({
         code: code ?? 1,
         stdout: Buffer.concat(out).toString(),
         stderr: Buffer.concat(err).toString(),
         signal,
-        timedOut,
-      });
-    });
-    child.stdin.on("error", () => {}); // a failing process may close stdin early; `close` reports it
-    child.stdin.end(options.stdin ?? "");
+        timedOut: false,
+      }),
+    );
+    c.stdin?.end(options.stdin ?? "");
   });
+}
+
+/**
+ * Runs argv to completion within `timeoutMs`. Rejects with SpawnError only when the command
+ * cannot start (not installed, or still out of resources when the deadline comes).
+ */
+export async function execCommand(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
+  const deadline = performance.now() + options.timeoutMs;
+  let delay = FIRST_RETRY_MS;
+  for (;;) {
+    const left = Math.max(1, Math.round(deadline - performance.now()));
+    try {
+      return await once(argv, { ...options, timeoutMs: left });
+    } catch (e) {
+      if (!(e instanceof SpawnError)) throw e;
+      spawnFailures.inc({ command: basename(argv[0] ?? ""), code: e.code });
+      if (!TRANSIENT.has(e.code) || performance.now() + delay >= deadline) throw e;
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, MAX_RETRY_MS);
+    }
+  }
 }

@@ -50,6 +50,8 @@ export interface ClusterView {
   slicesOf(serviceKey: string): readonly EndpointSlice[];
   node(name: string): Node | undefined;
   services(): Iterable<Service>;
+  /** The keys ("namespace/name") of services(), in the same order. */
+  serviceKeys(): Iterable<string>;
   slices(): Iterable<EndpointSlice>;
   nodes(): Iterable<Node>;
   serviceCIDRObjects(): Iterable<ServiceCIDR>;

@@ -1,8 +1,9 @@
 // IP and CIDR checks shared by validation and the brain. node:net decides what an address is
 // (strict dotted quads, no zone ids); ipaddr.js does the prefix arithmetic.
 
-import { isIPv4, isIPv6 } from "node:net";
+import { isIPv6 } from "node:net";
 import ipaddr from "ipaddr.js";
+import { ipv4Value } from "./ipv4.ts";
 import type { IPFamily } from "./kube.ts";
 
 // kpng's IP-family vocabulary: the Kubernetes family names everywhere, and nft's names for the
@@ -13,8 +14,6 @@ export const IP_FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
 
 /** nft's address family of the table that holds one IP family's rules. */
 export type NftFamily = "ip" | "ip6";
-
-export const NFT_FAMILY: Readonly<Record<IPFamily, NftFamily>> = { IPv4: "ip", IPv6: "ip6" };
 
 /** The IP family an nft table family programs. */
 export function ipFamilyOfNft(family: NftFamily): IPFamily {
@@ -33,7 +32,7 @@ export function hostCIDR(ip: string): string {
 
 /** The family of a literal IP address, or undefined when the string is not one. */
 export function familyOfAddress(text: string): IPFamily | undefined {
-  if (isIPv4(text)) return "IPv4";
+  if (ipv4Value(text) >= 0) return "IPv4";
   if (isIPv6(text) && !text.includes("%")) return "IPv6";
   return undefined;
 }

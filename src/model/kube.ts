@@ -64,7 +64,7 @@ export interface Service {
   readonly ports: readonly ServicePort[];
 }
 
-interface EndpointConditions {
+export interface EndpointConditions {
   /** null means unset; the proxy reads unset ready/serving as true and terminating as false. */
   readonly ready: boolean | null;
   readonly serving: boolean | null;

@@ -5,18 +5,23 @@
 
 import ipaddr from "ipaddr.js";
 import { familyOfAddress } from "./ip.ts";
+import { ipv4Value } from "./ipv4.ts";
 
 export function compareAddresses(a: string, b: string): number {
   if (a === b) return 0;
-  const fa = familyOfAddress(a);
-  const fb = familyOfAddress(b);
+  // Sorting a service's endpoints compares IPv4 addresses most of the time: read them without
+  // regular expressions or splitting (this comparison was a tenth of a 100k-Service first load).
+  const va = ipv4Value(a);
+  const vb = ipv4Value(b);
+  if (va >= 0 && vb >= 0) return va - vb;
+  const fa = va >= 0 ? "IPv4" : familyOfAddress(a);
+  const fb = vb >= 0 ? "IPv4" : familyOfAddress(b);
   if (fa === undefined || fb === undefined) {
     // Not an address (validation keeps these out of the model): after every address, by text.
     if (fa !== fb) return fa === undefined ? 1 : -1;
     return a < b ? -1 : 1;
   }
   if (fa !== fb) return fa === "IPv4" ? -1 : 1;
-  if (fa === "IPv4") return ipv4Number(a) - ipv4Number(b);
   const pa = ipaddr.IPv6.parse(a).parts;
   const pb = ipaddr.IPv6.parse(b).parts;
   for (let i = 0; i < 8; i++) {
@@ -31,10 +36,4 @@ export function compareEndpoints(
   b: { readonly ip: string; readonly port: number },
 ): number {
   return compareAddresses(a.ip, b.ip) || a.port - b.port;
-}
-
-function ipv4Number(ip: string): number {
-  let n = 0;
-  for (const octet of ip.split(".")) n = n * 256 + Number(octet);
-  return n;
 }

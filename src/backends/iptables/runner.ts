@@ -3,6 +3,7 @@
 // deadline: a stuck process is killed and reported as a failure.
 
 import { execCommand } from "../../host/exec.ts";
+import { IP_FAMILIES } from "../../model/ip.ts";
 import type { IPFamily } from "../../model/kube.ts";
 
 export type Variant = "nft" | "legacy";
@@ -52,6 +53,13 @@ export function binary(family: IPFamily, variant: Variant, tool: "" | "restore" 
   const base = `${family === "IPv4" ? "iptables" : "ip6tables"}-${variant}`;
   return tool === "" ? base : `${base}-${tool}`;
 }
+
+/** Every program the iptables backend may start: both variants, both families. */
+export const IPTABLES_BINARIES: readonly string[] = (["nft", "legacy"] as const).flatMap((variant) =>
+  IP_FAMILIES.flatMap((family) =>
+    (["", "restore", "save"] as const).map((tool) => binary(family, variant, tool)),
+  ),
+);
 
 function firstLine(s: string): string {
   return s.split("\n").find((l) => l.trim() !== "") ?? "unknown error";

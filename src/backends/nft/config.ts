@@ -1,9 +1,8 @@
 // Turns the to-nft command-line options into one TableConfig per family. Pure apart from the
 // node's addresses, which are passed in.
 
-import { familySettings } from "../../backend-core/family-settings.ts";
-import type { TrafficAddressSettings } from "../../host/traffic-addresses.ts";
-import { NFT_FAMILY } from "../../model/ip.ts";
+import { type TrafficAddressSettings, trafficOfFamily } from "../../host/traffic-addresses.ts";
+import { ipFamilyOfNft, type NftFamily } from "../../model/ip.ts";
 import type { TableConfig } from "./fragment.ts";
 import { type NftOp, renderScript } from "./ops.ts";
 
@@ -19,10 +18,11 @@ export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[
   if (!TABLE_NAME.test(settings.table)) {
     throw new Error(`--table-name: "${settings.table}" is not a valid nft table name`);
   }
-  return familySettings(settings, primaryIPs).map((s) => ({
-    ...s,
-    family: NFT_FAMILY[s.family],
+  const traffic = trafficOfFamily(settings, primaryIPs);
+  return (["ip", "ip6"] as NftFamily[]).map((family) => ({
+    family,
     table: settings.table,
+    ...traffic(ipFamilyOfNft(family)),
   }));
 }
 

@@ -6,7 +6,8 @@
 // process. Each line commits atomically, so a transaction is never half applied: at worst it
 // was applied and the fallback's re-run fails, which the backend answers with a full resync.
 
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { spawnCommand, stopCommand } from "../../host/exec.ts";
 import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { NftError, type NftRunner } from "./runner.ts";
@@ -149,7 +150,18 @@ export class InteractiveNftRunner implements NftRunner {
 
   #start(): ChildProcessWithoutNullStreams {
     const [cmd = "nft", ...args] = this.#command;
-    const child = spawn(cmd, [...args, "-i"], { stdio: ["pipe", "pipe", "pipe"] });
+    // Its own process group, killed whole; `error` is handled before the pipes are touched.
+    let started: ReturnType<typeof spawnCommand>;
+    try {
+      started = spawnCommand([cmd, ...args, "-i"], { stdin: "pipe" });
+    } catch (e) {
+      throw new ProtocolFailure((e as Error).message);
+    }
+    if (started.pid === undefined || !started.stdin || !started.stdout || !started.stderr) {
+      // Not started (EMFILE, ENOENT, …): the `error` event follows and is already handled.
+      throw new ProtocolFailure(`nft -i could not start`);
+    }
+    const child = started as ChildProcessWithoutNullStreams;
     this.#child = child;
     this.#stderr = "";
     child.stdout.resume(); // nothing is expected there; never let the pipe fill up
@@ -165,7 +177,6 @@ export class InteractiveNftRunner implements NftRunner {
     };
     child.on("error", (e) => died(`nft -i failed: ${e.message}`));
     child.on("exit", (code, signal) => died(`nft -i exited (${signal ?? code})`));
-    child.stdin.on("error", () => {}); // a dead process closes stdin; `exit` reports it
     return child;
   }
 
@@ -195,7 +206,7 @@ export class InteractiveNftRunner implements NftRunner {
     this.#child = undefined;
     if (!child) return;
     child.stdin.destroy();
-    child.kill("SIGKILL");
+    stopCommand(child);
   }
 }
 

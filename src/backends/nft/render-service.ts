@@ -14,7 +14,7 @@
 // The DNAT happens in the service chain itself, so no per-endpoint chain is needed; hairpin
 // traffic is caught by the static `hairpin-endpoints` set in the masquerading chain.
 
-import { type PlanEndpoint, type PortPlan, planService } from "../../backend-core/port-plan.ts";
+import { mayHairpin, type PlanEndpoint, type PortPlan, planService } from "../../backend-core/port-plan.ts";
 import { ipFamilyOfNft } from "../../model/ip.ts";
 import { endpointString, type LocalService } from "../../model/local.ts";
 import type {
@@ -98,7 +98,7 @@ function pickFrom(
   const values: string[] = [];
   for (const ep of endpoints) {
     values.push(`${ep.ip} . ${ep.port}`);
-    c.hairpins.add(ep.ip);
+    if (mayHairpin(ep)) c.hairpins.add(ep.ip);
   }
   if (!c.groups.has(id)) c.groups.set(id, { set, prefix: groupPrefix, values });
 }
@@ -217,7 +217,7 @@ function balanceStatements(
   const picks: string[] = [];
   const n = endpoints.length;
   endpoints.forEach((ep, i) => {
-    c.hairpins.add(ep.ip);
+    if (mayHairpin(ep)) c.hairpins.add(ep.ip);
     const dnat = `meta l4proto ${p.protocol} dnat to ${endpointString(ep)}`;
     let update = "";
     if (affinitySeconds > 0) {

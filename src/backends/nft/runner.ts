@@ -3,7 +3,7 @@
 // deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
 import type { ChildProcess } from "node:child_process";
-import { type ExecResult, execCommand } from "../../host/exec.ts";
+import { type ExecResult, execCommand, stopCommand } from "../../host/exec.ts";
 import type { NftFamily } from "../../model/ip.ts";
 
 export class NftError extends Error {
@@ -67,6 +67,9 @@ interface ExecNftRunnerOptions {
   readonly timeoutMs?: number;
 }
 
+/** The programs the nft backend starts (the image must contain them). */
+export const NFT_BINARIES: readonly string[] = ["nft"];
+
 /** Runs the real `nft`. `command` may prefix it, e.g. `["ip", "netns", "exec", "ns1", "nft"]`. */
 export class ExecNftRunner implements NftRunner {
   readonly #command: readonly string[];
@@ -80,7 +83,7 @@ export class ExecNftRunner implements NftRunner {
 
   close(): void {
     this.#closed = true;
-    for (const child of this.#running) child.kill("SIGKILL");
+    for (const child of this.#running) stopCommand(child);
   }
 
   #exec(args: readonly string[], stdin: string): Promise<Result> {

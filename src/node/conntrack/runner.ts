@@ -3,19 +3,24 @@
 // by name and a spawned child's stdin is a socket, which /dev/stdin cannot open: the batch goes
 // to a private temporary file instead (mode 0600 in a 0700 directory), removed afterwards.
 
-import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ExecResult, execCommand } from "../../host/exec.ts";
 
 export interface ConntrackRunner {
   /** Runs every line of a batch; resolves with how many entries were deleted. */
   deleteBatch(lines: readonly string[]): Promise<number>;
+  /** Calls `onLine` with each line of `conntrack -L -p <protocol> -o extended`, without holding the table. */
+  list(protocol: "udp" | "sctp", onLine: (line: string) => void): Promise<void>;
 }
 
 class ConntrackError extends Error {
   override readonly name = "ConntrackError";
 }
+
+/** The programs conntrack cleanup starts (the image must contain them). */
+export const CONNTRACK_BINARIES: readonly string[] = ["conntrack"];
 
 export class ExecConntrackRunner implements ConntrackRunner {
   readonly #command: readonly string[];
@@ -39,36 +44,48 @@ export class ExecConntrackRunner implements ConntrackRunner {
     }
   }
 
-  #run(file: string): Promise<number> {
-    const [cmd = "conntrack", ...prefix] = this.#command;
-    return new Promise((resolve, reject) => {
-      const child = spawn(cmd, [...prefix, "-R", file], {
-        stdio: ["ignore", "pipe", "pipe"],
-        timeout: this.#timeoutMs,
-        killSignal: "SIGKILL",
-      });
-      let deleted = 0;
-      let partial = "";
-      let stderr = "";
-      // conntrack prints each deleted entry on a line of stdout: count them, keep nothing.
-      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
-        const text = partial + chunk;
-        const lines = text.split("\n");
-        partial = lines.pop() ?? "";
-        deleted += lines.filter((l) => l.trim() !== "").length;
-      });
-      child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
-        if (stderr.length < 4096) stderr += chunk;
-      });
-      child.on("error", reject);
-      child.on("close", (code, signal) => {
-        if (partial.trim() !== "") deleted++;
-        if (signal !== null)
-          reject(new ConntrackError(`conntrack -R killed by ${signal} (timeout ${this.#timeoutMs} ms)`));
-        else if (code !== 0)
-          reject(new ConntrackError(`conntrack -R exited ${code}: ${stderr.trim().split("\n")[0] ?? ""}`));
-        else resolve(deleted);
-      });
-    });
+  async list(protocol: "udp" | "sctp", onLine: (line: string) => void): Promise<void> {
+    let partial = "";
+    const onStdout = (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      for (const l of lines) onLine(l);
+    };
+    const argv = [...this.#command, "-L", "-p", protocol, "-o", "extended"];
+    let r: ExecResult;
+    try {
+      r = await execCommand(argv, { timeoutMs: this.#timeoutMs, onStdout });
+    } catch (e) {
+      throw new ConntrackError((e as Error).message);
+    }
+    if (partial !== "") onLine(partial);
+    if (r.timedOut)
+      throw new ConntrackError(`conntrack -L did not finish within ${this.#timeoutMs} ms; killed`);
+    if (r.code !== 0)
+      throw new ConntrackError(`conntrack -L exited ${r.code}: ${r.stderr.trim().split("\n")[0] ?? ""}`);
+  }
+
+  async #run(file: string): Promise<number> {
+    let deleted = 0;
+    let partial = "";
+    // conntrack prints each deleted entry on a line of stdout: count them, keep nothing.
+    const onStdout = (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      deleted += lines.filter((l) => l.trim() !== "").length;
+    };
+    let r: ExecResult;
+    try {
+      r = await execCommand([...this.#command, "-R", file], { timeoutMs: this.#timeoutMs, onStdout });
+    } catch (e) {
+      throw new ConntrackError((e as Error).message);
+    }
+    if (partial.trim() !== "") deleted++;
+    if (r.timedOut)
+      throw new ConntrackError(`conntrack -R did not finish within ${this.#timeoutMs} ms; killed`);
+    if (r.signal !== null) throw new ConntrackError(`conntrack -R killed by ${r.signal}`);
+    const stderr = r.stderr.slice(0, 4096).trim().split("\n")[0] ?? "";
+    if (r.code !== 0) throw new ConntrackError(`conntrack -R exited ${r.code}: ${stderr}`);
+    return deleted;
   }
 }

@@ -51,9 +51,7 @@ export interface LocalServicePortJson {
  * first; endpoints as model/order.ts sorts them), so equal states always print equal documents.
  */
 export function localStateToJson(state: LocalState): LocalStateJson {
-  const services = [...state.services.values()].sort(
-    (a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name),
-  );
+  const services = sortedServices(state);
   return {
     node: state.node,
     revision: state.revision,
@@ -62,7 +60,14 @@ export function localStateToJson(state: LocalState): LocalStateJson {
   };
 }
 
-function serviceToJson(s: LocalService): LocalServiceJson {
+/** The state's services sorted by namespace, then name. */
+export function sortedServices(state: LocalState): LocalService[] {
+  return [...state.services.values()].sort(
+    (a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name),
+  );
+}
+
+export function serviceToJson(s: LocalService): LocalServiceJson {
   // Written field by field, not spread, so the key order of the document is fixed here.
   return {
     namespace: s.namespace,

@@ -51,7 +51,7 @@ export interface PrintOptions {
  */
 export function printDocuments(
   options: PrintOptions,
-  start: (print: (text: string) => Promise<void>, isFinished: () => boolean) => () => void,
+  start: (print: (text: string | Iterable<string>) => Promise<void>, isFinished: () => boolean) => () => void,
 ): Promise<void> {
   const { once, write, signal } = options;
   return new Promise((resolve, reject) => {
@@ -66,10 +66,16 @@ export function printDocuments(
       else reject(err);
     };
     const onAbort = (): void => finish();
-    const print = async (text: string): Promise<void> => {
+    /** One document: a string, or its pieces in order (a large one is never held whole). */
+    const print = async (text: string | Iterable<string>): Promise<void> => {
       if (finished) return;
       try {
-        await write(text);
+        if (typeof text === "string") await write(text);
+        else
+          for (const piece of text) {
+            if (finished) return;
+            await write(piece);
+          }
       } catch (err) {
         finish(err instanceof ReaderGoneError ? undefined : err);
         return;

@@ -35,7 +35,7 @@ interface Row {
   readonly svc: LocalService;
   readonly family?: IPFamily;
   readonly node?: Partial<NodeAddresses>;
-  readonly expect: Partial<PortPlan>;
+  readonly expect: { readonly [K in keyof PortPlan]?: unknown };
 }
 
 function ipPort(ep: unknown): unknown {

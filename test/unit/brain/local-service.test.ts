@@ -600,3 +600,21 @@ describe("computeLocalService", () => {
     ]);
   });
 });
+
+describe("endpoints whose node is unknown", () => {
+  test("are marked nodeUnknown (they may run here), never local; the others carry no mark", () => {
+    const computed = computeLocalService(
+      svc(),
+      [slice([ep("10.0.0.1", { node: "" }), ep("10.0.0.2", { node: THIS_NODE.name }), ep("10.0.0.3")])],
+      THIS_NODE,
+    );
+    assert.deepEqual(
+      computed?.ports[0]?.internalEndpoints.map((e) => [e.ip, e.local, e.nodeUnknown]),
+      [
+        ["10.0.0.1", false, true],
+        ["10.0.0.2", true, undefined],
+        ["10.0.0.3", false, undefined],
+      ],
+    );
+  });
+});

@@ -169,6 +169,9 @@ class CountingView implements ClusterView {
   services() {
     return this.inner.services();
   }
+  serviceKeys() {
+    return this.inner.serviceKeys();
+  }
   slices() {
     return this.inner.slices();
   }

@@ -1,5 +1,7 @@
 import assert from "node:assert/strict";
+import { isIPv4 } from "node:net";
 import { describe, test } from "node:test";
+import { ipv4Value } from "../../../src/model/ipv4.ts";
 import { compareEndpoints } from "../../../src/model/order.ts";
 
 const ep = (ip: string, port: number) => ({ ip, port });
@@ -42,4 +44,59 @@ describe("compareEndpoints: the one order of endpoint lists", () => {
         );
     });
   }
+});
+
+describe("ipv4Value: a dotted quad read as node:net reads it", () => {
+  const rows: readonly (readonly [string, number])[] = [
+    ["0.0.0.0", 0],
+    ["10.0.0.1", 0x0a000001],
+    ["255.255.255.255", 0xffffffff],
+    ["198.51.100.7", (198 * 256 ** 3 + 51 * 256 ** 2 + 100 * 256 + 7) >>> 0],
+    ["01.2.3.4", -1],
+    ["1.2.3.256", -1],
+    ["1.2.3", -1],
+    ["1.2.3.4.5", -1],
+    ["1..3.4", -1],
+    [".1.2.3", -1],
+    ["1.2.3.", -1],
+    ["1.2.3.4 ", -1],
+    ["::1", -1],
+    ["", -1],
+  ];
+  for (const [text, want] of rows) {
+    test(`${JSON.stringify(text)} → ${want}`, () => {
+      assert.equal(ipv4Value(text), want);
+      assert.equal(ipv4Value(text) >= 0, isIPv4(text));
+    });
+  }
+  test("agrees with isIPv4 on random near-addresses", () => {
+    let seed = 7;
+    const next = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed;
+    };
+    const parts = [
+      "0",
+      "00",
+      "01",
+      "1",
+      "9",
+      "10",
+      "99",
+      "100",
+      "199",
+      "200",
+      "249",
+      "250",
+      "255",
+      "256",
+      "999",
+      "",
+    ];
+    for (let i = 0; i < 20000; i++) {
+      const n = 3 + (next() % 3);
+      const text = Array.from({ length: n }, () => parts[next() % parts.length]).join(".");
+      assert.equal(ipv4Value(text) >= 0, isIPv4(text), text);
+    }
+  });
 });

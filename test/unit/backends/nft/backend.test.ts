@@ -65,10 +65,20 @@ test("one endpoint change among many services replaces one map element and adds 
   let now = 1_000_000;
   const { nft, backend } = setup({ now: () => now });
   const services = manyServices(500);
+  // Service 7's endpoints run on this node: only those have hairpin elements.
+  const here = (ip: string) => ep(ip, 8080, { local: true });
+  services[7] = {
+    ...services[7]!,
+    ports: [port({ internalEndpoints: [here("10.1.0.7"), here("10.2.0.7")] })],
+  };
   await backend.sync(state(services));
+  assert.deepEqual([...(nft.elements("ip", "kpng", "hairpin-endpoints")?.keys() ?? [])].sort(), [
+    "10.1.0.7 . 10.1.0.7",
+    "10.2.0.7 . 10.2.0.7",
+  ]);
   const changed = services.slice();
   const old = changed[7]!;
-  changed[7] = { ...old, ports: [port({ internalEndpoints: [ep("10.1.0.7"), ep("10.3.0.7")] })] };
+  changed[7] = { ...old, ports: [port({ internalEndpoints: [here("10.1.0.7"), here("10.3.0.7")] })] };
   const report = await backend.sync(state(changed, 2));
   assert.equal(report.texts.length, 1);
   // No chain is written: the kernel commits map elements without re-validating chains.

@@ -50,9 +50,22 @@ const cases: Case[] = [
         MASQ_NON_POD,
         "meta l4proto tcp dnat ip to ip daddr . th dport . numgen random mod 2 map @endpoints-tcp",
       ]);
-      assert.deepEqual(Object.keys(el(f, "hairpin-endpoints")), [
+      // Both endpoints run on other nodes: neither can reach itself through this node.
+      assert.deepEqual(el(f, "hairpin-endpoints"), {});
+    },
+  },
+  {
+    name: "hairpin elements only for endpoints on this node, or whose node is unknown",
+    run: () => {
+      const eps = [
+        ep("198.51.100.2", 8080, { local: true }),
+        ep("198.51.100.3"),
+        ep("198.51.100.4", 8080, { nodeUnknown: true }),
+      ];
+      const f = serviceFragment(service({ ports: [port({ internalEndpoints: eps })] }), V4);
+      assert.deepEqual(Object.keys(el(f, "hairpin-endpoints")).sort(), [
         "198.51.100.2 . 198.51.100.2",
-        "198.51.100.3 . 198.51.100.3",
+        "198.51.100.4 . 198.51.100.4",
       ]);
     },
   },

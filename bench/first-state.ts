@@ -1,0 +1,186 @@
+// The core's first state: a cluster file (bench/lib/cluster.ts: N Services × 10 endpoints over
+// 100 Nodes, one JSON `kind: List`) → the store → one node's local state → its JSON document.
+//
+// Two measurements per size, each in a fresh process:
+// - phases, in-process: reading and validating the file, loading the store, the tracker's first
+//   state, writing the document (to nowhere): CPU (user + system) of each, and the heap after;
+// - the CLI as a user runs it, `kpng file --input <file> to-local to-json --node-name n1 --once`
+//   with its output to /dev/null: its CPU (from the parent's children times) and peak RSS (its
+//   VmHWM, read from /proc until it exits).
+//
+//   node --expose-gc bench/first-state.ts [--sizes=10000,100000] [--quick] [--cpu-prof]
+//
+// --cpu-prof profiles the CLI run and prints where its time went (bench/lib/cpu-profile.ts).
+
+import { spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { LocalStateTracker } from "../src/brain/local-state-tracker.ts";
+import { ClusterStore } from "../src/brain/store.ts";
+import { localStateText } from "../src/sinks/json/local-state-text.ts";
+import { parseClusterFile } from "../src/sources/file/parse.ts";
+import { writeClusterFile } from "./lib/cluster.ts";
+import { summarizeProfile } from "./lib/cpu-profile.ts";
+import { sizesFlag, table } from "./lib/table.ts";
+
+const NODE_NAME = "n1";
+
+const cpuMs = (): number => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+const heapMiB = (): number => {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed / 2 ** 20;
+};
+
+/** The child: each phase's CPU ms and the heap after it, as one JSON line. */
+async function phases(file: string): Promise<void> {
+  const out: Record<string, number> = {};
+  let t = cpuMs();
+  const lap = (name: string) => {
+    const now = cpuMs();
+    out[name] = now - t;
+    t = now;
+  };
+  const parsed = parseClusterFile(await readFile(file), file);
+  if (!parsed.ok) throw new Error(parsed.error);
+  lap("parse");
+  const store = new ClusterStore();
+  const { contents } = parsed;
+  store.replace("Service", contents.services);
+  store.replace("EndpointSlice", contents.endpointSlices);
+  store.replace("Node", contents.nodes);
+  store.replace("ServiceCIDR", contents.serviceCIDRs);
+  store.synced();
+  lap("store");
+  const tracker = new LocalStateTracker(store, NODE_NAME);
+  store.subscribe((change) => tracker.update(change));
+  store.flush();
+  lap("state");
+  let bytes = 0;
+  for (const piece of localStateText(tracker.state)) bytes += piece.length;
+  lap("text");
+  out.heapMiB = heapMiB();
+  out.services = tracker.state.services.size;
+  out.textMiB = bytes / 2 ** 20;
+  out.peakRssMiB = process.resourceUsage().maxRSS / 1024;
+  console.log(JSON.stringify(out));
+}
+
+function childrenCpuMs(): number {
+  // utime, stime, cutime, cstime are fields 14–17 of /proc/self/stat, in clock ticks (100 Hz).
+  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]?.split(" ") ?? [];
+  return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
+/** Runs a command with stdout to /dev/null; its CPU and the highest VmHWM seen while it ran. */
+function measured(args: readonly string[]): Promise<{ cpuMs: number; peakRssMiB: number; stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const before = childrenCpuMs();
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
+    let stdout = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      // Only the phases' JSON line is kept; the CLI's document is counted, not held.
+      if (stdout.length < 4096) stdout += chunk;
+    });
+    let peak = 0;
+    const poll = setInterval(() => {
+      try {
+        const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+        const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
+        peak = Math.max(peak, kb / 1024);
+      } catch {
+        // It has exited.
+      }
+    }, 20);
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      clearInterval(poll);
+      if (code !== 0) reject(new Error(`${args.join(" ")} exited with ${code}`));
+      else resolve({ cpuMs: childrenCpuMs() - before, peakRssMiB: peak, stdout });
+    });
+  });
+}
+
+async function main(): Promise<void> {
+  const here = fileURLToPath(new URL(".", import.meta.url));
+  const cli = join(here, "..", "src", "cli", "main.ts");
+  const profile = process.argv.includes("--cpu-prof");
+  const sizes = sizesFlag([10_000, 100_000]);
+  const work = mkdtempSync(join(tmpdir(), "kpng-first-state-"));
+  const rows: string[][] = [];
+  try {
+    for (const services of sizes) {
+      const file = writeClusterFile({ services, endpointsPerService: 10 }, work);
+      const inner = await measured(["--expose-gc", fileURLToPath(import.meta.url), "--phases", file]);
+      const p = JSON.parse(inner.stdout) as Record<string, number>;
+      const profDir = join(work, `prof-${services}`);
+      const cliArgs = [
+        ...(profile ? ["--cpu-prof", `--cpu-prof-dir=${profDir}`] : []),
+        cli,
+        "file",
+        "--input",
+        file,
+        "--no-watch",
+        "to-local",
+        "to-json",
+        "--node-name",
+        NODE_NAME,
+        "--once",
+      ];
+      const run = await measured(cliArgs);
+      rows.push([
+        String(services),
+        String(p.services),
+        (p.parse ?? 0).toFixed(0),
+        (p.store ?? 0).toFixed(0),
+        (p.state ?? 0).toFixed(0),
+        (p.text ?? 0).toFixed(0),
+        (p.heapMiB ?? 0).toFixed(0),
+        run.cpuMs.toFixed(0),
+        run.peakRssMiB.toFixed(0),
+      ]);
+      rmSync(file);
+      if (profile) {
+        const name = readdirSync(profDir).find((f) => f.endsWith(".cpuprofile"));
+        if (name !== undefined) {
+          const s = summarizeProfile(join(profDir, name), 25);
+          console.log(`\n${services} Services, CLI profile (${s.totalMs.toFixed(0)} ms sampled):`);
+          for (const [layer, ms] of s.byLayer) console.log(`  ${ms.toFixed(0).padStart(7)} ms  ${layer}`);
+          for (const [fn, , ms] of s.topFunctions) console.log(`  ${ms.toFixed(0).padStart(7)} ms  ${fn}`);
+        }
+      }
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+  console.log(
+    "\nfirst state: file → store → local state → JSON document; CPU in ms (user + system)\n" +
+      "(target at 100k: file → local state ≤ 3 s CPU, with the dump ≤ 5 s, peak RSS ≤ 1 GiB)\n",
+  );
+  console.log(
+    table(
+      [
+        "services",
+        "in state",
+        "parse ms",
+        "store ms",
+        "state ms",
+        "text ms",
+        "heap MiB",
+        "CLI cpu ms",
+        "CLI peak RSS MiB",
+      ],
+      rows,
+    ),
+  );
+}
+
+if (process.argv[2] === "--phases") await phases(process.argv[3] ?? "");
+else await main();
