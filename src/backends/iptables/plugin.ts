@@ -21,6 +21,7 @@ import { parseDuration } from "../../plugin/duration.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
+import { IptablesRulesReader } from "./rules-reader.ts";
 import { ExecIptablesRunner, IPTABLES_BINARIES, type IptablesRunner, type Variant } from "./runner.ts";
 import { detectVariant } from "./variant.ts";
 
@@ -173,6 +174,12 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
     }
+  },
+  async rulesReader(opts) {
+    const host = new IpCommandHost();
+    const interfaces = await host.interfaces();
+    const families = familySettings(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
+    return new IptablesRulesReader(families, await runnerFor(opts.mode));
   },
   async cleanup(_raw, ctx): Promise<void> {
     for (const variant of ["nft", "legacy"] as const) {

@@ -28,6 +28,7 @@ import type { TableConfig } from "./fragment.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
+import { NftRulesReader } from "./rules-reader.ts";
 import { ExecNftRunner, NFT_BINARIES } from "./runner.ts";
 import { acquireTableLock } from "./table-lock.ts";
 
@@ -154,6 +155,9 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       runner.close();
       await lock.release();
     }
+  },
+  async rulesReader(opts) {
+    return new NftRulesReader(await configs(opts.settings, new IpCommandHost()));
   },
   async cleanup(opts, ctx): Promise<void> {
     const table = opts.tableName;
