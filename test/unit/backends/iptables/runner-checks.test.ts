@@ -33,14 +33,14 @@ test("rule checks: present, empty, missing chain or rule, a jump to a deleted ch
   const dir = mkdtempSync(join(tmpdir(), "kpng-iptables-checks-"));
   try {
     const runner = new ExecIptablesRunner("nft", { prefix: fakeIptables(dir) });
-    assert.equal(await runner.hasRules("ipv4", "nat", "KPNG-SERVICES"), true);
-    assert.equal(await runner.hasRules("ipv4", "nat", "KPNG-EMPTY"), false, "flushed");
-    assert.equal(await runner.hasRules("ipv4", "nat", "KPNG-GONE"), false, "deleted");
-    assert.equal(await runner.hasRule("ipv4", "nat", "PREROUTING", "-j KPNG-SERVICES"), true);
-    assert.equal(await runner.hasRule("ipv4", "nat", "OUTPUT", "-j KPNG-SERVICES"), false);
-    assert.equal(await runner.hasRule("ipv4", "nat", "INPUT", "-j KPNG-GONE"), false);
-    assert.equal(await runner.hasRule("ipv4", "nat", "POSTROUTING", "-j KPNG-GONE"), false);
-    await assert.rejects(runner.hasRules("ipv4", "filter", "KPNG-SERVICES"), /xtables lock/);
+    assert.equal(await runner.hasRules("IPv4", "nat", "KPNG-SERVICES"), true);
+    assert.equal(await runner.hasRules("IPv4", "nat", "KPNG-EMPTY"), false, "flushed");
+    assert.equal(await runner.hasRules("IPv4", "nat", "KPNG-GONE"), false, "deleted");
+    assert.equal(await runner.hasRule("IPv4", "nat", "PREROUTING", "-j KPNG-SERVICES"), true);
+    assert.equal(await runner.hasRule("IPv4", "nat", "OUTPUT", "-j KPNG-SERVICES"), false);
+    assert.equal(await runner.hasRule("IPv4", "nat", "INPUT", "-j KPNG-GONE"), false);
+    assert.equal(await runner.hasRule("IPv4", "nat", "POSTROUTING", "-j KPNG-GONE"), false);
+    await assert.rejects(runner.hasRules("IPv4", "filter", "KPNG-SERVICES"), /xtables lock/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
