@@ -8,11 +8,15 @@ import type { RunContext } from "../plugin/contracts.ts";
 import { pacedFeed } from "../plugin/paced-feed.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import type { Invocation } from "./invocation.ts";
+import { checkForKubeProxy } from "./kube-proxy-check.ts";
 
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {
     case "to-local": {
       const { source, sink, serviceProxyName, serviceCIDRs, nodeName, minSyncPeriodMs } = invocation;
+      // A kernel backend fed from the cluster: kube-proxy must not run beside it.
+      if (source.name === "kube" && sink.cleanup !== undefined)
+        checkForKubeProxy(invocation.sourceOpts as object, ctx.log.child({ component: "kube-proxy-check" }));
       const store = new ClusterStore({
         serviceProxyName,
         serviceCIDRs,

@@ -55,7 +55,7 @@ const FIRST_RETRY_MS = 50;
 const MAX_RETRY_MS = 2000;
 
 /** Why a command did not start; `code` is the errno name (ENOENT, EMFILE, …). */
-export class SpawnError extends Error {
+class SpawnError extends Error {
   readonly code: string;
   constructor(command: string, code: string, message: string) {
     super(`cannot start ${command}: ${message}`);

@@ -31,6 +31,9 @@ export function primaryAddresses(
   return out;
 }
 
+/** The programs reading the node's addresses start (the image must contain them). */
+export const HOST_NETWORK_BINARIES: readonly string[] = ["ip"];
+
 const IP_TIMEOUT_MS = 10_000;
 
 async function ipJson(args: readonly string[]): Promise<unknown> {
@@ -54,6 +57,17 @@ export class IpCommandHost implements HostNetwork {
     for (const fam of ["-4", "-6"]) {
       for (const r of records(await ipJson([fam, "route", "show", "default"]))) {
         if (typeof r.dev === "string") out.push(r.dev);
+      }
+    }
+    return out;
+  }
+
+  /** The next hops of the default routes (both families); none for a route without a gateway. */
+  async defaultGateways(): Promise<string[]> {
+    const out: string[] = [];
+    for (const fam of ["-4", "-6"]) {
+      for (const r of records(await ipJson([fam, "route", "show", "default"]))) {
+        if (typeof r.gateway === "string") out.push(r.gateway);
       }
     }
     return out;

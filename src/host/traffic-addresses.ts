@@ -4,6 +4,8 @@
 
 import type { Command } from "commander";
 import { canonicalCIDR, canonicalIP, familyOf } from "../model/ip.ts";
+import type { IPFamily } from "../model/kube.ts";
+import { ofFamily } from "../model/local.ts";
 
 export interface TrafficAddressSettings {
   /** "primary", or a comma list of CIDRs. */
@@ -11,6 +13,8 @@ export interface TrafficAddressSettings {
   /** Comma list of pod CIDRs, possibly empty. */
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;
+  /** The bit of the packet mark that means "masquerade" (kube-proxy's masqueradeBit); 14 when unset. */
+  readonly masqueradeBit?: string | number;
 }
 
 export function addTrafficAddressOptions(cmd: Command): void {
@@ -25,7 +29,8 @@ export function addTrafficAddressOptions(cmd: Command): void {
       "pod CIDRs (comma list, per family): traffic from them is pod traffic",
       "",
     )
-    .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false);
+    .option("--masquerade-all", "masquerade all traffic to ClusterIPs", false)
+    .option("--masquerade-bit <bit>", "the bit (0-31) of the packet mark that asks for masquerade", "14");
 }
 
 /** The canonical CIDRs of a comma list; throws an Error naming the flag when one is malformed. */
@@ -43,15 +48,57 @@ function parseCIDRList(text: string, flag: string): string[] {
     });
 }
 
+/** The packet mark of a masquerade bit, e.g. 14 → "0x4000"; throws an Error naming the flag. */
+function masqueradeMark(bit: string | number | undefined): string {
+  const n = bit === undefined ? 14 : Number(bit);
+  if (!Number.isInteger(n) || n < 0 || n > 31)
+    throw new Error(`--masquerade-bit: "${bit}" is not a bit number from 0 to 31`);
+  return `0x${(2 ** n).toString(16)}`;
+}
+
 /** Both families' node IPs, NodePort CIDRs and pod CIDRs; throws an Error naming a bad flag. */
 export function trafficAddresses(
   settings: TrafficAddressSettings,
   primaryIPs: readonly string[],
-): { readonly nodeIPs: string[]; readonly nodePortCIDRs: string[]; readonly podCIDRs: string[] } {
+): {
+  readonly nodeIPs: string[];
+  readonly nodePortCIDRs: string[];
+  readonly podCIDRs: string[];
+  readonly masqueradeMark: string;
+} {
   const nodeIPs = primaryIPs.map(canonicalIP);
   const nodePortCIDRs =
     settings.nodePortAddresses.trim() === "primary"
       ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "IPv4" ? 32 : 128}`)
       : parseCIDRList(settings.nodePortAddresses, "--nodeport-addresses");
-  return { nodeIPs, nodePortCIDRs, podCIDRs: parseCIDRList(settings.clusterCIDRs, "--cluster-cidr") };
+  return {
+    nodeIPs,
+    nodePortCIDRs,
+    podCIDRs: parseCIDRList(settings.clusterCIDRs, "--cluster-cidr"),
+    masqueradeMark: masqueradeMark(settings.masqueradeBit),
+  };
+}
+
+/** What one family's rules need of the settings: its NodePort CIDRs, pod CIDRs and node IPs. */
+interface FamilyTraffic {
+  readonly nodePortCIDRs: readonly string[];
+  readonly podCIDRs: readonly string[];
+  readonly masqueradeAll: boolean;
+  readonly masqueradeMark: string;
+  readonly nodeIPs: readonly string[];
+}
+
+/** trafficAddresses split by family, for a backend's per-family configuration. */
+export function trafficOfFamily(
+  settings: TrafficAddressSettings,
+  primaryIPs: readonly string[],
+): (family: IPFamily) => FamilyTraffic {
+  const t = trafficAddresses(settings, primaryIPs);
+  return (family) => ({
+    nodePortCIDRs: ofFamily(t.nodePortCIDRs, family),
+    podCIDRs: ofFamily(t.podCIDRs, family),
+    masqueradeAll: settings.masqueradeAll,
+    masqueradeMark: t.masqueradeMark,
+    nodeIPs: ofFamily(t.nodeIPs, family),
+  });
 }

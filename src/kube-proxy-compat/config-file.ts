@@ -6,7 +6,7 @@ import { parseDocument } from "yaml";
 import { isPlainObject } from "../model/field-reader.ts";
 import { parseDuration } from "../plugin/duration.ts";
 import { UsageError } from "../plugin/usage-error.ts";
-import { API_VERSION, FIELDS, type FieldType, KIND } from "./fields.ts";
+import { API_VERSION, FIELDS, type FieldType, KIND } from "./table.ts";
 
 /** Dotted field path → value; a field that is absent or null is not in the map. */
 export type ConfigValues = ReadonlyMap<string, unknown>;
@@ -69,6 +69,8 @@ export function typeProblem(type: FieldType, value: unknown): string | undefined
       return typeof value === "boolean" ? undefined : `expected true or false, ${got}`;
     case "int":
       return Number.isInteger(value) ? undefined : `expected an integer, ${got}`;
+    case "float":
+      return typeof value === "number" && Number.isFinite(value) ? undefined : `expected a number, ${got}`;
     case "duration":
       if (typeof value !== "string") return `expected a duration such as "30s", ${got}`;
       try {

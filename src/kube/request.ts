@@ -4,6 +4,7 @@
 import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { applyCredentials } from "./credentials.ts";
 import { ApiStatusError } from "./reflector.ts";
 
 export interface KubeRequest {
@@ -38,7 +39,7 @@ export class KubeConfigRequester implements KubeRequester {
 
   async send(request: KubeRequest): Promise<unknown> {
     const options: https.RequestOptions = {};
-    await this.#config.applyToHTTPSOptions(options);
+    await applyCredentials(this.#config, options);
     const url = new URL(this.#base.pathname.replace(/\/$/, "") + request.path, this.#base);
     const body = request.body === undefined ? undefined : JSON.stringify(request.body);
     const send = this.#base.protocol === "https:" ? https.request : http.request;

@@ -5,6 +5,7 @@
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
+import { applyCredentials } from "./credentials.ts";
 
 /** What a reflector reads of a response: the status line and the body as it streams in. */
 export interface ApiResponse extends AsyncIterable<Buffer> {
@@ -42,7 +43,7 @@ export class KubeConfigTransport implements KubeTransport {
 
   async get(pathAndQuery: string, signal: AbortSignal): Promise<IncomingMessage> {
     const options: https.RequestOptions = {};
-    await this.#config.applyToHTTPSOptions(options);
+    await applyCredentials(this.#config, options);
     const url = new URL(this.#base.pathname.replace(/\/$/, "") + pathAndQuery, this.#base);
     const request = this.#base.protocol === "https:" ? https.request : http.request;
     return await new Promise<IncomingMessage>((resolve, reject) => {

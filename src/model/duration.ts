@@ -1,6 +1,14 @@
-// Durations on the command line, written as kube-proxy and Go write them: "1s", "250ms", "1m30s".
+// Durations as kube-proxy and Go write them ("1s", "250ms", "1m30s"): flags, KubeProxyConfiguration
+// fields and Service annotations all read them here.
+
+// Every duration ends up in a timer, and Node's timers hold at most 2^31-1 ms (about 24.8
+// days): a longer one fires after 1 ms, so a long resync period would become a busy loop. Longer
+// durations are refused where they are parsed (flags, KubeProxyConfiguration, annotations).
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** The longest duration accepted: the largest timer (596h31m23.647s). */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
 const PART = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
 
 /** What makes sense for one flag: e.g. a resync period of 0 would spin. */
@@ -11,13 +19,15 @@ interface DurationBounds {
   readonly max?: number;
 }
 
-/** "1s", "250ms", "1m30s": the shortest way to write `ms` back. */
+/** "1s", "250ms", "1m30s", "596h31m23.647s": `ms` written back as Go would. */
 function formatDuration(ms: number): string {
   if (ms === 0) return "0s";
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000}h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000}m`;
-  if (ms % 1000 === 0) return `${ms / 1000}s`;
-  return `${ms}ms`;
+  if (ms < 1000) return `${ms}ms`;
+  const h = Math.floor(ms / 3_600_000);
+  const m = Math.floor((ms % 3_600_000) / 60_000);
+  const rest = ms % 60_000;
+  const s = rest === 0 ? "" : `${rest / 1000}s`;
+  return `${h > 0 ? `${h}h` : ""}${h > 0 || m > 0 ? (m > 0 || s !== "" ? `${m}m` : "") : ""}${s}`;
 }
 
 /**
@@ -26,12 +36,11 @@ function formatDuration(ms: number): string {
  */
 export function parseDuration(text: string, bounds: DurationBounds = {}): number {
   const ms = parseAnyDuration(text);
+  const max = Math.min(bounds.max ?? MAX_DURATION_MS, MAX_DURATION_MS);
   if (bounds.min !== undefined && ms < bounds.min) {
     throw new Error(`"${text}" is too short: it must be at least ${formatDuration(bounds.min)}`);
   }
-  if (bounds.max !== undefined && ms > bounds.max) {
-    throw new Error(`"${text}" is too long: it must be at most ${formatDuration(bounds.max)}`);
-  }
+  if (ms > max) throw new Error(`"${text}" is too long: it must be at most ${formatDuration(max)}`);
   return ms;
 }
 

@@ -1,6 +1,9 @@
 // networking.k8s.io ServiceCIDR (v1, or v1beta1 where v1 is not served): raw JSON → ServiceCIDR.
 // The API server accepts one or two CIDRs, at most one per family, written with their host bits
 // cleared; a file or an older server may hold anything, so the same rules are checked here.
+// One rule more than the API server's: a range of prefix 0 is refused. It covers every address
+// (it is a default route), and dropping traffic to unallocated Service addresses in it would cut
+// every connection the node and its pods open to anything that is not a Service.
 
 import {
   InvalidField,
@@ -34,9 +37,20 @@ export function readServiceCIDR(raw: RawObject): ServiceCIDR {
         `${path}: ${JSON.stringify(text)} has host bits set (the network is ${cidr.text})`,
       );
     }
+    const wholeFamily = defaultRouteReason(cidr);
+    if (wholeFamily !== undefined) throw new InvalidField(`${path}: ${wholeFamily}`);
     if (families.has(cidr.family)) throw new InvalidField(`${path}: a second ${cidr.family} CIDR`);
     families.add(cidr.family);
     return cidr.text;
   });
   return { kind: "ServiceCIDR", metadata, cidrs };
+}
+
+/** Why a range cannot be a Service range because it is a default route; undefined when it is not. */
+export function defaultRouteReason(cidr: {
+  readonly family: IPFamily;
+  readonly text: string;
+}): string | undefined {
+  if (!cidr.text.endsWith("/0")) return undefined;
+  return `${cidr.text} covers every ${cidr.family} address (a default route), not a Service IP range`;
 }

@@ -2,16 +2,19 @@
 // healthCheckNodePort servers, conntrack cleanup and sysctls. A backend drives it through the
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
-import type { Server } from "node:http";
 import { availableParallelism } from "node:os";
-import { removeKubeProxyLeftovers } from "../host/kube-proxy-leftovers/cleanup.ts";
+import { raiseFdLimit } from "../host/fd-limit.ts";
+import {
+  KUBE_PROXY_CLEANUP_BINARIES,
+  removeKubeProxyLeftovers,
+} from "../host/kube-proxy-leftovers/cleanup.ts";
 import { ExecCommandRunner } from "../host/kube-proxy-leftovers/command.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
-import { close } from "../observability/http-listen.ts";
 import type { Logger } from "../observability/log.ts";
+import { RetryingServer } from "./bind-retry.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
-import { type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
+import { CONNTRACK_BINARIES, type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
@@ -19,6 +22,12 @@ import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
+
+/** The programs the node services may start: conntrack cleanup, and kube-proxy's cleanup at start. */
+export const NODE_SERVICES_BINARIES: readonly string[] = [
+  ...CONNTRACK_BINARIES,
+  ...KUBE_PROXY_CLEANUP_BINARIES,
+];
 
 interface NodeServicesContext {
   /** kube-proxy's name of the mode, as /proxyMode answers: "nftables", "iptables". */
@@ -38,7 +47,7 @@ export class NodeServices implements SyncObserver {
   readonly health: ProxyHealth;
   readonly healthCheckNodePorts: HealthCheckNodePorts;
   readonly #cleaner: ConntrackCleaner | undefined;
-  readonly #servers: Server[] = [];
+  readonly #servers: RetryingServer[] = [];
   readonly #log: Logger;
 
   private constructor(o: NodeServicesFlags, ctx: NodeServicesContext) {
@@ -66,14 +75,34 @@ export class NodeServices implements SyncObserver {
         throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
     }
     const s = new NodeServices(o, ctx);
+    await raiseFdLimit(ctx.log);
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),
       ctx.sysctlFiles ?? new ProcSysctlFiles(),
       ctx.log,
     );
     try {
-      if (o.healthz) s.#servers.push(await startHealthServer(o.healthz.host, o.healthz.port, s.health));
-      if (o.metrics) s.#servers.push(await startMetricsServer(o.metrics.host, o.metrics.port, ctx.mode));
+      const retry = (what: string, a: { host: string; port: number }) => ({
+        what,
+        address: `${a.host}:${a.port}`,
+        hardFail: o.bindAddressHardFail,
+        log: ctx.log,
+      });
+      const { healthz, metrics } = o;
+      if (healthz)
+        s.#servers.push(
+          await RetryingServer.start(
+            () => startHealthServer(healthz.host, healthz.port, s.health),
+            retry("healthz", healthz),
+          ),
+        );
+      if (metrics)
+        s.#servers.push(
+          await RetryingServer.start(
+            () => startMetricsServer(metrics.host, metrics.port, ctx.mode, { profiling: o.profiling }),
+            retry("metrics", metrics),
+          ),
+        );
     } catch (err) {
       await s.close();
       throw new Error(`cannot listen for /healthz or /metrics: ${(err as Error).message}`);
@@ -103,7 +132,7 @@ export class NodeServices implements SyncObserver {
 
   /** Closes every server; the rules stay as they are. */
   async close(): Promise<void> {
-    await Promise.all([...this.#servers.splice(0).map(close), this.healthCheckNodePorts.close()]);
+    await Promise.all([...this.#servers.splice(0).map((x) => x.close()), this.healthCheckNodePorts.close()]);
     this.#log.info("node services closed");
   }
 }

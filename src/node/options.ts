@@ -17,6 +17,10 @@ export interface NodeServicesFlags {
   readonly conntrack: ConntrackSysctlOptions;
   /** Remove what kube-proxy left in the kernel before programming anything. */
   readonly cleanupKubeProxy: boolean;
+  /** A server port in use is fatal; otherwise it is retried every 5 s. */
+  readonly bindAddressHardFail: boolean;
+  /** Serve the runtime's profiles on the metrics port. */
+  readonly profiling: boolean;
 }
 
 export function addNodeServicesOptions(cmd: Command): void {
@@ -41,7 +45,24 @@ export function addNodeServicesOptions(cmd: Command): void {
     )
     .option("--conntrack-min <n>", "lower bound of nf_conntrack_max", String(d.min))
     .option("--conntrack-tcp-timeout-established <duration>", "0 leaves it alone", "24h")
-    .option("--conntrack-tcp-timeout-close-wait <duration>", "0 leaves it alone", "1h");
+    .option("--conntrack-tcp-timeout-close-wait <duration>", "0 leaves it alone", "1h")
+    .option("--conntrack-tcp-be-liberal", "set nf_conntrack_tcp_be_liberal to 1", false)
+    .option("--conntrack-udp-timeout <duration>", "nf_conntrack_udp_timeout (0 leaves it alone)", "0s")
+    .option(
+      "--conntrack-udp-timeout-stream <duration>",
+      "nf_conntrack_udp_timeout_stream (0 leaves it alone)",
+      "0s",
+    )
+    .option(
+      "--bind-address-hard-fail",
+      "exit when a server's port is in use (default: log and retry every 5 s, proxying goes on)",
+      false,
+    )
+    .option(
+      "--profiling",
+      "serve heap and CPU profiles on the metrics port (/debug/pprof/heap, /debug/pprof/profile)",
+      false,
+    );
 }
 
 function text(raw: Options, key: string, fallback: string): string {
@@ -76,7 +97,12 @@ export function parseNodeServicesOptions(raw: Options): NodeServicesFlags {
     metrics: parseBindAddress(text(raw, "metricsBindAddress", "127.0.0.1:10249"), "--metrics-bind-address"),
     conntrackCleanup: raw.conntrackCleanup !== false,
     cleanupKubeProxy: raw.cleanupKubeProxy === true,
+    bindAddressHardFail: raw.bindAddressHardFail === true,
+    profiling: raw.profiling === true,
     conntrack: {
+      tcpBeLiberal: raw.conntrackTcpBeLiberal === true,
+      udpSeconds: seconds(raw, "conntrackUdpTimeout", "--conntrack-udp-timeout", 0),
+      udpStreamSeconds: seconds(raw, "conntrackUdpTimeoutStream", "--conntrack-udp-timeout-stream", 0),
       maxPerCore: count(raw, "conntrackMaxPerCore", "--conntrack-max-per-core", d.maxPerCore),
       min: count(raw, "conntrackMin", "--conntrack-min", d.min),
       tcpEstablishedSeconds: seconds(

@@ -3,19 +3,23 @@
 // is taken is an error the caller sees, not an unhandled event.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { DEFAULT_HTTP_LIMITS, type HttpLimits, limitRequests, limitServer } from "./http-limits.ts";
 import { registry } from "./metrics.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /** Idle keep-alive connections are dropped quickly: probes open many, and close() waits for them. */
 const KEEP_ALIVE_MS = 5000;
-const REQUEST_TIMEOUT_MS = 10_000;
 
-export function listen(host: string, port: number, handler: Handler): Promise<Server> {
-  const server = createServer(handler);
+export function listen(
+  host: string,
+  port: number,
+  handler: Handler,
+  limits: HttpLimits = DEFAULT_HTTP_LIMITS,
+): Promise<Server> {
+  const server = createServer(limitRequests(handler, limits));
   server.keepAliveTimeout = KEEP_ALIVE_MS;
-  server.requestTimeout = REQUEST_TIMEOUT_MS;
-  server.headersTimeout = REQUEST_TIMEOUT_MS;
+  limitServer(server, limits);
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => reject(err);
     server.once("error", onError);

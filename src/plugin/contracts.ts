@@ -50,6 +50,11 @@ export interface LocalSinkPlugin<O = unknown> extends Plugin<O> {
    * then resolves. Gets the same options as the sink.
    */
   cleanup?(opts: O, ctx: RunContext): Promise<void>;
+  /**
+   * Every program run() and cleanup() may start (nft, iptables-nft-restore, ip, …): the container
+   * image must contain each (test/unit/deploy/image-binaries.test.ts checks deploy/Dockerfile).
+   */
+  readonly binaries: readonly string[];
 }
 
 /** `… to-api`, `… to-json` directly after a source: consumers of the global state. */

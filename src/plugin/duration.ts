@@ -1,2 +1,2 @@
 // Command-line flags read durations with the model's parser (Service annotations use it too).
-export { parseDuration } from "../model/duration.ts";
+export { MAX_DURATION_MS, parseDuration } from "../model/duration.ts";

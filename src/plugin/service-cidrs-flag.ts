@@ -1,8 +1,9 @@
 // --service-cidrs: the cluster's Service IP ranges, for clusters that serve no ServiceCIDR API
 // (or to pin them). A comma-separated list of CIDRs, IPv4 and/or IPv6, written with their host
-// bits cleared as the API server requires of ServiceCIDRs.
+// bits cleared as the API server requires of ServiceCIDRs, and never a default route (prefix 0).
 
 import { parseCidr } from "../model/ip.ts";
+import { defaultRouteReason } from "../model/validate-servicecidr.ts";
 import { UsageError } from "./usage-error.ts";
 
 export const SERVICE_CIDRS_FLAG = "--service-cidrs";
@@ -23,6 +24,8 @@ export function parseServiceCIDRsFlag(text: string): string[] {
         `${SERVICE_CIDRS_FLAG}: ${JSON.stringify(entry)} has host bits set (the network is ${cidr.text})`,
       );
     }
+    const wholeFamily = defaultRouteReason(cidr);
+    if (wholeFamily !== undefined) throw new UsageError(`${SERVICE_CIDRS_FLAG}: ${wholeFamily}`);
     if (!out.includes(entry)) out.push(entry);
   }
   return out;

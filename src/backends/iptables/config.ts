@@ -1,8 +1,7 @@
 // What the rules of one IP family depend on beyond the local state, built from the to-iptables
 // options and the node's addresses. Pure: the addresses are passed in.
 
-import { type TrafficAddressSettings, trafficAddresses } from "../../host/traffic-addresses.ts";
-import { ofFamily } from "../../model/local.ts";
+import { type TrafficAddressSettings, trafficOfFamily } from "../../host/traffic-addresses.ts";
 import { type IpFamily, ipFamilyOfTools } from "./addresses.ts";
 
 export interface FamilyConfig {
@@ -12,20 +11,22 @@ export interface FamilyConfig {
   /** Pod CIDRs (this family): traffic from them is "from the cluster". */
   readonly podCIDRs: readonly string[];
   readonly masqueradeAll: boolean;
+  /** The packet mark that asks for masquerade (kube-proxy's 1 << masqueradeBit); 0x4000 when unset. */
+  readonly masqueradeMark?: string;
+  /** NodePorts on 127.0.0.1 too (IPv4 only; kube-proxy's iptables.localhostNodePorts). */
+  readonly localhostNodePorts?: boolean;
   /** The node's own addresses in this family (loadBalancerSourceRanges). */
   readonly nodeIPs: readonly string[];
 }
 
 export function familyConfigs(
-  settings: TrafficAddressSettings,
+  settings: TrafficAddressSettings & { readonly localhostNodePorts?: boolean },
   primaryIPs: readonly string[],
 ): FamilyConfig[] {
-  const { nodeIPs, nodePortCIDRs: nodePort, podCIDRs: pods } = trafficAddresses(settings, primaryIPs);
+  const traffic = trafficOfFamily(settings, primaryIPs);
   return (["ipv4", "ipv6"] as const).map((family) => ({
     family,
-    nodePortCIDRs: ofFamily(nodePort, ipFamilyOfTools(family)),
-    podCIDRs: ofFamily(pods, ipFamilyOfTools(family)),
-    masqueradeAll: settings.masqueradeAll,
-    nodeIPs: ofFamily(nodeIPs, ipFamilyOfTools(family)),
+    ...traffic(ipFamilyOfTools(family)),
+    localhostNodePorts: settings.localhostNodePorts === true,
   }));
 }

@@ -2,11 +2,13 @@
 
 import type { Command } from "commander";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
-import { NodeServices } from "../../node/node-services.ts";
+import { applySysctls, ProcSysctlFiles } from "../../node/conntrack/sysctls.ts";
+import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesFlags,
@@ -19,15 +21,20 @@ import type { IpFamily } from "./addresses.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
 import { familyConfigs } from "./config.ts";
-import { ExecIptablesRunner, type IptablesRunner, type Variant } from "./runner.ts";
+import { ExecIptablesRunner, IPTABLES_BINARIES, type IptablesRunner, type Variant } from "./runner.ts";
 import { detectVariant } from "./variant.ts";
 
 type IptablesMode = "auto" | Variant;
+
+/** Lets packets to 127.0.0.1 be DNATed to another host: localhost NodePorts need it. */
+const ROUTE_LOCALNET = { name: "net/ipv4/conf/all/route_localnet", value: 1 };
 
 interface IptablesOptions {
   readonly nodePortAddresses: string;
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;
+  readonly masqueradeBit: string;
+  readonly localhostNodePorts: boolean;
   readonly dryRun: boolean;
   readonly mode: IptablesMode;
   readonly syncPeriodMs: number;
@@ -61,9 +68,10 @@ export function parseIptablesOptions(raw: RawOptions): IptablesOptions {
     throw new UsageError(`--iptables-mode: "${mode}" is not one of auto, nft, legacy`);
   const nodePortAddresses = str(raw, "nodeportAddresses", "primary");
   const clusterCIDRs = str(raw, "clusterCidr", "");
+  const masqueradeBit = str(raw, "masqueradeBit", "14");
   try {
     // The node's own addresses are read later; checking the flags needs none.
-    trafficAddresses({ nodePortAddresses, clusterCIDRs, masqueradeAll: false }, []);
+    trafficAddresses({ nodePortAddresses, clusterCIDRs, masqueradeAll: false, masqueradeBit }, []);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
@@ -71,6 +79,8 @@ export function parseIptablesOptions(raw: RawOptions): IptablesOptions {
     nodePortAddresses,
     clusterCIDRs,
     masqueradeAll: raw.masqueradeAll === true,
+    masqueradeBit,
+    localhostNodePorts: raw.localhostNodeports === true,
     dryRun: raw.dryRun === true,
     mode,
     syncPeriodMs: duration(raw, "syncPeriod", "--sync-period", 30_000, 1000),
@@ -102,12 +112,18 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
   name: "to-iptables",
   description: "program the node's services into iptables (KPNG- chains; iptables-nft or -legacy)",
   defaultMinSyncPeriod: "1s",
+  binaries: [...IPTABLES_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES],
   addOptions(cmd: Command): void {
     addTrafficAddressOptions(cmd);
     cmd
       .option("--dry-run", "print and check the rules for the first state, change nothing, exit", false)
       .option("--sync-period <duration>", "full resync interval (also the longest retry backoff)", "30s")
       .option("--canary-interval <duration>", "how often to check that the tables were not flushed", "2s")
+      .option(
+        "--localhost-nodeports",
+        "accept IPv4 NodePort traffic on 127.0.0.1 too (sets route_localnet, as kube-proxy's iptables mode)",
+        false,
+      )
       .option(
         "--iptables-mode <mode>",
         "auto (the variant already holding Kubernetes rules, else nft), nft or legacy",
@@ -116,12 +132,15 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
     addNodeServicesOptions(cmd);
   },
   parseOptions: parseIptablesOptions,
-  async run(feed, opts, ctx: RunContext): Promise<void> {
+  async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const interfaces = await host.interfaces();
     const families = familyConfigs(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
     const runner = await runnerFor(opts.mode);
     const log = ctx.log.child({ component: "iptables" });
+    const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
+    if (opts.localhostNodePorts && !opts.dryRun)
+      await applySysctls([ROUTE_LOCALNET], new ProcSysctlFiles(), log);
     const settings = {
       runner,
       families,

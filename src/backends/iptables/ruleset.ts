@@ -70,9 +70,11 @@ export function staticRules(
   // port (an external IP claimed by two services) are in an order as arbitrary as before.
   byTargetDescending(natServices);
   byTargetDescending(natNodePorts);
+  // Localhost NodePorts: IPv4 only, with --localhost-nodeports (kube-proxy's iptables default);
+  // route_localnet lets such packets be routed, so other packets to 127/8 from outside are dropped.
+  const localhostNodePorts = cfg.localhostNodePorts === true && cfg.family === "ipv4";
   if (cfg.nodePortCIDRs.length > 0) {
-    // Localhost NodePorts are not supported (as kube-proxy's nftables mode).
-    natServices.push(`-A ${STATIC.services} -d ${loopback(cfg.family)} -j RETURN`);
+    if (!localhostNodePorts) natServices.push(`-A ${STATIC.services} -d ${loopback(cfg.family)} -j RETURN`);
     for (const cidr of cfg.nodePortCIDRs)
       natServices.push(
         `-A ${STATIC.services} -d ${cidr} -m addrtype --dst-type LOCAL -j ${STATIC.nodePorts}`,
@@ -86,17 +88,21 @@ export function staticRules(
   // here rather than routed on. Only new connections reach this chain.
   for (const range of ofFamily(serviceCIDRs, cfg.family === "ipv4" ? "IPv4" : "IPv6"))
     filterServices.push(`-A ${STATIC.services} -d ${range} -j DROP`);
+  const mark = cfg.masqueradeMark ?? MASQUERADE_MARK;
   const nat = [
     ...natServices,
     ...natNodePorts,
-    `-A ${STATIC.markForMasquerade} -j MARK --or-mark ${MASQUERADE_MARK}`,
+    `-A ${STATIC.markForMasquerade} -j MARK --or-mark ${mark}`,
     ...cfg.podCIDRs.map((p) => `-A ${STATIC.masqueradeNonPods} -s ${p} -j RETURN`),
     `-A ${STATIC.masqueradeNonPods} -j ${STATIC.markForMasquerade}`,
-    `-A ${STATIC.postrouting} -m mark ! --mark ${MASQUERADE_MARK}/${MASQUERADE_MARK} -j RETURN`,
-    `-A ${STATIC.postrouting} -j MARK --xor-mark ${MASQUERADE_MARK}`,
+    `-A ${STATIC.postrouting} -m mark ! --mark ${mark}/${mark} -j RETURN`,
+    `-A ${STATIC.postrouting} -j MARK --xor-mark ${mark}`,
     `-A ${STATIC.postrouting} -j MASQUERADE --random-fully`,
   ];
-  return { nat, filter: [...filterFirewall, ...filterNodePorts, ...filterServices] };
+  const martians = localhostNodePorts
+    ? [`-A ${STATIC.firewall} -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate DNAT -j DROP`]
+    : [];
+  return { nat, filter: [...martians, ...filterFirewall, ...filterNodePorts, ...filterServices] };
 }
 
 function byTargetDescending(lines: string[]): void {

@@ -53,6 +53,13 @@ export function binary(family: IpFamily, variant: Variant, tool: "" | "restore" 
   return tool === "" ? base : `${base}-${tool}`;
 }
 
+/** Every program the iptables backend may start: both variants, both families. */
+export const IPTABLES_BINARIES: readonly string[] = (["nft", "legacy"] as const).flatMap((variant) =>
+  (["ipv4", "ipv6"] as const).flatMap((family) =>
+    (["", "restore", "save"] as const).map((tool) => binary(family, variant, tool)),
+  ),
+);
+
 function firstLine(s: string): string {
   return s.split("\n").find((l) => l.trim() !== "") ?? "unknown error";
 }

@@ -23,6 +23,7 @@ function staticChains(cfg: TableConfig): StaticChain[] {
   const loopback = cfg.family === "ip" ? "127.0.0.0/8" : "::1";
   const toNode = `${ipk} daddr != ${loopback} ${ipk} daddr @${STATIC.nodePortIPs} fib daddr type local`;
   const hasNodePorts = cfg.nodePortCIDRs.length > 0;
+  const mark = cfg.masqueradeMark ?? MASQUERADE_MARK;
   const base = (type: string, hook: string, prio: number) =>
     `{ type ${type} hook ${hook} priority ${prio}; policy accept; }`;
   return [
@@ -51,14 +52,14 @@ function staticChains(cfg: TableConfig): StaticChain[] {
       name: STATIC.clusterIPsCheck,
       rules: [`${ipk} daddr @${STATIC.clusterIPs} reject`, `${ipk} daddr @${STATIC.serviceCIDRs} drop`],
     },
-    { name: STATIC.markForMasquerade, rules: [`meta mark set meta mark | ${MASQUERADE_MARK}`] },
+    { name: STATIC.markForMasquerade, rules: [`meta mark set meta mark | ${mark}`] },
     {
       name: STATIC.masquerading,
       rules: [
         // Hairpin: an endpoint that reached itself through a service must see the node as source.
         `ct status dnat ${ipk} saddr . ${ipk} daddr @${STATIC.hairpin} jump ${STATIC.markForMasquerade}`,
-        `meta mark & ${MASQUERADE_MARK} == 0 return`,
-        `meta mark set meta mark ^ ${MASQUERADE_MARK}`,
+        `meta mark & ${mark} == 0 return`,
+        `meta mark set meta mark ^ ${mark}`,
         "masquerade fully-random",
       ],
     },

@@ -1,8 +1,7 @@
 // Turns the to-nft command-line options into one TableConfig per family. Pure apart from the
 // node's addresses, which are passed in.
 
-import { type TrafficAddressSettings, trafficAddresses } from "../../host/traffic-addresses.ts";
-import { ofFamily } from "../../model/local.ts";
+import { type TrafficAddressSettings, trafficOfFamily } from "../../host/traffic-addresses.ts";
 import { ipFamilyOfTable } from "./addresses.ts";
 import type { NftFamily, TableConfig } from "./fragment.ts";
 import { type NftOp, renderScript } from "./ops.ts";
@@ -19,14 +18,11 @@ export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[
   if (!TABLE_NAME.test(settings.table)) {
     throw new Error(`--table-name: "${settings.table}" is not a valid nft table name`);
   }
-  const { nodeIPs, nodePortCIDRs: nodePort, podCIDRs: pods } = trafficAddresses(settings, primaryIPs);
+  const traffic = trafficOfFamily(settings, primaryIPs);
   return (["ip", "ip6"] as NftFamily[]).map((family) => ({
     family,
     table: settings.table,
-    nodePortCIDRs: ofFamily(nodePort, ipFamilyOfTable(family)),
-    podCIDRs: ofFamily(pods, ipFamilyOfTable(family)),
-    masqueradeAll: settings.masqueradeAll,
-    nodeIPs: ofFamily(nodeIPs, ipFamilyOfTable(family)),
+    ...traffic(ipFamilyOfTable(family)),
   }));
 }
 

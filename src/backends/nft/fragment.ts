@@ -66,6 +66,8 @@ export interface TableConfig {
   /** Pod CIDRs (this family): traffic from them is "from the cluster". */
   readonly podCIDRs: readonly string[];
   readonly masqueradeAll: boolean;
+  /** The packet mark that asks for masquerade (kube-proxy's 1 << masqueradeBit); 0x4000 when unset. */
+  readonly masqueradeMark?: string;
   /** The node's own addresses in this family (used for loadBalancerSourceRanges). */
   readonly nodeIPs: readonly string[];
 }

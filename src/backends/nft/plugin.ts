@@ -3,10 +3,16 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { type HostNetwork, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
+import {
+  HOST_NETWORK_BINARIES,
+  type HostNetwork,
+  IpCommandHost,
+  primaryAddresses,
+} from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
-import { NodeServices } from "../../node/node-services.ts";
+import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesFlags,
@@ -22,7 +28,7 @@ import type { TableConfig } from "./fragment.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
-import { ExecNftRunner } from "./runner.ts";
+import { ExecNftRunner, NFT_BINARIES } from "./runner.ts";
 import { acquireTableLock } from "./table-lock.ts";
 
 const nftOptions = z.object({
@@ -36,6 +42,7 @@ const nftOptions = z.object({
   nodeportAddresses: z.string().optional().default("primary"),
   clusterCidr: z.string().optional().default(""),
   masqueradeAll: switchFlag,
+  masqueradeBit: z.string().optional().default("14"),
   dryRun: switchFlag,
   syncPeriod: durationFlag(1000, "it is the periodic resync and the longest retry wait; use 1s or more")
     .optional()
@@ -61,6 +68,7 @@ function parseNftOptions(raw: RawOptions): NftOptions {
     nodePortAddresses: opts.nodeportAddresses,
     clusterCIDRs: opts.clusterCidr,
     masqueradeAll: opts.masqueradeAll,
+    masqueradeBit: opts.masqueradeBit,
   };
   try {
     // The node's own addresses are read later; checking the flags needs none.
@@ -80,6 +88,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   name: "to-nft",
   description: "program the node's services into nftables (tables ip/ip6 kpng)",
   defaultMinSyncPeriod: "1s",
+  binaries: [...NFT_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES],
   addOptions(cmd: Command): void {
     addTrafficAddressOptions(cmd);
     cmd
@@ -89,10 +98,11 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     addNodeServicesOptions(cmd);
   },
   parseOptions: parseNftOptions,
-  async run(feed, opts, ctx: RunContext): Promise<void> {
+  async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const tables = await configs(opts.settings, host);
     const log = ctx.log.child({ component: "nft" });
+    const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     if (opts.dryRun) {
       // The whole ruleset is checked at once: tens of seconds at 100k Services, not one transaction's.
       const checker = new ExecNftRunner(["nft"], { timeoutMs: DRY_RUN_CHECK_TIMEOUT_MS });

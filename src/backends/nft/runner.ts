@@ -67,6 +67,9 @@ interface ExecNftRunnerOptions {
   readonly timeoutMs?: number;
 }
 
+/** The programs the nft backend starts (the image must contain them). */
+export const NFT_BINARIES: readonly string[] = ["nft"];
+
 /** Runs the real `nft`. `command` may prefix it, e.g. `["ip", "netns", "exec", "ns1", "nft"]`. */
 export class ExecNftRunner implements NftRunner {
   readonly #command: readonly string[];

@@ -18,6 +18,15 @@ const IPTABLES_VARIANTS = [
   ["ip6tables-legacy-save", "ip6tables-legacy-restore"],
 ] as const;
 
+/** Every program the kube-proxy cleanup may start (the image must contain them). */
+export const KUBE_PROXY_CLEANUP_BINARIES: readonly string[] = [
+  ...IPTABLES_VARIANTS.flat(),
+  "nft",
+  "ipset",
+  "ipvsadm",
+  "ip",
+];
+
 const IPVS_DUMMY = "kube-ipvs0";
 
 interface CleanupReport {

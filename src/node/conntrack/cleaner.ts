@@ -10,6 +10,7 @@ import { Counter, Gauge, Histogram } from "prom-client";
 import type { LocalState } from "../../model/local.ts";
 import type { Logger } from "../../observability/log.ts";
 import { registry } from "../../observability/metrics.ts";
+import { parseEntry, staleEntryMatcher } from "./reconcile.ts";
 import type { ConntrackRunner } from "./runner.ts";
 import { type CtFilter, filterLine, staleFilters } from "./stale.ts";
 
@@ -63,14 +64,51 @@ export class ConntrackCleaner {
 
   /**
    * Queues the removal of what `state` made stale since the last call and returns the number of
-   * filters queued. The first state after start only sets the baseline: flushing every UDP
-   * service's entries on each restart would break live flows.
+   * filters queued. The first state after start is reconciled with the table instead: only the
+   * entries DNATed to what is no longer an endpoint of their Service go (flushing every UDP
+   * Service's entries on each restart would break live flows).
    */
   cleanup(state: LocalState): number {
     const before = this.#last;
     this.#last = state;
-    if (before === undefined) return 0;
-    const filters = staleFilters(before, state);
+    if (before === undefined) {
+      this.#draining = (this.#draining ?? Promise.resolve())
+        .then(() => this.#reconcile(state))
+        .then(() => this.#drain())
+        .finally(() => this.#drained());
+      return 0;
+    }
+    return this.#queue(staleFilters(before, state));
+  }
+
+  /** Lists the UDP and SCTP entries and queues a filter for each stale one. */
+  async #reconcile(state: LocalState): Promise<void> {
+    const stale = staleEntryMatcher(state);
+    const filters: CtFilter[] = [];
+    for (const protocol of ["udp", "sctp"] as const) {
+      try {
+        await this.#runner.list(protocol, (line) => {
+          const entry = parseEntry(line);
+          const f = entry && stale(entry);
+          if (f !== undefined && filters.length < MAX_PENDING) filters.push(f);
+        });
+      } catch (err) {
+        failures.inc();
+        this.#log.warn(
+          { err: String(err), protocol },
+          "cannot list conntrack entries; stale ones end by timeout",
+        );
+      }
+    }
+    if (filters.length > 0)
+      this.#log.info(
+        { filters: filters.length },
+        "removing conntrack entries left stale while kpng was down",
+      );
+    this.#queue(filters);
+  }
+
+  #queue(filters: readonly CtFilter[]): number {
     for (const f of filters) {
       if (this.#pending.size >= MAX_PENDING) {
         dropped.inc();
@@ -79,8 +117,20 @@ export class ConntrackCleaner {
       this.#pending.set(filterLine(f), f);
     }
     pendingGauge.set(this.#pending.size);
-    if (this.#pending.size > 0) this.#draining ??= this.#drain().finally(() => (this.#draining = undefined));
+    this.#kick();
     return filters.length;
+  }
+
+  /** Starts draining what is pending, unless a drain is running (it takes what is added meanwhile). */
+  #kick(): void {
+    if (this.#draining !== undefined || this.#pending.size === 0) return;
+    this.#draining = this.#drain().finally(() => this.#drained());
+  }
+
+  /** A drain ended: filters queued after its last look at the queue start the next one. */
+  #drained(): void {
+    this.#draining = undefined;
+    this.#kick();
   }
 
   /** Resolves when nothing is pending (tests, shutdown). */

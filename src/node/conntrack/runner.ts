@@ -11,11 +11,16 @@ import { type ExecResult, execCommand } from "../../host/exec.ts";
 export interface ConntrackRunner {
   /** Runs every line of a batch; resolves with how many entries were deleted. */
   deleteBatch(lines: readonly string[]): Promise<number>;
+  /** Calls `onLine` with each line of `conntrack -L -p <protocol> -o extended`, without holding the table. */
+  list(protocol: "udp" | "sctp", onLine: (line: string) => void): Promise<void>;
 }
 
 class ConntrackError extends Error {
   override readonly name = "ConntrackError";
 }
+
+/** The programs conntrack cleanup starts (the image must contain them). */
+export const CONNTRACK_BINARIES: readonly string[] = ["conntrack"];
 
 export class ExecConntrackRunner implements ConntrackRunner {
   readonly #command: readonly string[];
@@ -37,6 +42,27 @@ export class ExecConntrackRunner implements ConntrackRunner {
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
+  }
+
+  async list(protocol: "udp" | "sctp", onLine: (line: string) => void): Promise<void> {
+    let partial = "";
+    const onStdout = (chunk: Buffer) => {
+      const lines = (partial + chunk.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      for (const l of lines) onLine(l);
+    };
+    const argv = [...this.#command, "-L", "-p", protocol, "-o", "extended"];
+    let r: ExecResult;
+    try {
+      r = await execCommand(argv, { timeoutMs: this.#timeoutMs, onStdout });
+    } catch (e) {
+      throw new ConntrackError((e as Error).message);
+    }
+    if (partial !== "") onLine(partial);
+    if (r.timedOut)
+      throw new ConntrackError(`conntrack -L did not finish within ${this.#timeoutMs} ms; killed`);
+    if (r.code !== 0)
+      throw new ConntrackError(`conntrack -L exited ${r.code}: ${r.stderr.trim().split("\n")[0] ?? ""}`);
   }
 
   async #run(file: string): Promise<number> {

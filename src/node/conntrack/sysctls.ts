@@ -13,6 +13,11 @@ export interface ConntrackSysctlOptions {
   /** Seconds; 0 leaves them alone. */
   readonly tcpEstablishedSeconds: number;
   readonly tcpCloseWaitSeconds: number;
+  /** nf_conntrack_tcp_be_liberal = 1; false leaves it alone. */
+  readonly tcpBeLiberal: boolean;
+  /** UDP timeouts in seconds; 0 leaves them alone. */
+  readonly udpSeconds: number;
+  readonly udpStreamSeconds: number;
 }
 
 export const CONNTRACK_SYSCTL_DEFAULTS: ConntrackSysctlOptions = {
@@ -20,6 +25,9 @@ export const CONNTRACK_SYSCTL_DEFAULTS: ConntrackSysctlOptions = {
   min: 131_072,
   tcpEstablishedSeconds: 86_400,
   tcpCloseWaitSeconds: 3600,
+  tcpBeLiberal: false,
+  udpSeconds: 0,
+  udpStreamSeconds: 0,
 };
 
 interface Sysctl {
@@ -38,6 +46,10 @@ export function conntrackSysctls(o: ConntrackSysctlOptions, cpus: number): Sysct
   if (o.tcpCloseWaitSeconds > 0) {
     out.push({ name: "net/netfilter/nf_conntrack_tcp_timeout_close_wait", value: o.tcpCloseWaitSeconds });
   }
+  if (o.tcpBeLiberal) out.push({ name: "net/netfilter/nf_conntrack_tcp_be_liberal", value: 1 });
+  if (o.udpSeconds > 0) out.push({ name: "net/netfilter/nf_conntrack_udp_timeout", value: o.udpSeconds });
+  if (o.udpStreamSeconds > 0)
+    out.push({ name: "net/netfilter/nf_conntrack_udp_timeout_stream", value: o.udpStreamSeconds });
   return out;
 }
 

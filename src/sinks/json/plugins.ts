@@ -24,6 +24,7 @@ export const toJsonLocalSink: LocalSinkPlugin<JsonSinkFlags> = {
   description: "print this node's local state as JSON on stdout, one document per new state",
   // A dump shows every state; there is no kernel to protect from bursts of changes.
   defaultMinSyncPeriod: "0s",
+  binaries: [],
   addOptions: addOnceOption,
   parseOptions: parseJsonSinkOptions,
   run(feed, opts, ctx) {

@@ -7,8 +7,9 @@
 
 import { createHash } from "node:crypto";
 import { type FSWatcher, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
-import { readFile, stat } from "node:fs/promises";
+import { stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
+import { readBoundedFile } from "../../lib/bounded-read.ts";
 import { sleep } from "../../lib/sleep.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
@@ -29,10 +30,22 @@ interface FileSourceOptions {
   readonly settleMs?: number;
   /** How long a read that empties the file or drops most objects must stay so before it is used. */
   readonly shrinkHoldMs?: number;
+  /** A larger file is refused (--max-input-size). */
+  readonly maxBytes?: number;
+  /** The longest a change waits to be read (debounce and settle included). */
+  readonly maxDelayMs?: number;
 }
+
+/** The default --max-input-size: a 100k-Service cluster's JSON fits several times over. */
+export const DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024;
 
 /** The settle time for files rewritten in place. */
 const DEFAULT_SETTLE_MS = 500;
+/**
+ * The longest a change waits to be read, whatever the writer does: the debounce and the settle
+ * time are cut short so that a file that never stops changing is still read this often.
+ */
+const DEFAULT_MAX_DELAY_MS = 2000;
 /** The further wait for a read that would empty the state or drop most of it. */
 const DEFAULT_SHRINK_HOLD_MS = 2000;
 
@@ -69,6 +82,7 @@ export class FileSource implements ClusterSource {
   readonly #debounceMs: number;
   readonly #settleMs: number;
   readonly #shrinkHoldMs: number;
+  readonly #maxDelayMs: number;
   /** Aborted by stop(), to cut the settle waits short. */
   readonly #stopping = new AbortController();
   /** The inode last read: a different one means the file was replaced whole. */
@@ -85,12 +99,15 @@ export class FileSource implements ClusterSource {
   #reloading: Promise<void> | undefined;
   #reloadAgain = false;
   #stopped = false;
+  /** When the oldest change not yet read was seen. */
+  #pendingSince: number | undefined;
 
   constructor(options: FileSourceOptions) {
     this.#options = options;
     this.#debounceMs = options.debounceMs ?? 100;
     this.#settleMs = options.settleMs ?? DEFAULT_SETTLE_MS;
     this.#shrinkHoldMs = options.shrinkHoldMs ?? DEFAULT_SHRINK_HOLD_MS;
+    this.#maxDelayMs = options.maxDelayMs ?? DEFAULT_MAX_DELAY_MS;
   }
 
   /** Reads the file once; rejects with a message naming the file and the problem if it is broken. */
@@ -141,8 +158,12 @@ export class FileSource implements ClusterSource {
 
   #scheduleReload(): void {
     if (this.#stopped) return;
+    const now = performance.now();
+    this.#pendingSince ??= now;
+    // Each event restarts the debounce, but never past the oldest pending change's deadline.
+    const left = this.#pendingSince + this.#maxDelayMs - now;
     clearTimeout(this.#timer);
-    this.#timer = setTimeout(() => this.#startReload(), this.#debounceMs);
+    this.#timer = setTimeout(() => this.#startReload(), Math.max(0, Math.min(this.#debounceMs, left)));
   }
 
   #startReload(): void {
@@ -160,13 +181,24 @@ export class FileSource implements ClusterSource {
     });
   }
 
-  /** Waits until a file rewritten in place keeps its size and mtime for the settle time. */
-  async #settle(): Promise<void> {
+  /**
+   * Waits until a file rewritten in place keeps its size and mtime for the settle time, or until
+   * `deadline` (performance.now() time): then it is read as it is, with a log line.
+   */
+  async #settle(deadline: number): Promise<void> {
     let before = await identity(this.#options.path);
     // A missing file is reported by the read; a new inode was written before it was renamed here.
     if (before === undefined || before.ino !== this.#readIno) return;
     while (!this.#stopped) {
-      await sleep(this.#settleMs, this.#stopping.signal);
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        this.#options.log.warn(
+          { file: this.#options.path, maxDelayMs: this.#maxDelayMs },
+          "reading a file that is still changing (it must parse and keep most of its objects to be used)",
+        );
+        return;
+      }
+      await sleep(Math.min(this.#settleMs, left), this.#stopping.signal);
       const now = await identity(this.#options.path);
       if (now === undefined || sameContentStamp(before, now)) return;
       before = now;
@@ -175,7 +207,10 @@ export class FileSource implements ClusterSource {
 
   async #reload(): Promise<void> {
     const { path, log } = this.#options;
-    await this.#settle();
+    const deadline = (this.#pendingSince ?? performance.now()) + this.#maxDelayMs;
+    // Changes from now on are read by the next reload, with a deadline of their own.
+    this.#pendingSince = undefined;
+    await this.#settle(deadline);
     if (this.#stopped) return;
     let read = await this.#read();
     if (this.#stopped) return;
@@ -190,7 +225,7 @@ export class FileSource implements ClusterSource {
         "the file lost most of its objects; waiting to see whether it stays that way",
       );
       await sleep(this.#shrinkHoldMs, this.#stopping.signal);
-      await this.#settle();
+      await this.#settle(performance.now() + this.#settleMs);
       if (this.#stopped) return;
       read = await this.#read();
       if (this.#stopped) return;
@@ -222,10 +257,15 @@ export class FileSource implements ClusterSource {
     let bytes: Buffer;
     try {
       this.#readIno = (await identity(path))?.ino;
-      bytes = await readFile(path);
+      bytes = await readBoundedFile(
+        path,
+        this.#options.maxBytes ?? DEFAULT_MAX_INPUT_BYTES,
+        "--max-input-size",
+      );
     } catch (err) {
       return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
     }
+    this.#options.log.debug({ file: path, bytes: bytes.length }, "read the file");
     const parsed = parseClusterFile(bytes, path);
     return parsed.ok ? { ok: true, digest: contentDigest(bytes), contents: parsed.contents } : parsed;
   }

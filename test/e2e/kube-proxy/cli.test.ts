@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -76,5 +76,39 @@ describe("kpng kube-proxy: bad input", () => {
     const r = kpng("kube-proxy", `--config=${file("unknown.yaml", `${HEADER}mode: ipvs\nfancy: 1\n`)}`);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /unknown field fancy/);
+  });
+});
+
+describe("kpng kube-proxy: housekeeping flags", () => {
+  it("--version prints the version and exits 0", () => {
+    const r = spawnSync(process.execPath, [MAIN, "kube-proxy", "--version"], {
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /^kpng \d+\.\d+\.\d+/);
+  });
+
+  it("--write-config-to writes the effective configuration and exits 0", () => {
+    const dir = mkdtempSync(join(tmpdir(), "kpng-write-config-"));
+    try {
+      writeFileSync(join(dir, "in.yaml"), `${HEADER}mode: nftables\nbindAddress: "::"\n`);
+      const r = kpng(
+        "kube-proxy",
+        `--config=${join(dir, "in.yaml")}`,
+        `--write-config-to=${join(dir, "out.yaml")}`,
+      );
+      assert.equal(r.code, 0, r.stderr);
+      const out = readFileSync(join(dir, "out.yaml"), "utf8");
+      assert.match(out, /^metricsBindAddress: "?\[::1\]:10249"?$/m, out);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("cleanup all takes no arguments", () => {
+    const r = kpng("cleanup", "all", "--now");
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /cleanup all takes no arguments/);
   });
 });

@@ -1,6 +1,8 @@
 // `kpng kube-proxy` end to end, as kubeadm's DaemonSet would run it: kubeadm's config.conf (as
 // written, mode "" = iptables, and with mode nftables) with a kubeconfig pointing at the test API
-// server, `--hostname-override`, and a node that still holds kube-proxy's nftables table. Real traffic from a pod and an external client.
+// server, `--hostname-override`, and a node that still holds kube-proxy's nftables table. Real
+// traffic from a pod, an external client and (iptables mode) the node itself on 127.0.0.1. An
+// edit of the file ends the process, so that the pod restarts with it.
 
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -86,8 +88,12 @@ for (const mode of ["nftables", "iptables"] as const)
       };
     }
 
-    async function answers(from: "client" | "external", req: ProbeRequest, n: number): Promise<string[]> {
-      const ns = from === "client" ? topo.client.ns : topo.external;
+    async function answers(
+      from: "client" | "external" | "node",
+      req: ProbeRequest,
+      n: number,
+    ): Promise<string[]> {
+      const ns = from === "client" ? topo.client.ns : from === "node" ? topo.node : topo.external;
       const results = await probeFrom(
         ns,
         Array.from({ length: n }, () => req),
@@ -149,7 +155,14 @@ for (const mode of ["nftables", "iptables"] as const)
       const config = readFileSync(KUBEADM_CONFIG, "utf8")
         .replace(/^mode: ""$/m, mode === "nftables" ? "mode: nftables" : 'mode: ""')
         .replace("/var/lib/kube-proxy/kubeconfig.conf", kubeconfig)
-        .replace("clusterCIDR: 10.244.0.0/16", "clusterCIDR: 198.51.100.0/24");
+        .replace("clusterCIDR: 10.244.0.0/16", "clusterCIDR: 198.51.100.0/24")
+        // nftables: NodePorts on the node's address toward the external client; iptables: unset,
+        // kube-proxy's default there (every local address, 127.0.0.1 included).
+        .replace(
+          "nodePortAddresses: null",
+          mode === "nftables" ? `nodePortAddresses: [${topo.nodeIPv4}/32]` : "nodePortAddresses: null",
+        )
+        .concat("minSyncPeriod: 100ms\n");
       writeFileSync(join(dir, "config.conf"), config);
 
       kpng = topo.node.spawn(
@@ -158,10 +171,10 @@ for (const mode of ["nftables", "iptables"] as const)
           MAIN,
           "kube-proxy",
           `--config=${join(dir, "config.conf")}`,
+          // Kept with --config, as kube-proxy keeps it.
           "--hostname-override=Node-1",
-          // A flag overriding the file: NodePorts on the node's address toward the external client.
-          `--nodeport-addresses=${topo.nodeIPv4}/32`,
-          "--min-sync-period=100ms",
+          // Ignored with --config, as kube-proxy ignores it (a warning names it).
+          "--masquerade-all",
         ],
         { name: "kpng", env: { KPNG_LOG_LEVEL: "info" } },
       );
@@ -184,14 +197,26 @@ for (const mode of ["nftables", "iptables"] as const)
       if (mode === "nftables") assert.match(tables, /table ip kpng/);
       else assert.match((await topo.node.exec(["iptables-save", "-t", "nat"])).stdout, /^:KPNG-SERVICES/m);
       assert.match(kpng!.stderr(), /running as kube-proxy/);
+      assert.match(kpng!.stderr(), /"flags":\["--masquerade-all"\].*flags ignored because --config is given/);
     });
 
     test("ClusterIP traffic from a pod reaches both endpoints", async () => {
       assert.deepEqual(await answers("client", tcp("203.0.113.10", 80), 30), ["web-1", "web-2"]);
     });
 
-    test("the NodePort answers an external client on the --nodeport-addresses flag's address", async () => {
+    test("the NodePort answers an external client on the node's address", async () => {
       assert.deepEqual(await answers("external", tcp(topo.nodeIPv4, 30080), 10), ["web-1", "web-2"]);
+    });
+
+    test(`localhost NodePorts: ${mode === "iptables" ? "127.0.0.1 answers (kube-proxy's iptables default)" : "none in nftables mode"}`, async () => {
+      const local = await answers("node", tcp("127.0.0.1", 30080), 10);
+      if (mode === "iptables") {
+        assert.deepEqual(local, ["web-1", "web-2"]);
+        assert.equal(
+          (await topo.node.exec(["sysctl", "-n", "net.ipv4.conf.all.route_localnet"])).stdout.trim(),
+          "1",
+        );
+      } else assert.notDeepEqual(local, ["web-1", "web-2"]);
     });
 
     test("an EndpointSlice change in the API server is followed", async () => {
@@ -204,5 +229,16 @@ for (const mode of ["nftables", "iptables"] as const)
         async () => (await answers("client", tcp("203.0.113.10", 80), 10)).join() === "web-2",
         "traffic to go to web-2 only",
       );
+    });
+
+    test("an edit of the config file ends kpng with an error, as kube-proxy (the pod restarts)", async () => {
+      const file = join(dir, "config.conf");
+      writeFileSync(file, readFileSync(file, "utf8").replace("verbosity: 0", "verbosity: 2"));
+      const exit = await Promise.race([
+        kpng!.exited,
+        new Promise<undefined>((r) => setTimeout(() => r(undefined), 20_000)),
+      ]);
+      assert.equal(exit?.code, 1, kpng!.stderr().slice(-2000));
+      assert.match(kpng!.stderr(), /configuration file changed/);
     });
   });

@@ -16,6 +16,7 @@ const kernelSink: LocalSinkPlugin = {
   parseOptions: (raw) => raw,
   run: unused,
   cleanup: unused,
+  binaries: [],
 };
 
 const plugins: Plugins = {
@@ -33,6 +34,7 @@ const plugins: Plugins = {
       name: "to-json",
       description: "dump",
       defaultMinSyncPeriod: "0s",
+      binaries: [],
       addOptions: (cmd) => void cmd.option("--once", "once"),
       parseOptions: (raw) => raw,
       run: unused,

@@ -102,11 +102,11 @@ describe("deploy/kube-proxy-replacement", () => {
     assert.deepEqual(patched.command, container.command);
   });
 
-  it("rollback.yaml gives kube-proxy back its command, after removing kpng's tables", () => {
+  it("rollback.yaml gives kube-proxy back its command, after removing kpng's objects of every backend", () => {
     const spec = load("rollback.yaml").spec.template.spec;
     assert.equal(spec.containers[0].name, "kube-proxy");
     assert.equal(spec.containers[0].command[0], "/usr/local/bin/kube-proxy");
     assert.deepEqual(spec.containers[0].command.slice(1), container.command.slice(entrypoint.length + 1));
-    assert.deepEqual(spec.initContainers[0].command, [...entrypoint, "cleanup", "nft"]);
+    assert.deepEqual(spec.initContainers[0].command, [...entrypoint, "cleanup", "all"]);
   });
 });

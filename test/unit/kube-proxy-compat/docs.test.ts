@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { FIELDS } from "../../../src/kube-proxy-compat/fields.ts";
 import { KUBE_PROXY_FLAGS } from "../../../src/kube-proxy-compat/flags.ts";
+import { FIELDS } from "../../../src/kube-proxy-compat/table.ts";
 
 const DOC = readFileSync(join(import.meta.dirname, "..", "..", "..", "docs", "kube-proxy-compat.md"), "utf8");
 

@@ -45,15 +45,15 @@ describe("kube-proxy configuration → kpng", () => {
     assert.deepEqual(sinkFlags(t), [
       "--healthz-bind-address=0.0.0.0:10256",
       "--metrics-bind-address=127.0.0.1:10249",
-      "--cluster-cidr=10.244.0.0/16",
-      "--nodeport-addresses=primary",
       "--sync-period=30s",
       "--min-sync-period=1s",
-      "--cleanup-kube-proxy",
+      "--cluster-cidr=10.244.0.0/16",
+      "--nodeport-addresses=primary",
       "--conntrack-max-per-core=32768",
       "--conntrack-min=131072",
       "--conntrack-tcp-timeout-established=24h0m0s",
       "--conntrack-tcp-timeout-close-wait=1h0m0s",
+      "--cleanup-kube-proxy",
     ]);
     assert.equal(t.oomScoreAdj, -999);
     assert.equal(t.logLevel, "info");
@@ -108,10 +108,10 @@ describe("kube-proxy configuration → kpng", () => {
     assert.ok(flags.includes("--nodeport-addresses=192.0.2.0/24"));
     assert.ok(flags.includes("--masquerade-all"));
     assert.ok(flags.includes("--healthz-bind-address=127.0.0.1:10256"));
-    assert.ok(flags.includes("--conntrack-max-per-core=32768"), "0 is kube-proxy's 'unset'");
+    assert.ok(flags.includes("--conntrack-max-per-core=0"), "0 leaves the limit alone, as in kube-proxy");
     assert.deepEqual(
       t.source.options.map((o) => `${o.flag}=${o.value}`),
-      ["--kubeconfig=/other", "--master=https://192.0.2.10:6443"],
+      ["--master=https://192.0.2.10:6443", "--kubeconfig=/other"],
     );
     assert.equal(t.logLevel, "debug");
   });
@@ -139,24 +139,19 @@ describe("kube-proxy configuration → kpng", () => {
     );
   });
 
-  it("iptables mode: its own section; what the backend cannot honour is refused", () => {
+  it("iptables mode: its own section, every local address for NodePorts, localhost NodePorts", () => {
     const text = KUBEADM.replace(/^mode: ""$/m, "mode: iptables");
-    const t = translate(readKubeProxyConfig(text, "config.conf").values, parseKubeProxyFlags([]));
-    assert.equal(t.sink.name, "to-iptables");
-    assert.ok(
-      !sinkFlags(t).some((f) => f.startsWith("--nodeport-addresses")),
-      "iptables: every address, its default",
+    const flags = (t: string) => sinkFlags(run(t));
+    assert.equal(run(text).sink.name, "to-iptables");
+    assert.ok(flags(text).includes("--nodeport-addresses=0.0.0.0/0,::/0"), "unset: every local address");
+    assert.ok(flags(text).includes("--localhost-nodeports"), "kube-proxy's default: true");
+    const off = text.replace("  localhostNodePorts: null", "  localhostNodePorts: false");
+    assert.ok(!flags(off).includes("--localhost-nodeports"));
+    const bit = text.replace(
+      /iptables:\n(( {2}.*\n)*?) {2}masqueradeBit: null/,
+      "iptables:\n$1  masqueradeBit: 12",
     );
-    const refused = (changed: string, pattern: RegExp) =>
-      usageError(() => translate(readKubeProxyConfig(changed, "c").values, parseKubeProxyFlags([])), pattern);
-    refused(
-      text.replace("  localhostNodePorts: null", "  localhostNodePorts: true"),
-      /iptables\.localhostNodePorts: true is not supported/,
-    );
-    refused(
-      text.replace(/iptables:\n(( {2}.*\n)*?) {2}masqueradeBit: null/, "iptables:\n$1  masqueradeBit: 12"),
-      /iptables\.masqueradeBit: 12 is not supported/,
-    );
+    assert.ok(flags(bit).includes("--masquerade-bit=12"));
   });
 
   it("unknown fields are warnings that name them", () => {
@@ -167,43 +162,105 @@ describe("kube-proxy configuration → kpng", () => {
     ]);
   });
 
+  const HEADER = "apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n";
+  const file = (yaml: string) => `${HEADER}${yaml.includes("mode:") ? "" : "mode: nftables\n"}${yaml}\n`;
+
   const refused: [string, string, RegExp][] = [
     ["ipvs mode", "mode: ipvs", /mode: ipvs: .*deprecated.*use mode: nftables/],
     ["unknown mode", "mode: userspace", /mode: unknown proxy mode "userspace"/],
-    ["NodeCIDR detection", "detectLocalMode: NodeCIDR", /detectLocalMode: NodeCIDR is not supported/],
+    ["an unknown detection mode", "detectLocalMode: Magic", /detectLocalMode: unknown mode "Magic"/],
     [
-      "bridge detection",
+      "bridge detection without a bridge",
       "detectLocalMode: BridgeInterface",
-      /detectLocalMode: BridgeInterface is not supported/,
+      /detectLocal\.bridgeInterface: must be set with detectLocalMode: BridgeInterface/,
     ],
     [
-      "another masquerade bit",
-      "nftables:\n  masqueradeBit: 12",
-      /nftables\.masqueradeBit: 12 is not supported/,
+      "a masquerade bit past 31",
+      "nftables:\n  masqueradeBit: 32",
+      /nftables\.masqueradeBit: 32 is outside \[0, 31\]/,
     ],
-    ["profiling", "enableProfiling: true", /enableProfiling: kpng serves no \/debug\/pprof/],
+    // kube-proxy's validation refuses the mix too.
     [
       "primary and CIDRs",
       "nodePortAddresses: [primary, 10.0.0.0/8]",
-      /nodePortAddresses: "primary" together/,
+      /nodePortAddresses: can't use both "primary" and CIDRs/,
     ],
-    ["loopback NodePorts", "nodePortAddresses: [127.0.0.0/8]", /localhost NodePorts are not supported/],
     ["a bad CIDR", "clusterCIDR: 10.0.0.0/33", /clusterCIDR: "10.0.0.0\/33" is not a CIDR/],
-    ["a bad bind address", 'healthzBindAddress: "10256"', /healthzBindAddress: "10256" is not IP:port/],
+    [
+      "a bad bind address",
+      'healthzBindAddress: "localhost"',
+      /healthzBindAddress: "localhost" is not an IP or IP:port/,
+    ],
     ["oomScoreAdj out of range", "oomScoreAdj: -1001", /oomScoreAdj: -1001 is outside/],
     ["a log format", "logging:\n  format: xml", /logging\.format: unknown format "xml"/],
+    ["a negative qps", "clientConnection:\n  qps: -1", /clientConnection\.qps: -1 is outside/],
   ];
   for (const [name, yaml, pattern] of refused) {
-    it(`refuses ${name} at start, naming the field`, () => {
-      usageError(
-        () =>
-          run(
-            `apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\nmode: nftables\n${yaml}\n`,
-          ),
-        pattern,
+    it(`refuses ${name} at start, naming the field`, () => usageError(() => run(file(yaml)), pattern));
+  }
+
+  /** What kube-proxy accepts, and the kpng options it adds to a minimal nftables-mode file's. */
+  const accepted: [string, string, string[]][] = [
+    ["a masquerade bit other than 14", "nftables:\n  masqueradeBit: 0", ["--masquerade-bit=0"]],
+    ["the default masquerade bit", "nftables:\n  masqueradeBit: 14", []],
+    ["profiling", "enableProfiling: true", ["--profiling"]],
+    ["a float qps", "clientConnection:\n  qps: 2.5", []],
+    ["NodeCIDR detection", "detectLocalMode: NodeCIDR", ["--detect-local-mode=NodeCIDR"]],
+    [
+      "bridge detection",
+      "detectLocalMode: BridgeInterface\ndetectLocal:\n  bridgeInterface: cbr0",
+      ["--detect-local-mode=BridgeInterface", "--pod-bridge-interface=cbr0"],
+    ],
+    [
+      "interface prefix detection",
+      "detectLocalMode: InterfaceNamePrefix\ndetectLocal:\n  interfaceNamePrefix: veth",
+      ["--detect-local-mode=InterfaceNamePrefix", "--pod-interface-name-prefix=veth"],
+    ],
+    ["primary", "nodePortAddresses: [primary]", []],
+    [
+      "CIDRs",
+      "nodePortAddresses: [192.0.2.0/24, 2001:db8::/64]",
+      ["--nodeport-addresses=192.0.2.0/24,2001:db8::/64"],
+    ],
+    ["a bare healthz IP", "healthzBindAddress: 192.0.2.1", ["--healthz-bind-address=192.0.2.1:10256"]],
+    ["a bare IPv6 metrics IP", 'metricsBindAddress: "::1"', ["--metrics-bind-address=[::1]:10249"]],
+    [
+      "an IPv6 bindAddress (the server defaults follow it)",
+      'bindAddress: "::"',
+      ["--healthz-bind-address=[::]:10256", "--metrics-bind-address=[::1]:10249"],
+    ],
+    ["bindAddressHardFail", "bindAddressHardFail: true", ["--bind-address-hard-fail"]],
+    [
+      "conntrack zeros (leave the sysctls alone)",
+      "conntrack:\n  maxPerCore: 0\n  min: 0\n  tcpEstablishedTimeout: 0s\n  tcpCloseWaitTimeout: 0s",
+      [
+        "--conntrack-max-per-core=0",
+        "--conntrack-min=0",
+        "--conntrack-tcp-timeout-established=0s",
+        "--conntrack-tcp-timeout-close-wait=0s",
+      ],
+    ],
+    [
+      "conntrack UDP timeouts and liberal TCP",
+      "conntrack:\n  tcpBeLiberal: true\n  udpTimeout: 30s\n  udpStreamTimeout: 2m",
+      ["--conntrack-tcp-be-liberal", "--conntrack-udp-timeout=30s", "--conntrack-udp-timeout-stream=2m"],
+    ],
+  ];
+  for (const [name, yaml, expected] of accepted) {
+    it(`accepts ${name}`, () => {
+      const base = sinkFlags(run(file("")));
+      const t = run(file(yaml));
+      assert.deepEqual(
+        sinkFlags(t).filter((f) => !base.includes(f)),
+        expected,
       );
     });
   }
+
+  it("loopback NodePort CIDRs in nftables mode: a warning, as kube-proxy logs it", () => {
+    const t = run(file("nodePortAddresses: [127.0.0.0/8]"));
+    assert.match(t.warnings.join("\n"), /127\.0\.0\.0\/8: localhost NodePorts are not supported here/);
+  });
 
   const badFiles: [string, string, RegExp][] = [
     [
@@ -262,18 +319,58 @@ describe("kube-proxy flags", () => {
     assert.equal(f.configFile, "/var/lib/kube-proxy/config.conf");
     assert.equal(f.master, "https://192.0.2.10:6443");
     assert.equal(f.cleanup, false);
-    assert.deepEqual(Object.fromEntries(f.overrides), {
-      hostnameOverride: "n1",
-      masqueradeAll: true,
-      bindAddressHardFail: false,
-      featureGates: { A: true, B: false },
-    });
+    // With --config, kube-proxy ignores the flags that set fields, except --hostname-override and logging.
+    assert.deepEqual(Object.fromEntries(f.overrides), { hostnameOverride: "n1" });
+    assert.deepEqual(f.ignored, ["--masquerade-all", "--bind-address-hard-fail", "--feature-gates"]);
     assert.equal(parseKubeProxyFlags(["--cleanup"]).cleanup, true);
+  });
+
+  it("without --config every flag counts", () => {
+    const f = parseKubeProxyFlags(["--masquerade-all", "--feature-gates=A=true,B=false", "--v=2"]);
+    assert.deepEqual(Object.fromEntries(f.overrides), {
+      masqueradeAll: true,
+      featureGates: { A: true, B: false },
+      "logging.verbosity": 2,
+    });
+    assert.deepEqual(f.ignored, []);
+  });
+
+  it("--config keeps the logging flags (as kube-proxy copies them over)", () => {
+    const f = parseKubeProxyFlags(["--config=/c", "--v=4", "--vmodule=proxier=5", "--logging-format=json"]);
+    assert.deepEqual(Object.fromEntries(f.overrides), {
+      "logging.verbosity": 4,
+      "logging.vmodule": "proxier=5",
+      "logging.format": "json",
+    });
+  });
+
+  it("accepts the housekeeping flags and _ spellings", () => {
+    assert.equal(parseKubeProxyFlags(["--version"]).version, true);
+    assert.equal(parseKubeProxyFlags(["--version=raw"]).version, true);
+    assert.equal(parseKubeProxyFlags(["--write-config-to", "/tmp/x"]).writeConfigTo, "/tmp/x");
+    assert.equal(parseKubeProxyFlags(["--init-only"]).initOnly, true);
+    const f = parseKubeProxyFlags([
+      "--log_flush_frequency=5s",
+      "--hostname_override=n2",
+      "--kube-api-qps=2.5",
+    ]);
+    assert.deepEqual(Object.fromEntries(f.overrides), {
+      "logging.flushFrequency": "5s",
+      hostnameOverride: "n2",
+      "clientConnection.qps": 2.5,
+    });
+  });
+
+  it("--healthz-port and --metrics-port set the port of the bind addresses; 0 turns the server off", () => {
+    const t = translate(new Map(), parseKubeProxyFlags(["--healthz-port=0", "--metrics-port=10300"]));
+    assert.ok(sinkFlags(t).includes("--healthz-bind-address="));
+    assert.ok(sinkFlags(t).includes("--metrics-bind-address=127.0.0.1:10300"));
+    assert.deepEqual(parseKubeProxyFlags(["--config=/c", "--healthz-port=1"]).ignored, ["--healthz-port"]);
   });
 
   const bad: [string[], RegExp][] = [
     [["--no-such-flag"], /unknown flag --no-such-flag/],
-    [["--kube-api-qps=fast"], /flag --kube-api-qps: expected an integer/],
+    [["--kube-api-qps=fast"], /flag --kube-api-qps: expected a number/],
     [["--iptables-sync-period=x"], /flag --iptables-sync-period: "x" is not a duration/],
     [["--hostname-override"], /flag --hostname-override needs a value/],
     [["stray"], /unexpected argument "stray"/],
@@ -304,14 +401,14 @@ describe("translation → kpng command line", () => {
       "to-nft",
       "--node-name",
       "n1",
-      "--cluster-cidr",
-      "10.244.0.0/16",
-      "--nodeport-addresses",
-      "primary",
       "--sync-period",
       "30s",
       "--min-sync-period",
       "1s",
+      "--cluster-cidr",
+      "10.244.0.0/16",
+      "--nodeport-addresses",
+      "primary",
       "--cleanup-kube-proxy",
     ]);
     assert.deepEqual(

@@ -60,6 +60,16 @@ describe("ServiceCIDR validation", () => {
     },
     { name: "a bad prefix", edit: (r) => (r.spec.cidrs = ["198.51.100.0/33"]), reason: /is not a CIDR/ },
     {
+      name: "the whole IPv4 space (a default route)",
+      edit: (r) => (r.spec.cidrs = ["0.0.0.0/0"]),
+      reason: /0\.0\.0\.0\/0 covers every IPv4 address \(a default route\)/,
+    },
+    {
+      name: "the whole IPv6 space next to a good IPv4 range",
+      edit: (r) => (r.spec.cidrs = ["198.51.100.0/24", "::/0"]),
+      reason: /spec\.cidrs\[1\]: ::\/0 covers every IPv6 address/,
+    },
+    {
       name: "host bits set",
       edit: (r) => (r.spec.cidrs = ["198.51.100.1/24"]),
       reason: /host bits set \(the network is 198\.51\.100\.0\/24\)/,

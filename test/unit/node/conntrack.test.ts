@@ -2,7 +2,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ConntrackCleaner } from "../../../src/node/conntrack/cleaner.ts";
 import type { ConntrackRunner } from "../../../src/node/conntrack/runner.ts";
-import { applySysctls, conntrackSysctls, type SysctlFiles } from "../../../src/node/conntrack/sysctls.ts";
+import {
+  applySysctls,
+  CONNTRACK_SYSCTL_DEFAULTS,
+  conntrackSysctls,
+  type SysctlFiles,
+} from "../../../src/node/conntrack/sysctls.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { registry } from "../../../src/observability/metrics.ts";
 import { ep, port, service, state } from "../backends/nft/fixtures.ts";
@@ -10,6 +15,11 @@ import { ep, port, service, state } from "../backends/nft/fixtures.ts";
 class FakeConntrack implements ConntrackRunner {
   batches: string[][] = [];
   fail = false;
+  /** What `conntrack -L -o extended` prints, per protocol. */
+  table: Record<string, string[]> = {};
+  async list(protocol: "udp" | "sctp", onLine: (line: string) => void): Promise<void> {
+    for (const line of this.table[protocol] ?? []) onLine(line);
+  }
   async deleteBatch(lines: readonly string[]): Promise<number> {
     if (this.fail) throw new Error("conntrack: timeout");
     this.batches.push([...lines]);
@@ -65,6 +75,7 @@ test("a slow conntrack does not hold up the caller; what piles up meanwhile goes
   let release = () => {};
   const batches: string[][] = [];
   const slow: ConntrackRunner = {
+    list: async () => {},
     deleteBatch: (lines) => {
       batches.push([...lines]);
       return new Promise((r) => {
@@ -74,6 +85,7 @@ test("a slow conntrack does not hold up the caller; what piles up meanwhile goes
   };
   const c = new ConntrackCleaner(slow, silentLogger);
   c.cleanup(state([dns(["198.51.100.2", "198.51.100.3", "198.51.100.4"])]));
+  await c.idle(); // the first state's reconciliation: an empty table
   c.cleanup(state([dns(["198.51.100.3", "198.51.100.4"])], 2));
   c.cleanup(state([dns(["198.51.100.4"])], 3));
   c.cleanup(state([dns([])], 4));
@@ -88,15 +100,93 @@ test("a slow conntrack does not hold up the caller; what piles up meanwhile goes
   );
 });
 
+describe("conntrack after a restart", () => {
+  // A client 192.0.2.5 talking to the dns Service (203.0.113.10:53, node port 30053) through
+  // endpoints .2 (still one) and .9 (removed while kpng was down), and a flow no Service DNATs.
+  const entry = (dst: string, dport: number, replySrc: string) =>
+    `ipv4     2 udp      17 29 src=192.0.2.5 dst=${dst} sport=5000 dport=${dport} src=${replySrc} dst=192.0.2.5 sport=53 dport=5000 mark=0 use=1`;
+  const dnsWithNodePort = (ips: string[]) => {
+    const eps = ips.map((ip) => ep(ip));
+    return service({
+      name: "dns",
+      ports: [
+        port({ protocol: "UDP", port: 53, nodePort: 30053, internalEndpoints: eps, externalEndpoints: eps }),
+      ],
+    });
+  };
+
+  test("the first state deletes the entries DNATed to what is no longer an endpoint, and only those", async () => {
+    const ct = new FakeConntrack();
+    ct.table.udp = [
+      entry("203.0.113.10", 53, "198.51.100.2"),
+      entry("203.0.113.10", 53, "198.51.100.9"),
+      entry("192.0.2.1", 30053, "198.51.100.9"),
+      entry("192.0.2.1", 30053, "198.51.100.2"),
+      entry("192.0.2.77", 53, "192.0.2.77"),
+      entry("203.0.113.99", 53, "198.51.100.9"),
+      "conntrack v1.4.7 (conntrack-tools): 6 flow entries have been shown.",
+    ];
+    const c = new ConntrackCleaner(ct, silentLogger);
+    c.cleanup(state([dnsWithNodePort(["198.51.100.2"])]));
+    await c.idle();
+    assert.deepEqual(ct.batches, [
+      [
+        "-D -f ipv4 -p udp --orig-dst 203.0.113.10 --dport 53 --reply-src 198.51.100.9",
+        "-D -f ipv4 -p udp --dport 30053 --reply-src 198.51.100.9",
+      ],
+    ]);
+  });
+
+  test("a failing listing is logged and counted; later changes still go out", async () => {
+    const ct = new FakeConntrack();
+    ct.list = async () => {
+      throw new Error("conntrack -L exited 1");
+    };
+    const before = await metric("kpng_conntrack_cleanup_failures_total");
+    const c = new ConntrackCleaner(ct, silentLogger);
+    c.cleanup(state([dns(["198.51.100.2"])]));
+    await c.idle();
+    assert.equal(await metric("kpng_conntrack_cleanup_failures_total"), before + 2);
+    c.cleanup(state([dns([])], 2));
+    await c.idle();
+    assert.equal(ct.batches.length, 1);
+  });
+});
+
 describe("conntrack sysctls", () => {
   test("max is per core with a floor; 0 leaves a setting alone", () => {
-    const o = { maxPerCore: 32768, min: 131072, tcpEstablishedSeconds: 86400, tcpCloseWaitSeconds: 0 };
+    const o = {
+      ...CONNTRACK_SYSCTL_DEFAULTS,
+      maxPerCore: 32768,
+      min: 131072,
+      tcpEstablishedSeconds: 86400,
+      tcpCloseWaitSeconds: 0,
+    };
     assert.deepEqual(conntrackSysctls(o, 2), [
       { name: "net/netfilter/nf_conntrack_max", value: 131072 },
       { name: "net/netfilter/nf_conntrack_tcp_timeout_established", value: 86400 },
     ]);
     assert.equal(conntrackSysctls(o, 8)[0]?.value, 262144);
     assert.deepEqual(conntrackSysctls({ ...o, maxPerCore: 0, tcpEstablishedSeconds: 0 }, 8), []);
+  });
+
+  test("kube-proxy's zeros leave every sysctl alone; UDP timeouts and liberal TCP when set", () => {
+    const zeros = {
+      ...CONNTRACK_SYSCTL_DEFAULTS,
+      maxPerCore: 0,
+      min: 0,
+      tcpEstablishedSeconds: 0,
+      tcpCloseWaitSeconds: 0,
+    };
+    assert.deepEqual(conntrackSysctls(zeros, 4), []);
+    assert.deepEqual(
+      conntrackSysctls({ ...zeros, tcpBeLiberal: true, udpSeconds: 30, udpStreamSeconds: 120 }, 4),
+      [
+        { name: "net/netfilter/nf_conntrack_tcp_be_liberal", value: 1 },
+        { name: "net/netfilter/nf_conntrack_udp_timeout", value: 30 },
+        { name: "net/netfilter/nf_conntrack_udp_timeout_stream", value: 120 },
+      ],
+    );
   });
 
   test("writes only what differs, and skips a read-only file without throwing", async () => {

@@ -28,8 +28,18 @@ describe("parseNodeServicesOptions", () => {
       healthz: { host: "0.0.0.0", port: 10256 },
       metrics: { host: "127.0.0.1", port: 10249 },
       conntrackCleanup: true,
-      conntrack: { maxPerCore: 32768, min: 131072, tcpEstablishedSeconds: 86400, tcpCloseWaitSeconds: 3600 },
+      conntrack: {
+        maxPerCore: 32768,
+        min: 131072,
+        tcpEstablishedSeconds: 86400,
+        tcpCloseWaitSeconds: 3600,
+        tcpBeLiberal: false,
+        udpSeconds: 0,
+        udpStreamSeconds: 0,
+      },
       cleanupKubeProxy: false,
+      bindAddressHardFail: false,
+      profiling: false,
     });
   });
 

@@ -19,6 +19,8 @@ describe("--service-cidrs", () => {
     { in: "198.51.100.0", message: /--service-cidrs: "198\.51\.100\.0" is not a CIDR/ },
     { in: "198.51.100.1/24", message: /host bits set \(the network is 198\.51\.100\.0\/24\)/ },
     { in: "2001:db8:1::/129", message: /is not a CIDR/ },
+    { in: "198.51.100.0/24,0.0.0.0/0", message: /--service-cidrs: 0\.0\.0\.0\/0 covers every IPv4 address/ },
+    { in: "::/0", message: /--service-cidrs: ::\/0 covers every IPv6 address/ },
   ];
   for (const row of bad) {
     test(`refuses ${JSON.stringify(row.in)} as a usage error naming the flag`, () => {

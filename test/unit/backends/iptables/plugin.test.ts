@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { cleanupTableText } from "../../../../src/backends/iptables/cleanup.ts";
 import { familyConfigs } from "../../../../src/backends/iptables/config.ts";
 import { parseIptablesOptions } from "../../../../src/backends/iptables/plugin.ts";
+import { staticRules } from "../../../../src/backends/iptables/ruleset.ts";
 import { countKubeLines, pickVariant } from "../../../../src/backends/iptables/variant.ts";
 import { UsageError } from "../../../../src/plugin/usage-error.ts";
 import { FakeIptables } from "../../../support/fake-iptables.ts";
@@ -69,4 +70,41 @@ test("cleanup removes kpng's chains and jumps only", async () => {
   ]);
   assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j OTHER"]);
   assert.equal(cleanupTableText("filter", await ipt.save("ipv4", "filter")), "");
+});
+
+test("--masquerade-bit sets the mark of KPNG-MARK-MASQ and KPNG-POSTROUTING (kube-proxy's masqueradeBit)", () => {
+  const marks = (bit: string) => {
+    const [v4] = familyConfigs(parseIptablesOptions({ masqueradeBit: bit }), []);
+    assert.ok(v4);
+    return staticRules(v4, []).nat.filter((l) => /mark/.test(l));
+  };
+  assert.ok(
+    marks("14").every((l) => l.includes("0x4000")),
+    marks("14").join("\n"),
+  );
+  const bit3 = marks("3");
+  assert.ok(
+    bit3.length === 3 && bit3.every((l) => l.includes("0x8") && !l.includes("0x4000")),
+    bit3.join("\n"),
+  );
+  assert.throws(() => parseIptablesOptions({ masqueradeBit: "40" }), /--masquerade-bit: "40" is not a bit/);
+});
+
+test("--localhost-nodeports: IPv4 NodePorts on 127.0.0.1 too, martian packets to 127/8 dropped; IPv6 never", () => {
+  const rules = (localhost: boolean) =>
+    familyConfigs(
+      parseIptablesOptions({ nodeportAddresses: "0.0.0.0/0,::/0", localhostNodeports: localhost }),
+      [],
+    ).map((cfg) => staticRules(cfg, []));
+  const [v4, v6] = rules(true);
+  assert.ok(!v4?.nat.some((l) => l.includes("-d 127.0.0.0/8 -j RETURN")), v4?.nat.join("\n"));
+  assert.ok(v4?.nat.includes("-A KPNG-SERVICES -d 0.0.0.0/0 -m addrtype --dst-type LOCAL -j KPNG-NODEPORTS"));
+  assert.equal(
+    v4?.filter[0],
+    "-A KPNG-FIREWALL -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate DNAT -j DROP",
+  );
+  assert.ok(v6?.nat.includes("-A KPNG-SERVICES -d ::1/128 -j RETURN"), "IPv6: never, as kube-proxy");
+  const [off] = rules(false);
+  assert.ok(off?.nat.includes("-A KPNG-SERVICES -d 127.0.0.0/8 -j RETURN"));
+  assert.ok(!off?.filter.some((l) => l.includes("DROP") && l.includes("127.0.0.0/8")));
 });

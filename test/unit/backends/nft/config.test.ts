@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseListing } from "../../../../src/backends/nft/adopt.ts";
+import { skeletonOps } from "../../../../src/backends/nft/base.ts";
 import { cleanupTransaction, tableConfigs } from "../../../../src/backends/nft/config.ts";
 import { primaryAddresses } from "../../../../src/host/host-network.ts";
 
@@ -93,4 +94,29 @@ test("a listing is parsed into chains, sets and canonical element keys", () => {
   assert.equal(t.elements.get("service-ips")?.get("203.0.113.1 . tcp . 80"), "goto svc-x");
   assert.equal(t.elements.get("cluster-ips")?.get("203.0.113.1"), "");
   assert.throws(() => parseListing({}), /nftables array/);
+});
+
+test("--masquerade-bit (kube-proxy's masqueradeBit) sets the mark the masquerade chains use", () => {
+  const rules = (bit?: string) => {
+    const [v4] = tableConfigs({ ...settings, masqueradeBit: bit }, []);
+    assert.ok(v4);
+    return skeletonOps(v4)
+      .flatMap((op) => ("rule" in op ? [op.rule] : []))
+      .filter((r) => r.includes("meta mark"));
+  };
+  assert.deepEqual(rules(), [
+    "meta mark set meta mark | 0x4000",
+    "meta mark & 0x4000 == 0 return",
+    "meta mark set meta mark ^ 0x4000",
+  ]);
+  assert.deepEqual(rules("0"), [
+    "meta mark set meta mark | 0x1",
+    "meta mark & 0x1 == 0 return",
+    "meta mark set meta mark ^ 0x1",
+  ]);
+  assert.ok(rules("31").every((r) => r.includes("0x80000000")));
+  assert.throws(
+    () => tableConfigs({ ...settings, masqueradeBit: "32" }, []),
+    /--masquerade-bit: "32" is not a bit/,
+  );
 });

@@ -1,0 +1,43 @@
+// Reading a file named on the command line, bounded. Only a regular file is read (a FIFO, a
+// device such as /dev/zero or a directory is refused at once: it could block for ever or never
+// end), and only up to a size limit, so a wrong path costs an error message, not the host's
+// memory. The file is opened without blocking, so even opening a FIFO with no writer returns.
+
+import { constants } from "node:fs";
+import { open } from "node:fs/promises";
+
+const FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+
+function check(path: string, isFile: boolean, size: number, maxBytes: number, flag: string): void {
+  if (!isFile) throw new Error(`${path} is not a regular file (a FIFO, device or directory is not read)`);
+  if (size > maxBytes)
+    throw new Error(`${path} is ${size} bytes, more than ${maxBytes}${flag === "" ? "" : ` (${flag})`}`);
+}
+
+/**
+ * The whole file, at most `maxBytes`. Throws when it is not a regular file or is larger; `flag`
+ * names the option that raises the limit.
+ */
+export async function readBoundedFile(path: string, maxBytes: number, flag = ""): Promise<Buffer> {
+  const handle = await open(path, FLAGS);
+  try {
+    const st = await handle.stat();
+    check(path, st.isFile(), st.size, maxBytes, flag);
+    // The file may grow between stat and read: the buffer grows up to one byte past the limit.
+    let buffer = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
+    let length = 0;
+    for (;;) {
+      if (length === buffer.length) {
+        check(path, true, length, maxBytes, flag);
+        const grown = Buffer.alloc(Math.min(buffer.length * 2, maxBytes + 1));
+        buffer.copy(grown);
+        buffer = grown;
+      }
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+      if (bytesRead === 0) return buffer.subarray(0, length);
+      length += bytesRead;
+    }
+  } finally {
+    await handle.close();
+  }
+}
