@@ -4,6 +4,7 @@
 // what it missed is computed again, coalesced, from its last revision when it asks next.
 
 import type { Logger } from "../observability/log.ts";
+import { RepeatLimiter } from "../observability/repeat-limiter.ts";
 import type { Frame } from "./frames.ts";
 import { type GrpcServerCall, GrpcStatus } from "./grpc-stream.ts";
 import { StreamRejection } from "./stream-rejection.ts";
@@ -18,6 +19,9 @@ export interface WatchSession<Req> {
   next(request: Req, signal: AbortSignal): Promise<ChangeSet | undefined>;
   close(): void;
 }
+
+/** Refusals repeat in bursts (a client retrying, a cap reached): the same reason is logged sparsely. */
+const refusals = new RepeatLimiter();
 
 export function serveWatch<Req>(
   call: GrpcServerCall<Req>,
@@ -67,7 +71,13 @@ export function serveWatch<Req>(
       if (!abort.signal.aborted) call.finish();
     } catch (err) {
       if (err instanceof StreamRejection) {
-        log.warn({ reason: err.message }, "watch request refused");
+        // One line per refusal was 1,000 lines in 5 ms under a burst: repeats are logged sparsely.
+        const d = refusals.hit(err.message);
+        if (d.log)
+          log.warn(
+            { reason: err.message, count: d.count, suppressed: d.suppressed },
+            "watch request refused",
+          );
         if (!abort.signal.aborted) call.finish(err.status, err.message);
       } else if (!abort.signal.aborted) {
         log.warn({ err }, "watch stream failed");

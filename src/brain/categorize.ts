@@ -65,3 +65,43 @@ export function categorizeEndpoints(
   }
   return { clusterEndpoints, localEndpoints, hasAnyEndpoints };
 }
+
+/**
+ * Why one endpoint is, or is not, in what categorizeEndpoints chose for a port. Each code names
+ * the rule of the Kubernetes docs that decided it; see endpointReason.
+ */
+export type EndpointReasonCode =
+  | "ready"
+  | "serving-terminating-fallback"
+  | "terminating-while-others-ready"
+  | "not-ready"
+  | "not-serving"
+  | "other-node-local-policy"
+  | "topology-other-zone"
+  | "topology-other-node";
+
+/**
+ * The companion of categorizeEndpoints: `chosen` is what it returned for the traffic at hand
+ * (clusterEndpoints, or localEndpoints under a Local policy); the answer names the rule that put
+ * the endpoint in or left it out, read with the same predicates (isLocal, topology,
+ * usesServingTerminatingFallback). `used` is membership in `chosen`, never decided again here.
+ */
+export function endpointReason(
+  ep: EndpointInfo,
+  chosen: readonly EndpointInfo[],
+  local: boolean,
+  endpoints: readonly EndpointInfo[],
+  nodeName: string,
+  zone: string,
+): { readonly used: boolean; readonly code: EndpointReasonCode } {
+  const used = chosen.includes(ep);
+  if (used) return { used, code: ep.ready ? "ready" : "serving-terminating-fallback" };
+  if (local && !isLocal(ep, nodeName)) return { used, code: "other-node-local-policy" };
+  if (ep.ready) {
+    const mode = topologyModeFromHints(endpoints, nodeName, zone);
+    if (!availableForTopology(ep, mode, nodeName, zone))
+      return { used, code: mode === "PreferSameNode" ? "topology-other-node" : "topology-other-zone" };
+  }
+  if (usesServingTerminatingFallback(ep)) return { used, code: "terminating-while-others-ready" };
+  return { used, code: ep.serving ? "not-ready" : "not-serving" };
+}

@@ -5,7 +5,7 @@ import type { EndpointSlice } from "../model/kube.ts";
 import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
 import { compareEndpoints } from "../model/order.ts";
-import { categorizeEndpoints, isLocal } from "./categorize.ts";
+import { categorizeEndpoints, isLocal, type PortPolicy } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
 import { slicesInEffect } from "./fallback.ts";
 import {
@@ -34,6 +34,36 @@ function externallyAccessible(service: Service): boolean {
   return service.type === "NodePort" || service.type === "LoadBalancer" || service.externalIPs.length > 0;
 }
 
+/** How one port of one family takes traffic: which policies apply and what categorizeEndpoints must compute. */
+interface PortTraffic {
+  /** internalTrafficPolicy Local: cluster-IP traffic goes to this node's endpoints only. */
+  readonly internalLocal: boolean;
+  /** externalTrafficPolicy Local on an externally accessible service. */
+  readonly externalLocal: boolean;
+  /** The port takes traffic from outside: a node port, a load-balancer IP or an external IP. */
+  readonly portExternal: boolean;
+  readonly policy: PortPolicy;
+}
+
+export function portTraffic(
+  service: Service,
+  port: ServicePort,
+  view: { readonly externalIPs: readonly string[]; readonly loadBalancerIPs: readonly string[] },
+): PortTraffic {
+  const internalLocal = service.internalTrafficPolicy === "Local";
+  const externalLocal = externallyAccessible(service) && service.externalTrafficPolicy === "Local";
+  const portExternal = port.nodePort !== 0 || view.loadBalancerIPs.length > 0 || view.externalIPs.length > 0;
+  return {
+    internalLocal,
+    externalLocal,
+    portExternal,
+    policy: {
+      usesCluster: !internalLocal || portExternal,
+      usesLocal: internalLocal || (externalLocal && portExternal),
+    },
+  };
+}
+
 /** One object per endpoint and computation: a port's internal and external lists share it. */
 function toLocal(ep: EndpointInfo, nodeName: string): LocalEndpoint {
   if (ep.local === undefined) {
@@ -54,21 +84,15 @@ function computePort(
   node: NodeView,
 ): LocalServicePort {
   const zone = node.labels[LABEL_ZONE] ?? "";
-  const internalLocal = service.internalTrafficPolicy === "Local";
-  const externalLocal = externallyAccessible(service) && service.externalTrafficPolicy === "Local";
   const internal: LocalEndpoint[] = [];
   const external: LocalEndpoint[] = [];
   const endpointFamilies: IPFamily[] = [];
   for (const view of families) {
     const endpoints = view.endpoints.get(portKey(port.name, port.protocol)) ?? [];
-    const portExternal =
-      port.nodePort !== 0 || view.loadBalancerIPs.length > 0 || view.externalIPs.length > 0;
+    const { internalLocal, externalLocal, portExternal, policy } = portTraffic(service, port, view);
     const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = categorizeEndpoints(
       endpoints,
-      {
-        usesCluster: !internalLocal || portExternal,
-        usesLocal: internalLocal || (externalLocal && portExternal),
-      },
+      policy,
       node.name,
       zone,
     );

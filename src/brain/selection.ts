@@ -12,7 +12,10 @@ import {
  * Without a service proxy name, objects labelled for some other proxy (any value) are left to it;
  * with one, only objects carrying exactly that name are served.
  */
-function selectedByProxyName(labels: Readonly<Record<string, string>>, serviceProxyName: string): boolean {
+export function selectedByProxyName(
+  labels: Readonly<Record<string, string>>,
+  serviceProxyName: string,
+): boolean {
   const label = labels[LABEL_SERVICE_PROXY_NAME];
   return serviceProxyName === "" ? label === undefined : label === serviceProxyName;
 }
@@ -22,15 +25,25 @@ function sliceIsUsable(slice: EndpointSlice): boolean {
   return slice.metadata.labels[LABEL_HEADLESS] === undefined && slice.serviceName !== "";
 }
 
-export function isSelected(object: KubeObject, serviceProxyName: string): boolean {
+/**
+ * The service proxy names a store serves: one or several (a process with one backend per name),
+ * or "any" (kpng explain, which must see the Services left to other proxies too).
+ */
+export type ProxyNames = readonly string[] | "any";
+
+function selectedByAnyOf(labels: Readonly<Record<string, string>>, names: ProxyNames): boolean {
+  return names === "any" || names.some((name) => selectedByProxyName(labels, name));
+}
+
+export function isSelected(object: KubeObject, names: ProxyNames): boolean {
   switch (object.kind) {
     case "Node":
       return true;
     // kube-proxy reads ServiceCIDRs through the same label selector as Services.
     case "ServiceCIDR":
     case "Service":
-      return selectedByProxyName(object.metadata.labels, serviceProxyName);
+      return selectedByAnyOf(object.metadata.labels, names);
     case "EndpointSlice":
-      return selectedByProxyName(object.metadata.labels, serviceProxyName) && sliceIsUsable(object);
+      return selectedByAnyOf(object.metadata.labels, names) && sliceIsUsable(object);
   }
 }

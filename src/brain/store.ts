@@ -16,12 +16,14 @@ import {
 } from "../model/kube.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { FallbackReturns } from "./fallback.ts";
-import { isSelected } from "./selection.ts";
+import { isSelected, type ProxyNames } from "./selection.ts";
 import { mergeServiceRanges } from "./service-ranges.ts";
 
 export interface ClusterStoreOptions {
   /** Serve only objects labelled service.kubernetes.io/service-proxy-name=<this>; "" or unset: unlabelled ones. */
   readonly serviceProxyName?: string;
+  /** Several names (one backend each), or every Service ("any"); replaces serviceProxyName. */
+  readonly serviceProxyNames?: ProxyNames;
   readonly log?: Logger;
   /**
    * The cluster's Service IP ranges, fixed (--service-cidrs): ServiceCIDR objects are then ignored.
@@ -41,7 +43,7 @@ interface SliceGroup {
 }
 
 export class ClusterStore implements ClusterSink, ClusterView {
-  readonly #serviceProxyName: string;
+  readonly #serviceProxyNames: ProxyNames;
   readonly #log: Logger;
   readonly #services = new Map<string, Service>();
   readonly #slices = new Map<string, EndpointSlice>();
@@ -63,7 +65,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
 
   constructor(options: ClusterStoreOptions = {}) {
     this.#fallback = new FallbackReturns(options.clock ?? systemClock, (key) => this.#serviceChanged(key));
-    this.#serviceProxyName = options.serviceProxyName ?? "";
+    this.#serviceProxyNames = options.serviceProxyNames ?? [options.serviceProxyName ?? ""];
     this.#log = options.log ?? silentLogger;
     this.#fixedServiceCIDRs = options.serviceCIDRs;
     this.#serviceCIDRs = mergeServiceRanges(options.serviceCIDRs ?? []);
@@ -128,7 +130,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
 
   upsert(object: KubeObject): void {
     const key = objectKey(object.metadata);
-    if (!isSelected(object, this.#serviceProxyName)) {
+    if (!isSelected(object, this.#serviceProxyNames)) {
       this.delete(object.kind, key);
       return;
     }
@@ -210,7 +212,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
         this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
         continue;
       }
-      if (!isSelected(object, this.#serviceProxyName)) continue;
+      if (!isSelected(object, this.#serviceProxyNames)) continue;
       const key = objectKey(object.metadata);
       switch (object.kind) {
         case "Service":

@@ -9,6 +9,8 @@ import type {
   LocalSourcePlugin,
   SourcePlugin,
 } from "../plugin/contracts.ts";
+import type { ExplainRequest } from "./explain.ts";
+import type { SinkRun } from "./multi-sink.ts";
 
 export type Invocation =
   /** `kpng <source> … to-local <local-sink> …` */
@@ -23,6 +25,8 @@ export type Invocation =
       readonly serviceCIDRs: readonly string[] | undefined;
       readonly nodeName: string;
       readonly minSyncPeriodMs: number;
+      /** Further sinks (`to-local to-nft … to-iptables --service-proxy-name legacy …`), each with its own name. */
+      readonly moreSinks?: readonly SinkRun[];
     }
   /** `kpng <source> … <global-sink> …` */
   | {
@@ -47,6 +51,8 @@ export type Invocation =
     }
   /** `kpng cleanup <backend> …` */
   | { readonly form: "cleanup"; readonly sink: LocalSinkPlugin; readonly sinkOpts: unknown }
+  /** `kpng explain NAMESPACE/NAME | IP:PORT …` */
+  | { readonly form: "explain"; readonly request: ExplainRequest }
   /** `kpng <controller> …`, e.g. `kpng fallback-controller` */
   | { readonly form: "controller"; readonly controller: ControllerPlugin; readonly opts: unknown };
 

@@ -5,7 +5,9 @@ import { CommanderError } from "commander";
 import { stopAllCommands } from "../host/exec.ts";
 import { rootLogger } from "../observability/log.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+import type { Invocation } from "./invocation.ts";
 import { runKubeProxyForms } from "./kube-proxy.ts";
+import { joinSinkInvocations, sinkSegments } from "./multi-sink.ts";
 import { controllers, globalSinks, localSinks, localSources, sources } from "./plugins.ts";
 import { buildProgram } from "./program.ts";
 import { runInvocation } from "./run.ts";
@@ -63,7 +65,26 @@ async function main(argv: readonly string[]): Promise<number> {
       { configure: (root) => root.exitOverride() },
     );
   const run = async (words: readonly string[]) => {
-    await program().parseAsync([...words], { from: "user" });
+    const segments = sinkSegments(
+      words,
+      localSinks.map((s) => s.name),
+    );
+    if (segments === undefined) {
+      await program().parseAsync([...words], { from: "user" });
+      return;
+    }
+    // Several sinks: every piece is checked before anything starts.
+    const parsed: Invocation[] = [];
+    for (const segment of segments) {
+      await buildProgram(
+        { sources, localSinks, globalSinks, localSources, controllers },
+        async (invocation) => {
+          parsed.push(invocation);
+        },
+        { configure: (root) => root.exitOverride() },
+      ).parseAsync(segment, { from: "user" });
+    }
+    await runInvocation(joinSinkInvocations(parsed), ctx);
   };
   try {
     if (!(await runKubeProxyForms(argv, ctx, program, run))) await run(argv);

@@ -13,6 +13,7 @@ import type { LocalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith } from "../plugin/options.ts";
 import { parseServiceCIDRsFlag, SERVICE_CIDRS_FLAG } from "../plugin/service-cidrs-flag.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+import { addExplainCommand } from "./explain.ts";
 import type { Invocation, Plugins } from "./invocation.ts";
 
 interface ProgramOptions {
@@ -110,7 +111,13 @@ export function buildProgram(
   }
 
   for (const controller of plugins.controllers ?? []) {
-    const cmd = root.command(controller.name).description(controller.description);
+    // A name of two words ("ebpf list") is a sub-command of the first.
+    const words = controller.name.split(" ");
+    let parent = root;
+    for (const w of words.slice(0, -1)) {
+      parent = parent.commands.find((c) => c.name() === w) ?? parent.command(w);
+    }
+    const cmd = parent.command(words.at(-1) ?? controller.name).description(controller.description);
     controller.addOptions(cmd);
     cmd.action((_o: RawOptions, c: Command) =>
       usageErrorsOf(c, () => ({
@@ -122,6 +129,9 @@ export function buildProgram(
   }
 
   addCleanupCommand(root, plugins.localSinks, run);
+  addExplainCommand(root, plugins.localSinks, defaultNodeName, (c, parse) =>
+    usageErrorsOf(c, () => ({ form: "explain", request: parse() })).then(run),
+  );
   root.addHelpText("after", grammarHelp(plugins));
   return root;
 }
@@ -250,6 +260,7 @@ function grammarHelp(plugins: Plugins): string {
     "  kpng <source> [source options] <global-sink> [sink options]",
     ...plugins.localSources.map((s) => `  kpng ${s.name} [options] <local-sink> [sink options]`),
     "  kpng cleanup <backend> [options]",
+    "  kpng explain NAMESPACE/NAME|IP:PORT[/PROTOCOL] (--input FILE|--kubeconfig FILE|--api ADDRESS) [--rules BACKEND]",
     "  kpng kube-proxy [--config FILE] [kube-proxy flags]    (in place of kube-proxy)",
     "  kpng cleanup kube-proxy                              (remove what kube-proxy left)",
     ...(plugins.controllers ?? []).map((c) => `  kpng ${c.name} [options]`),

@@ -2,32 +2,34 @@
 // source once the sink is done. Wiring only; every decision lives in the plug-ins and the brain.
 
 import { localStateFeed } from "../brain/local-state-feed.ts";
+import { proxyNameView } from "../brain/proxy-name-view.ts";
 import { ClusterStore } from "../brain/store.ts";
-import type { ClusterSource } from "../model/global.ts";
+import type { ClusterSource, ClusterView } from "../model/global.ts";
 import type { RunContext } from "../plugin/contracts.ts";
 import { pacedFeed } from "../plugin/paced-feed.ts";
 import { UsageError } from "../plugin/usage-error.ts";
+import { runExplain } from "./explain.ts";
 import type { Invocation } from "./invocation.ts";
 import { checkForKubeProxy } from "./kube-proxy-check.ts";
+import { type SinkRun, sinkRuns } from "./multi-sink.ts";
 
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {
     case "to-local": {
-      const { source, sink, serviceProxyName, serviceCIDRs, nodeName, minSyncPeriodMs } = invocation;
+      const { source, serviceCIDRs, nodeName } = invocation;
+      const sinks = sinkRuns(invocation);
       // A kernel backend fed from the cluster: kube-proxy must not run beside it.
-      if (source.name === "kube" && sink.cleanup !== undefined)
+      if (source.name === "kube" && sinks.some((s) => s.sink.cleanup !== undefined))
         checkForKubeProxy(invocation.sourceOpts as object, ctx.log.child({ component: "kube-proxy-check" }));
       const store = new ClusterStore({
-        serviceProxyName,
+        serviceProxyNames: sinks.map((s) => s.serviceProxyName),
         serviceCIDRs,
         log: ctx.log.child({ component: "store" }),
       });
-      await withSource(source.create(invocation.sourceOpts, { ...ctx, nodeName }), store, () =>
-        sink.run(
-          pacedFeed(localStateFeed(store, nodeName), minSyncPeriodMs, ctx.log),
-          invocation.sinkOpts,
-          ctx,
-        ),
+      const sourceCtx = { ...ctx, nodeName, everyProxyName: sinks.length > 1 };
+      await withSource(source.create(invocation.sourceOpts, sourceCtx), store, () =>
+        // One sink: the store already holds exactly its Services.
+        sinks.length === 1 ? runSink(store, sinks[0] as SinkRun, ctx) : runSinks(store, sinks, ctx),
       );
       return;
     }
@@ -49,6 +51,9 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       await sink.run(pacedFeed(feed, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
       return;
     }
+    case "explain":
+      await runExplain(invocation.request, ctx);
+      return;
     case "controller":
       await invocation.controller.run(invocation.opts, ctx);
       return;
@@ -58,6 +63,41 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       await sink.cleanup(invocation.sinkOpts, ctx);
       return;
     }
+  }
+}
+
+function runSink(view: ClusterView, run: SinkRun, ctx: RunContext): Promise<void> {
+  const feed = pacedFeed(localStateFeed(view, run.nodeName), run.minSyncPeriodMs, ctx.log);
+  return run.sink.run(feed, run.sinkOpts, ctx);
+}
+
+/**
+ * Several sinks, each on its own share of the store. A sink that fails stops the others (each
+ * cleans up on its own, as on a signal); the first failure is then reported.
+ */
+async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunContext): Promise<void> {
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  // A relabelled Service stays with the losing backend until the gaining one has had time for
+  // a sync (two pacer periods and a margin for the sync itself): served by both, never by neither.
+  const handoverMs = 2 * Math.max(...runs.map((r) => r.minSyncPeriodMs)) + 2000;
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  try {
+    const outcomes = await Promise.allSettled(
+      runs.map((run) => {
+        const log = ctx.log.child({ backend: run.sink.name, serviceProxyName: run.serviceProxyName });
+        const view = proxyNameView(store, run.serviceProxyName, handoverMs);
+        return runSink(view, run, { signal: stop.signal, log }).catch((err: unknown) => {
+          log.error({ err }, "backend failed; stopping the others");
+          stop.abort();
+          throw err;
+        });
+      }),
+    );
+    const failed = outcomes.find((o) => o.status === "rejected");
+    if (failed !== undefined) throw failed.reason;
+  } finally {
+    ctx.signal.removeEventListener("abort", onAbort);
   }
 }
 

@@ -6,11 +6,12 @@ import { hostname } from "node:os";
 import { Command, CommanderError } from "commander";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { componentLogger } from "../observability/log.ts";
+import { parseOptionsWith } from "../plugin/options.ts";
 import { UsageError } from "../plugin/usage-error.ts";
-import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
+import type { TlsPaths } from "./connection.ts";
 import { remoteLocalStateFeed } from "./feed.ts";
 import { fullStateSink } from "./fullstate.ts";
-import { addApiOptions, tlsFromOptions } from "./tls-options.ts";
+import { addApiOptions, apiClientFlags } from "./tls-options.ts";
 
 type RunHandler = (services: readonly LocalService[], state: LocalState) => void | Promise<void>;
 
@@ -46,16 +47,9 @@ export function parseRunFlags(
     throw err;
   }
   const opts = cmd.opts<Record<string, unknown>>();
-  const api = opts.api as string;
-  const tls = tlsFromOptions(opts);
   const nodeName = opts.nodeName as string;
-  try {
-    if (nodeName === "") throw new Error("--node-name must not be empty");
-    dialTarget(api);
-    clientCredentials(tls);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  if (nodeName === "") throw new UsageError("--node-name must not be empty");
+  const { api, tls } = parseOptionsWith(apiClientFlags, opts);
   return { api, nodeName, once: opts.once === true, tls };
 }
 

@@ -1,8 +1,10 @@
 // The --api and --tls-* options every watch client takes (kpng local, kpng api, run()).
 
 import type { Command } from "commander";
+import { z } from "zod";
 import { DEFAULT_LISTEN } from "../api/defaults.ts";
-import { UsageError } from "../plugin/usage-error.ts";
+import type { RawOptions } from "../plugin/contracts.ts";
+import { checkedBy, optionalText, parseOptionsWith } from "../plugin/options.ts";
 import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
 
 /** The brain's default socket (`kpng <source> to-api` without --listen). */
@@ -20,29 +22,24 @@ export function addApiOptions(cmd: Command): void {
     .option("--tls-ca <file>", "CA that signed the server certificate; enables TLS");
 }
 
-export function tlsFromOptions(opts: Record<string, unknown>): TlsPaths {
-  const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
-  return { cert: text(opts.tlsCert), key: text(opts.tlsKey), ca: text(opts.tlsCa) };
-}
+/** --api and --tls-* checked: the target's form, the TLS files readable and paired. */
+export const apiClientFlags = z
+  .object({ api: optionalText, tlsCert: optionalText, tlsKey: optionalText, tlsCa: optionalText })
+  .transform(({ api, tlsCert, tlsKey, tlsCa }) => ({
+    api: api ?? DEFAULT_API,
+    tls: { cert: tlsCert, key: tlsKey, ca: tlsCa } as TlsPaths,
+  }))
+  .superRefine(
+    checkedBy((flags: { api: string; tls: TlsPaths }) => {
+      dialTarget(flags.api);
+      clientCredentials(flags.tls);
+    }),
+  );
 
 /** The checked --api and --tls-* options. */
-export interface ApiClientFlags {
-  readonly api: string;
-  readonly tls: TlsPaths;
-}
+export type ApiClientFlags = z.output<typeof apiClientFlags>;
 
-/**
- * Reads and checks --api and --tls-* (the target's form, the TLS files readable); throws a
- * UsageError naming the flag.
- */
-export function apiClientOptions(opts: Record<string, unknown>): ApiClientFlags {
-  const api = typeof opts.api === "string" && opts.api.trim() !== "" ? opts.api.trim() : DEFAULT_API;
-  const tls = tlsFromOptions(opts);
-  try {
-    dialTarget(api);
-    clientCredentials(tls);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  return { api, tls };
+/** Reads and checks --api and --tls-*; throws a UsageError naming the flag. */
+export function apiClientOptions(raw: RawOptions): ApiClientFlags {
+  return parseOptionsWith(apiClientFlags, raw);
 }

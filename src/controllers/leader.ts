@@ -49,7 +49,7 @@ export class LeaderElector {
   readonly #wallNow: () => number;
   #leading = false;
   /** The holder and renewTime last seen, and when (monotonic) we saw them change. */
-  #observed = { holder: "", renewTime: "", at: 0 };
+  #observed = { holder: "", version: "", at: 0 };
   #cancelTick: (() => void) | undefined;
   /** Fires at the renew deadline while leading; reset by every renewal. */
   #cancelDeadline: (() => void) | undefined;
@@ -157,9 +157,11 @@ export class LeaderElector {
     }
     const now = this.#clock.now();
     const holder = lease.spec?.holderIdentity ?? "";
-    const renewTime = lease.spec?.renewTime ?? "";
-    if (holder !== this.#observed.holder || renewTime !== this.#observed.renewTime) {
-      this.#observed = { holder, renewTime, at: now };
+    // Any write of the Lease is a sign of life: its resourceVersion changes even when two
+    // renewals fall within one tick of the renewTime's clock.
+    const version = `${lease.metadata?.resourceVersion ?? ""}|${lease.spec?.renewTime ?? ""}`;
+    if (holder !== this.#observed.holder || version !== this.#observed.version) {
+      this.#observed = { holder, version, at: now };
     }
     const heldByOther = holder !== "" && holder !== this.#o.identity;
     if (heldByOther && now - this.#observed.at < this.#o.leaseDurationMs) {

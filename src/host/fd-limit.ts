@@ -8,6 +8,9 @@ import { readFile } from "node:fs/promises";
 import type { Logger } from "../observability/log.ts";
 import { execCommand } from "./exec.ts";
 
+/** The programs raising the limit may start (the image must contain them). */
+export const FD_LIMIT_BINARIES: readonly string[] = ["prlimit"];
+
 interface FdLimit {
   readonly soft: number;
   readonly hard: number;

@@ -32,7 +32,7 @@ export function readKubeProxyConfig(text: string, fileName: string): ReadConfig 
     );
   }
   const values = new Map<string, unknown>();
-  const warnings: string[] = [];
+  const warnings: string[] = duplicateKeys(text, fileName);
   walk(root, "", fileName, values, warnings);
   return { values, warnings };
 }
@@ -92,4 +92,14 @@ export function typeProblem(type: FieldType, value: unknown): string | undefined
     case "any":
       return undefined;
   }
+}
+
+/**
+ * A key written twice: kube-proxy's strict decoding fails on it and it falls back to lenient
+ * decoding with a warning, where the last value wins. So does kpng.
+ */
+function duplicateKeys(text: string, fileName: string): string[] {
+  return parseDocument(text)
+    .errors.filter((e) => e.code === "DUPLICATE_KEY")
+    .map((e) => `${fileName}: ${e.message.split("\n")[0]}; the last value is used`);
 }

@@ -50,7 +50,11 @@ export function healthAnswer(s: HealthSnapshot, withNode: boolean): HealthAnswer
   return { status: ok ? 200 : 503, body: JSON.stringify(body) };
 }
 
-export function startHealthServer(host: string, port: number, health: ProxyHealth): Promise<Server> {
+export function startHealthServer(
+  host: string,
+  port: number,
+  health: Pick<ProxyHealth, "snapshot">,
+): Promise<Server> {
   return listen(host, port, (req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (path !== "/healthz" && path !== "/livez") {

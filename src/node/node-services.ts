@@ -3,7 +3,7 @@
 // SyncObserver it implements, so every backend gets the same services unchanged.
 
 import { availableParallelism } from "node:os";
-import { raiseFdLimit } from "../host/fd-limit.ts";
+import { FD_LIMIT_BINARIES, raiseFdLimit } from "../host/fd-limit.ts";
 import {
   KUBE_PROXY_CLEANUP_BINARIES,
   removeKubeProxyLeftovers,
@@ -14,19 +14,26 @@ import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
 import { RetryingServer } from "./bind-retry.ts";
 import { ConntrackCleaner } from "./conntrack/cleaner.ts";
-import { CONNTRACK_BINARIES, type ConntrackRunner, ExecConntrackRunner } from "./conntrack/runner.ts";
+import {
+  CONNTRACK_BINARIES,
+  type ConntrackRunner,
+  conntrackMissing,
+  ExecConntrackRunner,
+} from "./conntrack/runner.ts";
 import { applySysctls, conntrackSysctls, ProcSysctlFiles, type SysctlFiles } from "./conntrack/sysctls.ts";
 import { HealthCheckNodePorts } from "./health-check-node-ports.ts";
 import { startHealthServer } from "./health-server.ts";
 import { startMetricsServer } from "./metrics-server.ts";
 import type { NodeServicesFlags } from "./options.ts";
 import { ProxyHealth } from "./proxy-health.ts";
+import { type SharedServer, shareHealthServer, shareMetricsServer } from "./shared-servers.ts";
 import type { SyncObserver, SyncOutcome } from "./sync-observer.ts";
 
-/** The programs the node services may start: conntrack cleanup, and kube-proxy's cleanup at start. */
+/** The programs the node services may start: conntrack cleanup, kube-proxy's cleanup, prlimit. */
 export const NODE_SERVICES_BINARIES: readonly string[] = [
   ...CONNTRACK_BINARIES,
   ...KUBE_PROXY_CLEANUP_BINARIES,
+  ...FD_LIMIT_BINARIES,
 ];
 
 interface NodeServicesContext {
@@ -47,7 +54,7 @@ export class NodeServices implements SyncObserver {
   readonly health: ProxyHealth;
   readonly healthCheckNodePorts: HealthCheckNodePorts;
   readonly #cleaner: ConntrackCleaner | undefined;
-  readonly #servers: RetryingServer[] = [];
+  readonly #servers: SharedServer[] = [];
   readonly #log: Logger;
 
   private constructor(o: NodeServicesFlags, ctx: NodeServicesContext) {
@@ -75,7 +82,18 @@ export class NodeServices implements SyncObserver {
         throw new Error(`kube-proxy cleanup failed: ${report.failures.join("; ")}`);
     }
     const s = new NodeServices(o, ctx);
+    // As kube-proxy's sync loop does when it starts: healthy (and a real lastUpdated) while the
+    // first sync waits for the API server, rather than the zero time.
+    s.health.updated();
     await raiseFdLimit(ctx.log);
+    if (o.conntrackCleanup && ctx.conntrackRunner === undefined) {
+      const missing = await conntrackMissing();
+      if (missing !== undefined)
+        ctx.log.warn(
+          { err: missing },
+          "conntrack cannot run: stale UDP/SCTP flows will not be removed (install conntrack-tools, or pass --no-conntrack-cleanup)",
+        );
+    }
     await applySysctls(
       conntrackSysctls(o.conntrack, availableParallelism()),
       ctx.sysctlFiles ?? new ProcSysctlFiles(),
@@ -89,18 +107,23 @@ export class NodeServices implements SyncObserver {
         log: ctx.log,
       });
       const { healthz, metrics } = o;
+      // Several backends in one process share one server per address.
       if (healthz)
         s.#servers.push(
-          await RetryingServer.start(
-            () => startHealthServer(healthz.host, healthz.port, s.health),
-            retry("healthz", healthz),
+          await shareHealthServer(`${healthz.host}:${healthz.port}`, s.health, (combined) =>
+            RetryingServer.start(
+              () => startHealthServer(healthz.host, healthz.port, combined),
+              retry("healthz", healthz),
+            ),
           ),
         );
       if (metrics)
         s.#servers.push(
-          await RetryingServer.start(
-            () => startMetricsServer(metrics.host, metrics.port, ctx.mode, { profiling: o.profiling }),
-            retry("metrics", metrics),
+          await shareMetricsServer(`${metrics.host}:${metrics.port}`, () =>
+            RetryingServer.start(
+              () => startMetricsServer(metrics.host, metrics.port, ctx.mode, { profiling: o.profiling }),
+              retry("metrics", metrics),
+            ),
           ),
         );
     } catch (err) {
@@ -132,7 +155,7 @@ export class NodeServices implements SyncObserver {
 
   /** Closes every server; the rules stay as they are. */
   async close(): Promise<void> {
-    await Promise.all([...this.#servers.splice(0).map((x) => x.close()), this.healthCheckNodePorts.close()]);
+    await Promise.all([...this.#servers.splice(0).map((x) => x.leave()), this.healthCheckNodePorts.close()]);
     this.#log.info("node services closed");
   }
 }

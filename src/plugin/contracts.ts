@@ -7,6 +7,7 @@ import type { Command } from "commander";
 import type { ClusterSource, ClusterView } from "../model/global.ts";
 import type { LocalStateFeed } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
+import type { RulesReader } from "./rules-reader.ts";
 
 /** The values commander collected for a command line (every plug-in's options together). */
 export type RawOptions = Readonly<Record<string, unknown>>;
@@ -20,6 +21,11 @@ export interface RunContext {
 export interface SourceContext extends RunContext {
   /** The node a local sink serves; undefined when a global sink serves every node. */
   readonly nodeName: string | undefined;
+  /**
+   * The brain serves several service proxy names (one backend each) or explains every Service:
+   * read every Service whatever proxy it names, the brain selects. Unset: only the source's own.
+   */
+  readonly everyProxyName?: boolean;
 }
 
 interface Plugin<O> {
@@ -50,6 +56,8 @@ export interface LocalSinkPlugin<O = unknown> extends Plugin<O> {
    * then resolves. Gets the same options as the sink.
    */
   cleanup?(opts: O, ctx: RunContext): Promise<void>;
+  /** `kpng explain --rules <name without "to-">`: reads what the backend programmed for a Service. */
+  rulesReader?(opts: O, ctx: RunContext): Promise<RulesReader>;
   /**
    * Every program run() and cleanup() may start (nft, iptables-nft-restore, ip, …): the container
    * image must contain each (test/unit/deploy/image-binaries.test.ts checks deploy/Dockerfile).

@@ -47,5 +47,25 @@ export function requiredText(what: string) {
   return z.string({ error: `needs ${what}` }).refine((s) => s.trim() !== "", { message: `needs ${what}` });
 }
 
+/** A text flag that may be absent; empty or blank text counts as absent. */
+export const optionalText = z
+  .string()
+  .optional()
+  .transform((s) => (s === undefined || s.trim() === "" ? undefined : s.trim()));
+
+/**
+ * A value that `check` accepts (it throws with the reason otherwise), e.g. an address parser:
+ * the schema keeps the value and reports the reason as the flag's problem.
+ */
+export function checkedBy<T>(check: (value: T) => unknown) {
+  return (value: T, ctx: z.RefinementCtx) => {
+    try {
+      check(value);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+    }
+  };
+}
+
 /** A boolean switch; commander leaves it undefined when absent. */
 export const switchFlag = z.boolean().optional().default(false);

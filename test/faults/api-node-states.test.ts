@@ -11,7 +11,7 @@ import { isValidNodeName } from "../../src/api/stream-rejection.ts";
 import { silentLogger } from "../../src/observability/log.ts";
 import { FakeBrain, service } from "../unit/api/fixtures.ts";
 import { kpngWatch } from "../unit/api/kpng-client.ts";
-import { eventually } from "./support.ts";
+import { capturingLogger, eventually } from "./support.ts";
 
 const RESOURCE_EXHAUSTED = 8;
 const INVALID_ARGUMENT = 3;
@@ -114,4 +114,23 @@ describe("fault: the watch API grows without bound", () => {
     ];
     for (const [name, valid] of cases) assert.equal(isValidNodeName(name), valid, name);
   });
+});
+
+test("fault: 200 refused watch streams log a few lines, not 200", { timeout: 30_000 }, async () => {
+  const { log, lines } = capturingLogger();
+  const brain = new FakeBrain();
+  const server = new ApiServer({
+    listen: ["tcp://127.0.0.1:0"],
+    localFeed: brain.feed,
+    log,
+    hub: { maxNodes: 10 },
+  });
+  await server.start();
+  try {
+    for (let i = 0; i < 200; i++) await kpngWatch(server.addresses[0]!, "UPPER", 1).catch(() => undefined);
+    const refused = lines.filter((l) => l.msg === "watch request refused");
+    assert.ok(refused.length > 0 && refused.length <= 10, `${refused.length} lines`);
+  } finally {
+    await server.stop();
+  }
 });

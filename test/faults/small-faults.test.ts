@@ -2,7 +2,6 @@
 // was reported as a syntax error; SIGHUP killed kpng without a word.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
@@ -11,7 +10,7 @@ import { ClusterStore } from "../../src/brain/store.ts";
 import type { ClusterChange } from "../../src/model/global.ts";
 import { canonicalAddress } from "../../src/model/ip.ts";
 import { parseClusterFile } from "../../src/sources/file/parse.ts";
-import { eventually } from "./support.ts";
+import { eventually, startKpng } from "./support.ts";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -83,29 +82,15 @@ describe("fault: smaller ones", () => {
   });
 
   test("SIGHUP stops kpng cleanly, with a log line, exit 0", { timeout: 20_000 }, async () => {
-    const child = spawn(
-      process.execPath,
-      [
-        join(ROOT, "src", "cli", "main.ts"),
-        "file",
-        "--input",
-        join(ROOT, "examples", "cluster.yaml"),
-        "to-json",
-      ],
-      { stdio: ["ignore", "pipe", "pipe"] },
-    );
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (t: string) => {
-      stdout += t;
-    });
-    child.stderr.setEncoding("utf8").on("data", (t: string) => {
-      stderr += t;
-    });
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-    await eventually(() => stdout.includes("\n}\n"), "the first document", 15_000);
+    const { child, out, exited } = startKpng([
+      "file",
+      "--input",
+      join(ROOT, "examples", "cluster.yaml"),
+      "to-json",
+    ]);
+    await eventually(() => out.stdout.includes("\n}\n"), "the first document", 15_000);
     child.kill("SIGHUP");
-    assert.equal(await exited, 0, stderr);
-    assert.match(stderr, /"signal":"SIGHUP".*"msg":"stopping"/);
+    assert.equal(await exited, 0, out.stderr);
+    assert.match(out.stderr, /"signal":"SIGHUP".*"msg":"stopping"/);
   });
 });

@@ -2,6 +2,7 @@
 // lines the test reads, and small waiting helpers.
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { Writable } from "node:stream";
 import { pino } from "pino";
 import type { ClusterSink } from "../../src/model/global.ts";
@@ -62,4 +63,19 @@ export async function eventually(condition: () => boolean, what: string, timeout
     await sleep(20);
   }
   assert.fail(`timed out waiting for: ${what}`);
+}
+
+/** `kpng <args>` as a child process, its output collected. */
+export function startKpng(args: readonly string[]) {
+  const main = new URL("../../src/cli/main.ts", import.meta.url).pathname;
+  const child = spawn(process.execPath, [main, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+  const out = { stdout: "", stderr: "" };
+  child.stdout.setEncoding("utf8").on("data", (t: string) => {
+    out.stdout += t;
+  });
+  child.stderr.setEncoding("utf8").on("data", (t: string) => {
+    out.stderr += t;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, out, exited };
 }

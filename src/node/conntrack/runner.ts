@@ -15,6 +15,21 @@ export interface ConntrackRunner {
   list(protocol: "udp" | "sctp", onLine: (line: string) => void): Promise<void>;
 }
 
+/**
+ * Whether `conntrack` runs here, checked once at start: without it, every cleanup would fail.
+ * Resolves with the reason when it does not.
+ */
+export async function conntrackMissing(
+  command: readonly string[] = ["conntrack"],
+): Promise<string | undefined> {
+  try {
+    const r = await execCommand([...command, "--version"], { timeoutMs: 10_000 });
+    return r.code === 0 ? undefined : `${command.join(" ")} --version exited ${r.code}: ${r.stderr.trim()}`;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
 class ConntrackError extends Error {
   override readonly name = "ConntrackError";
 }

@@ -2,7 +2,9 @@
 // `<source> to-json` (the global model).
 
 import type { Command } from "commander";
+import { z } from "zod";
 import type { GlobalSinkPlugin, LocalSinkPlugin, RawOptions } from "../../plugin/contracts.ts";
+import { parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { printGlobalStates } from "./print-global.ts";
 import { printLocalStates } from "./print-local.ts";
 import { streamWriter } from "./write.ts";
@@ -11,12 +13,12 @@ function addOnceOption(cmd: Command): void {
   cmd.option("--once", "print the first complete state and exit");
 }
 
-interface JsonSinkFlags {
-  readonly once: boolean;
-}
+const jsonSinkFlags = z.object({ once: switchFlag });
+
+type JsonSinkFlags = z.output<typeof jsonSinkFlags>;
 
 function parseJsonSinkOptions(raw: RawOptions): JsonSinkFlags {
-  return { once: raw.once === true };
+  return parseOptionsWith(jsonSinkFlags, raw);
 }
 
 export const toJsonLocalSink: LocalSinkPlugin<JsonSinkFlags> = {

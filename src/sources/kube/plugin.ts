@@ -10,12 +10,8 @@ import {
 } from "../../kube/limits.ts";
 import type { ClusterSource } from "../../model/global.ts";
 import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
-import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
-
-const optionalText = z
-  .string()
-  .optional()
-  .transform((s) => (s === undefined || s.trim() === "" ? undefined : s.trim()));
+import { durationFlag, optionalText, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
+import { EVERY_PROXY_NAME } from "./selectors.ts";
 
 const kubeOptions = z.object({
   kubeconfig: optionalText,
@@ -102,7 +98,7 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceFlags> = {
         // A local sink names the node to watch; a global sink serves many nodes, so every Node
         // is watched.
         const nodeName = opts.watchAllNodes ? undefined : ctx.nodeName;
-        const serviceProxyName = opts.serviceProxyName;
+        const serviceProxyName = ctx.everyProxyName ? EVERY_PROXY_NAME : opts.serviceProxyName;
         log.info(
           { server: transport.server, config: origin, nodeName: nodeName ?? "(all)", serviceProxyName },
           "kube source",

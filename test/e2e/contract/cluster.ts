@@ -32,6 +32,8 @@ export interface TestService {
   readonly externalTrafficPolicy?: "Cluster" | "Local";
   readonly internalTrafficPolicy?: "Cluster" | "Local";
   readonly healthCheckNodePort?: number;
+  /** The service.kubernetes.io/service-proxy-name label of the Service and its slice. */
+  readonly proxyName?: string;
 }
 
 export interface ClusterOptions {
@@ -58,6 +60,10 @@ function node(name: string, ipv4: string, ipv6: string, toBeDeleted = false): ob
   };
 }
 
+function proxyLabel(s: TestService): Record<string, string> {
+  return s.proxyName === undefined ? {} : { "service.kubernetes.io/service-proxy-name": s.proxyName };
+}
+
 function serviceObjects(s: TestService): object[] {
   const v6 = s.clusterIP.includes(":");
   const family = v6 ? "IPv6" : "IPv4";
@@ -65,7 +71,7 @@ function serviceObjects(s: TestService): object[] {
   const svc = {
     apiVersion: "v1",
     kind: "Service",
-    metadata: { name: s.name, namespace: "default" },
+    metadata: { name: s.name, namespace: "default", labels: proxyLabel(s) },
     spec: {
       type,
       clusterIP: s.clusterIP,
@@ -95,7 +101,11 @@ function serviceObjects(s: TestService): object[] {
   const slice = {
     apiVersion: "discovery.k8s.io/v1",
     kind: "EndpointSlice",
-    metadata: { name: `${s.name}-1`, namespace: "default", labels: { "kubernetes.io/service-name": s.name } },
+    metadata: {
+      name: `${s.name}-1`,
+      namespace: "default",
+      labels: { "kubernetes.io/service-name": s.name, ...proxyLabel(s) },
+    },
     addressType: family,
     endpoints: s.endpoints.map((e) => ({
       addresses: [e.ip],

@@ -28,7 +28,7 @@ function report(line: string): void {
   process.stdout.write(`# ${line}\n`);
 }
 
-async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<number> {
+async function eventually(what: string, check: () => Promise<boolean>, timeoutMs = 45_000): Promise<number> {
   const started = Date.now();
   for (;;) {
     if (await check()) return Date.now() - started;

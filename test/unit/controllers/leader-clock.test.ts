@@ -18,8 +18,11 @@ class LeaseServer {
   hang = false;
   readonly inFlight = new Set<KubeRequest>();
 
-  requester(): KubeRequester {
-    return { send: (r) => this.#send(r) };
+  /** A replica's client; `cut.now` makes its requests fail, as if its network went away. */
+  requester(cut = { now: false }): KubeRequester {
+    return {
+      send: (r) => (cut.now ? Promise.reject(new Error("connection refused")) : this.#send(r)),
+    };
   }
 
   async #send(r: KubeRequest): Promise<unknown> {
@@ -51,8 +54,9 @@ class LeaseServer {
 
 function elector(server: LeaseServer, clock: FakeClock, identity: string, wallNow = () => Date.now()) {
   const history: boolean[] = [];
+  const cut = { now: false };
   const e = new LeaderElector({
-    requester: server.requester(),
+    requester: server.requester(cut),
     namespace: "kube-system",
     name: "kpng-fallback-controller",
     identity,
@@ -62,7 +66,7 @@ function elector(server: LeaseServer, clock: FakeClock, identity: string, wallNo
     wallNow,
     ...TIMINGS,
   });
-  return { e, history };
+  return { e, history, cut };
 }
 
 describe("leader election timing (fake clock)", () => {
@@ -99,13 +103,14 @@ describe("leader election timing (fake clock)", () => {
     b.e.start();
     await clock.advance(30_000);
     assert.equal(b.e.leading, false, "a renews: b waits");
-    await a.e.stop().catch(() => {});
-    server.lease!.spec.holderIdentity = "a"; // a vanished without releasing
-    await clock.advance(TIMINGS.leaseDurationMs - TIMINGS.retryPeriodMs);
+    a.cut.now = true; // a vanishes without releasing the Lease
+    await clock.advance(TIMINGS.leaseDurationMs - 2 * TIMINGS.retryPeriodMs);
     assert.equal(b.e.leading, false, "not before a lease duration without renewal");
-    await clock.advance(2 * TIMINGS.retryPeriodMs);
+    // It saw a's last renewal up to a retry period late, and looks every retry period.
+    await clock.advance(4 * TIMINGS.retryPeriodMs);
     assert.equal(b.e.leading, true);
     assert.equal(server.holder, "b");
+    await a.e.stop();
     await b.e.stop();
   });
 

@@ -19,6 +19,7 @@ const PACKAGE_OF: Readonly<Record<string, string>> = {
   ipset: "ipset",
   ipvsadm: "ipvsadm",
   bpftool: "bpftool",
+  prlimit: "util-linux",
   ...Object.fromEntries(
     ["iptables", "ip6tables"].flatMap((base) =>
       ["nft", "legacy"].flatMap((variant) =>

@@ -7,7 +7,10 @@ import type { AddressInfo } from "node:net";
 import { after, describe, it, mock } from "node:test";
 import { pino } from "pino";
 import { BIND_RETRY_MS, RetryingServer } from "../../../src/node/bind-retry.ts";
+import { healthAnswer } from "../../../src/node/health-server.ts";
 import { publishComponentDocuments, startMetricsServer } from "../../../src/node/metrics-server.ts";
+import { NodeServices } from "../../../src/node/node-services.ts";
+import { parseNodeServicesOptions } from "../../../src/node/options.ts";
 import { close, listen } from "../../../src/observability/http-listen.ts";
 
 function portOf(s: Server): number {
@@ -124,3 +127,32 @@ async function waitFor(cond: () => boolean): Promise<void> {
   for (let i = 0; i < 10_000 && !cond(); i++) await new Promise((r) => setImmediate(r));
   assert.ok(cond(), "condition never held");
 }
+
+describe("node services at start", () => {
+  it("/healthz's lastUpdated is the start time before the first sync, not the zero time", async () => {
+    const files = { read: async () => "0", write: async () => {} };
+    const s = await NodeServices.start(
+      parseNodeServicesOptions({ healthzBindAddress: "", metricsBindAddress: "", conntrackCleanup: false }),
+      {
+        mode: "nftables",
+        families: ["IPv4"],
+        syncPeriodMs: 30_000,
+        healthCheckAddresses: [],
+        log: pino({ level: "silent" }),
+        sysctlFiles: files,
+        now: () => Date.parse("2026-01-01T00:00:00Z"),
+      },
+    );
+    try {
+      // The node is not known eligible yet: 503, and the body's times are the recorded ones.
+      const body = JSON.parse(healthAnswer(s.health.snapshot(), true).body) as {
+        lastUpdated: string;
+        status: { IPv4: { lastUpdated: string } };
+      };
+      assert.equal(body.lastUpdated, "2026-01-01T00:00:00.000Z");
+      assert.equal(body.status.IPv4.lastUpdated, "2026-01-01T00:00:00.000Z");
+    } finally {
+      await s.close();
+    }
+  });
+});
