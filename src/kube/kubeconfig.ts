@@ -1,7 +1,7 @@
 // Where the API server and credentials come from, in kube-proxy's order: --kubeconfig, then
 // $KUBECONFIG, then the pod's service account, then ~/.kube/config; --master overrides the server
 // (and alone is enough for an unauthenticated server). The Kubernetes client library is loaded
-// only to read a kubeconfig file: the service account and --master alone do without its ~80 MiB.
+// only to read a kubeconfig file: the service account and --master alone do without its memory.
 
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";

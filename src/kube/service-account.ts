@@ -1,6 +1,7 @@
 // The API server connections that need no kubeconfig: a pod's service account, and --master alone
-// (anonymous). Loading the Kubernetes client library costs a process ~80 MiB of memory, so these
-// two cases, which are how kpng and the fallback controller run in a cluster, do without it.
+// (anonymous). The Kubernetes client library costs a process much memory (docs/performance.md),
+// so these two cases, which are how kpng and the fallback controller run in a cluster, do
+// without it.
 
 import { readFile } from "node:fs/promises";
 import type { RequestOptions } from "node:https";

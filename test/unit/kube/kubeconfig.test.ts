@@ -84,7 +84,7 @@ describe("loadKubeConfig", () => {
     );
     assert.equal(loaded.origin, "in-cluster service account");
     assert.equal(server(loaded), "https://192.0.2.9:443");
-    // No kubeconfig to read, so the Kubernetes client library (~80 MiB) is not loaded.
+    // No kubeconfig to read, so the Kubernetes client library (and its memory) is not loaded.
     assert.ok(loaded.config instanceof PlainConnection);
   });
 
