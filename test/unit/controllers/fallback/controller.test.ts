@@ -11,6 +11,7 @@ import { silentLogger } from "../../../../src/observability/log.ts";
 import { endpointSlice, service } from "../../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../../apiserver/server.ts";
 import type { RawObject } from "../../../apiserver/store.ts";
+import { settle } from "../../../support/settle.ts";
 import { transportTo, waitFor } from "../../sources/kube/helpers.ts";
 
 const NO_ENVIRONMENT = { env: {}, fileExists: () => false, homeDir: "/nonexistent" };
@@ -127,6 +128,14 @@ describe("fallback controller", () => {
     await api.close();
   });
 
+  /** Waits until the controller has read every change made so far, and has acted on it. */
+  async function caughtUp(): Promise<void> {
+    const written = api.store.currentRv;
+    await waitFor("the controller to read the changes", () => controller.seenVersion >= written);
+    await settle();
+    await controller.idle();
+  }
+
   async function startLeading(): Promise<void> {
     controller.start();
     controller.setLeading(true);
@@ -218,8 +227,7 @@ describe("fallback controller", () => {
     const before = requester.writes().length;
     api.create(pod("other", "203.0.113.51", { app: "other" }));
     controller.setLeading(true);
-    await new Promise((r) => setTimeout(r, 100));
-    await controller.idle();
+    await caughtUp();
     assert.equal(requester.writes().length, before);
   });
 
@@ -295,7 +303,7 @@ describe("fallback controller", () => {
     api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
     controller.start();
     await controller.synced;
-    await new Promise((r) => setTimeout(r, 100));
+    await caughtUp();
     assert.equal(requester.writes().length, 0);
     controller.setLeading(true);
     await waitFor("the new leader's slices", () => fallbackSlices(api, "web").length === 1);
@@ -360,8 +368,7 @@ describe("fallback controller", () => {
     await startLeading();
     await waitFor("an inactive fallback slice", () => activeLabel(api, "web") === "false");
     setPrimaryReady(false);
-    await new Promise((r) => setTimeout(r, 300));
-    await controller.idle();
+    await caughtUp();
     assert.equal(activeLabel(api, "web"), "false");
     // A pod that has the port makes it activate.
     api.create(pod("sorry-2", "203.0.113.51", { app: "sorry" }));
@@ -422,10 +429,10 @@ describe("fallback controller", () => {
       for (const e of slice.endpoints) e.conditions = { ready: false, serving: false };
       api.update(slice);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await caughtUp();
     const before = requester.writes().length;
     controller.setLeading(true);
-    await new Promise((r) => setTimeout(r, 500));
+    await settle();
     await controller.idle();
     assert.equal(activeLabel(api, "web"), "false", "a stale 'active' state would switch it back");
     assert.equal(requester.writes().length, before, "nothing to write");
