@@ -11,6 +11,7 @@ import { silentLogger } from "../../../../src/observability/log.ts";
 import { endpointSlice, service } from "../../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../../apiserver/server.ts";
 import type { RawObject } from "../../../apiserver/store.ts";
+import { FakeClock } from "../../../support/fake-clock.ts";
 import { settle } from "../../../support/settle.ts";
 import { transportTo, waitFor } from "../../sources/kube/helpers.ts";
 
@@ -19,7 +20,6 @@ const NO_ENVIRONMENT = { env: {}, fileExists: () => false, homeDir: "/nonexisten
 /** Counts what went through, and can run a hook before a request (to race the controller). */
 class CountingRequester implements KubeRequester {
   readonly sent: KubeRequest[] = [];
-  readonly sentAt: number[] = [];
   readonly failed: { request: KubeRequest; status: number }[] = [];
   before: ((r: KubeRequest) => void) | undefined;
   /** An HTTP status to answer instead of the server, or "hang" to never answer (until aborted). */
@@ -31,7 +31,6 @@ class CountingRequester implements KubeRequester {
   async send(r: KubeRequest): Promise<unknown> {
     this.before?.(r);
     this.sent.push(r);
-    this.sentAt.push(Date.now());
     const answer = this.answer?.(r);
     if (answer === "hang") {
       return new Promise((_, reject) =>
@@ -114,14 +113,19 @@ describe("fallback controller", () => {
     requester = new CountingRequester(
       new KubeConfigRequester(loadKubeConfig({ master: api.url }, NO_ENVIRONMENT).config),
     );
-    controller = new FallbackController({
+    controller = newController();
+  });
+
+  function newController(clock?: FakeClock): FallbackController {
+    return new FallbackController({
       transport: transportTo(api.url),
       requester,
       log: silentLogger,
       retryDelayMs: 50,
       conflictRetryDelayMs: 50,
+      ...(clock && { clock }),
     });
-  });
+  }
 
   afterEach(async () => {
     await controller.stop();
@@ -130,7 +134,12 @@ describe("fallback controller", () => {
 
   /** Waits until the controller has read every change made so far, and has acted on it. */
   async function caughtUp(): Promise<void> {
-    const written = api.store.currentRv;
+    // Its own Events are not watched: the newest watched object is what it must have read.
+    const written = Math.max(
+      ...["services", "pods", "endpointslices"].flatMap((resource) =>
+        api.store.snapshot(resource, api.store.currentRv).map((o) => Number(o.metadata.resourceVersion)),
+      ),
+    );
     await waitFor("the controller to read the changes", () => controller.seenVersion >= written);
     await settle();
     await controller.idle();
@@ -193,20 +202,22 @@ describe("fallback controller", () => {
     );
     api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.1"] }));
     api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
+    const clock = new FakeClock();
+    controller = newController(clock);
     await startLeading();
     await waitFor("an inactive fallback slice", () => activeLabel(api, "web") === "false");
     await controller.idle();
     const writesBefore = requester.writes().length;
-    const started = Date.now();
+    const started = clock.now();
     for (let i = 0; i < 30; i++) {
-      const primary = api.get("EndpointSlice", "default/web-abc") as Slice;
-      const ready = i % 2 === 1;
-      primary.endpoints[0]!.conditions = { ready, serving: ready };
-      api.update(primary);
-      await new Promise((r) => setTimeout(r, 100));
+      setPrimaryReady(i % 2 === 1);
+      await caughtUp();
+      await clock.advance(100);
     }
+    await caughtUp();
+    await clock.advance(1000);
     await waitFor("the return after the flapping stopped", () => activeLabel(api, "web") === "false", 5000);
-    const seconds = (Date.now() - started) / 1000;
+    const seconds = (clock.now() - started) / 1000;
     await controller.idle();
     const switches = events(api, "FallbackActivated").length + events(api, "FallbackDeactivated").length;
     const writes = requester.writes().length - writesBefore;
@@ -406,15 +417,25 @@ describe("fallback controller", () => {
       api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
       requester.answer = (r) =>
         r.path.includes("endpointslices") && r.method !== "GET" ? status : undefined;
+      // The retries wait on the controller's clock; the failures are answered without the network.
+      const clock = new FakeClock();
+      controller = newController(clock);
+      const writes = () => requester.sent.filter((r) => r.path.includes("endpointslices")).length;
       await startLeading();
-      await new Promise((r) => setTimeout(r, 1000));
-      const attempts = requester.sentAt.filter((_, i) => requester.sent[i]!.path.includes("endpointslices"));
+      await waitFor("the first write", () => writes() > 0);
+      const attempts = [clock.now()];
+      const end = clock.now() + 1000;
+      while (clock.now() < end) {
+        await clock.advance(5);
+        while (attempts.length < writes()) attempts.push(clock.now());
+      }
       // 50 ms doubling: 0, 50, 150, 350, 750 ms — 5 in the first second, where 100 ms would give 10.
       assert.ok(attempts.length >= 3 && attempts.length <= 6, `${attempts.length} attempts in 1 s`);
       const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
       for (let i = 1; i < gaps.length; i++)
         assert.ok(gaps[i]! >= gaps[i - 1]! * 1.5, `gaps grow: ${gaps.join(", ")}`);
       requester.answer = undefined;
+      await clock.advance(60_000);
       await waitFor("written once the server recovers", () => fallbackSlices(api, "web").length === 1, 5000);
     });
   }
