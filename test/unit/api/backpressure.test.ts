@@ -10,9 +10,9 @@ import { LocalStateDecoder } from "../../../src/client/decoder.ts";
 import type { WireOp } from "../../../src/client/watch.ts";
 import type { LocalService } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
-import { endpoint, FakeBrain, service, servicePort } from "./fixtures.ts";
 import { eventually } from "../../support/eventually.ts";
 import { settle } from "../../support/settle.ts";
+import { endpoint, FakeBrain, service, servicePort } from "./fixtures.ts";
 
 const big = (i: number, shift = 0): LocalService =>
   service(`svc-${i}`, {

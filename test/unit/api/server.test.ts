@@ -53,7 +53,12 @@ describe("localv1 watch, read by a kpng-style client (protos loaded at run time)
       void watching.then(() => {
         done = true;
       });
-      await eventually(async () => server.streams().length === 1, "the server to hold the stream", 30_000, 10);
+      await eventually(
+        async () => server.streams().length === 1,
+        "the server to hold the stream",
+        30_000,
+        10,
+      );
       await settle(20);
       assert.equal(done, false);
       brain.update("n1", [service("a")]);

@@ -4,8 +4,8 @@ import { describe, test } from "node:test";
 import { ApiServer } from "../../../src/api/server.ts";
 import { type WireChangeSet, watchLocal } from "../../../src/client/watch.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
-import { FakeBrain, service } from "../api/fixtures.ts";
 import { eventually } from "../../support/eventually.ts";
+import { FakeBrain, service } from "../api/fixtures.ts";
 
 /** A TCP relay on a fixed port: cutting it breaks every connection, as a network failure does. */
 class Relay {

@@ -199,7 +199,10 @@ describe("FileSource", () => {
     await watcher.start(watched);
     try {
       await writeFile(file, nodes("n1", "n2"));
-      await eventually(() => watched.latest.get("Node")?.length === 2, "the watching source to read the change");
+      await eventually(
+        () => watched.latest.get("Node")?.length === 2,
+        "the watching source to read the change",
+      );
       await settle();
       assert.deepEqual(sink.latest.get("Node"), ["n1"]);
     } finally {

@@ -187,7 +187,10 @@ describe("test API server protocol", () => {
       `${api.url}/api/v1/nodes?watch=1&resourceVersion=${api.store.currentRv}&allowWatchBookmarks=true`,
     );
     const bookmarks = () => withBookmarks.events.filter((x) => x.type === "BOOKMARK").length;
-    await waitFor("both watches open", () => api.requests.slice(requestsBefore).filter((r) => r.watch).length === 2);
+    await waitFor(
+      "both watches open",
+      () => api.requests.slice(requestsBefore).filter((r) => r.watch).length === 2,
+    );
     // Two more bookmark intervals: the plain watch, open by now, would have had one too.
     const seen = bookmarks();
     await withBookmarks.until(() => bookmarks() >= seen + 2);
