@@ -199,10 +199,13 @@ describe("repository hygiene", () => {
     }
     assert.deepEqual(found, [], "keep measured numbers in docs/performance.md, not in comments");
   });
+
   test("unit tests wait on conditions or fake timers, never on a fixed real sleep", () => {
-    // An awaited timer promise or sleep() is a fixed wait unless it is the pause of a polling loop
-    // with a deadline (the deadline is named on the line or in the few lines above it).
-    const SLEEP = /await\s+(?:new Promise(?:<[^>]*>)?\(\s*\(?\w*\)?\s*=>\s*setTimeout\(|(?:\w+\.)?sleep\()/;
+    // An awaited timer promise (`new Promise((r) => setTimeout(r, ms))`, `sleep(ms)`, the
+    // setTimeout of node:timers/promises) is a fixed wait unless it is the pause of a polling loop
+    // with a deadline, named on the line or in the few lines above it.
+    const SLEEP =
+      /await\s+(?:new Promise(?:<[^>]*>)?\(\s*\(?\w*\)?\s*=>\s*setTimeout\(|(?:\w+\.)?(?:sleep|delay|setTimeout)\()/;
     const DEADLINE = /\bdeadline\b|\btimeoutMs\b|Date\.now\(\)/;
     // Files whose waits are being reworked elsewhere; remove an entry once its file is clean.
     const PENDING = new Set([
