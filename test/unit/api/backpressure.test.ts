@@ -83,11 +83,15 @@ describe("backpressure", () => {
       w.ask();
       // The full state (~3 MB) cannot fit in HTTP/2's windows: the server stops mid-change-set.
       await until(() => (server.streams()[0]?.frames ?? 0) > 0, "the server waits for the client");
-      // Settled: the count no longer moves (on a loaded machine filling the windows takes a while).
+      // Settled: the count has not moved for three samples in a row (on a loaded machine filling
+      // the windows takes a while).
       let settled = -1;
-      const deadline = Date.now() + 20_000;
-      while (settled !== server.streams()[0]!.frames && Date.now() < deadline) {
-        settled = server.streams()[0]!.frames;
+      let still = 0;
+      const deadline = Date.now() + 30_000;
+      while (still < 3 && Date.now() < deadline) {
+        const frames = server.streams()[0]!.frames;
+        still = frames === settled ? still + 1 : 0;
+        settled = frames;
         await new Promise((r) => setTimeout(r, 200));
       }
       const stalled = server.streams()[0]!;
