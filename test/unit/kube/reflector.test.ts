@@ -57,7 +57,8 @@ describe("reflector", () => {
   it("lists in pages of pageSize into one replace, then watches from the list's resourceVersion", async () => {
     for (const n of ["a", "b", "c", "d", "e"]) api.create(service(n));
     const listRv = String(api.store.currentRv);
-    const reflector = startReflector({ timings: { pageSize: 2 } });
+    // A page slower than the short inactivity timeout (a loaded machine) would restart the list.
+    const reflector = startReflector({ timings: { pageSize: 2, inactivityTimeoutMs: 30_000 } });
     await reflector.listed;
     assert.deepEqual(sink.calls, ["replace Service [default/a,default/b,default/c,default/d,default/e]"]);
     assert.deepEqual(
