@@ -1,7 +1,7 @@
 // Reflector metrics: what arrives, how often a watch had to start over, what went wrong, and how
 // long ago each resource last heard from the API server (a stuck watch shows as a growing age).
 
-import { Counter, Gauge } from "prom-client";
+import { Counter, Gauge, Histogram } from "prom-client";
 import { registry } from "../observability/metrics.ts";
 
 export const watchEventsTotal = new Counter({
@@ -43,3 +43,37 @@ new Gauge({
     for (const [resource, at] of lastEventAt) this.set({ resource }, (now - at) / 1000);
   },
 });
+
+// client-go's request metrics, under its names and labels, so that dashboards built for
+// kube-proxy's API client read kpng's. A transport error counts under code "<error>".
+const requestsTotal = new Counter({
+  name: "rest_client_requests_total",
+  help: "Number of HTTP requests to the Kubernetes API, partitioned by status code, method, and host.",
+  labelNames: ["code", "method", "host"] as const,
+  registers: [registry],
+});
+
+const requestDuration = new Histogram({
+  name: "rest_client_request_duration_seconds",
+  help: "Request latency in seconds, by verb and host (for a watch: until its response headers).",
+  labelNames: ["verb", "host"] as const,
+  buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
+  registers: [registry],
+});
+
+/** Starts timing one request; call the result once with its status code, or undefined on error. */
+export function requestStarted(
+  method: string,
+  url: URL,
+  now: () => number = performance.now.bind(performance),
+): (statusCode: number | undefined) => void {
+  const started = now();
+  let done = false;
+  return (statusCode) => {
+    if (done) return;
+    done = true;
+    const code = statusCode === undefined ? "<error>" : String(statusCode);
+    requestsTotal.inc({ code, method, host: url.host });
+    requestDuration.observe({ verb: method, host: url.host }, (now() - started) / 1000);
+  };
+}
