@@ -213,6 +213,8 @@ export class SyncLoop {
     const retryInMs = f.backoff.next();
     f.health = { ...f.health, failures, lastError: error.message };
     f.retryAt = this.#o.now() + retryInMs;
+    // Its next sync is a full one anyway: nothing for the probe to find.
+    f.armed = false;
     familyHealthy.set({ backend: this.#o.backend, family }, 0);
     familyFailures.inc({ backend: this.#o.backend, family });
     // The same failure again (positions aside) is logged at a decaying rate.
@@ -324,9 +326,11 @@ export class SyncLoop {
         const families = new Set(
           this.#families.filter((f) => f.health.failures === 0 || f.retryAt <= t).map((f) => f.target.family),
         );
-        const periodic = t >= lastPeriodic + this.#o.syncPeriodMs;
+        // The first sync starts the period; it is not a periodic one.
+        const first = lastPeriodic === Number.NEGATIVE_INFINITY;
+        const periodic = !first && t >= lastPeriodic + this.#o.syncPeriodMs;
         lastStart = t;
-        if (periodic) lastPeriodic = t;
+        if (periodic || first) lastPeriodic = t;
         dirty = false;
         const synced = latest;
         const started = performance.now();
