@@ -61,6 +61,9 @@ type NftOptions = z.output<typeof nftOptions> & {
 /** How often the rules are checked for deletion by another program. */
 const REPAIR_CHECK_MS = 1000;
 
+/** The deadline of the dry run's one check of the whole ruleset. */
+const DRY_RUN_CHECK_TIMEOUT_MS = 10 * 60_000;
+
 /** Checks every to-nft flag, including the address lists, before anything starts. */
 function parseNftOptions(raw: RawOptions): NftOptions {
   const opts = parseOptionsWith(nftOptions, raw);
@@ -113,7 +116,9 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         ? await configs(opts.settings, host)
         : tableConfigs(opts.settings, nodeIPs.ips);
     if (opts.dryRun) {
-      const runner = new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text));
+      // The whole ruleset is checked at once: tens of seconds at 100k Services, not one transaction's.
+      const checker = new ExecNftRunner(["nft"], { timeoutMs: DRY_RUN_CHECK_TIMEOUT_MS });
+      const runner = new CheckingNftRunner(checker, (text) => process.stdout.write(text));
       const backend = new NftBackend({ runner, tables, log });
       await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(() => nodeIPs?.stop());
       await runner.verify();
