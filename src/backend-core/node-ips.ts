@@ -8,7 +8,7 @@
 import { type HostNetwork, primaryAddresses } from "../host/host-network.ts";
 import type { LocalStateFeed } from "../model/local.ts";
 
-export interface NodeIPsWatch {
+interface NodeIPsWatch {
   /** The node's primary IPs for the rules; undefined when the signal aborted before any state. */
   readonly ips: readonly string[] | undefined;
   /** Whether they came from the Node object ("node") or the host's default-route interfaces. */
