@@ -12,8 +12,22 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { basename } from "node:path";
-import { Counter } from "prom-client";
-import { registry } from "../observability/metrics.ts";
+import { counter } from "../observability/metrics.ts";
+
+/** A command that ran and failed: the message says what, `stderr` keeps the tool's own words. */
+export class CommandFailed extends Error {
+  readonly stderr: string;
+  constructor(message: string, stderr = "") {
+    super(message);
+    this.name = new.target.name;
+    this.stderr = stderr;
+  }
+}
+
+/** The first non-blank line of a tool's output, for a one-line error message. */
+export function firstLine(text: string): string {
+  return text.split("\n").find((l) => l.trim() !== "") ?? "unknown error";
+}
 
 export interface ExecResult {
   /** The exit code; 1 when the process ended by a signal. */
@@ -35,19 +49,17 @@ interface ExecOptions {
   readonly onStdout?: (chunk: Buffer) => void;
 }
 
-const spawnFailures = new Counter({
-  name: "kpng_exec_spawn_failures_total",
-  help: "External commands that could not be started, by command and error code (retried when transient).",
-  labelNames: ["command", "code"] as const,
-  registers: [registry],
-});
+const spawnFailures = counter(
+  "kpng_exec_spawn_failures_total",
+  "External commands that could not be started, by command and error code (retried when transient).",
+  ["command", "code"],
+);
 
-const timeouts = new Counter({
-  name: "kpng_exec_timeouts_total",
-  help: "External commands killed (with their process group) because their deadline passed.",
-  labelNames: ["command"] as const,
-  registers: [registry],
-});
+const timeouts = counter(
+  "kpng_exec_timeouts_total",
+  "External commands killed (with their process group) because their deadline passed.",
+  ["command"],
+);
 
 /** Start failures that go away when descriptors, processes or memory are freed. */
 const TRANSIENT = new Set(["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"]);

@@ -3,42 +3,34 @@
 // and the map writer (only changed Services), with a full sync at start and after a failure or
 // a repair (forget). The programs and pins come from the loader before a full sync.
 
-import { Counter, Gauge, Histogram } from "prom-client";
 import type { BackendFamily } from "../../backend-core/sync-loop.ts";
 import type { LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 import type { Logger } from "../../observability/log.ts";
-import { registry } from "../../observability/metrics.ts";
+import { counter, gauge, histogram } from "../../observability/metrics.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
 import type { ProgramLoader } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
 import { MapWriter, type WriteReport } from "./writer.ts";
 
-const syncDuration = new Histogram({
-  name: "kpng_ebpf_sync_duration_seconds",
-  help: "Time to bring the BPF maps in line with a new local state.",
-  buckets: [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10],
-  registers: [registry],
-});
+const syncDuration = histogram(
+  "kpng_ebpf_sync_duration_seconds",
+  "Time to bring the BPF maps in line with a new local state.",
+  [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10],
+);
 
-const syncFailures = new Counter({
-  name: "kpng_ebpf_write_failures_total",
-  help: "Map writes or program loads that failed; each one is retried with a full sync.",
-  registers: [registry],
-});
+const syncFailures = counter(
+  "kpng_ebpf_write_failures_total",
+  "Map writes or program loads that failed; each one is retried with a full sync.",
+);
 
-const mapFull = new Counter({
-  name: "kpng_ebpf_map_full_total",
-  help: "Writes refused because a BPF map holds its maximum entries (raise --bpf-map-*).",
-  labelNames: ["map"] as const,
-  registers: [registry],
-});
+const mapFull = counter(
+  "kpng_ebpf_map_full_total",
+  "Writes refused because a BPF map holds its maximum entries (raise --bpf-map-*).",
+  ["map"],
+);
 
-const programmed = new Gauge({
-  name: "kpng_ebpf_programmed",
-  help: "1 when the BPF maps hold the latest local state, else 0.",
-  registers: [registry],
-});
+const programmed = gauge("kpng_ebpf_programmed", "1 when the BPF maps hold the latest local state, else 0.");
 
 interface EbpfBackendOptions {
   readonly loader: ProgramLoader;

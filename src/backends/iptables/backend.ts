@@ -16,7 +16,6 @@
 // (`CHAIN_DEL … busy`) leaves it in place, logged, to be retried at the next sync, and never
 // fails the sync.
 
-import { Counter } from "prom-client";
 import type { BackendHealth } from "../../backend-core/family-health.ts";
 import type { FamilySettings } from "../../backend-core/family-settings.ts";
 import {
@@ -30,7 +29,7 @@ import type { IPFamily } from "../../model/kube.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
-import { registry } from "../../observability/metrics.ts";
+import { counter } from "../../observability/metrics.ts";
 import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
 import { SHARED_CHAINS } from "./names.ts";
 import { type ServiceRules, serviceRules } from "./render-service.ts";
@@ -47,12 +46,11 @@ import {
 import { IptablesError, type IptablesRunner } from "./runner.ts";
 import { type KpngObjects, parseSave } from "./saved.ts";
 
-const staleLeft = new Counter({
-  name: "kpng_iptables_stale_chain_deletion_failures_total",
-  help: "Syncs after which unused KPNG- chains could not be deleted (another rule uses them); retried at the next sync.",
-  labelNames: ["family"] as const,
-  registers: [registry],
-});
+const staleLeft = counter(
+  "kpng_iptables_stale_chain_deletion_failures_total",
+  "Syncs after which unused KPNG- chains could not be deleted (another rule uses them); retried at the next sync.",
+  ["family"],
+);
 
 interface IptablesBackendOptions {
   readonly runner: IptablesRunner;
