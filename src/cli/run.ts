@@ -60,8 +60,8 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       return;
     }
     case "local": {
-      const { localSource, sink, nodeName, minSyncPeriodMs } = invocation;
-      const feed = localSource.createFeed(invocation.sourceOpts, nodeName, ctx);
+      const { localSource, sink, nodeName, minSyncPeriodMs, serviceProxyName } = invocation;
+      const feed = localSource.createFeed(invocation.sourceOpts, nodeName, ctx, serviceProxyName);
       await sink.run(pacedFeed(feed, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
       return;
     }

@@ -86,8 +86,11 @@ export interface GlobalSinkPlugin<O = unknown> extends Plugin<O> {
 export interface LocalSourcePlugin<O = unknown> extends Plugin<O> {
   /** The command word, e.g. "local" for `kpng local --api … to-nft`. */
   readonly name: string;
-  /** The node whose state is wanted comes from the sink's --node-name. */
-  createFeed(opts: O, nodeName: string, ctx: RunContext): LocalStateFeed;
+  /**
+   * The node whose state is wanted comes from the sink's --node-name, the service proxy name from
+   * its --service-proxy-name (undefined when not given: the remote brain's own).
+   */
+  createFeed(opts: O, nodeName: string, ctx: RunContext, serviceProxyName?: string): LocalStateFeed;
 }
 
 /** `kpng fallback-controller …`: a cluster-level controller, run on its own. */
