@@ -132,3 +132,32 @@ test("a brain serving only its own name refuses another with FAILED_PRECONDITION
     await api.stop();
   }
 });
+
+test("resume after a reconnect is per proxy name: the delta of that name's Services only", async () => {
+  const store = everyServiceStore();
+  const api = runToApi(store, true, join(dir, "resume.sock"));
+  await eventually(async () => existsSync(join(dir, "resume.sock")), "the API socket");
+  try {
+    const legacy = { ServiceProxyName: "legacy" };
+    const [first] = await kpngWatch(api.address, "n1", 1, legacy);
+    assert.deepEqual(servicePaths(first!), ["ns/old"]);
+    const { InstanceID, Revision } = first!.at(-1)!.sync as { InstanceID: string; Revision: number };
+
+    store.upsert(svc({ name: "older", clusterIP: "198.51.100.4", labels: { [LABEL]: "legacy" } }));
+    store.upsert(svc({ name: "web2", clusterIP: "198.51.100.5" }));
+    let resumed: RawOp[] = [];
+    await eventually(async () => {
+      [resumed = []] = await kpngWatch(api.address, "n1", 1, { ...legacy, InstanceID, Revision });
+      return servicePaths(resumed).length > 0;
+    }, "the new legacy Service");
+    assert.equal(resumed[0]!.op, "Set", "a delta, no Reset");
+    assert.deepEqual(servicePaths(resumed), ["ns/older"]);
+
+    // The revision is legacy's: for the unlabelled Services it means nothing, so they come whole.
+    const [other] = await kpngWatch(api.address, "n1", 1, { ServiceProxyName: "", InstanceID, Revision });
+    assert.equal(other![0]!.op, "Reset");
+    assert.deepEqual(servicePaths(other!).sort(), ["ns/web", "ns/web2"]);
+  } finally {
+    await api.stop();
+  }
+});
