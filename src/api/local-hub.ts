@@ -6,6 +6,7 @@
 // LocalState.revision: a node whose tracker is dropped and created again starts its own count
 // again, and a client's old revision must never be mistaken for the new tracker's.
 
+import { isServiceProxyName } from "../brain/selection.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import type { Frame } from "./frames.ts";
@@ -177,9 +178,6 @@ export class NodeStates implements Revisioned {
  */
 export type LocalFeedFactory = (nodeName: string, serviceProxyName: string | undefined) => LocalStateFeed;
 
-/** A label value (at most 63 characters, alphanumeric at both ends), or "" for the unlabelled Services. */
-const PROXY_NAME = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
-
 /** The hub's key of one node's states for one proxy name; NUL is in no node name nor label value. */
 function stateKey(nodeName: string, serviceProxyName: string | undefined): string {
   return serviceProxyName === undefined ? nodeName : `${nodeName}\0${serviceProxyName}`;
@@ -234,7 +232,7 @@ export class LocalStateHub {
           `${JSON.stringify(nodeName.slice(0, 300))} is not a valid Node name (a DNS subdomain of at most 253 characters)`,
         );
       }
-      if (serviceProxyName !== undefined && !PROXY_NAME.test(serviceProxyName)) {
+      if (serviceProxyName !== undefined && !isServiceProxyName(serviceProxyName)) {
         throw new StreamRejection(
           GrpcStatus.INVALID_ARGUMENT,
           `${JSON.stringify(serviceProxyName.slice(0, 100))} is not a valid service proxy name (a label value)`,

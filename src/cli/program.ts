@@ -9,6 +9,7 @@
 import { hostname } from "node:os";
 import { Command, Option } from "commander";
 import { z } from "zod";
+import { isServiceProxyName } from "../brain/selection.ts";
 import type { LocalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith } from "../plugin/options.ts";
 import { parseServiceCIDRsFlag, SERVICE_CIDRS_FLAG } from "../plugin/service-cidrs-flag.ts";
@@ -247,7 +248,12 @@ function serviceCIDRs(raw: RawOptions): readonly string[] | undefined {
 
 /** The common --service-proxy-name of every source; "" serves the unlabelled Services. */
 function serviceProxyName(raw: RawOptions): string {
-  return typeof raw.serviceProxyName === "string" ? raw.serviceProxyName.trim() : "";
+  const name = typeof raw.serviceProxyName === "string" ? raw.serviceProxyName.trim() : "";
+  if (!isServiceProxyName(name))
+    throw new UsageError(
+      `--service-proxy-name ${JSON.stringify(name)}: not a label value (at most 63 characters: letters, digits, "-", "_", "." inside)`,
+    );
+  return name;
 }
 
 function grammarHelp(plugins: Plugins): string {
