@@ -11,10 +11,10 @@
 
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import type { IpFamily } from "../src/backends/iptables/addresses.ts";
+import type { FamilySettings } from "../src/backend-core/family-settings.ts";
 import { IptablesBackend } from "../src/backends/iptables/backend.ts";
-import type { FamilyConfig } from "../src/backends/iptables/config.ts";
 import { binary, ExecIptablesRunner, type Variant } from "../src/backends/iptables/runner.ts";
+import type { IPFamily } from "../src/model/kube.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 import { stateOf, svc } from "./lib/services.ts";
@@ -31,8 +31,8 @@ const VARIANTS = arg("variants", "nft,legacy").split(",") as Variant[];
 const CHANGES = Number(arg("changes", quick ? "20" : "100"));
 const UPSTREAM_BUDGET_MS = 60_000;
 
-const CFG: FamilyConfig = {
-  family: "ipv4",
+const CFG: FamilySettings = {
+  family: "IPv4",
   nodePortCIDRs: ["192.0.2.1/32"],
   podCIDRs: ["10.0.0.0/8"],
   masqueradeAll: false,
@@ -150,7 +150,7 @@ const UPSTREAM_JUMPS: readonly (readonly string[])[] = [
 ];
 
 async function upstreamPrelude(ns: string, variant: Variant): Promise<void> {
-  const ipt = binary("ipv4", variant, "");
+  const ipt = binary("IPv4", variant, "");
   for (const [table = "", chain = "", from = "", comment = "", state = ""] of UPSTREAM_JUMPS) {
     const rule = [
       ...(state ? ["-m", "conntrack", "--ctstate", state] : []),
@@ -160,7 +160,7 @@ async function upstreamPrelude(ns: string, variant: Variant): Promise<void> {
     if ((await run(ns, [ipt, "-w", "5", "-t", table, "-C", from, ...rule], true)) !== 0)
       await run(ns, [ipt, "-w", "5", "-t", table, "-I", from, ...rule]);
   }
-  await run(ns, [binary("ipv4", variant, "save"), "-t", "nat"]);
+  await run(ns, [binary("IPv4", variant, "save"), "-t", "nat"]);
 }
 
 function run(ns: string, argv: readonly string[], mayFail = false): Promise<number> {
@@ -177,7 +177,7 @@ function run(ns: string, argv: readonly string[], mayFail = false): Promise<numb
 }
 
 /** Time to run one `iptables-restore` (the whole table, as upstream without partial restores). */
-function timeRestore(ns: string, variant: Variant, family: IpFamily, text: string): Promise<number> {
+function timeRestore(ns: string, variant: Variant, family: IPFamily, text: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const start = performance.now();
     const argv = ["netns", "exec", ns, binary(family, variant, "restore"), "-w", "5", "--noflush"];
@@ -232,7 +232,7 @@ async function measure(variant: Variant, n: number): Promise<string[][]> {
     const t0 = performance.now();
     await upstreamPrelude(up.name, variant);
     const prelude = performance.now() - t0;
-    const cold = prelude + (await timeRestore(up.name, variant, "ipv4", upstreamShaped(n)));
+    const cold = prelude + (await timeRestore(up.name, variant, "IPv4", upstreamShaped(n)));
     // Without partial restores, every change is this: the whole input again (services in a new
     // random order), over the loaded tables.
     // Five runs, or fewer when they are slow (iptables-nft takes minutes at 10k): at least one,
@@ -240,7 +240,7 @@ async function measure(variant: Variant, n: number): Promise<string[][]> {
     const again: number[] = [];
     const started = performance.now();
     while (again.length < 5 && (again.length === 0 || performance.now() - started < UPSTREAM_BUDGET_MS))
-      again.push(await timeRestore(up.name, variant, "ipv4", upstreamShaped(n, again.length + 2)));
+      again.push(await timeRestore(up.name, variant, "IPv4", upstreamShaped(n, again.length + 2)));
     if (again.length < 5) for (const r of rows.slice(1, 3)) r[0] += ` (upstream: ${again.length} runs)`;
     rows[0]?.push(fmt(cold));
     rows[1]?.push(fmt(quantile(again, 0.5)));

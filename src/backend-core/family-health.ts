@@ -3,7 +3,7 @@
 // logs every failure.
 
 export interface BackendFamilyHealth {
-  /** The backend's name of the family ("ip"/"ip6" for nft, "ipv4"/"ipv6" for iptables). */
+  /** The backend's name of the family ("ip"/"ip6" for nft, "IPv4"/"IPv6" for iptables). */
   readonly family: string;
   /** The family's rules have been brought in line with a state at least once. */
   readonly programmed: boolean;

@@ -5,24 +5,21 @@
 // declarations only (a flushed chain is still declared), and never a listing that grows with the
 // number of Services (at 100k Services that takes minutes and the probe runs every second).
 
-import { Counter } from "prom-client";
-import { registry } from "../observability/metrics.ts";
+import { counter } from "../observability/metrics.ts";
 
 export interface RulesProbe {
   /** True when the family's rules are in place; rejects when it cannot tell. */
   intact(family: string): Promise<boolean>;
 }
 
-export const rulesRepairs = new Counter({
-  name: "kpng_rules_repairs_total",
-  help: "Times the proxy's rules were found deleted or flushed by someone else and rewritten.",
-  labelNames: ["backend", "family"] as const,
-  registers: [registry],
-});
+export const rulesRepairs = counter(
+  "kpng_rules_repairs_total",
+  "Times the proxy's rules were found deleted or flushed by someone else and rewritten.",
+  ["backend", "family"],
+);
 
-export const probeFailures = new Counter({
-  name: "kpng_rules_probe_failures_total",
-  help: "Checks of the proxy's rules that could not run (timeout, tool error).",
-  labelNames: ["backend", "family"] as const,
-  registers: [registry],
-});
+export const probeFailures = counter(
+  "kpng_rules_probe_failures_total",
+  "Checks of the proxy's rules that could not run (timeout, tool error).",
+  ["backend", "family"],
+);

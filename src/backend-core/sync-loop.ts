@@ -12,31 +12,28 @@
 //   deleted by another program are counted, logged and rewritten by a full sync at once.
 // - Shutdown never waits for a hung kernel call.
 
-import { Counter, Gauge } from "prom-client";
 import { Backoff } from "../lib/backoff.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
 import { SyncMetrics } from "../node/sync-metrics.ts";
 import { NO_OBSERVER, type SyncObserver } from "../node/sync-observer.ts";
 import type { Logger } from "../observability/log.ts";
-import { registry } from "../observability/metrics.ts";
+import { counter, gauge } from "../observability/metrics.ts";
 import { RepeatLimiter } from "../observability/repeat-limiter.ts";
 import { ABORTED, unlessAborted } from "./abort.ts";
 import { type BackendFamilyHealth, type BackendHealth, summarize } from "./family-health.ts";
 import { probeFailures, type RulesProbe, rulesRepairs } from "./rules-probe.ts";
 
-const familyFailures = new Counter({
-  name: "kpng_sync_failures_total",
-  help: "Failed syncs of one IP family's rules (reading or applying); each is retried with a full resync.",
-  labelNames: ["backend", "family"] as const,
-  registers: [registry],
-});
+const familyFailures = counter(
+  "kpng_sync_failures_total",
+  "Failed syncs of one IP family's rules (reading or applying); each is retried with a full resync.",
+  ["backend", "family"],
+);
 
-const familyHealthy = new Gauge({
-  name: "kpng_family_programmed",
-  help: "1 when the family's rules are programmed and its last sync succeeded, else 0.",
-  labelNames: ["backend", "family"] as const,
-  registers: [registry],
-});
+const familyHealthy = gauge(
+  "kpng_family_programmed",
+  "1 when the family's rules are programmed and its last sync succeeded, else 0.",
+  ["backend", "family"],
+);
 
 /** Consecutive failures after which a family's own objects are deleted and written anew. */
 export const RESET_AFTER_FAILURES = 3;
@@ -213,6 +210,8 @@ export class SyncLoop {
     const retryInMs = f.backoff.next();
     f.health = { ...f.health, failures, lastError: error.message };
     f.retryAt = this.#o.now() + retryInMs;
+    // Its next sync is a full one anyway: nothing for the probe to find.
+    f.armed = false;
     familyHealthy.set({ backend: this.#o.backend, family }, 0);
     familyFailures.inc({ backend: this.#o.backend, family });
     // The same failure again (positions aside) is logged at a decaying rate.
@@ -324,9 +323,11 @@ export class SyncLoop {
         const families = new Set(
           this.#families.filter((f) => f.health.failures === 0 || f.retryAt <= t).map((f) => f.target.family),
         );
-        const periodic = t >= lastPeriodic + this.#o.syncPeriodMs;
+        // The first sync starts the period; it is not a periodic one.
+        const first = lastPeriodic === Number.NEGATIVE_INFINITY;
+        const periodic = !first && t >= lastPeriodic + this.#o.syncPeriodMs;
         lastStart = t;
-        if (periodic) lastPeriodic = t;
+        if (periodic || first) lastPeriodic = t;
         dirty = false;
         const synced = latest;
         const started = performance.now();

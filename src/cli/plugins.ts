@@ -2,8 +2,10 @@
 // command tree (program.ts) is built from these arrays.
 
 import { toApiPlugin } from "../api/plugin.ts";
+import { ebpfListCommand } from "../backends/ebpf/list.ts";
+import { ebpfPlugin } from "../backends/ebpf/plugin.ts";
 import { toIptablesPlugin } from "../backends/iptables/plugin.ts";
-import { toNftPlugin } from "../backends/nft/plugin.ts";
+import { nftCompanion, toNftPlugin } from "../backends/nft/plugin.ts";
 import { fallbackControllerPlugin } from "../controllers/fallback/plugin.ts";
 import type {
   ControllerPlugin,
@@ -22,7 +24,12 @@ import { kubeSourcePlugin } from "../sources/kube/plugin.ts";
 export const sources: SourcePlugin[] = [fileSourcePlugin, kubeSourcePlugin, apiSourcePlugin];
 
 /** `… to-local <sink>` and `kpng local … <sink>` */
-export const localSinks: LocalSinkPlugin[] = [toJsonLocalSink, toNftPlugin, toIptablesPlugin];
+export const localSinks: LocalSinkPlugin[] = [
+  toJsonLocalSink,
+  toNftPlugin,
+  toIptablesPlugin,
+  ebpfPlugin(nftCompanion),
+];
 
 /** `kpng <source> … <sink>` */
 export const globalSinks: GlobalSinkPlugin[] = [toJsonGlobalSink, toApiPlugin];
@@ -31,4 +38,4 @@ export const globalSinks: GlobalSinkPlugin[] = [toJsonGlobalSink, toApiPlugin];
 export const localSources: LocalSourcePlugin[] = [localSourcePlugin];
 
 /** `kpng <controller> …`, e.g. `kpng fallback-controller` */
-export const controllers: ControllerPlugin[] = [fallbackControllerPlugin];
+export const controllers: ControllerPlugin[] = [fallbackControllerPlugin, ebpfListCommand];

@@ -118,7 +118,13 @@ export function buildProgram(
   }
 
   for (const controller of plugins.controllers ?? []) {
-    const cmd = root.command(controller.name).description(controller.description);
+    // A name of two words ("ebpf list") is a sub-command of the first.
+    const words = controller.name.split(" ");
+    let parent = root;
+    for (const w of words.slice(0, -1)) {
+      parent = parent.commands.find((c) => c.name() === w) ?? parent.command(w);
+    }
+    const cmd = parent.command(words.at(-1) ?? controller.name).description(controller.description);
     controller.addOptions(cmd);
     cmd.action((_o: RawOptions, c: Command) =>
       usageErrorsOf(c, () => ({

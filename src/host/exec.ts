@@ -12,8 +12,7 @@
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { basename } from "node:path";
-import { Counter } from "prom-client";
-import { registry } from "../observability/metrics.ts";
+import { counter } from "../observability/metrics.ts";
 
 export interface ExecResult {
   /** The exit code; 1 when the process ended by a signal. */
@@ -35,19 +34,17 @@ interface ExecOptions {
   readonly onStdout?: (chunk: Buffer) => void;
 }
 
-const spawnFailures = new Counter({
-  name: "kpng_exec_spawn_failures_total",
-  help: "External commands that could not be started, by command and error code (retried when transient).",
-  labelNames: ["command", "code"] as const,
-  registers: [registry],
-});
+const spawnFailures = counter(
+  "kpng_exec_spawn_failures_total",
+  "External commands that could not be started, by command and error code (retried when transient).",
+  ["command", "code"],
+);
 
-const timeouts = new Counter({
-  name: "kpng_exec_timeouts_total",
-  help: "External commands killed (with their process group) because their deadline passed.",
-  labelNames: ["command"] as const,
-  registers: [registry],
-});
+const timeouts = counter(
+  "kpng_exec_timeouts_total",
+  "External commands killed (with their process group) because their deadline passed.",
+  ["command"],
+);
 
 /** Start failures that go away when descriptors, processes or memory are freed. */
 const TRANSIENT = new Set(["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"]);

@@ -5,18 +5,16 @@
 // the other ranges and everything else go on. Only the node knows its addresses and gateways,
 // so this runs here rather than in the brain.
 
-import { Counter } from "prom-client";
 import { cidrContains } from "../model/ip.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
-import { registry } from "../observability/metrics.ts";
+import { counter } from "../observability/metrics.ts";
 import { type IpCommandHost, primaryAddresses } from "./host-network.ts";
 
-const refusedTotal = new Counter({
-  name: "kpng_service_ranges_refused_total",
-  help: "Service IP ranges left out because they hold one of the node's addresses or gateways.",
-  registers: [registry],
-});
+const refusedTotal = counter(
+  "kpng_service_ranges_refused_total",
+  "Service IP ranges left out because they hold one of the node's addresses or gateways.",
+);
 
 interface ProtectedAddresses {
   /** The node's own addresses: those of the interfaces holding its default routes. */

@@ -1,29 +1,26 @@
 // Reflector metrics: what arrives, how often a watch had to start over, what went wrong, and how
 // long ago each resource last heard from the API server (a stuck watch shows as a growing age).
 
-import { Counter, Gauge } from "prom-client";
-import { registry } from "../observability/metrics.ts";
+import { Gauge } from "prom-client";
+import { counter, registry } from "../observability/metrics.ts";
 
-export const watchEventsTotal = new Counter({
-  name: "kpng_kube_watch_events_total",
-  help: "Watch events received from the Kubernetes API, by resource and event type.",
-  labelNames: ["resource", "type"] as const,
-  registers: [registry],
-});
+export const watchEventsTotal = counter(
+  "kpng_kube_watch_events_total",
+  "Watch events received from the Kubernetes API, by resource and event type.",
+  ["resource", "type"],
+);
 
-export const relistsTotal = new Counter({
-  name: "kpng_kube_lists_total",
-  help: "Complete lists of a resource, by reason (initial, expired, continue_expired, too_large_rv).",
-  labelNames: ["resource", "reason"] as const,
-  registers: [registry],
-});
+export const relistsTotal = counter(
+  "kpng_kube_lists_total",
+  "Complete lists of a resource, by reason (initial, expired, continue_expired, too_large_rv).",
+  ["resource", "reason"],
+);
 
-export const reflectorErrorsTotal = new Counter({
-  name: "kpng_kube_errors_total",
-  help: "Errors while listing or watching, by resource and reason (network, http, decode, handler, inactive, too_large, deadline).",
-  labelNames: ["resource", "reason"] as const,
-  registers: [registry],
-});
+export const reflectorErrorsTotal = counter(
+  "kpng_kube_errors_total",
+  "Errors while listing or watching, by resource and reason (network, http, decode, handler, inactive, too_large, deadline).",
+  ["resource", "reason"],
+);
 
 const lastEventAt = new Map<string, number>();
 

@@ -6,6 +6,30 @@ import ipaddr from "ipaddr.js";
 import { ipv4Value } from "./ipv4.ts";
 import type { IPFamily } from "./kube.ts";
 
+// kpng's IP-family vocabulary: the Kubernetes family names everywhere, and nft's names for the
+// table families only where nft text is written. iptables and conntrack pick their binary or
+// flag from the Kubernetes name.
+
+export const IP_FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
+
+/** nft's address family of the table that holds one IP family's rules. */
+export type NftFamily = "ip" | "ip6";
+
+/** The IP family an nft table family programs. */
+export function ipFamilyOfNft(family: NftFamily): IPFamily {
+  return family === "ip" ? "IPv4" : "IPv6";
+}
+
+/** Bits of an address of the family: a host's prefix length. */
+function addressBits(family: IPFamily): 32 | 128 {
+  return family === "IPv4" ? 32 : 128;
+}
+
+/** A single address as a CIDR with its full prefix length, as iptables writes `-d`/`-s`. */
+export function hostCIDR(ip: string): string {
+  return `${ip}/${addressBits(familyOf(ip) ?? "IPv4")}`;
+}
+
 /** The family of a literal IP address, or undefined when the string is not one. */
 export function familyOfAddress(text: string): IPFamily | undefined {
   if (ipv4Value(text) >= 0) return "IPv4";
@@ -47,7 +71,7 @@ export function parseCidr(text: string): Cidr | undefined {
   const family = familyOfAddress(address);
   if (family === undefined || !/^\d{1,3}$/.test(prefixText)) return undefined;
   const prefix = Number(prefixText);
-  if (prefix > (family === "IPv4" ? 32 : 128)) return undefined;
+  if (prefix > addressBits(family)) return undefined;
   const network =
     family === "IPv4"
       ? ipaddr.IPv4.networkAddressFromCIDR(`${address}/${prefix}`)

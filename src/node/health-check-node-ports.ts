@@ -5,24 +5,18 @@
 // the next update; it never stops the others.
 
 import type { Server } from "node:http";
-import { Counter, Gauge } from "prom-client";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import { close, listen, sendJson } from "../observability/http-listen.ts";
 import type { Logger } from "../observability/log.ts";
-import { registry } from "../observability/metrics.ts";
+import { counter, gauge } from "../observability/metrics.ts";
 
-const bindFailures = new Counter({
-  name: "kpng_healthcheck_nodeport_bind_failures_total",
-  help: "healthCheckNodePort servers that could not listen (port taken, address missing); retried at the next sync.",
-  registers: [registry],
-});
+const bindFailures = counter(
+  "kpng_healthcheck_nodeport_bind_failures_total",
+  "healthCheckNodePort servers that could not listen (port taken, address missing); retried at the next sync.",
+);
 
-const openServers = new Gauge({
-  name: "kpng_healthcheck_nodeport_servers",
-  help: "healthCheckNodePort ports being served.",
-  registers: [registry],
-});
+const openServers = gauge("kpng_healthcheck_nodeport_servers", "healthCheckNodePort ports being served.");
 
 interface HealthCheckTarget {
   readonly namespace: string;

@@ -4,24 +4,15 @@
 // restart the proxy.
 
 import type { Server } from "node:http";
-import { Counter } from "prom-client";
 import { listen, sendJson } from "../observability/http-listen.ts";
-import { registry } from "../observability/metrics.ts";
+import { counter } from "../observability/metrics.ts";
 import type { HealthSnapshot, ProxyHealth } from "./proxy-health.ts";
 
-const healthzTotal = new Counter({
-  name: "kubeproxy_proxy_healthz_total",
-  help: "/healthz answers, by HTTP status code.",
-  labelNames: ["code"] as const,
-  registers: [registry],
-});
+const healthzTotal = counter("kubeproxy_proxy_healthz_total", "/healthz answers, by HTTP status code.", [
+  "code",
+]);
 
-const livezTotal = new Counter({
-  name: "kubeproxy_proxy_livez_total",
-  help: "/livez answers, by HTTP status code.",
-  labelNames: ["code"] as const,
-  registers: [registry],
-});
+const livezTotal = counter("kubeproxy_proxy_livez_total", "/livez answers, by HTTP status code.", ["code"]);
 
 /** Go's zero time, which kube-proxy prints before the first sync. */
 const ZERO_TIME = "0001-01-01T00:00:00Z";

@@ -3,10 +3,10 @@
 // follow kube-proxy's; the failure counter's name depends on the backend's mode, as kube-proxy's.
 // The shared sync loop (backend-core/sync-loop.ts) feeds them for every backend.
 
-import { Counter, Gauge, Histogram } from "prom-client";
+import type { Counter } from "prom-client";
 import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
-import { registry } from "../observability/metrics.ts";
+import { counter, gauge, histogram } from "../observability/metrics.ts";
 import { stateChanges } from "./state-changes.ts";
 import type { SyncOutcome } from "./sync-observer.ts";
 
@@ -22,59 +22,55 @@ const NETWORK_PROGRAMMING_BUCKETS = [
   ...Array.from({ length: 7 }, (_, i) => 120 + 30 * i),
 ];
 
-const histogram = (name: string, help: string, buckets: number[]) =>
-  new Histogram({ name, help, buckets, labelNames: ["backend"] as const, registers: [registry] });
-
 const syncDuration = histogram(
   "kubeproxy_sync_proxy_rules_duration_seconds",
   "Duration of every successful sync of the proxy rules.",
   SYNC_BUCKETS,
+  ["backend"],
 );
 const fullSyncDuration = histogram(
   "kubeproxy_sync_full_proxy_rules_duration_seconds",
   "Duration of successful full syncs (start, after a failure or a repair).",
   SYNC_BUCKETS,
+  ["backend"],
 );
 const partialSyncDuration = histogram(
   "kubeproxy_sync_partial_proxy_rules_duration_seconds",
   "Duration of successful partial syncs (only what changed).",
   SYNC_BUCKETS,
+  ["backend"],
 );
 const networkProgramming = histogram(
   "kubeproxy_network_programming_duration_seconds",
   "From an EndpointSlice's last-change-trigger-time to the sync that programmed it.",
   NETWORK_PROGRAMMING_BUCKETS,
+  ["backend"],
 );
-const lastSynced = new Gauge({
-  name: "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
-  help: "The last time the proxy rules were successfully synced (Unix seconds).",
-  labelNames: ["backend"] as const,
-  registers: [registry],
-});
-const lastQueued = new Gauge({
-  name: "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
-  help: "The last time a sync of the proxy rules was queued (Unix seconds).",
-  labelNames: ["backend"] as const,
-  registers: [registry],
-});
-const endpointChanges = new Counter({
-  name: "kubeproxy_sync_proxy_rules_endpoint_changes_total",
-  help: "Services whose endpoints changed, counted as the changes arrive.",
-  labelNames: ["backend"] as const,
-  registers: [registry],
-});
-const serviceChangesTotal = new Counter({
-  name: "kubeproxy_sync_proxy_rules_service_changes_total",
-  help: "Services added, removed or changed, counted as the changes arrive.",
-  labelNames: ["backend"] as const,
-  registers: [registry],
-});
-const noLocalEndpoints = new Gauge({
-  name: "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
-  help: "Services with a Local traffic policy and no local endpoints, by traffic policy.",
-  labelNames: ["backend", "traffic_policy"] as const,
-  registers: [registry],
-});
+const lastSynced = gauge(
+  "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
+  "The last time the proxy rules were successfully synced (Unix seconds).",
+  ["backend"],
+);
+const lastQueued = gauge(
+  "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
+  "The last time a sync of the proxy rules was queued (Unix seconds).",
+  ["backend"],
+);
+const endpointChanges = counter(
+  "kubeproxy_sync_proxy_rules_endpoint_changes_total",
+  "Services whose endpoints changed, counted as the changes arrive.",
+  ["backend"],
+);
+const serviceChangesTotal = counter(
+  "kubeproxy_sync_proxy_rules_service_changes_total",
+  "Services added, removed or changed, counted as the changes arrive.",
+  ["backend"],
+);
+const noLocalEndpoints = gauge(
+  "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
+  "Services with a Local traffic policy and no local endpoints, by traffic policy.",
+  ["backend", "traffic_policy"],
+);
 
 /** kube-proxy's name of each mode's failure counter. */
 const FAILURE_METRIC: Readonly<Record<string, string>> = {
@@ -87,12 +83,7 @@ function failureCounter(mode: string): Counter {
   const name = FAILURE_METRIC[mode] ?? `kpng_${mode.replace(/\W/g, "_")}_sync_failures_total`;
   let c = failureCounters.get(name);
   if (c === undefined) {
-    c = new Counter({
-      name,
-      help: `Failed syncs of the ${mode} rules (each is retried).`,
-      labelNames: ["backend"],
-      registers: [registry],
-    });
+    c = counter(name, `Failed syncs of the ${mode} rules (each is retried).`, ["backend"]);
     failureCounters.set(name, c);
   }
   return c;

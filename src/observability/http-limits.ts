@@ -11,8 +11,7 @@
 
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { Counter } from "prom-client";
-import { registry } from "./metrics.ts";
+import { counter } from "./metrics.ts";
 
 export interface HttpLimits {
   readonly maxConnections: number;
@@ -28,17 +27,15 @@ export const DEFAULT_HTTP_LIMITS: HttpLimits = {
   requestsPerSecond: 20,
 };
 
-const refused = new Counter({
-  name: "kpng_http_connections_refused_total",
-  help: "Connections to kpng's HTTP servers answered 503 and closed because the server was at its connection cap.",
-  registers: [registry],
-});
+const refused = counter(
+  "kpng_http_connections_refused_total",
+  "Connections to kpng's HTTP servers answered 503 and closed because the server was at its connection cap.",
+);
 
-const throttled = new Counter({
-  name: "kpng_http_requests_throttled_total",
-  help: "Times a connection used up its requests for the second and was paused.",
-  registers: [registry],
-});
+const throttled = counter(
+  "kpng_http_requests_throttled_total",
+  "Times a connection used up its requests for the second and was paused.",
+);
 
 const BUSY =
   "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 20\r\nConnection: close\r\n\r\ntoo many connections";

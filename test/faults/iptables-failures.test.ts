@@ -30,20 +30,20 @@ describe("fault: iptables-restore fails, hangs, or kpng's chains are flushed", (
     ipt.failNext = 2;
     const { log, lines } = capturingLogger();
     const backend = new IptablesBackend({ runner: ipt, families: [V4], log });
-    const before = await counter("kpng_sync_failures_total", "ipv4");
+    const before = await counter("kpng_sync_failures_total", "IPv4");
     const ac = new AbortController();
     const running = backend.run(new ManualFeed(state([service()])), ac.signal);
     try {
       await eventually(() => lines.some((l) => l.level === 50), "an error line");
       const error = lines.find((l) => l.level === 50)!;
-      assert.equal(error.family, "ipv4");
+      assert.equal(error.family, "IPv4");
       assert.equal(error.stderr, "injected failure");
       assert.equal(error.retryInMs, 1000);
       assert.equal(backend.health().healthy, false);
       // Retries after 1 s, then 2 s; the third attempt works.
       await eventually(() => backend.health().healthy, "in line after the retries", 8000);
-      assert.equal((await counter("kpng_sync_failures_total", "ipv4")) - before, 2);
-      assert.ok(ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.length);
+      assert.equal((await counter("kpng_sync_failures_total", "IPv4")) - before, 2);
+      assert.ok(ipt.rules("IPv4", "nat", "KPNG-SERVICES")?.length);
       assert.ok(lines.some((l) => /in line again/.test(String(l.msg))));
     } finally {
       ac.abort();
@@ -56,7 +56,7 @@ describe("fault: iptables-restore fails, hangs, or kpng's chains are flushed", (
   }, async () => {
     const runner = new ExecIptablesRunner("nft", { prefix: HUNG, timeoutMs: 300 });
     const started = performance.now();
-    await assert.rejects(runner.restore("ipv4", "*nat\nCOMMIT\n"), (e: Error) => {
+    await assert.rejects(runner.restore("IPv4", "*nat\nCOMMIT\n"), (e: Error) => {
       assert.ok(e instanceof IptablesError);
       assert.match(e.message, /timed out after 300 ms/);
       return true;
@@ -68,7 +68,7 @@ describe("fault: iptables-restore fails, hangs, or kpng's chains are flushed", (
     timeout: 15_000,
   }, async () => {
     const runner = new ExecIptablesRunner("nft", { prefix: HUNG });
-    await assert.rejects(runner.hasRules("ipv4", "nat", "KPNG-SERVICES"), /timed out/);
+    await assert.rejects(runner.hasRules("IPv4", "nat", "KPNG-SERVICES"), /timed out/);
   });
 
   test("the sync loop stops at abort while a restore hangs, or while the probe hangs", {
@@ -106,25 +106,25 @@ describe("fault: iptables-restore fails, hangs, or kpng's chains are flushed", (
     const ipt = new FakeIptables();
     const { log, lines } = capturingLogger();
     const backend = new IptablesBackend({ runner: ipt, families: [V4, V6], log, canaryIntervalMs: 20 });
-    const before = await counter("kpng_rules_repairs_total", "ipv4");
+    const before = await counter("kpng_rules_repairs_total", "IPv4");
     const ac = new AbortController();
     const running = backend.run(new ManualFeed(state([service()])), ac.signal);
     try {
       await eventually(() => backend.health().healthy, "the first sync");
-      const v6Restores = ipt.restores.filter((r) => r.family === "ipv6").length;
-      ipt.edit("ipv4", "nat", (c) => c.get("KPNG-SERVICES")?.splice(0));
+      const v6Restores = ipt.restores.filter((r) => r.family === "IPv6").length;
+      ipt.edit("IPv4", "nat", (c) => c.get("KPNG-SERVICES")?.splice(0));
       await eventually(
-        () => (ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.length ?? 0) > 0,
+        () => (ipt.rules("IPv4", "nat", "KPNG-SERVICES")?.length ?? 0) > 0,
         "the rewrite",
         2000,
       );
-      assert.equal((await counter("kpng_rules_repairs_total", "ipv4")) - before, 1);
+      assert.equal((await counter("kpng_rules_repairs_total", "IPv4")) - before, 1);
       assert.ok(
         lines.some(
-          (l) => l.level === 40 && l.family === "ipv4" && /flushed by another program/.test(String(l.msg)),
+          (l) => l.level === 40 && l.family === "IPv4" && /flushed by another program/.test(String(l.msg)),
         ),
       );
-      assert.equal(ipt.restores.filter((r) => r.family === "ipv6").length, v6Restores, "IPv6 not rewritten");
+      assert.equal(ipt.restores.filter((r) => r.family === "IPv6").length, v6Restores, "IPv6 not rewritten");
     } finally {
       ac.abort();
       await running;

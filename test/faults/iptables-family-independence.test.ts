@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { IptablesBackend } from "../../src/backends/iptables/backend.ts";
-import { chainName } from "../../src/backends/iptables/names.ts";
+import { portChain } from "../../src/backends/iptables/names.ts";
 import { silentLogger } from "../../src/observability/log.ts";
 import { registry } from "../../src/observability/metrics.ts";
 import { FakeIptables } from "../support/fake-iptables.ts";
@@ -22,23 +22,23 @@ const v6Service = (name: string, ip: string) =>
 
 /** The IPv6 cluster IPs KPNG-SERVICES dispatches. */
 function v6Dispatched(ipt: FakeIptables): number {
-  return (ipt.rules("ipv6", "nat", "KPNG-SERVICES") ?? []).filter((r) => /^-d 2001:db8::\d\d\/128 /.test(r))
+  return (ipt.rules("IPv6", "nat", "KPNG-SERVICES") ?? []).filter((r) => /^-d 2001:db8::\d\d\/128 /.test(r))
     .length;
 }
 
 describe("fault: one iptables family's failure holds the other", () => {
   test("sync() programs IPv6 although every IPv4 restore fails", async () => {
     const ipt = new FakeIptables();
-    ipt.failWhile = (family) => family === "ipv4";
+    ipt.failWhile = (family) => family === "IPv4";
     const backend = new IptablesBackend({ runner: ipt, families: [V4, V6], log: silentLogger });
     await assert.rejects(backend.sync(state([service(), v6Service("web6", "2001:db8::10")])));
-    assert.equal(ipt.rules("ipv4", "nat", "KPNG-SERVICES"), undefined);
+    assert.equal(ipt.rules("IPv4", "nat", "KPNG-SERVICES"), undefined);
     assert.equal(v6Dispatched(ipt), 1);
     assert.deepEqual(
       backend.health().families.map((f) => [f.family, f.programmed, f.failures]),
       [
-        ["ipv4", false, 1],
-        ["ipv6", true, 0],
+        ["IPv4", false, 1],
+        ["IPv6", true, 0],
       ],
     );
   });
@@ -49,7 +49,7 @@ describe("fault: one iptables family's failure holds the other", () => {
     const ipt = new FakeIptables();
     let n = 0;
     // Two of every five IPv4 restores fail.
-    ipt.failWhile = (family) => family === "ipv4" && n++ % 5 < 2;
+    ipt.failWhile = (family) => family === "IPv4" && n++ % 5 < 2;
     const backend = new IptablesBackend({ runner: ipt, families: [V4, V6], log: silentLogger });
     const feed = new ManualFeed();
     const ac = new AbortController();
@@ -73,33 +73,33 @@ describe("fault: one iptables family's failure holds the other", () => {
     const backend = new IptablesBackend({ runner: ipt, families: [V4, V6], log });
     const old = service({ name: "old", clusterIPs: ["203.0.113.11"] });
     await backend.sync(state([service(), old, v6Service("web6", "2001:db8::10")]));
-    const stale = chainName.internal("default/old/tcp/80");
-    assert.ok(ipt.rules("ipv4", "nat", stale));
-    ipt.edit("ipv4", "nat", (c) => c.set("SOMEONE-ELSE", [`-j ${stale}`]));
+    const stale = portChain.internal("default/old/tcp/80");
+    assert.ok(ipt.rules("IPv4", "nat", stale));
+    ipt.edit("IPv4", "nat", (c) => c.set("SOMEONE-ELSE", [`-j ${stale}`]));
 
     // The Service goes away while another program still jumps to its chain.
     const next = state([service(), v6Service("web6", "2001:db8::10"), v6Service("new6", "2001:db8::11")], 2);
     const report = await backend.sync(next);
     assert.equal(report.full, false, "no failure, so no full resync");
     assert.equal(backend.health().healthy, true);
-    assert.ok(!ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes(stale)), "not dispatched");
-    assert.ok(ipt.rules("ipv4", "nat", stale), "left in place while referenced");
+    assert.ok(!ipt.rules("IPv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes(stale)), "not dispatched");
+    assert.ok(ipt.rules("IPv4", "nat", stale), "left in place while referenced");
     assert.equal(v6Dispatched(ipt), 2, "IPv6 followed");
     const warning = lines.find(
       (l) => l.level === 40 && /cannot delete unused kpng chains/.test(String(l.msg)),
     );
-    assert.deepEqual(warning?.chains, [stale, chainName.hairpin(stale)].sort());
+    assert.deepEqual(warning?.chains, [stale, portChain.hairpin(stale)].sort());
     assert.match(String(warning?.stderr), /CHAIN_DEL failed \(Device or resource busy\)/);
     const counted = await registry
       .getSingleMetric("kpng_iptables_stale_chain_deletion_failures_total")
       ?.get();
-    assert.ok((counted?.values.find((v) => v.labels.family === "ipv4")?.value ?? 0) >= 1, "counted");
+    assert.ok((counted?.values.find((v) => v.labels.family === "IPv4")?.value ?? 0) >= 1, "counted");
 
     // Further syncs go on (the busy chain is retried, never fatal); once freed, it is deleted.
     await backend.sync(state([service(), v6Service("web6", "2001:db8::10")], 3));
     assert.equal(backend.health().healthy, true);
-    ipt.edit("ipv4", "nat", (c) => c.delete("SOMEONE-ELSE"));
+    ipt.edit("IPv4", "nat", (c) => c.delete("SOMEONE-ELSE"));
     await backend.sync(state([service()], 4));
-    assert.equal(ipt.rules("ipv4", "nat", stale), undefined);
+    assert.equal(ipt.rules("IPv4", "nat", stale), undefined);
   });
 });

@@ -3,13 +3,13 @@
 // table's COMMIT applies completely or not at all. It fails like the real one on a jump to a
 // missing chain, a `-D` of a missing rule, and a `-X` of a missing or still-referenced chain.
 
-import type { IpFamily } from "../../src/backends/iptables/addresses.ts";
 import {
   IptablesError,
   type IptablesRunner,
   type Table,
   type Variant,
 } from "../../src/backends/iptables/runner.ts";
+import type { IPFamily } from "../../src/model/kube.ts";
 
 const BUILTIN: Record<Table, readonly string[]> = {
   nat: ["PREROUTING", "INPUT", "OUTPUT", "POSTROUTING"],
@@ -32,11 +32,11 @@ export class FakeIptables implements IptablesRunner {
   readonly variant: Variant;
   readonly #tables = new Map<string, Chains>();
   /** Every restore input applied successfully, in order. */
-  readonly restores: { family: IpFamily; text: string }[] = [];
+  readonly restores: { family: IPFamily; text: string }[] = [];
   /** Fails the next restores with this message. */
   failNext = 0;
   /** Fails every restore of a family while it returns true for the input. */
-  failWhile: ((family: IpFamily, text: string) => boolean) | undefined;
+  failWhile: ((family: IPFamily, text: string) => boolean) | undefined;
   /** Restores never return while set (as a hung iptables-restore). */
   hangRestores = false;
   /** Chain checks never return while set. */
@@ -48,7 +48,7 @@ export class FakeIptables implements IptablesRunner {
     this.variant = variant;
   }
 
-  #table(family: IpFamily, table: Table): Chains {
+  #table(family: IPFamily, table: Table): Chains {
     const key = `${family}/${table}`;
     let t = this.#tables.get(key);
     if (!t) {
@@ -59,20 +59,20 @@ export class FakeIptables implements IptablesRunner {
   }
 
   /** The rule specs of a chain (without `-A NAME`), or undefined when it does not exist. */
-  rules(family: IpFamily, table: Table, chain: string): string[] | undefined {
+  rules(family: IPFamily, table: Table, chain: string): string[] | undefined {
     return this.#table(family, table).get(chain);
   }
 
-  chains(family: IpFamily, table: Table): string[] {
+  chains(family: IPFamily, table: Table): string[] {
     return [...this.#table(family, table).keys()];
   }
 
   /** Runs commands as `iptables -t table …` would, without checks (to set up foreign rules). */
-  edit(family: IpFamily, table: Table, fn: (chains: Chains) => void): void {
+  edit(family: IPFamily, table: Table, fn: (chains: Chains) => void): void {
     fn(this.#table(family, table));
   }
 
-  async restore(family: IpFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
+  async restore(family: IPFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
     if (this.hangRestores) await new Promise(() => {});
     if (this.failNext > 0) {
       this.failNext--;
@@ -138,7 +138,7 @@ export class FakeIptables implements IptablesRunner {
     this.restores.push({ family, text });
   }
 
-  async save(family: IpFamily, table: Table): Promise<string> {
+  async save(family: IPFamily, table: Table): Promise<string> {
     const t = this.#table(family, table);
     const lines = [`*${table}`];
     for (const c of t.keys()) lines.push(BUILTIN[table].includes(c) ? `:${c} ACCEPT [0:0]` : `:${c} - [0:0]`);
@@ -147,17 +147,17 @@ export class FakeIptables implements IptablesRunner {
     return `${lines.join("\n")}\n`;
   }
 
-  async chainExists(family: IpFamily, table: Table, chain: string): Promise<boolean> {
+  async chainExists(family: IPFamily, table: Table, chain: string): Promise<boolean> {
     return this.#table(family, table).has(chain);
   }
 
-  async hasRules(family: IpFamily, table: Table, chain: string): Promise<boolean> {
+  async hasRules(family: IPFamily, table: Table, chain: string): Promise<boolean> {
     this.checks++;
     if (this.hangChecks) await new Promise(() => {});
     return (this.#table(family, table).get(chain)?.length ?? 0) > 0;
   }
 
-  async hasRule(family: IpFamily, table: Table, chain: string, spec: string): Promise<boolean> {
+  async hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean> {
     this.checks++;
     if (this.hangChecks) await new Promise(() => {});
     return this.#table(family, table).get(chain)?.includes(spec) ?? false;

@@ -3,8 +3,8 @@
 // chain, set or map, a deleted object that is missing or still referenced, an element added
 // twice with different values. It lives beside the real runner so any test can use it.
 
-import type { NftFamily } from "../../src/backends/nft/fragment.ts";
 import { NftError, type NftRunner } from "../../src/backends/nft/runner.ts";
+import type { NftFamily } from "../../src/model/ip.ts";
 
 interface FakeChain {
   readonly hook: string | undefined;

@@ -12,6 +12,7 @@ import { netnsUnavailableReason, removeLeftoverNamespaces } from "../../tools/ne
 import { Topology, type TopologyOptions } from "../../tools/netns/topology.ts";
 
 export * from "../../tools/netns/addresses.ts";
+export { type BpfMounts, mountBpf, pinForeignMap } from "../../tools/netns/bpf-mounts.ts";
 export { CommandError, type CommandResult, type RunOptions, runCommand } from "../../tools/netns/exec.ts";
 export {
   createVethPair,

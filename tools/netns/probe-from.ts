@@ -11,10 +11,14 @@ const PROBE_SCRIPT = fileURLToPath(new URL("./probe.ts", import.meta.url));
 export async function probeFrom(
   ns: Netns,
   requests: readonly ProbeRequest[],
-  opts: { readonly concurrency?: number } = {},
+  opts: { readonly concurrency?: number; readonly cgroup?: string | undefined } = {},
 ): Promise<ProbeResult[]> {
   if (requests.length === 0) return [];
-  const batch: ProbeBatch = { requests, ...opts };
+  const batch: ProbeBatch = {
+    requests,
+    ...(opts.concurrency === undefined ? {} : { concurrency: opts.concurrency }),
+    ...(opts.cgroup === undefined ? {} : { cgroup: opts.cgroup }),
+  };
   const longest = Math.max(...requests.map((r) => r.timeoutMs ?? 1_000));
   const rounds = Math.ceil(requests.length / Math.max(1, opts.concurrency ?? 16));
   const { stdout } = await ns.exec([process.execPath, PROBE_SCRIPT], {

@@ -6,7 +6,9 @@
 // stdout, so one process (spawned with `ip netns exec`) does many requests.
 
 import dgram from "node:dgram";
+import { writeFileSync } from "node:fs";
 import net from "node:net";
+import { join } from "node:path";
 import { type EchoReply, parseEchoReply } from "./echo-reply.ts";
 
 export interface ProbeRequest {
@@ -31,6 +33,8 @@ export type ProbeResult =
       /** The answer parsed as an echo reply, when it is one. */
       readonly reply: EchoReply | undefined;
       readonly ms: number;
+      /** TCP: the peer address the client's socket reports (getpeername). */
+      readonly peer?: string;
     }
   | { readonly ok: false; readonly failure: ProbeFailure; readonly message: string; readonly ms: number };
 
@@ -38,6 +42,11 @@ export interface ProbeBatch {
   readonly requests: readonly ProbeRequest[];
   /** How many requests run at the same time; default 16. */
   readonly concurrency?: number;
+  /**
+   * A cgroup v2 directory the probing process joins first: a node-local client or pod whose
+   * sockets the eBPF backend's cgroup programs balance.
+   */
+  readonly cgroup?: string;
 }
 
 /** Sends one request and never rejects: every failure becomes a classified result. */
@@ -112,10 +121,12 @@ function probeTcp(req: ProbeRequest): Promise<ProbeResult> {
     socket.on("data", (chunk: string) => {
       data += chunk;
       const newline = data.indexOf("\n");
-      if (newline >= 0) finish(answered(data.slice(0, newline), elapsed()));
+      if (newline >= 0) finish(withPeer(answered(data.slice(0, newline), elapsed())));
     });
+    const withPeer = (r: ProbeResult): ProbeResult =>
+      r.ok && socket.remoteAddress !== undefined ? { ...r, peer: socket.remoteAddress } : r;
     socket.on("end", () => {
-      if (data !== "") finish(answered(data, elapsed()));
+      if (data !== "") finish(withPeer(answered(data, elapsed())));
       else finish({ ok: false, failure: "closed", message: "closed without an answer", ms: elapsed() });
     });
     socket.on("error", (err: NodeJS.ErrnoException) => {
@@ -180,5 +191,6 @@ async function readStdin(): Promise<string> {
 
 if (import.meta.main) {
   const batch = JSON.parse(await readStdin()) as ProbeBatch;
+  if (batch.cgroup !== undefined) writeFileSync(join(batch.cgroup, "cgroup.procs"), String(process.pid));
   process.stdout.write(`${JSON.stringify(await probeAll(batch))}\n`);
 }

@@ -16,8 +16,8 @@
 // (`CHAIN_DEL … busy`) leaves it in place, logged, to be retried at the next sync, and never
 // fails the sync.
 
-import { Counter } from "prom-client";
 import type { BackendHealth } from "../../backend-core/family-health.ts";
+import type { FamilySettings } from "../../backend-core/family-settings.ts";
 import {
   type BackendFamily,
   type FamilyApplied,
@@ -25,15 +25,14 @@ import {
   SyncLoop,
   type SyncReport,
 } from "../../backend-core/sync-loop.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
-import { registry } from "../../observability/metrics.ts";
+import { counter } from "../../observability/metrics.ts";
 import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
-import type { IpFamily } from "./addresses.ts";
-import type { FamilyConfig } from "./config.ts";
-import { STATIC } from "./names.ts";
-import { renderService, type ServiceRules } from "./render-service.ts";
+import { SHARED_CHAINS } from "./names.ts";
+import { type ServiceRules, serviceRules } from "./render-service.ts";
 import { IptablesRulesProbe, type ProbePoint } from "./rules-probe.ts";
 import {
   BUILTIN_JUMPS,
@@ -47,17 +46,16 @@ import {
 import { IptablesError, type IptablesRunner } from "./runner.ts";
 import { type KpngObjects, parseSave } from "./saved.ts";
 
-const staleLeft = new Counter({
-  name: "kpng_iptables_stale_chain_deletion_failures_total",
-  help: "Syncs after which unused KPNG- chains could not be deleted (another rule uses them); retried at the next sync.",
-  labelNames: ["family"] as const,
-  registers: [registry],
-});
+const staleLeft = counter(
+  "kpng_iptables_stale_chain_deletion_failures_total",
+  "Syncs after which unused KPNG- chains could not be deleted (another rule uses them); retried at the next sync.",
+  ["family"],
+);
 
 interface IptablesBackendOptions {
   readonly runner: IptablesRunner;
   /** One per family. */
-  readonly families: readonly FamilyConfig[];
+  readonly families: readonly FamilySettings[];
   readonly log: Logger;
   /** Told of every queued state and sync outcome: the node services (health, conntrack). */
   readonly observer?: SyncObserver;
@@ -70,7 +68,7 @@ interface IptablesBackendOptions {
 }
 
 interface FamilyState {
-  readonly cfg: FamilyConfig;
+  readonly cfg: FamilySettings;
   /** Rendered rules by service key; reused while the service object is the same. */
   readonly cache: Map<string, { readonly svc: LocalService; readonly rules: ServiceRules }>;
   /** The service chains as last applied (name → text); undefined until a full sync succeeds. */
@@ -111,7 +109,7 @@ interface Chunk {
 }
 
 /** The nat chains that jump to service chains: written after them. */
-const DISPATCH_CHAINS: ReadonlySet<string> = new Set([STATIC.services, STATIC.nodePorts]);
+const DISPATCH_CHAINS: ReadonlySet<string> = new Set([SHARED_CHAINS.services, SHARED_CHAINS.nodePorts]);
 
 /**
  * iptables-nft-restore keeps the names of the chains an input mentions in a sorted list, and finds
@@ -298,16 +296,16 @@ export class IptablesBackend {
   }
 
   /** What the probe checks in a family: the rules that are always there once a sync succeeded. */
-  #probePoints(family: IpFamily): ProbePoint[] {
+  #probePoints(family: IPFamily): ProbePoint[] {
     const f = this.#families.find((x) => x.cfg.family === family);
     if (!f?.appliedShared) return [];
     const points: ProbePoint[] = [
       { table: "nat", chain: "PREROUTING", rule: BUILTIN_JUMPS.nat.PREROUTING?.[0] ?? "" },
-      { table: "nat", chain: STATIC.postrouting },
+      { table: "nat", chain: SHARED_CHAINS.postrouting },
       { table: "filter", chain: "INPUT", rule: BUILTIN_JUMPS.filter.INPUT?.[0] ?? "" },
     ];
-    if ((f.appliedShared.get(`nat/${STATIC.services}`) ?? "") !== "")
-      points.push({ table: "nat", chain: STATIC.services });
+    if ((f.appliedShared.get(`nat/${SHARED_CHAINS.services}`) ?? "") !== "")
+      points.push({ table: "nat", chain: SHARED_CHAINS.services });
     return points;
   }
 
@@ -321,7 +319,7 @@ export class IptablesBackend {
     for (const [key, svc] of state.services) {
       const before = f.cache.get(key);
       if (before?.svc !== svc) {
-        const rules = renderService(svc, f.cfg);
+        const rules = serviceRules(svc, f.cfg);
         f.cache.set(key, { svc, rules });
         changed.add(key);
         if (!sharedChanged && (before === undefined || !sameSharedLines(before.rules, rules)))
@@ -407,8 +405,8 @@ export class IptablesBackend {
     // A chain wanted again before its deletion succeeded is kpng's again.
     for (const c of wanted) f.stale.nat.delete(c);
     f.pendingShared = sharedChains;
-    const staticNat = new Set<string>([...STATIC_NAT_CHAINS, STATIC.canary]);
-    const staticFilter = new Set<string>([...STATIC_FILTER_CHAINS, STATIC.canary]);
+    const staticNat = new Set<string>([...STATIC_NAT_CHAINS, SHARED_CHAINS.canary]);
+    const staticFilter = new Set<string>([...STATIC_FILTER_CHAINS, SHARED_CHAINS.canary]);
     const existingNat = full ? (saved?.nat.chains ?? []) : (f.applied?.keys() ?? []);
     const natRemove = [...existingNat].filter((c) => !wanted.has(c) && !staticNat.has(c));
     f.pendingRemoved = natRemove;
@@ -417,7 +415,7 @@ export class IptablesBackend {
       for (const c of natRemove) f.stale.nat.add(c);
       for (const c of filterRemove) f.stale.filter.add(c);
     }
-    const canary = full ? [STATIC.canary] : [];
+    const canary = full ? [SHARED_CHAINS.canary] : [];
     const filter: TableInput = {
       declare: [...filterChunk.declare, ...canary],
       rules: [...filterChunk.rules, ...(full ? jumpFixes("filter", saved?.filter) : [])],

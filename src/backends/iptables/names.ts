@@ -7,9 +7,6 @@ import { hash } from "node:crypto";
 
 const PREFIX = "KPNG-";
 
-/** The packet-mark bit that asks KPNG-POSTROUTING to masquerade a connection. */
-export const MASQUERADE_MARK = "0x4000";
-
 /** base32 (RFC 4648 alphabet) of the first bytes of a sha256: 16 characters, A-Z and 2-7. */
 function hash16(text: string): string {
   const bytes = hash("sha256", text, "buffer");
@@ -29,13 +26,8 @@ function hash16(text: string): string {
   return out;
 }
 
-/** What identifies one service port: namespace/name/protocol/port. */
-export function servicePortId(ns: string, name: string, protocol: string, port: number): string {
-  return `${ns}/${name}/${protocol.toLowerCase()}/${port}`;
-}
-
 /** The per-service-port chains (nat table). */
-export const chainName = {
+export const portChain = {
   /** Balances over the internal endpoints (ClusterIP traffic). */
   internal: (spId: string) => `KPNG-SVC-${hash16(`svc|${spId}`)}`,
   /** Balances over the external endpoints when they differ from the internal ones. */
@@ -54,7 +46,7 @@ export const chainName = {
 } as const;
 
 /** Chains that exist once per table; rewritten in full on every sync. */
-export const STATIC = {
+export const SHARED_CHAINS = {
   /** nat: dispatch by destination address and port; filter: no-endpoint rejects/drops. */
   services: "KPNG-SERVICES",
   /** nat: dispatch by node port; filter: no-endpoint node ports. */

@@ -1,11 +1,13 @@
 // `… to-local to-iptables`: the iptables backend as a CLI sink, and `kpng cleanup iptables`.
 
 import type { Command } from "commander";
+import { familySettings } from "../../backend-core/family-settings.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
 import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import type { LocalState } from "../../model/local.ts";
 import { applySysctls, ProcSysctlFiles } from "../../node/conntrack/sysctls.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
@@ -17,10 +19,8 @@ import {
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { parseDuration } from "../../plugin/duration.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
-import type { IpFamily } from "./addresses.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
-import { familyConfigs } from "./config.ts";
 import { IptablesRulesReader } from "./rules-reader.ts";
 import { ExecIptablesRunner, IPTABLES_BINARIES, type IptablesRunner, type Variant } from "./runner.ts";
 import { detectVariant } from "./variant.ts";
@@ -102,10 +102,10 @@ async function runnerFor(mode: IptablesMode): Promise<IptablesRunner> {
 /** Prints the restore input for the first state and checks it with `iptables-restore --test`. */
 async function dryRun(state: LocalState, backend: IptablesBackend, runner: IptablesRunner): Promise<void> {
   const texts = backend.plan(state);
-  const families: IpFamily[] = ["ipv4", "ipv6"];
+  const families: IPFamily[] = ["IPv4", "IPv6"];
   for (const [i, text] of texts.entries()) {
     process.stdout.write(`# ${families[i]}\n${text}`);
-    await runner.restore(families[i] ?? "ipv4", text, { test: true });
+    await runner.restore(families[i] ?? "IPv4", text, { test: true });
   }
 }
 
@@ -136,7 +136,7 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
   async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const interfaces = await host.interfaces();
-    const families = familyConfigs(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
+    const families = familySettings(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
     const runner = await runnerFor(opts.mode);
     const log = ctx.log.child({ component: "iptables" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
@@ -178,13 +178,13 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
   async rulesReader(opts) {
     const host = new IpCommandHost();
     const interfaces = await host.interfaces();
-    const families = familyConfigs(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
+    const families = familySettings(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
     return new IptablesRulesReader(families, await runnerFor(opts.mode));
   },
   async cleanup(_raw, ctx): Promise<void> {
     for (const variant of ["nft", "legacy"] as const) {
       const runner = new ExecIptablesRunner(variant);
-      for (const family of ["ipv4", "ipv6"] as const) {
+      for (const family of ["IPv4", "IPv6"] as const) {
         for (const table of ["filter", "nat", "mangle"] as const) {
           const saved = await runner.save(family, table).catch(() => "");
           const text = cleanupTableText(table, saved);

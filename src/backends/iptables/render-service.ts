@@ -1,5 +1,5 @@
-// Pure translation of one LocalService into iptables rules for one IP family. The brain already
-// chose which endpoints serve internal and external traffic; this file only encodes the choice.
+// Pure translation of one Service's port plan (`backend-core/port-plan.ts`) into iptables rules
+// for one IP family. The plan holds every Service decision; this file only writes it as rules.
 //
 // nat table, per service port (chains owned by the service, rewritten only when it changes):
 //   KPNG-SVC-*  balances over the internal endpoints (`statistic` probabilities 1/N, 1/(N-1), …)
@@ -13,70 +13,33 @@
 // Lines for the shared chains (nat KPNG-SERVICES/KPNG-NODEPORTS dispatch; filter rejects, drops
 // and firewall drops) are returned separately: those chains are rewritten on every sync.
 
-import { canonicalIP, cidrContains } from "../../model/ip.ts";
-import {
-  endpointString,
-  type LocalEndpoint,
-  type LocalService,
-  type LocalServicePort,
-  ofFamily,
-} from "../../model/local.ts";
-import { hostCIDR, ipFamilyOfTools } from "./addresses.ts";
-import type { FamilyConfig } from "./config.ts";
-import { chainName, STATIC, servicePortId } from "./names.ts";
+import type { FamilySettings } from "../../backend-core/family-settings.ts";
+import { type PlanEndpoint, type PortPlan, planService } from "../../backend-core/port-plan.ts";
+import { hostCIDR } from "../../model/ip.ts";
+import { endpointString, type LocalService } from "../../model/local.ts";
+import { portChain, SHARED_CHAINS } from "./names.ts";
 
-export interface ServiceRules {
+/**
+ * The lines a service adds to the shared chains: nat KPNG-SERVICES and KPNG-NODEPORTS dispatch;
+ * filter KPNG-SERVICES and KPNG-NODEPORTS reject or drop what no endpoint serves, and filter
+ * KPNG-FIREWALL drops load-balancer traffic the source ranges did not allow.
+ */
+type SharedLines = Readonly<
+  Record<"natServices" | "natNodePorts" | "filterServices" | "filterNodePorts" | "filterFirewall", string[]>
+>;
+
+export type ServiceRules = SharedLines & {
   /** The service's own nat chains: name → full rule lines (`-A NAME …`). */
   readonly chains: ReadonlyMap<string, readonly string[]>;
-  readonly natServices: readonly string[];
-  readonly natNodePorts: readonly string[];
-  /** filter KPNG-SERVICES: no-endpoint rejects and drops. */
-  readonly filterServices: readonly string[];
-  readonly filterNodePorts: readonly string[];
-  readonly filterFirewall: readonly string[];
   /** Cluster IPs of this family: unknown ports on them are rejected. */
   readonly clusterIPs: readonly string[];
-}
-
-const EMPTY_RULES: ServiceRules = {
-  chains: new Map(),
-  natServices: [],
-  natNodePorts: [],
-  filterServices: [],
-  filterNodePorts: [],
-  filterFirewall: [],
-  clusterIPs: [],
 };
 
-interface Collector {
-  readonly chains: Map<string, string[]>;
-  readonly natServices: string[];
-  readonly natNodePorts: string[];
-  readonly filterServices: string[];
-  readonly filterNodePorts: string[];
-  readonly filterFirewall: string[];
-}
+/** ServiceRules while it is built. */
+type RulesBuilder = SharedLines & { readonly chains: Map<string, string[]> };
 
-/** Comments hold only characters that need no quoting care. */
-function comment(text: string): string {
-  return `-m comment --comment "${text.replace(/[^A-Za-z0-9/._:-]/g, "_")}"`;
-}
-
-function addressesOfFamily(ips: readonly string[], cfg: FamilyConfig): string[] {
-  return ofFamily(ips, ipFamilyOfTools(cfg.family)).map(canonicalIP);
-}
-
-function sameEndpoints(a: readonly LocalEndpoint[], b: readonly LocalEndpoint[]): boolean {
-  return a.length === b.length && a.every((ep, i) => ep.ip === b[i]?.ip && ep.port === b[i]?.port);
-}
-
-export function renderService(svc: LocalService, cfg: FamilyConfig): ServiceRules {
-  if (svc.type === "ExternalName") return EMPTY_RULES;
-  const clusterIP = ofFamily(svc.clusterIPs, ipFamilyOfTools(cfg.family))[0];
-  // As kube-proxy does, a family carries a service only when it has a ClusterIP there.
-  if (clusterIP === undefined) return EMPTY_RULES;
-  const cip = canonicalIP(clusterIP);
-  const c: Collector = {
+function newRules(): RulesBuilder {
+  return {
     chains: new Map(),
     natServices: [],
     natNodePorts: [],
@@ -84,140 +47,125 @@ export function renderService(svc: LocalService, cfg: FamilyConfig): ServiceRule
     filterNodePorts: [],
     filterFirewall: [],
   };
-  for (const port of svc.ports) renderPort(c, svc, port, cip, cfg);
-  return { ...c, clusterIPs: [cip] };
 }
 
-function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip: string, cfg: FamilyConfig) {
-  const proto = port.protocol.toLowerCase();
-  const spId = servicePortId(svc.namespace, svc.name, proto, port.port);
-  const name = `${svc.namespace}/${svc.name}:${port.name || port.port}`;
-  const match = `-p ${proto} -m ${proto} --dport ${port.port}`;
-  const internal = ofFamily(port.internalEndpoints, ipFamilyOfTools(cfg.family));
-  const external = ofFamily(port.externalEndpoints, ipFamilyOfTools(cfg.family));
-  const hasAny = port.endpointFamilies.includes(cfg.family === "ipv4" ? "IPv4" : "IPv6");
-  const affinity = svc.sessionAffinitySeconds;
-  // Reject (ICMP port unreachable) when nothing serves the port in this family; drop when
-  // endpoints exist but a Local policy excludes all of them.
-  const noEndpoints = hasAny ? "DROP" : "REJECT";
-  const toClusterIP = `-d ${hostCIDR(cip)} ${match}`;
+const EMPTY_RULES: ServiceRules = { ...newRules(), clusterIPs: [] };
+
+/** Comments hold only characters that need no quoting care. */
+function comment(text: string): string {
+  return `-m comment --comment "${text.replace(/[^A-Za-z0-9/._:-]/g, "_")}"`;
+}
+
+export function serviceRules(svc: LocalService, cfg: FamilySettings): ServiceRules {
+  const plan = planService(svc, cfg.family, cfg);
+  if (plan === undefined) return EMPTY_RULES;
+  const c = newRules();
+  for (const port of plan.ports) addPortRules(c, port, cfg);
+  return { ...c, clusterIPs: [plan.clusterIP] };
+}
+
+function addPortRules(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
+  const { protocol: proto, id, label: name } = p;
+  const match = `-p ${proto} -m ${proto} --dport ${p.port}`;
+  const noEndpoints = p.noEndpoints === "drop" ? "DROP" : "REJECT";
+  const toClusterIP = `-d ${hostCIDR(p.clusterIP)} ${match}`;
 
   let internalChain: string | undefined;
-  if (internal.length === 0) {
-    c.filterServices.push(`-A ${STATIC.services} ${toClusterIP} ${comment(name)} -j ${noEndpoints}`);
+  if (p.internal.length === 0) {
+    c.filterServices.push(`-A ${SHARED_CHAINS.services} ${toClusterIP} ${comment(name)} -j ${noEndpoints}`);
   } else {
-    internalChain = chainName.internal(spId);
+    internalChain = portChain.internal(id);
     const rules: string[] = [];
-    if (cfg.masqueradeAll) rules.push(`-A ${internalChain} ${toClusterIP} -j ${STATIC.markForMasquerade}`);
-    else if (cfg.podCIDRs.length > 0)
-      rules.push(`-A ${internalChain} ${toClusterIP} -j ${STATIC.masqueradeNonPods}`);
-    rules.push(...balance(c, internalChain, internal, spId, proto, affinity));
+    if (p.clusterMasquerade === "all")
+      rules.push(`-A ${internalChain} ${toClusterIP} -j ${SHARED_CHAINS.markForMasquerade}`);
+    else if (p.clusterMasquerade === "non-pods")
+      rules.push(`-A ${internalChain} ${toClusterIP} -j ${SHARED_CHAINS.masqueradeNonPods}`);
+    rules.push(...balanceRules(c, internalChain, p, p.internal));
     c.chains.set(internalChain, rules);
     c.natServices.push(
-      `-A ${STATIC.services} ${toClusterIP} ${comment(`${name} cluster IP`)} -j ${internalChain}`,
+      `-A ${SHARED_CHAINS.services} ${toClusterIP} ${comment(`${name} cluster IP`)} -j ${internalChain}`,
     );
   }
 
-  const nodePort = cfg.nodePortCIDRs.length > 0 ? port.nodePort : 0;
-  const externalIPs = addressesOfFamily(svc.externalIPs, cfg);
-  const lbIPs = addressesOfFamily(svc.loadBalancerIPs, cfg);
-  if (nodePort === 0 && externalIPs.length === 0 && lbIPs.length === 0) return;
-
+  if (!p.takesExternal) return;
+  const lbIPs = p.loadBalancerIPs;
   let externalChain: string | undefined;
-  if (hasAny && (svc.externalTrafficPolicy === "Local" || external.length > 0)) {
+  if (p.servesExternal) {
     let endpointsChain: string | undefined;
-    if (external.length > 0) {
-      if (internalChain !== undefined && sameEndpoints(internal, external)) endpointsChain = internalChain;
+    if (p.external.length > 0) {
+      if (internalChain !== undefined && p.externalSameAsInternal) endpointsChain = internalChain;
       else {
-        endpointsChain = chainName.externalEndpoints(spId);
-        c.chains.set(endpointsChain, balance(c, endpointsChain, external, spId, proto, affinity));
+        endpointsChain = portChain.externalEndpoints(id);
+        c.chains.set(endpointsChain, balanceRules(c, endpointsChain, p, p.external));
       }
     }
-    externalChain = chainName.external(spId);
-    c.chains.set(externalChain, externalRules(externalChain, svc, internalChain, endpointsChain, cfg));
-    for (const vip of externalIPs)
+    externalChain = portChain.external(id);
+    c.chains.set(externalChain, externalRules(externalChain, p, internalChain, endpointsChain, cfg));
+    for (const vip of p.externalIPs)
       c.natServices.push(
-        `-A ${STATIC.services} -d ${hostCIDR(vip)} ${match} ${comment(`${name} external IP`)} -j ${externalChain}`,
+        `-A ${SHARED_CHAINS.services} -d ${hostCIDR(vip)} ${match} ${comment(`${name} external IP`)} -j ${externalChain}`,
       );
-    if (nodePort > 0)
+    if (p.nodePort > 0)
       c.natNodePorts.push(
-        `-A ${STATIC.nodePorts} -p ${proto} -m ${proto} --dport ${nodePort} ${comment(name)} -j ${externalChain}`,
+        `-A ${SHARED_CHAINS.nodePorts} -p ${proto} -m ${proto} --dport ${p.nodePort} ${comment(name)} -j ${externalChain}`,
       );
   }
-  const firewalled = lbIPs.length > 0 && svc.sourceRanges.length > 0;
   if (externalChain !== undefined) {
     let lbTarget = externalChain;
-    if (firewalled) {
-      lbTarget = chainName.firewall(spId);
-      c.chains.set(lbTarget, firewallRules(lbTarget, externalChain, svc, lbIPs, cfg));
+    if (p.allowList !== undefined) {
+      // Allowed sources go on to the external chain; the others return and are dropped by
+      // filter KPNG-FIREWALL.
+      lbTarget = portChain.firewall(id);
+      const { sourceRanges, loadBalancerIPs } = p.allowList;
+      c.chains.set(lbTarget, [
+        ...sourceRanges.map((r) => `-A ${lbTarget} -s ${r} -g ${externalChain}`),
+        ...loadBalancerIPs.map((lb) => `-A ${lbTarget} -s ${hostCIDR(lb)} -g ${externalChain}`),
+      ]);
     }
     for (const lb of lbIPs)
       c.natServices.push(
-        `-A ${STATIC.services} -d ${hostCIDR(lb)} ${match} ${comment(`${name} load balancer IP`)} -j ${lbTarget}`,
+        `-A ${SHARED_CHAINS.services} -d ${hostCIDR(lb)} ${match} ${comment(`${name} load balancer IP`)} -j ${lbTarget}`,
       );
   }
   // Load-balancer traffic that the firewall chain did not DNAT still has the LB IP as destination.
-  if (firewalled)
+  if (p.allowList !== undefined)
     for (const lb of lbIPs)
-      c.filterFirewall.push(`-A ${STATIC.firewall} -d ${hostCIDR(lb)} ${match} ${comment(name)} -j DROP`);
-  if (external.length === 0) {
-    for (const vip of [...externalIPs, ...lbIPs])
-      c.filterServices.push(
-        `-A ${STATIC.services} -d ${hostCIDR(vip)} ${match} ${comment(name)} -j ${noEndpoints}`,
+      c.filterFirewall.push(
+        `-A ${SHARED_CHAINS.firewall} -d ${hostCIDR(lb)} ${match} ${comment(name)} -j DROP`,
       );
-    if (nodePort > 0)
+  if (p.external.length === 0) {
+    for (const vip of p.externalAddresses)
+      c.filterServices.push(
+        `-A ${SHARED_CHAINS.services} -d ${hostCIDR(vip)} ${match} ${comment(name)} -j ${noEndpoints}`,
+      );
+    if (p.nodePort > 0)
       for (const cidr of cfg.nodePortCIDRs)
         c.filterNodePorts.push(
-          `-A ${STATIC.nodePorts} -d ${cidr} -p ${proto} -m ${proto} --dport ${nodePort} ${comment(name)} -j ${noEndpoints}`,
+          `-A ${SHARED_CHAINS.nodePorts} -d ${cidr} -p ${proto} -m ${proto} --dport ${p.nodePort} ${comment(name)} -j ${noEndpoints}`,
         );
   }
 }
 
 /**
- * The entry chain of NodePort, externalIP and load-balancer traffic.
- * - eTP Cluster: masquerade, then the external endpoints.
- * - eTP Local: pod traffic short-circuits to the internal chain unmasqueraded (as if it went out
- *   to a load balancer and back); traffic from the node itself is masqueraded and sent to the
- *   internal chain; everything else goes to the (local) external endpoints, keeping the client IP.
+ * The entry chain of NodePort, externalIP and load-balancer traffic: masquerade (eTP Cluster) or
+ * the eTP Local short-circuit (pod sources to the internal chain unmasqueraded, node-local
+ * sources masqueraded), then the external endpoints.
  */
 function externalRules(
   chain: string,
-  svc: LocalService,
+  p: PortPlan,
   internalChain: string | undefined,
   endpointsChain: string | undefined,
-  cfg: FamilyConfig,
+  cfg: FamilySettings,
 ): string[] {
   const rules: string[] = [];
-  if (svc.externalTrafficPolicy === "Local") {
-    if (internalChain !== undefined) {
-      for (const pods of cfg.podCIDRs) rules.push(`-A ${chain} -s ${pods} -g ${internalChain}`);
-      rules.push(`-A ${chain} -m addrtype --src-type LOCAL -j ${STATIC.markForMasquerade}`);
-      rules.push(`-A ${chain} -m addrtype --src-type LOCAL -g ${internalChain}`);
-    }
-  } else {
-    rules.push(`-A ${chain} -j ${STATIC.markForMasquerade}`);
+  if (p.masqueradeExternal) rules.push(`-A ${chain} -j ${SHARED_CHAINS.markForMasquerade}`);
+  else if (p.shortCircuit && internalChain !== undefined) {
+    for (const pods of cfg.podCIDRs) rules.push(`-A ${chain} -s ${pods} -g ${internalChain}`);
+    rules.push(`-A ${chain} -m addrtype --src-type LOCAL -j ${SHARED_CHAINS.markForMasquerade}`);
+    rules.push(`-A ${chain} -m addrtype --src-type LOCAL -g ${internalChain}`);
   }
   if (endpointsChain !== undefined) rules.push(`-A ${chain} -g ${endpointsChain}`);
-  return rules;
-}
-
-/**
- * loadBalancerSourceRanges: allowed sources go on to the external chain; the others return and
- * are dropped by filter KPNG-FIREWALL. When a range holds one of the node's IPs, the LB IPs
- * themselves are allowed too, so traffic the node sends to its own VIP passes.
- */
-function firewallRules(
-  chain: string,
-  externalChain: string,
-  svc: LocalService,
-  lbIPs: readonly string[],
-  cfg: FamilyConfig,
-): string[] {
-  const ranges = ofFamily(svc.sourceRanges, ipFamilyOfTools(cfg.family));
-  const rules = ranges.map((r) => `-A ${chain} -s ${r} -g ${externalChain}`);
-  if (ranges.some((r) => cfg.nodeIPs.some((ip) => cidrContains(r, ip)))) {
-    for (const lb of lbIPs) rules.push(`-A ${chain} -s ${hostCIDR(lb)} -g ${externalChain}`);
-  }
   return rules;
 }
 
@@ -237,24 +185,22 @@ function probability(i: number, n: number): string {
  * lists are per endpoint) and endpoints sharing an address (the source would not say which one
  * was picked) keep a chain per endpoint.
  */
-function balance(
-  c: Collector,
+function balanceRules(
+  c: RulesBuilder,
   chain: string,
-  endpoints: readonly LocalEndpoint[],
-  spId: string,
-  proto: string,
-  affinitySeconds: number,
+  p: PortPlan,
+  endpoints: readonly PlanEndpoint[],
 ): string[] {
-  const ips = endpoints.map((ep) => canonicalIP(ep.ip));
-  if (affinitySeconds > 0 || new Set(ips).size < ips.length)
-    return balanceOverEndpointChains(c, chain, endpoints, spId, proto, affinitySeconds);
+  const ips = endpoints.map((ep) => ep.ip);
+  if (p.affinitySeconds > 0 || new Set(ips).size < ips.length)
+    return balanceOverEndpointChains(c, chain, p, endpoints);
   const n = endpoints.length;
   const dnat = (i: number) =>
-    `-p ${proto} -j DNAT --to-destination ${endpointString({ ip: ips[i] ?? "", port: endpoints[i]?.port ?? 0 })}`;
+    `-p ${p.protocol} -j DNAT --to-destination ${endpointString(endpoints[i] ?? { ip: "", port: 0 })}`;
   const source = (i: number) => hostCIDR(ips[i] ?? "");
   if (n === 1)
-    return [`-A ${chain} -s ${source(0)} -j ${STATIC.markForMasquerade}`, `-A ${chain} ${dnat(0)}`];
-  const hairpin = chainName.hairpin(chain);
+    return [`-A ${chain} -s ${source(0)} -j ${SHARED_CHAINS.markForMasquerade}`, `-A ${chain} ${dnat(0)}`];
+  const hairpin = portChain.hairpin(chain);
   const rules: string[] = [];
   for (let i = 0; i < n; i++) {
     const pick = i < n - 1 ? probability(i, n) : "";
@@ -263,7 +209,7 @@ function balance(
     rules.push(`-A ${chain} ${i < n - 1 ? `! -s ${source(i)} ` : ""}${pick}${dnat(i)}`);
   }
   c.chains.set(hairpin, [
-    `-A ${hairpin} -j ${STATIC.markForMasquerade}`,
+    `-A ${hairpin} -j ${SHARED_CHAINS.markForMasquerade}`,
     ...ips.map((_, i) => `-A ${hairpin} -s ${source(i)} ${dnat(i)}`),
   ]);
   return rules;
@@ -271,24 +217,23 @@ function balance(
 
 /** A chain per endpoint: `recent` affinity lists are named after it. */
 function balanceOverEndpointChains(
-  c: Collector,
+  c: RulesBuilder,
   chain: string,
-  endpoints: readonly LocalEndpoint[],
-  spId: string,
-  proto: string,
-  affinitySeconds: number,
+  p: PortPlan,
+  endpoints: readonly PlanEndpoint[],
 ): string[] {
+  const { affinitySeconds, protocol: proto } = p;
   const sticky: string[] = [];
   const picks: string[] = [];
   const n = endpoints.length;
   endpoints.forEach((ep, i) => {
-    const ip = canonicalIP(ep.ip);
-    const sep = chainName.endpoint(spId, ip, ep.port);
+    const { ip } = ep;
+    const sep = portChain.endpoint(p.id, ip, ep.port);
     const remember = affinitySeconds > 0 ? `-m recent --set --name ${sep} --rsource ` : "";
     c.chains.set(sep, [
       // Hairpin: an endpoint that reached itself through the service must see the node as source.
-      `-A ${sep} -s ${hostCIDR(ip)} -j ${STATIC.markForMasquerade}`,
-      `-A ${sep} -p ${proto} ${remember}-j DNAT --to-destination ${endpointString({ ip, port: ep.port })}`,
+      `-A ${sep} -s ${hostCIDR(ip)} -j ${SHARED_CHAINS.markForMasquerade}`,
+      `-A ${sep} -p ${proto} ${remember}-j DNAT --to-destination ${endpointString(ep)}`,
     ]);
     if (affinitySeconds > 0)
       sticky.push(

@@ -5,7 +5,7 @@
 // reads one chain, not the table).
 
 import type { RulesProbe } from "../../backend-core/rules-probe.ts";
-import type { IpFamily } from "./addresses.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import type { IptablesRunner, Table } from "./runner.ts";
 
 /** A chain that must hold `rule`, or (without one) hold at least one rule. */
@@ -17,15 +17,15 @@ export interface ProbePoint {
 
 export class IptablesRulesProbe implements RulesProbe {
   readonly #runner: IptablesRunner;
-  readonly #points: (family: IpFamily) => readonly ProbePoint[];
+  readonly #points: (family: IPFamily) => readonly ProbePoint[];
 
-  constructor(runner: IptablesRunner, points: (family: IpFamily) => readonly ProbePoint[]) {
+  constructor(runner: IptablesRunner, points: (family: IPFamily) => readonly ProbePoint[]) {
     this.#runner = runner;
     this.#points = points;
   }
 
   async intact(family: string): Promise<boolean> {
-    const f = family as IpFamily;
+    const f = family as IPFamily;
     for (const p of this.#points(f)) {
       const present =
         p.rule === undefined

@@ -1,15 +1,15 @@
 // `kpng explain --rules iptables`: the chains and dispatch rules that implement one Service in
 // kpng's iptables rules, read from `iptables-save -t nat` and `-t filter` (the only way iptables
-// reads a table) and compared with what renderService writes for the brain's state of it. Only
+// reads a table) and compared with what serviceRules writes for the brain's state of it. Only
 // the Service's own chains and the shared chains' rules that name the Service are reported.
 
+import type { FamilySettings } from "../../backend-core/family-settings.ts";
 import { parseIptablesSave, type SavedTable } from "../../host/iptables-save.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import type { LocalService } from "../../model/local.ts";
 import type { RulesReader, RulesReport } from "../../plugin/rules-reader.ts";
-import type { IpFamily } from "./addresses.ts";
-import type { FamilyConfig } from "./config.ts";
-import { STATIC } from "./names.ts";
-import { renderService } from "./render-service.ts";
+import { SHARED_CHAINS } from "./names.ts";
+import { serviceRules } from "./render-service.ts";
 import type { IptablesRunner } from "./runner.ts";
 
 /**
@@ -36,18 +36,22 @@ function sameSorted(a: readonly string[], b: readonly string[]): boolean {
 }
 
 /** The chains every Service has rules in (rewritten on every sync). */
-const SHARED_CHAINS: ReadonlySet<string> = new Set([STATIC.services, STATIC.nodePorts, STATIC.firewall]);
+const SHARED_CHAIN_NAMES: ReadonlySet<string> = new Set([
+  SHARED_CHAINS.services,
+  SHARED_CHAINS.nodePorts,
+  SHARED_CHAINS.firewall,
+]);
 
 export class IptablesRulesReader implements RulesReader {
-  readonly #families: readonly FamilyConfig[];
+  readonly #families: readonly FamilySettings[];
   readonly #runner: IptablesRunner;
 
-  constructor(families: readonly FamilyConfig[], runner: IptablesRunner) {
+  constructor(families: readonly FamilySettings[], runner: IptablesRunner) {
     this.#families = families;
     this.#runner = runner;
   }
 
-  async #table(family: IpFamily, table: "nat" | "filter"): Promise<SavedTable | undefined> {
+  async #table(family: IPFamily, table: "nat" | "filter"): Promise<SavedTable | undefined> {
     return parseIptablesSave(await this.#runner.save(family, table)).get(table);
   }
 
@@ -55,13 +59,13 @@ export class IptablesRulesReader implements RulesReader {
     const objects: { kind: string; name: string; lines: string[] }[] = [];
     const drift: { object: string; expected: string; found: string }[] = [];
     for (const cfg of this.#families) {
-      const rules = renderService(service, cfg);
+      const rules = serviceRules(service, cfg);
       if (rules.clusterIPs.length === 0) continue;
       const [nat, filter] = await Promise.all([
         this.#table(cfg.family, "nat"),
         this.#table(cfg.family, "filter"),
       ]);
-      const tool = cfg.family === "ipv4" ? "iptables" : "ip6tables";
+      const tool = cfg.family === "IPv4" ? "iptables" : "ip6tables";
       // The service's own chains, rule for rule in order.
       for (const [chain, want] of rules.chains) {
         const have = (nat?.rules ?? []).filter((r) => r.chain === chain).map((r) => r.line);
@@ -91,14 +95,14 @@ export class IptablesRulesReader implements RulesReader {
             ...rules.filterFirewall,
             // A known cluster IP on an unknown port is rejected (ruleset.ts).
             ...rules.clusterIPs.map(
-              (ip) => `-A ${STATIC.services} -d ${ip}/${cfg.family === "ipv4" ? 32 : 128} -j REJECT`,
+              (ip) => `-A ${SHARED_CHAINS.services} -d ${ip}/${cfg.family === "IPv4" ? 32 : 128} -j REJECT`,
             ),
           ],
         ],
       ];
       for (const [name, table, want] of shared) {
         const have = (table?.rules ?? [])
-          .filter((r) => SHARED_CHAINS.has(r.chain) && mine(r.line))
+          .filter((r) => SHARED_CHAIN_NAMES.has(r.chain) && mine(r.line))
           .map((r) => r.line);
         if (want.length === 0 && have.length === 0) continue;
         objects.push({ kind: `${tool} rules`, name: `${name} (dispatch)`, lines: have });

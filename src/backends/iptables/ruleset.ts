@@ -3,10 +3,12 @@
 // declares and refills only the shared chains and the chains of changed services, and deletes
 // (`-X`) the chains nobody uses any more, all in one COMMIT per table.
 
+import type { FamilySettings } from "../../backend-core/family-settings.ts";
+import { MASQUERADE_MARK } from "../../backend-core/masquerade.ts";
+import { hostCIDR } from "../../model/ip.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import { ofFamily } from "../../model/local.ts";
-import type { IpFamily } from "./addresses.ts";
-import type { FamilyConfig } from "./config.ts";
-import { MASQUERADE_MARK, STATIC } from "./names.ts";
+import { SHARED_CHAINS } from "./names.ts";
 import type { ServiceRules } from "./render-service.ts";
 import { jumpTarget, type KpngObjects } from "./saved.ts";
 
@@ -16,37 +18,41 @@ const NEW = "-m conntrack --ctstate NEW";
 export const BUILTIN_JUMPS: Readonly<Record<"nat" | "filter", Readonly<Record<string, readonly string[]>>>> =
   {
     nat: {
-      PREROUTING: [`-j ${STATIC.services}`],
-      OUTPUT: [`-j ${STATIC.services}`],
-      POSTROUTING: [`-j ${STATIC.postrouting}`],
+      PREROUTING: [`-j ${SHARED_CHAINS.services}`],
+      OUTPUT: [`-j ${SHARED_CHAINS.services}`],
+      POSTROUTING: [`-j ${SHARED_CHAINS.postrouting}`],
     },
     filter: {
       INPUT: [
-        `${NEW} -j ${STATIC.firewall}`,
-        `${NEW} -j ${STATIC.nodePorts}`,
-        `${NEW} -j ${STATIC.services}`,
+        `${NEW} -j ${SHARED_CHAINS.firewall}`,
+        `${NEW} -j ${SHARED_CHAINS.nodePorts}`,
+        `${NEW} -j ${SHARED_CHAINS.services}`,
       ],
-      FORWARD: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
-      OUTPUT: [`${NEW} -j ${STATIC.firewall}`, `${NEW} -j ${STATIC.services}`],
+      FORWARD: [`${NEW} -j ${SHARED_CHAINS.firewall}`, `${NEW} -j ${SHARED_CHAINS.services}`],
+      OUTPUT: [`${NEW} -j ${SHARED_CHAINS.firewall}`, `${NEW} -j ${SHARED_CHAINS.services}`],
     },
   };
 
 export const STATIC_NAT_CHAINS: readonly string[] = [
-  STATIC.services,
-  STATIC.nodePorts,
-  STATIC.markForMasquerade,
-  STATIC.masqueradeNonPods,
-  STATIC.postrouting,
+  SHARED_CHAINS.services,
+  SHARED_CHAINS.nodePorts,
+  SHARED_CHAINS.markForMasquerade,
+  SHARED_CHAINS.masqueradeNonPods,
+  SHARED_CHAINS.postrouting,
 ];
-export const STATIC_FILTER_CHAINS: readonly string[] = [STATIC.services, STATIC.nodePorts, STATIC.firewall];
+export const STATIC_FILTER_CHAINS: readonly string[] = [
+  SHARED_CHAINS.services,
+  SHARED_CHAINS.nodePorts,
+  SHARED_CHAINS.firewall,
+];
 
-function loopback(family: IpFamily): string {
-  return family === "ipv4" ? "127.0.0.0/8" : "::1/128";
+function loopback(family: IPFamily): string {
+  return family === "IPv4" ? "127.0.0.0/8" : "::1/128";
 }
 
 /** The shared chains' rules for the given services: table → lines. */
 export function staticRules(
-  cfg: FamilyConfig,
+  cfg: FamilySettings,
   services: Iterable<ServiceRules>,
   serviceCIDRs: readonly string[] = [],
 ): { readonly nat: string[]; readonly filter: string[] } {
@@ -72,35 +78,35 @@ export function staticRules(
   byTargetDescending(natNodePorts);
   // Localhost NodePorts: IPv4 only, with --localhost-nodeports (kube-proxy's iptables default);
   // route_localnet lets such packets be routed, so other packets to 127/8 from outside are dropped.
-  const localhostNodePorts = cfg.localhostNodePorts === true && cfg.family === "ipv4";
+  const localhostNodePorts = cfg.localhostNodePorts === true && cfg.family === "IPv4";
   if (cfg.nodePortCIDRs.length > 0) {
-    if (!localhostNodePorts) natServices.push(`-A ${STATIC.services} -d ${loopback(cfg.family)} -j RETURN`);
+    if (!localhostNodePorts)
+      natServices.push(`-A ${SHARED_CHAINS.services} -d ${loopback(cfg.family)} -j RETURN`);
     for (const cidr of cfg.nodePortCIDRs)
       natServices.push(
-        `-A ${STATIC.services} -d ${cidr} -m addrtype --dst-type LOCAL -j ${STATIC.nodePorts}`,
+        `-A ${SHARED_CHAINS.services} -d ${cidr} -m addrtype --dst-type LOCAL -j ${SHARED_CHAINS.nodePorts}`,
       );
   }
   // Reached only by packets that no service DNAT took: a known cluster IP on an unknown port.
-  const bits = cfg.family === "ipv4" ? 32 : 128;
   for (const ip of new Set(clusterIPs))
-    filterServices.push(`-A ${STATIC.services} -d ${ip}/${bits} -j REJECT`);
+    filterServices.push(`-A ${SHARED_CHAINS.services} -d ${hostCIDR(ip)} -j REJECT`);
   // Then any other address of the cluster's Service ranges: allocated to no Service, dropped
   // here rather than routed on. Only new connections reach this chain.
-  for (const range of ofFamily(serviceCIDRs, cfg.family === "ipv4" ? "IPv4" : "IPv6"))
-    filterServices.push(`-A ${STATIC.services} -d ${range} -j DROP`);
+  for (const range of ofFamily(serviceCIDRs, cfg.family))
+    filterServices.push(`-A ${SHARED_CHAINS.services} -d ${range} -j DROP`);
   const mark = cfg.masqueradeMark ?? MASQUERADE_MARK;
   const nat = [
     ...natServices,
     ...natNodePorts,
-    `-A ${STATIC.markForMasquerade} -j MARK --or-mark ${mark}`,
-    ...cfg.podCIDRs.map((p) => `-A ${STATIC.masqueradeNonPods} -s ${p} -j RETURN`),
-    `-A ${STATIC.masqueradeNonPods} -j ${STATIC.markForMasquerade}`,
-    `-A ${STATIC.postrouting} -m mark ! --mark ${mark}/${mark} -j RETURN`,
-    `-A ${STATIC.postrouting} -j MARK --xor-mark ${mark}`,
-    `-A ${STATIC.postrouting} -j MASQUERADE --random-fully`,
+    `-A ${SHARED_CHAINS.markForMasquerade} -j MARK --or-mark ${mark}`,
+    ...cfg.podCIDRs.map((p) => `-A ${SHARED_CHAINS.masqueradeNonPods} -s ${p} -j RETURN`),
+    `-A ${SHARED_CHAINS.masqueradeNonPods} -j ${SHARED_CHAINS.markForMasquerade}`,
+    `-A ${SHARED_CHAINS.postrouting} -m mark ! --mark ${mark}/${mark} -j RETURN`,
+    `-A ${SHARED_CHAINS.postrouting} -j MARK --xor-mark ${mark}`,
+    `-A ${SHARED_CHAINS.postrouting} -j MASQUERADE --random-fully`,
   ];
   const martians = localhostNodePorts
-    ? [`-A ${STATIC.firewall} -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate DNAT -j DROP`]
+    ? [`-A ${SHARED_CHAINS.firewall} -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate DNAT -j DROP`]
     : [];
   return { nat, filter: [...martians, ...filterFirewall, ...filterNodePorts, ...filterServices] };
 }

@@ -3,7 +3,8 @@
 // deadline: a stuck process is killed and reported as a failure.
 
 import { execCommand } from "../../host/exec.ts";
-import type { IpFamily } from "./addresses.ts";
+import { IP_FAMILIES } from "../../model/ip.ts";
+import type { IPFamily } from "../../model/kube.ts";
 
 export type Variant = "nft" | "legacy";
 export type Table = "nat" | "filter" | "mangle";
@@ -20,13 +21,13 @@ export class IptablesError extends Error {
 export interface IptablesRunner {
   readonly variant: Variant;
   /** Applies restore input with --noflush; with `test`, only checks it (`--test`). */
-  restore(family: IpFamily, text: string, options?: { readonly test?: boolean }): Promise<void>;
+  restore(family: IPFamily, text: string, options?: { readonly test?: boolean }): Promise<void>;
   /** `iptables-save -t <table>`. */
-  save(family: IpFamily, table: Table): Promise<string>;
+  save(family: IPFamily, table: Table): Promise<string>;
   /** Whether `chain` holds at least one rule (`iptables -S chain 1`); false when it is missing. */
-  hasRules(family: IpFamily, table: Table, chain: string): Promise<boolean>;
+  hasRules(family: IPFamily, table: Table, chain: string): Promise<boolean>;
   /** Whether `chain` holds the rule `spec` (`iptables -C chain …`); false when it is missing. */
-  hasRule(family: IpFamily, table: Table, chain: string, spec: string): Promise<boolean>;
+  hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean>;
 }
 
 interface Result {
@@ -48,14 +49,14 @@ async function exec(argv: readonly string[], stdin: string, timeoutMs: number): 
 }
 
 /** `iptables-nft-restore`, `ip6tables-legacy-save`, `iptables-nft`, … */
-export function binary(family: IpFamily, variant: Variant, tool: "" | "restore" | "save"): string {
-  const base = `${family === "ipv4" ? "iptables" : "ip6tables"}-${variant}`;
+export function binary(family: IPFamily, variant: Variant, tool: "" | "restore" | "save"): string {
+  const base = `${family === "IPv4" ? "iptables" : "ip6tables"}-${variant}`;
   return tool === "" ? base : `${base}-${tool}`;
 }
 
 /** Every program the iptables backend may start: both variants, both families. */
 export const IPTABLES_BINARIES: readonly string[] = (["nft", "legacy"] as const).flatMap((variant) =>
-  (["ipv4", "ipv6"] as const).flatMap((family) =>
+  IP_FAMILIES.flatMap((family) =>
     (["", "restore", "save"] as const).map((tool) => binary(family, variant, tool)),
   ),
 );
@@ -76,7 +77,7 @@ export class ExecIptablesRunner implements IptablesRunner {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
-  async restore(family: IpFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
+  async restore(family: IPFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
     const args = ["-w", "5", "--noflush", ...(options.test ? ["--test"] : [])];
     const r = await exec(
       [...this.#prefix, binary(family, this.variant, "restore"), ...args],
@@ -86,7 +87,7 @@ export class ExecIptablesRunner implements IptablesRunner {
     if (r.code !== 0) throw new IptablesError(`iptables-restore failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 
-  async save(family: IpFamily, table: Table): Promise<string> {
+  async save(family: IPFamily, table: Table): Promise<string> {
     const r = await exec(
       [...this.#prefix, binary(family, this.variant, "save"), "-t", table],
       "",
@@ -96,12 +97,12 @@ export class ExecIptablesRunner implements IptablesRunner {
     return r.stdout;
   }
 
-  async hasRules(family: IpFamily, table: Table, chain: string): Promise<boolean> {
+  async hasRules(family: IPFamily, table: Table, chain: string): Promise<boolean> {
     const r = await this.#check(family, table, ["-S", chain, "1"]);
     return r.code === 0 && r.stdout.trim() !== "";
   }
 
-  async hasRule(family: IpFamily, table: Table, chain: string, spec: string): Promise<boolean> {
+  async hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean> {
     const r = await this.#check(family, table, ["-C", chain, ...spec.split(" ")]);
     return r.code === 0;
   }
@@ -110,7 +111,7 @@ export class ExecIptablesRunner implements IptablesRunner {
    * Exit 1 means "no such chain or rule"; so does exit 2 naming a missing jump target (`-C` of
    * a jump to a deleted chain); anything else but 0 is a failure to check.
    */
-  async #check(family: IpFamily, table: Table, args: readonly string[]): Promise<Result> {
+  async #check(family: IPFamily, table: Table, args: readonly string[]): Promise<Result> {
     const argv = [...this.#prefix, binary(family, this.variant, ""), "-w", "5", "-t", table, ...args];
     const r = await exec(argv, "", CHECK_TIMEOUT_MS);
     if (r.code === 2 && /does not exist|Couldn't load target/.test(r.stderr)) return { ...r, code: 1 };

@@ -2,7 +2,7 @@
 // kube-proxy's images decide it: legacy when the legacy tables hold more Kubernetes (or kpng)
 // rules than the nft ones, else nft. The two are never mixed in one run.
 
-import type { IpFamily } from "./addresses.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import type { IptablesRunner, Variant } from "./runner.ts";
 
 const KUBE_RULE = /^(?::|-A )(KUBE|KPNG)-/;
@@ -20,7 +20,7 @@ export function pickVariant(counts: Readonly<Record<Variant, number>>): Variant 
 
 async function count(runner: IptablesRunner): Promise<number> {
   let n = 0;
-  for (const family of ["ipv4", "ipv6"] as IpFamily[]) {
+  for (const family of ["IPv4", "IPv6"] as IPFamily[]) {
     for (const table of ["nat", "filter", "mangle"] as const) {
       // A variant whose tables cannot be read holds no rules.
       n += countKubeLines(await runner.save(family, table).catch(() => ""));

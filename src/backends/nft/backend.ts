@@ -13,12 +13,13 @@ import {
   SyncLoop,
   type SyncReport,
 } from "../../backend-core/sync-loop.ts";
+import type { NftFamily } from "../../model/ip.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
 import { parseListing } from "./adopt.ts";
 import { excerptTransaction } from "./failure-excerpt.ts";
-import type { NftFamily, TableConfig } from "./fragment.ts";
+import type { TableConfig } from "./fragment.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
 import { renderScript } from "./ops.ts";
 import { NftError, type NftRunner } from "./runner.ts";

@@ -2,14 +2,15 @@
 // adds only map elements and its own chains to it, so packet dispatch is one map lookup whatever
 // the number of services.
 
+import { MASQUERADE_MARK } from "../../backend-core/masquerade.ts";
 import type { TableConfig } from "./fragment.ts";
-import { ENDPOINTS_MAPS, endpointsMapName, MASQUERADE_MARK, PROTOCOLS, STATIC } from "./names.ts";
-import type { NftOp } from "./ops.ts";
+import { ENDPOINTS_MAPS, endpointsMapName, PROTOCOLS, STATIC } from "./names.ts";
+import { addressType, type BaseChainHook, type NftOp, type SetDeclaration } from "./ops.ts";
 
 interface StaticChain {
   readonly name: string;
-  /** Base-chain declaration (type, hook, priority); absent for regular chains. */
-  readonly hook?: string;
+  /** Absent for regular chains. */
+  readonly hook?: BaseChainHook;
   readonly rules: readonly string[];
 }
 
@@ -20,12 +21,15 @@ const FILTER_POST_DNAT = -90;
 
 function staticChains(cfg: TableConfig): StaticChain[] {
   const ipk = cfg.family;
+  const mark = cfg.masqueradeMark ?? MASQUERADE_MARK;
   const loopback = cfg.family === "ip" ? "127.0.0.0/8" : "::1";
   const toNode = `${ipk} daddr != ${loopback} ${ipk} daddr @${STATIC.nodePortIPs} fib daddr type local`;
   const hasNodePorts = cfg.nodePortCIDRs.length > 0;
-  const mark = cfg.masqueradeMark ?? MASQUERADE_MARK;
-  const base = (type: string, hook: string, prio: number) =>
-    `{ type ${type} hook ${hook} priority ${prio}; policy accept; }`;
+  const base = (type: BaseChainHook["type"], hook: BaseChainHook["hook"], priority: number) => ({
+    type,
+    hook,
+    priority,
+  });
   return [
     {
       name: STATIC.services,
@@ -135,32 +139,47 @@ export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
  */
 export function skeletonOps(cfg: TableConfig): NftOp[] {
   const ipk = cfg.family;
-  const addr = cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr";
-  const svcKey = `${addr} . inet_proto . inet_service`;
-  const set = (name: string, spec: string): NftOp => ({ verb: "add", kind: "set", name, spec });
-  const map = (name: string, spec: string): NftOp => ({ verb: "add", kind: "map", name, spec });
+  const addr = addressType(cfg.family);
+  const set = (name: string, declaration: SetDeclaration): NftOp => ({
+    verb: "add",
+    kind: "set",
+    name,
+    declaration,
+  });
+  const map = (name: string, declaration: SetDeclaration): NftOp => ({
+    verb: "add",
+    kind: "map",
+    name,
+    declaration,
+  });
+  const ranges: SetDeclaration = { key: { types: [addr] }, flags: ["interval"], autoMerge: true };
+  const toService: SetDeclaration = {
+    key: { types: [addr, "inet_proto", "inet_service"] },
+    value: "verdict",
+  };
+  const toNodePort: SetDeclaration = { key: { types: ["inet_proto", "inet_service"] }, value: "verdict" };
   const out: NftOp[] = [
     { verb: "add", kind: "table" },
-    set(STATIC.clusterIPs, `{ type ${addr}; }`),
-    set(STATIC.nodePortIPs, `{ type ${addr}; flags interval; auto-merge; }`),
-    set(STATIC.podCIDRs, `{ type ${addr}; flags interval; auto-merge; }`),
-    set(STATIC.serviceCIDRs, `{ type ${addr}; flags interval; auto-merge; }`),
-    set(STATIC.hairpin, `{ type ${addr} . ${addr}; }`),
-    map(STATIC.serviceIPs, `{ type ${svcKey} : verdict; }`),
-    map(STATIC.serviceNodePorts, "{ type inet_proto . inet_service : verdict; }"),
-    map(STATIC.noEndpointServices, `{ type ${svcKey} : verdict; }`),
-    map(STATIC.noEndpointNodePorts, "{ type inet_proto . inet_service : verdict; }"),
-    map(STATIC.firewallIPs, `{ type ${svcKey} : verdict; }`),
+    set(STATIC.clusterIPs, { key: { types: [addr] } }),
+    set(STATIC.nodePortIPs, ranges),
+    set(STATIC.podCIDRs, ranges),
+    set(STATIC.serviceCIDRs, ranges),
+    set(STATIC.hairpin, { key: { types: [addr, addr] } }),
+    map(STATIC.serviceIPs, toService),
+    map(STATIC.serviceNodePorts, toNodePort),
+    map(STATIC.noEndpointServices, toService),
+    map(STATIC.noEndpointNodePorts, toNodePort),
+    map(STATIC.firewallIPs, toService),
   ];
   // `typeof` because a numgen value has no named type; the modulus in it does not matter.
   for (const p of PROTOCOLS) {
     const value = `${ipk} daddr . ${p} dport`;
     out.push(
-      map(
-        endpointsMapName.byAddress(p),
-        `{ typeof ${ipk} daddr . th dport . numgen random mod 1 : ${value}; }`,
-      ),
-      map(endpointsMapName.byNodePort(p), `{ typeof th dport . numgen random mod 1 : ${value}; }`),
+      map(endpointsMapName.byAddress(p), {
+        key: { typeOf: `${ipk} daddr . th dport . numgen random mod 1` },
+        value,
+      }),
+      map(endpointsMapName.byNodePort(p), { key: { typeOf: "th dport . numgen random mod 1" }, value }),
     );
   }
   const chains = staticChains(cfg);

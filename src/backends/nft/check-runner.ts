@@ -7,7 +7,7 @@
 // before it parsed the ruleset again for every transaction, quadratic in its size (minutes for a
 // ruleset of a hundred transactions).
 
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
 import type { NftRunner } from "./runner.ts";
 
 export class CheckingNftRunner implements NftRunner {

@@ -2,8 +2,8 @@
 // node's addresses, which are passed in.
 
 import { type TrafficAddressSettings, trafficOfFamily } from "../../host/traffic-addresses.ts";
-import { ipFamilyOfTable } from "./addresses.ts";
-import type { NftFamily, TableConfig } from "./fragment.ts";
+import { ipFamilyOfNft, type NftFamily } from "../../model/ip.ts";
+import type { TableConfig } from "./fragment.ts";
 import { type NftOp, renderScript } from "./ops.ts";
 
 export interface NftSettings extends TrafficAddressSettings {
@@ -22,7 +22,7 @@ export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[
   return (["ip", "ip6"] as NftFamily[]).map((family) => ({
     family,
     table: settings.table,
-    ...traffic(ipFamilyOfTable(family)),
+    ...traffic(ipFamilyOfNft(family)),
   }));
 }
 

@@ -2,8 +2,8 @@
 // chains it uses, its ClientIP affinity sets and its elements in the shared maps and sets.
 // Fragments are plain data, so the renderer stays pure and the sync can diff them.
 
-/** nft address families kpng programs: one table each. */
-export type NftFamily = "ip" | "ip6";
+import type { NodeAddresses } from "../../backend-core/family-settings.ts";
+import type { NftFamily } from "../../model/ip.ts";
 
 export interface ChainSpec {
   readonly name: string;
@@ -58,16 +58,7 @@ export const EMPTY_FRAGMENT: Fragment = {
 };
 
 /** How a table is configured: everything the renderer needs beyond the local state. */
-export interface TableConfig {
+export interface TableConfig extends NodeAddresses {
   readonly family: NftFamily;
   readonly table: string;
-  /** CIDRs (this family) whose local addresses accept NodePort traffic; empty: no NodePorts here. */
-  readonly nodePortCIDRs: readonly string[];
-  /** Pod CIDRs (this family): traffic from them is "from the cluster". */
-  readonly podCIDRs: readonly string[];
-  readonly masqueradeAll: boolean;
-  /** The packet mark that asks for masquerade (kube-proxy's 1 << masqueradeBit); 0x4000 when unset. */
-  readonly masqueradeMark?: string;
-  /** The node's own addresses in this family (used for loadBalancerSourceRanges). */
-  readonly nodeIPs: readonly string[];
 }

@@ -8,7 +8,7 @@
 
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { spawnCommand, stopCommand } from "../../host/exec.ts";
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { NftError, type NftRunner } from "./runner.ts";
 

@@ -13,8 +13,8 @@ import type { ChainSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { HairpinEndpoints } from "./hairpins.ts";
 import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
-import type { NftOp } from "./ops.ts";
-import { renderService } from "./render-service.ts";
+import { addressType, type NftOp, type SetDeclaration } from "./ops.ts";
+import { serviceFragment } from "./render-service.ts";
 import { serviceCIDROps, serviceCIDRsOfFamily } from "./service-cidrs.ts";
 import { type ElementOp, PHASE, type Phase, type Unit } from "./transaction.ts";
 
@@ -184,7 +184,7 @@ export class TableMirror {
         this.#services.delete(key);
         continue;
       }
-      const fragment = renderService(svc, this.#cfg);
+      const fragment = serviceFragment(svc, this.#cfg);
       this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, units, touched, unshared, now);
       this.#services.set(key, { svc, fragment });
     }
@@ -243,10 +243,14 @@ export class TableMirror {
         this.#staleSets.delete(s.name);
       } else {
         this.#sets.set(s.name, { staleSince: undefined });
-        const decl = `{ type ${this.#cfg.family === "ip" ? "ipv4_addr" : "ipv6_addr"}; flags dynamic,timeout; timeout ${s.timeoutSeconds}s; }`;
+        const declaration: SetDeclaration = {
+          key: { types: [addressType(this.#cfg.family)] },
+          flags: ["dynamic", "timeout"],
+          timeoutSeconds: s.timeoutSeconds,
+        };
         units.push({
           phase: PHASE.sets,
-          ops: [{ verb: "add", kind: "set", name: s.name, spec: decl }],
+          ops: [{ verb: "add", kind: "set", name: s.name, declaration }],
           elements: [],
         });
       }

@@ -6,9 +6,6 @@ import { createHash } from "node:crypto";
 
 export const DEFAULT_TABLE = "kpng";
 
-/** The packet-mark bit that asks the masquerading chain to SNAT a connection. */
-export const MASQUERADE_MARK = "0x4000";
-
 /** Longest readable suffix kept in a generated name; the hash keeps truncated names unique. */
 const READABLE_MAX = 180;
 
@@ -25,11 +22,6 @@ function shortHash(text: string): string {
 function objectName(prefix: string, readable: string): string {
   const clean = sanitize(readable).slice(0, READABLE_MAX);
   return `${prefix}-${shortHash(`${prefix}|${readable}`)}-${clean}`;
-}
-
-/** What identifies one service port inside one table: namespace/name/protocol/port. */
-export function servicePortId(ns: string, name: string, protocol: string, port: number): string {
-  return `${ns}/${name}/${protocol.toLowerCase()}/${port}`;
 }
 
 /** The per-service-port chains. */

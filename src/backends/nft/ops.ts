@@ -3,14 +3,45 @@
 // rendered once, both as the lines `nft -f` reads and as the single line `nft -i` commits, so
 // nothing ever parses kpng's own rule text back.
 
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
+
+/** Where a base chain hooks into the kernel; kpng's base chains all accept by default. */
+export interface BaseChainHook {
+  readonly type: "filter" | "nat";
+  readonly hook: "prerouting" | "input" | "forward" | "output" | "postrouting";
+  /** Numeric: nft 1.0.6 accepts `dstnat` only on nat-capable hooks. */
+  readonly priority: number;
+}
+
+type DataType = "ipv4_addr" | "ipv6_addr" | "inet_proto" | "inet_service";
+
+/**
+ * A set's or map's declaration. The key (and a map's value) is either a list of data types, or a
+ * `typeof` expression for values that have no named type (numgen), with the value in the same form.
+ */
+export interface SetDeclaration {
+  readonly key: { readonly types: readonly DataType[] } | { readonly typeOf: string };
+  /** Maps only: `verdict`, or the typeof expression of the value. */
+  readonly value?: string;
+  readonly flags?: readonly ("interval" | "dynamic" | "timeout")[];
+  readonly autoMerge?: boolean;
+  readonly timeoutSeconds?: number;
+}
+
+/** The element data type of addresses of a table's family. */
+export function addressType(family: NftFamily): "ipv4_addr" | "ipv6_addr" {
+  return family === "ip" ? "ipv4_addr" : "ipv6_addr";
+}
 
 export type NftOp =
   | { readonly verb: "add" | "delete"; readonly kind: "table" }
-  /** `hook` is a base chain's declaration, e.g. `{ type nat hook output priority -100; policy accept; }`. */
-  | { readonly verb: "add"; readonly kind: "chain"; readonly name: string; readonly hook?: string }
-  /** `spec` is the set's declaration, e.g. `{ type ipv4_addr; flags interval; }`. */
-  | { readonly verb: "add"; readonly kind: "set" | "map"; readonly name: string; readonly spec: string }
+  | { readonly verb: "add"; readonly kind: "chain"; readonly name: string; readonly hook?: BaseChainHook }
+  | {
+      readonly verb: "add";
+      readonly kind: "set" | "map";
+      readonly name: string;
+      readonly declaration: SetDeclaration;
+    }
   | { readonly verb: "flush" | "delete"; readonly kind: "chain" | "set"; readonly name: string }
   | { readonly verb: "add"; readonly kind: "rule"; readonly chain: string; readonly rule: string }
   /** Elements as nft writes them: `10.0.0.1 . tcp . 80` for a set, `key : value` for a map. */
@@ -21,6 +52,19 @@ export type NftOp =
       readonly elements: readonly string[];
     };
 
+function hookText(h: BaseChainHook): string {
+  return `{ type ${h.type} hook ${h.hook} priority ${h.priority}; policy accept; }`;
+}
+
+function declarationText(d: SetDeclaration): string {
+  const key = "types" in d.key ? `type ${d.key.types.join(" . ")}` : `typeof ${d.key.typeOf}`;
+  const parts = [d.value === undefined ? key : `${key} : ${d.value}`];
+  if (d.flags !== undefined && d.flags.length > 0) parts.push(`flags ${d.flags.join(",")}`);
+  if (d.autoMerge === true) parts.push("auto-merge");
+  if (d.timeoutSeconds !== undefined) parts.push(`timeout ${d.timeoutSeconds}s`);
+  return `{ ${parts.join("; ")}; }`;
+}
+
 /** One operation as an nft statement on one line. */
 export function renderOp(op: NftOp, family: NftFamily, table: string): string {
   const t = `${family} ${table}`;
@@ -29,11 +73,11 @@ export function renderOp(op: NftOp, family: NftFamily, table: string): string {
       return `${op.verb} table ${t}`;
     case "chain":
       if (op.verb === "add")
-        return op.hook ? `add chain ${t} ${op.name} ${op.hook}` : `add chain ${t} ${op.name}`;
+        return op.hook ? `add chain ${t} ${op.name} ${hookText(op.hook)}` : `add chain ${t} ${op.name}`;
       return `${op.verb} chain ${t} ${op.name}`;
     case "set":
     case "map":
-      if (op.verb === "add") return `add ${op.kind} ${t} ${op.name} ${op.spec}`;
+      if (op.verb === "add") return `add ${op.kind} ${t} ${op.name} ${declarationText(op.declaration)}`;
       // A map is flushed and deleted as a set.
       return `${op.verb} set ${t} ${op.name}`;
     case "rule":

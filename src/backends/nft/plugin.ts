@@ -12,12 +12,14 @@ import {
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
+import type { CompanionBackend, PreparedCompanion } from "../../node/companion.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
   type NodeServicesFlags,
   parseNodeServicesOptions,
 } from "../../node/options.ts";
+import type { Logger } from "../../observability/log.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
@@ -57,6 +59,9 @@ type NftOptions = z.output<typeof nftOptions> & {
 
 /** How often the rules are checked for deletion by another program. */
 const REPAIR_CHECK_MS = 1000;
+
+/** The deadline of the dry run's one check of the whole ruleset. */
+const DRY_RUN_CHECK_TIMEOUT_MS = 10 * 60_000;
 
 /** Checks every to-nft flag, including the address lists, before anything starts. */
 function parseNftOptions(raw: RawOptions): NftOptions {
@@ -102,7 +107,9 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const log = ctx.log.child({ component: "nft" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     if (opts.dryRun) {
-      const runner = new CheckingNftRunner(new ExecNftRunner(), (text) => process.stdout.write(text));
+      // The whole ruleset is checked at once: tens of seconds at 100k Services, not one transaction's.
+      const checker = new ExecNftRunner(["nft"], { timeoutMs: DRY_RUN_CHECK_TIMEOUT_MS });
+      const runner = new CheckingNftRunner(checker, (text) => process.stdout.write(text));
       const backend = new NftBackend({ runner, tables, log });
       await withFirstState(feed, ctx.signal, (state) => backend.sync(state));
       await runner.verify();
@@ -164,4 +171,50 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     await new ExecNftRunner().run(cleanupTransaction(table));
     ctx.log.info({ table }, "removed kpng nft tables");
   },
+};
+
+/** The table lock, the runner and the node's addresses: to-nft without its node services. */
+async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompanion> {
+  const host = new IpCommandHost();
+  const tables = await configs(opts.settings, host);
+  const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
+  const protectedAddresses = await readProtectedAddresses(host);
+  // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
+  const lock = await acquireTableLock(opts.tableName);
+  const runner = new InteractiveNftRunner({
+    fallback: new ExecNftRunner(),
+    onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
+  });
+  const nodePortCIDRs = tables.flatMap((t) => t.nodePortCIDRs);
+  log.info({ tables: tables.map((t) => `${t.family} ${t.table}`), nodePorts: nodePortCIDRs }, "starting");
+  return {
+    nodePortCIDRs,
+    hostIPs,
+    async run(input, signal, observer) {
+      const backend = new NftBackend({
+        runner,
+        tables,
+        log,
+        syncPeriodMs: opts.syncPeriod,
+        observer,
+        probe: new NftRulesProbe(tables),
+        probeIntervalMs: REPAIR_CHECK_MS,
+      });
+      await backend.run(guardServiceRanges(input, protectedAddresses, log), signal);
+    },
+    async close() {
+      runner.close();
+      await lock.release();
+    },
+  };
+}
+
+/** to-nft as the companion of another backend in the same process (to-ebpf's external traffic). */
+export const nftCompanion: CompanionBackend<NftOptions> = {
+  binaries: toNftPlugin.binaries,
+  addOptions: (cmd) => toNftPlugin.addOptions(cmd),
+  parseOptions: parseNftOptions,
+  settings: (o) => ({ node: o.node, syncPeriodMs: o.syncPeriod, dryRun: o.dryRun }),
+  prepare: (o, ctx) => prepareNft(o, ctx.log.child({ component: "nft" })),
+  cleanup: (o, ctx) => toNftPlugin.cleanup!(o, ctx),
 };

@@ -1,6 +1,6 @@
-// Pure translation of one LocalService into the chains, affinity sets and map elements of one
-// family's table. The brain already chose which endpoints serve internal and external traffic;
-// this file only encodes those choices.
+// Pure translation of one Service's port plan (`backend-core/port-plan.ts`) into the chains,
+// affinity sets and map elements of one family's table. The plan holds every Service decision;
+// this file only writes it in nft's terms.
 //
 // Most service ports own no chain: the dispatch maps send them to a shared `pick-<N>` chain and
 // their endpoints are elements of an endpoints map (`pick.ts`), so an endpoint change touches map
@@ -14,15 +14,9 @@
 // The DNAT happens in the service chain itself, so no per-endpoint chain is needed; hairpin
 // traffic is caught by the static `hairpin-endpoints` set in the masquerading chain.
 
-import { canonicalIP, cidrContains } from "../../model/ip.ts";
-import {
-  endpointString,
-  type LocalEndpoint,
-  type LocalService,
-  type LocalServicePort,
-  ofFamily,
-} from "../../model/local.ts";
-import { ipFamilyOfTable } from "./addresses.ts";
+import { mayHairpin, type PlanEndpoint, type PortPlan, planService } from "../../backend-core/port-plan.ts";
+import { ipFamilyOfNft } from "../../model/ip.ts";
+import { endpointString, type LocalService } from "../../model/local.ts";
 import type {
   AffinitySetSpec,
   ChainSpec,
@@ -32,10 +26,10 @@ import type {
   TableConfig,
 } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
-import { affinitySetName, chainName, type NftProtocol, STATIC, servicePortId } from "./names.ts";
+import { affinitySetName, chainName, STATIC } from "./names.ts";
 import { endpointsMapOf, type PickKind, pickChain } from "./pick.ts";
 
-interface Collector {
+interface FragmentBuilder {
   readonly chains: ChainSpec[];
   readonly shared: Map<string, ChainSpec>;
   readonly sets: Map<string, AffinitySetSpec>;
@@ -46,7 +40,7 @@ interface Collector {
   readonly hairpins: Set<string>;
 }
 
-function addElement(c: Collector, set: string, key: string, value = ""): void {
+function addElement(c: FragmentBuilder, set: string, key: string, value = ""): void {
   let bySet = c.elements.get(set);
   if (bySet === undefined) {
     bySet = new Map();
@@ -57,11 +51,10 @@ function addElement(c: Collector, set: string, key: string, value = ""): void {
   if (!bySet.has(key)) bySet.set(key, { set, key, value });
 }
 
-export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
-  const clusterIP = ofFamily(svc.clusterIPs, ipFamilyOfTable(cfg.family))[0];
-  // As kube-proxy does, a family's table carries a service only when it has a ClusterIP there.
-  if (clusterIP === undefined) return EMPTY_FRAGMENT;
-  const c: Collector = {
+export function serviceFragment(svc: LocalService, cfg: TableConfig): Fragment {
+  const plan = planService(svc, ipFamilyOfNft(cfg.family), cfg);
+  if (plan === undefined) return EMPTY_FRAGMENT;
+  const c: FragmentBuilder = {
     chains: [],
     shared: new Map(),
     sets: new Map(),
@@ -69,7 +62,7 @@ export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
     groups: new Map(),
     hairpins: new Set(),
   };
-  for (const port of svc.ports) renderPort(c, svc, port, canonicalIP(clusterIP), cfg);
+  for (const port of plan.ports) addPortObjects(c, port, cfg);
   return {
     chains: c.chains,
     sharedChains: [...c.shared.values()],
@@ -80,193 +73,142 @@ export function renderService(svc: LocalService, cfg: TableConfig): Fragment {
   };
 }
 
-function addressesOfFamily(ips: readonly string[], cfg: TableConfig): string[] {
-  return ofFamily(ips, ipFamilyOfTable(cfg.family)).map(canonicalIP);
-}
-
-function sameEndpoints(a: readonly LocalEndpoint[], b: readonly LocalEndpoint[]): boolean {
-  return a.length === b.length && a.every((ep, i) => ep.ip === b[i]?.ip && ep.port === b[i]?.port);
-}
-
 /**
  * Sends `<address> . proto . port` (or `proto . nodePort` without an address) to the shared pick
  * chain for this protocol and endpoint count, and lists the endpoints as `<address> . port . i`
  * (or `nodePort . i`) in the protocol's endpoints map.
  */
 function pickFrom(
-  c: Collector,
+  c: FragmentBuilder,
   kind: PickKind,
-  proto: NftProtocol,
+  p: PortPlan,
   address: string | undefined,
   port: number,
-  endpoints: readonly LocalEndpoint[],
+  endpoints: readonly PlanEndpoint[],
   cfg: TableConfig,
 ): void {
-  const chain = pickChain(kind, proto, endpoints.length, cfg);
+  const chain = pickChain(kind, p.protocol, endpoints.length, cfg);
   c.shared.set(chain.name, chain);
   const prefix = address === undefined ? "" : `${address} . `;
   const dispatchMap = address === undefined ? STATIC.serviceNodePorts : STATIC.serviceIPs;
-  addElement(c, dispatchMap, `${prefix}${proto} . ${port}`, `goto ${chain.name}`);
-  const set = endpointsMapOf(kind, proto);
+  addElement(c, dispatchMap, `${prefix}${p.protocol} . ${port}`, `goto ${chain.name}`);
+  const set = endpointsMapOf(kind, p.protocol);
   const groupPrefix = `${prefix}${port} . `;
   const id = `${set} ${groupPrefix}`;
   const values: string[] = [];
   for (const ep of endpoints) {
-    const ip = canonicalIP(ep.ip);
-    values.push(`${ip} . ${ep.port}`);
-    if (mayHairpin(ep)) c.hairpins.add(ip);
+    values.push(`${ep.ip} . ${ep.port}`);
+    if (mayHairpin(ep)) c.hairpins.add(ep.ip);
   }
   if (!c.groups.has(id)) c.groups.set(id, { set, prefix: groupPrefix, values });
 }
 
-function renderPort(c: Collector, svc: LocalService, port: LocalServicePort, cip: string, cfg: TableConfig) {
+function addPortObjects(c: FragmentBuilder, p: PortPlan, cfg: TableConfig) {
   const ipk = cfg.family;
-  const proto = port.protocol.toLowerCase() as NftProtocol;
-  const spId = servicePortId(svc.namespace, svc.name, proto, port.port);
-  const internal = ofFamily(port.internalEndpoints, ipFamilyOfTable(cfg.family));
-  const external = ofFamily(port.externalEndpoints, ipFamilyOfTable(cfg.family));
-  const hasAny = port.endpointFamilies.includes(cfg.family === "ip" ? "IPv4" : "IPv6");
-  const sticky = svc.sessionAffinitySeconds > 0;
-  // Reject (ICMP port unreachable) when nothing serves the port in this family; drop when
-  // endpoints exist but a Local policy excludes all of them.
-  const noEndpoints = hasAny ? "drop" : `goto ${STATIC.rejectChain}`;
-  const serviceKey = `${cip} . ${proto} . ${port.port}`;
+  const { protocol: proto, clusterIP: cip } = p;
+  const sticky = p.affinitySeconds > 0;
+  const noEndpoints = p.noEndpoints === "drop" ? "drop" : `goto ${STATIC.rejectChain}`;
+  const serviceKey = `${cip} . ${proto} . ${p.port}`;
   addElement(c, STATIC.clusterIPs, cip);
 
   let internalChain: string | undefined;
-  if (internal.length === 0) {
+  if (p.internal.length === 0) {
     addElement(c, STATIC.noEndpointServices, serviceKey, noEndpoints);
   } else if (!sticky) {
-    pickFrom(c, "cluster", proto, cip, port.port, internal, cfg);
+    pickFrom(c, "cluster", p, cip, p.port, p.internal, cfg);
   } else {
-    internalChain = chainName.internal(spId);
+    internalChain = chainName.internal(p.id);
     const rules: string[] = [];
-    const toClusterIP = `${ipk} daddr ${cip} meta l4proto ${proto} th dport ${port.port}`;
-    if (cfg.masqueradeAll) rules.push(`${toClusterIP} jump ${STATIC.markForMasquerade}`);
-    else if (cfg.podCIDRs.length > 0) {
+    const toClusterIP = `${ipk} daddr ${cip} meta l4proto ${proto} th dport ${p.port}`;
+    if (p.clusterMasquerade === "all") rules.push(`${toClusterIP} jump ${STATIC.markForMasquerade}`);
+    else if (p.clusterMasquerade === "non-pods") {
       rules.push(`${toClusterIP} ${ipk} saddr != @${STATIC.podCIDRs} jump ${STATIC.markForMasquerade}`);
     }
-    rules.push(...balance(c, internal, spId, proto, svc.sessionAffinitySeconds, cfg));
+    rules.push(...balanceStatements(c, p, p.internal, p.affinitySeconds, cfg));
     c.chains.push({ name: internalChain, rules, level: 0 });
     addElement(c, STATIC.serviceIPs, serviceKey, `goto ${internalChain}`);
   }
 
-  const nodePort = cfg.nodePortCIDRs.length > 0 ? port.nodePort : 0;
-  const externalIPs = addressesOfFamily(svc.externalIPs, cfg);
-  const lbIPs = addressesOfFamily(svc.loadBalancerIPs, cfg);
-  const vips = [...externalIPs, ...lbIPs];
-  if (nodePort === 0 && vips.length === 0) return;
+  if (!p.takesExternal) return;
+  const vips = p.externalAddresses;
 
-  if (!hasAny) {
-    // Nothing to balance over: the no-endpoint maps below reject.
-  } else if (!sticky && svc.externalTrafficPolicy === "Cluster") {
-    if (external.length > 0) {
-      for (const vip of vips) pickFrom(c, "external", proto, vip, port.port, external, cfg);
-      if (nodePort > 0) pickFrom(c, "nodePort", proto, undefined, nodePort, external, cfg);
-    }
+  if (!p.servesExternal) {
+    // Nothing to balance over: the no-endpoint maps below reject or drop.
+  } else if (!sticky && p.masqueradeExternal) {
+    for (const vip of vips) pickFrom(c, "external", p, vip, p.port, p.external, cfg);
+    if (p.nodePort > 0) pickFrom(c, "nodePort", p, undefined, p.nodePort, p.external, cfg);
   } else {
-    if (internalChain === undefined && internal.length > 0) {
+    if (internalChain === undefined && p.shortCircuit) {
       // The eTP Local short-circuit needs a chain over the internal endpoints; the ClusterIP
       // itself still goes through the shared pick chain.
-      internalChain = chainName.internal(spId);
-      c.chains.push({ name: internalChain, rules: balance(c, internal, spId, proto, 0, cfg), level: 0 });
+      internalChain = chainName.internal(p.id);
+      c.chains.push({ name: internalChain, rules: balanceStatements(c, p, p.internal, 0, cfg), level: 0 });
     }
     let externalEndpointsChain: string | undefined;
-    if (external.length > 0) {
-      if (internalChain !== undefined && sameEndpoints(internal, external))
-        externalEndpointsChain = internalChain;
+    if (p.external.length > 0) {
+      if (internalChain !== undefined && p.externalSameAsInternal) externalEndpointsChain = internalChain;
       else {
-        externalEndpointsChain = chainName.externalEndpoints(spId);
-        const rules = balance(c, external, spId, proto, svc.sessionAffinitySeconds, cfg);
+        externalEndpointsChain = chainName.externalEndpoints(p.id);
+        const rules = balanceStatements(c, p, p.external, p.affinitySeconds, cfg);
         c.chains.push({ name: externalEndpointsChain, rules, level: 0 });
       }
     }
-    const externalChain = chainName.external(spId);
+    const externalChain = chainName.external(p.id);
     c.chains.push({
       name: externalChain,
-      rules: externalRules(svc, internalChain, externalEndpointsChain, cfg),
+      rules: externalChainStatements(p, internalChain, externalEndpointsChain, cfg),
       level: 1,
     });
     for (const vip of vips)
-      addElement(c, STATIC.serviceIPs, `${vip} . ${proto} . ${port.port}`, `goto ${externalChain}`);
-    if (nodePort > 0)
-      addElement(c, STATIC.serviceNodePorts, `${proto} . ${nodePort}`, `goto ${externalChain}`);
+      addElement(c, STATIC.serviceIPs, `${vip} . ${proto} . ${p.port}`, `goto ${externalChain}`);
+    if (p.nodePort > 0)
+      addElement(c, STATIC.serviceNodePorts, `${proto} . ${p.nodePort}`, `goto ${externalChain}`);
   }
-  if (external.length === 0) {
+  if (p.external.length === 0) {
     for (const vip of vips)
-      addElement(c, STATIC.noEndpointServices, `${vip} . ${proto} . ${port.port}`, noEndpoints);
-    if (nodePort > 0) addElement(c, STATIC.noEndpointNodePorts, `${proto} . ${nodePort}`, noEndpoints);
+      addElement(c, STATIC.noEndpointServices, `${vip} . ${proto} . ${p.port}`, noEndpoints);
+    if (p.nodePort > 0) addElement(c, STATIC.noEndpointNodePorts, `${proto} . ${p.nodePort}`, noEndpoints);
   }
-  if (lbIPs.length > 0 && svc.sourceRanges.length > 0) {
-    const fw = chainName.firewall(spId);
-    c.chains.push({ name: fw, rules: firewallRules(svc, lbIPs, cfg), level: 0 });
-    for (const lb of lbIPs)
-      addElement(c, STATIC.firewallIPs, `${lb} . ${proto} . ${port.port}`, `goto ${fw}`);
+  if (p.allowList !== undefined) {
+    const fw = chainName.firewall(p.id);
+    const { sourceRanges, loadBalancerIPs } = p.allowList;
+    const rules = [...sourceRanges, ...loadBalancerIPs].map((s) => `${ipk} saddr ${s} return`);
+    c.chains.push({ name: fw, rules: [...rules, "drop"], level: 0 });
+    for (const lb of p.loadBalancerIPs)
+      addElement(c, STATIC.firewallIPs, `${lb} . ${proto} . ${p.port}`, `goto ${fw}`);
   }
 }
 
 /**
- * The entry chain of NodePort, externalIP and load-balancer traffic.
- * - eTP Cluster: masquerade, then the external endpoints.
- * - eTP Local: pod traffic short-circuits to the internal chain unmasqueraded (as if it went out
- *   to a load balancer and back); traffic from the node itself is masqueraded and sent to the
- *   internal chain; everything else goes to the (local) external endpoints, keeping the client IP.
- *   kube-proxy short-circuits to its "cluster" chain; the local state's internal endpoints are
- *   exactly that when iTP is Cluster, and when both policies are Local they are the endpoints the
- *   brain allows for in-cluster traffic, which is the most faithful choice the state offers.
+ * The entry chain of NodePort, externalIP and load-balancer traffic: masquerade (eTP Cluster) or
+ * the eTP Local short-circuit of pod and node-local sources to the internal chain, then the
+ * external endpoints. kube-proxy short-circuits to its "cluster" chain; the local state's
+ * internal endpoints are exactly that when iTP is Cluster, and when both policies are Local
+ * they are the endpoints the brain allows for in-cluster traffic, the most faithful choice the
+ * state offers.
  */
-function externalRules(
-  svc: LocalService,
+function externalChainStatements(
+  p: PortPlan,
   internalChain: string | undefined,
   externalEndpointsChain: string | undefined,
   cfg: TableConfig,
 ): string[] {
   const rules: string[] = [];
-  if (svc.externalTrafficPolicy === "Local") {
-    if (internalChain !== undefined) {
-      if (cfg.podCIDRs.length > 0)
-        rules.push(`${cfg.family} saddr @${STATIC.podCIDRs} goto ${internalChain}`);
-      rules.push(`fib saddr type local jump ${STATIC.markForMasquerade}`);
-      rules.push(`fib saddr type local goto ${internalChain}`);
-    }
-  } else {
-    rules.push(`jump ${STATIC.markForMasquerade}`);
+  if (p.masqueradeExternal) rules.push(`jump ${STATIC.markForMasquerade}`);
+  else if (p.shortCircuit && internalChain !== undefined) {
+    if (cfg.podCIDRs.length > 0) rules.push(`${cfg.family} saddr @${STATIC.podCIDRs} goto ${internalChain}`);
+    rules.push(`fib saddr type local jump ${STATIC.markForMasquerade}`);
+    rules.push(`fib saddr type local goto ${internalChain}`);
   }
   if (externalEndpointsChain !== undefined) rules.push(`goto ${externalEndpointsChain}`);
   return rules;
 }
 
-/**
- * loadBalancerSourceRanges: allowed sources return to the caller, everything else is dropped.
- * When a range holds one of the node's IPs, the load-balancer IPs themselves are allowed too, so
- * traffic the node sends to its own VIP passes. A service whose ranges are all of the other
- * family allows no source in this family.
- */
-function firewallRules(svc: LocalService, lbIPs: readonly string[], cfg: TableConfig): string[] {
-  const ranges = ofFamily(svc.sourceRanges, ipFamilyOfTable(cfg.family));
-  const rules = ranges.map((r) => `${cfg.family} saddr ${r} return`);
-  if (ranges.some((r) => cfg.nodeIPs.some((ip) => cidrContains(r, ip)))) {
-    for (const lb of lbIPs) rules.push(`${cfg.family} saddr ${lb} return`);
-  }
-  rules.push("drop");
-  return rules;
-}
-
-/**
- * Only a pod on this node can reach itself through a service here: endpoints on other nodes need
- * no hairpin element (a million fewer at 100k Services × 10 endpoints); one whose node is unknown
- * keeps it, as it may run here.
- */
-function mayHairpin(ep: LocalEndpoint): boolean {
-  return ep.local || ep.nodeUnknown === true;
-}
-
 /** Uniform choice among endpoints, with ClientIP affinity first when the service asks for it. */
-function balance(
-  c: Collector,
-  endpoints: readonly LocalEndpoint[],
-  spId: string,
-  proto: string,
+function balanceStatements(
+  c: FragmentBuilder,
+  p: PortPlan,
+  endpoints: readonly PlanEndpoint[],
   affinitySeconds: number,
   cfg: TableConfig,
 ): string[] {
@@ -275,12 +217,11 @@ function balance(
   const picks: string[] = [];
   const n = endpoints.length;
   endpoints.forEach((ep, i) => {
-    const ip = canonicalIP(ep.ip);
-    if (mayHairpin(ep)) c.hairpins.add(ip);
-    const dnat = `meta l4proto ${proto} dnat to ${endpointString({ ip, port: ep.port })}`;
+    if (mayHairpin(ep)) c.hairpins.add(ep.ip);
+    const dnat = `meta l4proto ${p.protocol} dnat to ${endpointString(ep)}`;
     let update = "";
     if (affinitySeconds > 0) {
-      const set = affinitySetName(spId, ip, ep.port, affinitySeconds);
+      const set = affinitySetName(p.id, ep.ip, ep.port, affinitySeconds);
       c.sets.set(set, { name: set, timeoutSeconds: affinitySeconds });
       update = `update @${set} { ${ipk} saddr } `;
       rules.push(`${ipk} saddr @${set} ${update}${dnat}`);

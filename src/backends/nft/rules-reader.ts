@@ -1,6 +1,6 @@
 // `kpng explain --rules nft`: the map and set elements and the chains that implement one Service
 // in kpng's nft tables, read from the kernel one element at a time (`nft get element`) and
-// compared with what renderService writes for the brain's state of it. Never a listing of a
+// compared with what serviceFragment writes for the brain's state of it. Never a listing of a
 // chain's rules or of a whole map: nft then loads every element of the table, minutes at 100k
 // Services.
 
@@ -9,7 +9,7 @@ import type { LocalService } from "../../model/local.ts";
 import type { RulesReader, RulesReport } from "../../plugin/rules-reader.ts";
 import type { TableConfig } from "./fragment.ts";
 import { STATIC } from "./names.ts";
-import { renderService } from "./render-service.ts";
+import { serviceFragment } from "./render-service.ts";
 
 /** Runs one `nft` query; undefined when nft says the object does not exist. */
 export interface NftQuery {
@@ -86,7 +86,7 @@ export class NftRulesReader implements RulesReader {
       value === undefined ? `${key}: (missing)` : value === "" ? key : `${key} : ${value}`;
     for (const cfg of this.#tables) {
       const where = `${cfg.family} ${cfg.table}`;
-      const fragment = renderService(service, cfg);
+      const fragment = serviceFragment(service, cfg);
       for (const el of fragment.elements) {
         const found = await this.#element(cfg, el.set, el.key);
         objects.push({ kind: "nft element", name: `${where} ${el.set}`, lines: [show(el.key, found)] });

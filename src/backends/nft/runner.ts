@@ -4,7 +4,7 @@
 
 import type { ChildProcess } from "node:child_process";
 import { type ExecResult, execCommand, stopCommand } from "../../host/exec.ts";
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
 
 export class NftError extends Error {
   readonly stderr: string;

@@ -4,15 +4,14 @@
 // transaction, when the ranges change: the check only sees new connections, so established
 // traffic to allocated addresses is never touched.
 
+import { ipFamilyOfNft, type NftFamily } from "../../model/ip.ts";
 import { ofFamily } from "../../model/local.ts";
-import { ipFamilyOfTable } from "./addresses.ts";
-import type { NftFamily } from "./fragment.ts";
 import { STATIC } from "./names.ts";
 import type { NftOp } from "./ops.ts";
 
 /** The ranges of one table's family, in the order the local state gives them. */
 export function serviceCIDRsOfFamily(cidrs: readonly string[], family: NftFamily): string[] {
-  return ofFamily(cidrs, ipFamilyOfTable(family));
+  return ofFamily(cidrs, ipFamilyOfNft(family));
 }
 
 /** Operations that make the table's range set hold exactly `cidrs` (one family). */

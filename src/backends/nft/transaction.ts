@@ -4,7 +4,7 @@
 // is always created before anything refers to it, every committed transaction leaves a
 // consistent table.
 
-import type { NftFamily } from "./fragment.ts";
+import type { NftFamily } from "../../model/ip.ts";
 import { type NftOp, type NftScript, renderScript } from "./ops.ts";
 
 export type ElementOp = {

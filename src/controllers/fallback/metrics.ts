@@ -1,44 +1,34 @@
 // What the fallback controller exposes on its metrics server.
 
-import { Counter, Gauge } from "prom-client";
-import { registry } from "../../observability/metrics.ts";
+import { counter, gauge } from "../../observability/metrics.ts";
 
-export const fallbackActive = new Gauge({
-  name: "kpng_fallback_active",
-  help: "1 while the Service is served by its fallback pods, 0 otherwise.",
-  labelNames: ["namespace", "service"] as const,
-  registers: [registry],
-});
+export const fallbackActive = gauge(
+  "kpng_fallback_active",
+  "1 while the Service is served by its fallback pods, 0 otherwise.",
+  ["namespace", "service"],
+);
 
-export const fallbackSwitchesTotal = new Counter({
-  name: "kpng_fallback_switches_total",
-  help: "Switches to (activated) or back from (deactivated) a Service's fallback pods.",
-  labelNames: ["direction"] as const,
-  registers: [registry],
-});
+export const fallbackSwitchesTotal = counter(
+  "kpng_fallback_switches_total",
+  "Switches to (activated) or back from (deactivated) a Service's fallback pods.",
+  ["direction"],
+);
 
-export const fallbackWritesTotal = new Counter({
-  name: "kpng_fallback_writes_total",
-  help: "EndpointSlice writes by verb (create, update, delete).",
-  labelNames: ["verb"] as const,
-  registers: [registry],
-});
+export const fallbackWritesTotal = counter(
+  "kpng_fallback_writes_total",
+  "EndpointSlice writes by verb (create, update, delete).",
+  ["verb"],
+);
 
-export const fallbackWriteErrorsTotal = new Counter({
-  name: "kpng_fallback_write_errors_total",
-  help: "Failed API writes by verb and reason (conflict, http, network).",
-  labelNames: ["verb", "reason"] as const,
-  registers: [registry],
-});
+export const fallbackWriteErrorsTotal = counter(
+  "kpng_fallback_write_errors_total",
+  "Failed API writes by verb and reason (conflict, http, network).",
+  ["verb", "reason"],
+);
 
-export const fallbackInvalidServicesTotal = new Counter({
-  name: "kpng_fallback_invalid_annotations_total",
-  help: "Services whose fallback annotations could not be read (a Warning event names the reason).",
-  registers: [registry],
-});
+export const fallbackInvalidServicesTotal = counter(
+  "kpng_fallback_invalid_annotations_total",
+  "Services whose fallback annotations could not be read (a Warning event names the reason).",
+);
 
-export const fallbackLeader = new Gauge({
-  name: "kpng_fallback_leader",
-  help: "1 while this replica holds the leader Lease.",
-  registers: [registry],
-});
+export const fallbackLeader = gauge("kpng_fallback_leader", "1 while this replica holds the leader Lease.");

@@ -6,44 +6,38 @@
 // deadline. Errors are logged and counted, never thrown: a failed cleanup only leaves stale UDP
 // flows, which their timeout ends.
 
-import { Counter, Gauge, Histogram } from "prom-client";
 import type { LocalState } from "../../model/local.ts";
 import type { Logger } from "../../observability/log.ts";
-import { registry } from "../../observability/metrics.ts";
+import { counter, gauge, histogram } from "../../observability/metrics.ts";
 import { parseEntry, staleEntryMatcher } from "./reconcile.ts";
 import type { ConntrackRunner } from "./runner.ts";
 import { type CtFilter, filterLine, staleFilters } from "./stale.ts";
 
-const duration = new Histogram({
-  name: "kubeproxy_conntrack_reconciler_sync_duration_seconds",
-  help: "Time spent removing stale UDP/SCTP conntrack entries (one batch).",
-  buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-  registers: [registry],
-});
+const duration = histogram(
+  "kubeproxy_conntrack_reconciler_sync_duration_seconds",
+  "Time spent removing stale UDP/SCTP conntrack entries (one batch).",
+  [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+);
 
-const deleted = new Counter({
-  name: "kubeproxy_conntrack_reconciler_deleted_entries_total",
-  help: "Stale UDP/SCTP conntrack entries removed.",
-  registers: [registry],
-});
+const deleted = counter(
+  "kubeproxy_conntrack_reconciler_deleted_entries_total",
+  "Stale UDP/SCTP conntrack entries removed.",
+);
 
-const failures = new Counter({
-  name: "kpng_conntrack_cleanup_failures_total",
-  help: "conntrack batches that failed or timed out (logged; the proxy goes on).",
-  registers: [registry],
-});
+const failures = counter(
+  "kpng_conntrack_cleanup_failures_total",
+  "conntrack batches that failed or timed out (logged; the proxy goes on).",
+);
 
-const pendingGauge = new Gauge({
-  name: "kpng_conntrack_cleanup_pending_filters",
-  help: "Stale-entry filters waiting for the conntrack batch in progress to finish.",
-  registers: [registry],
-});
+const pendingGauge = gauge(
+  "kpng_conntrack_cleanup_pending_filters",
+  "Stale-entry filters waiting for the conntrack batch in progress to finish.",
+);
 
-const dropped = new Counter({
-  name: "kpng_conntrack_cleanup_dropped_filters_total",
-  help: "Filters dropped because too many were pending (their entries end by timeout).",
-  registers: [registry],
-});
+const dropped = counter(
+  "kpng_conntrack_cleanup_dropped_filters_total",
+  "Filters dropped because too many were pending (their entries end by timeout).",
+);
 
 /** Bound on pending filters: beyond it conntrack is far behind, and entries time out anyway. */
 const MAX_PENDING = 50_000;

@@ -10,6 +10,11 @@
 import type { LocalState } from "../../model/local.ts";
 import type { CtFilter } from "./stale.ts";
 
+/** conntrack names the families ipv4 and ipv6. */
+function ipFamilyOf(e: CtEntry): "IPv4" | "IPv6" {
+  return e.family === "ipv6" ? "IPv6" : "IPv4";
+}
+
 /** One UDP or SCTP entry of `conntrack -L -o extended`: the original and reply directions. */
 interface CtEntry {
   readonly family: "ipv4" | "ipv6";
@@ -68,7 +73,7 @@ export function staleEntryMatcher(state: LocalState): (e: CtEntry) => CtFilter |
     if (byVip !== undefined) {
       if (byVip.has(e.replySrc)) return undefined;
       return {
-        family: e.family,
+        family: ipFamilyOf(e),
         protocol: e.protocol,
         origDst: e.origDst,
         origDstPort: e.origDstPort,
@@ -77,6 +82,6 @@ export function staleEntryMatcher(state: LocalState): (e: CtEntry) => CtFilter |
     }
     const byNodePort = allowed.get(`${e.protocol} * ${e.origDstPort}`);
     if (byNodePort === undefined || byNodePort.has(e.replySrc)) return undefined;
-    return { family: e.family, protocol: e.protocol, origDstPort: e.origDstPort, replySrc: e.replySrc };
+    return { family: ipFamilyOf(e), protocol: e.protocol, origDstPort: e.origDstPort, replySrc: e.replySrc };
   };
 }

@@ -5,15 +5,15 @@
 // deletion filters out.
 
 import { familyOf } from "../../model/ip.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServicePort, LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 
-type CtFamily = "ipv4" | "ipv6";
 type CtProtocol = "udp" | "sctp";
 
 /** One `conntrack -D` filter. Fields left out match anything. */
 export interface CtFilter {
-  readonly family: CtFamily;
+  readonly family: IPFamily;
   readonly protocol: CtProtocol;
   /** Original destination address (a service IP). */
   readonly origDst?: string;
@@ -23,7 +23,7 @@ export interface CtFilter {
   readonly replySrc?: string;
 }
 
-const ctFamilyOf = (ip: string): CtFamily => (familyOf(ip) === "IPv6" ? "ipv6" : "ipv4");
+const ctFamilyOf = (ip: string): IPFamily => familyOf(ip) ?? "IPv4";
 
 function protocolOf(p: LocalServicePort): CtProtocol | undefined {
   if (p.protocol === "UDP") return "udp";
@@ -93,7 +93,8 @@ export function staleFilters(before: LocalState | undefined, after: LocalState):
 
 /** One line of a `conntrack -R` batch. */
 export function filterLine(f: CtFilter): string {
-  const parts = ["-D", "-f", f.family, "-p", f.protocol];
+  // conntrack names the families ipv4 and ipv6.
+  const parts = ["-D", "-f", f.family.toLowerCase(), "-p", f.protocol];
   if (f.origDst !== undefined) parts.push("--orig-dst", f.origDst);
   parts.push("--dport", String(f.origDstPort));
   if (f.replySrc !== undefined) parts.push("--reply-src", f.replySrc);

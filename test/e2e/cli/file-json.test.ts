@@ -292,6 +292,12 @@ describe("kpng command line mistakes", () => {
       message: /--table-name: not a valid nft table name/,
     },
     {
+      name: "a to-ebpf map size that is no number exits 2",
+      args: ["file", "--input", example, "to-local", "to-ebpf", "--bpf-map-backends", "lots"],
+      code: 2,
+      message: /--bpf-map-backends/,
+    },
+    {
       name: "a bad --nodeport-addresses exits 2 and names it",
       args: ["file", "--input", example, "to-local", "to-nft", "--nodeport-addresses", "10.0.0.0/99"],
       code: 2,

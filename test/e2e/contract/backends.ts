@@ -2,7 +2,18 @@
 // after `to-local`, what `kpng cleanup` calls it, and how to look at its kernel state for the few
 // cases that must (adoption after a restart, cleanup).
 
-import type { Netns } from "../../support/netns.ts";
+import { existsSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { type BpfMounts, mountBpf, type Netns, pinForeignMap } from "../../support/netns.ts";
+
+/** What a backend needs beside its sink flags, made before the suite and removed after it. */
+export interface BackendSetup {
+  /** More sink flags (and the same for `kpng cleanup`). */
+  readonly flags: readonly string[];
+  /** A cgroup that node-local clients and pods join (the eBPF backend balances its sockets). */
+  readonly clientCgroup?: string;
+  teardown(): Promise<void>;
+}
 
 export interface BackendUnderTest {
   readonly name: string;
@@ -18,6 +29,10 @@ export interface BackendUnderTest {
   inspect(node: Netns): Promise<{ readonly kpng: boolean; readonly foreign: boolean }>;
   /** Flushes kpng's rules the way another program might; only for backends that detect it. */
   flush?(node: Netns): Promise<void>;
+  /** An endpoint reaching itself through a Service sees its own address (no masquerade). */
+  readonly hairpinKeepsClientAddress?: boolean;
+  /** Runs before the suite starts kpng. */
+  setup?(): Promise<BackendSetup>;
 }
 
 const nft: BackendUnderTest = {
@@ -73,5 +88,62 @@ function iptables(variant: "nft" | "legacy"): BackendUnderTest {
   };
 }
 
+/**
+ * Socket-level balancing in BPF for node-local clients and pods (which join the test's cgroup),
+ * with the nft rules of the same process for traffic from other machines.
+ */
+function ebpf(): BackendUnderTest {
+  let mounts: BpfMounts | undefined;
+  const m = () => {
+    if (mounts === undefined) throw new Error("ebpf: setup() has not run");
+    return mounts;
+  };
+  const attached = async (node: Netns) => {
+    const out = (await node.exec(["bpftool", "-j", "cgroup", "show", m().clients])).stdout.trim();
+    return (out === "" ? [] : JSON.parse(out)) as { id: number; name: string }[];
+  };
+  return {
+    name: "ebpf",
+    sink: ["to-ebpf"],
+    cleanup: "ebpf",
+    hairpinKeepsClientAddress: true,
+    async setup() {
+      mounts = await mountBpf();
+      return {
+        flags: ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients],
+        clientCgroup: mounts.clients,
+        teardown: () => m().destroy(),
+      };
+    },
+    // The programs stay attached across a restart: same program ids, same nft entry rule.
+    async adoptionMarker(node) {
+      const ids = (await attached(node)).map((a) => `${a.name}=${a.id}`);
+      return ids.length === 0 ? "" : `${ids.join(",")} ${await nft.adoptionMarker(node)}`;
+    },
+    async addForeign(node) {
+      const foreign = join(m().bpfRoot, "someone-else");
+      await pinForeignMap(node, foreign);
+      await nft.addForeign(node);
+    },
+    async inspect(node) {
+      const tables = await nft.inspect(node);
+      const programs = (await attached(node)).some((a) => a.name.startsWith("kpng_"));
+      return {
+        kpng: tables.kpng || programs || existsSync(join(m().bpfRoot, "kpng")),
+        foreign: tables.foreign && existsSync(join(m().bpfRoot, "someone-else")),
+      };
+    },
+    // Detaches the programs, removes every pin and flushes the nft rules.
+    async flush(node) {
+      for (const a of await attached(node)) {
+        const hook = a.name.replace(/^kpng_/, "");
+        await node.exec(["bpftool", "cgroup", "detach", m().clients, hook, "id", String(a.id)]);
+      }
+      rmSync(join(m().bpfRoot, "kpng"), { recursive: true, force: true });
+      await nft.flush?.(node);
+    },
+  };
+}
+
 /** Adding a backend to the contract suite is one line here. */
-export const BACKENDS: readonly BackendUnderTest[] = [nft, iptables("nft"), iptables("legacy")];
+export const BACKENDS: readonly BackendUnderTest[] = [nft, iptables("nft"), iptables("legacy"), ebpf()];

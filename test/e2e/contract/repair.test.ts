@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { outcome, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
-import { BACKENDS } from "./backends.ts";
+import { BACKENDS, type BackendSetup } from "./backends.ts";
 import { kpngArgv, writeCluster } from "./cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
@@ -23,13 +23,20 @@ const V4 = "198.51.100.10";
 const V6 = "2001:db8:1::10";
 
 /** How often each backend checks its rules (nft: 1 s; iptables: --canary-interval, 2 s). */
-const PROBE_MS: Record<string, number> = { nft: 1000, "iptables-nft": 2000, "iptables-legacy": 2000 };
+const PROBE_MS: Record<string, number> = {
+  nft: 1000,
+  "iptables-nft": 2000,
+  "iptables-legacy": 2000,
+  ebpf: 1000,
+};
 /** A repair is a full sync: allowed on top of the probe interval (a loaded two-core machine). */
 const SYNC_MARGIN_MS = 3000;
 
 /** The ways another program empties kpng's rules, per backend: name → argv run in the node. */
 function tamperings(backend: string): [string, string[], string][] {
-  if (backend === "nft")
+  // to-ebpf's traffic from outside the balanced cgroup (this client) is its nft companion's; its
+  // own pins and programs are repaired in test/e2e/ebpf/ebpf.test.ts.
+  if (backend === "nft" || backend === "ebpf")
     return [
       ["nft flush chain ip kpng services", ["nft", "flush", "chain", "ip", "kpng", "services"], V4],
       ["nft flush table ip kpng", ["nft", "flush", "table", "ip", "kpng"], V4],
@@ -51,6 +58,7 @@ for (const backend of BACKENDS)
     const dir = mkdtempSync(join(tmpdir(), "kpng-repair-e2e-"));
     const file = join(dir, "cluster.yaml");
     let kpng: Spawned | undefined;
+    let setup: BackendSetup | undefined;
     let topo: Topology;
     const answers = async (ip: string) =>
       outcome((await probeFrom(topo.client.ns, [tcp(ip, 80, 500)]))[0]!) === "web";
@@ -62,13 +70,22 @@ for (const backend of BACKENDS)
         { name: "web", clusterIP: V4, ports: http, endpoints: [{ ip: "203.0.113.20", node: "node-1" }] },
         { name: "web6", clusterIP: V6, ports: http, endpoints: [{ ip: "2001:db8:2::20", node: "node-1" }] },
       ]);
-      kpng = topo.node.spawn(kpngArgv(MAIN, file, backend.sink), { name: "kpng" });
+      setup = await backend.setup?.();
+      kpng = topo.node.spawn(kpngArgv(MAIN, file, [...backend.sink, ...(setup?.flags ?? [])]), {
+        name: "kpng",
+      });
       for (const ip of [V4, V6]) await eventually(() => answers(ip), `${ip} to answer`);
     });
 
     after(async () => {
       await kpng?.stop();
       if (process.env.KPNG_E2E_LOGS) console.log(kpng?.stderr());
+      if (setup !== undefined) {
+        await topo.node.exec([process.execPath, MAIN, "cleanup", backend.cleanup, ...setup.flags], {
+          allowFailure: true,
+        });
+        await setup.teardown();
+      }
       rmSync(dir, { recursive: true, force: true });
     });
 

@@ -28,7 +28,7 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       after: [dns(["198.51.100.3"])],
       want: [
         {
-          family: "ipv4",
+          family: "IPv4",
           protocol: "udp",
           origDst: "203.0.113.10",
           origDstPort: 53,
@@ -48,30 +48,30 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       after: [dns(["198.51.100.3"], { externalIPs: ["192.0.2.9"], loadBalancerIPs: ["192.0.2.10"] }, 30053)],
       want: [
         {
-          family: "ipv4",
+          family: "IPv4",
           protocol: "udp",
           origDst: "203.0.113.10",
           origDstPort: 53,
           replySrc: "198.51.100.2",
         },
-        { family: "ipv4", protocol: "udp", origDst: "192.0.2.9", origDstPort: 53, replySrc: "198.51.100.2" },
-        { family: "ipv4", protocol: "udp", origDst: "192.0.2.10", origDstPort: 53, replySrc: "198.51.100.2" },
-        { family: "ipv4", protocol: "udp", origDstPort: 30053, replySrc: "198.51.100.2" },
+        { family: "IPv4", protocol: "udp", origDst: "192.0.2.9", origDstPort: 53, replySrc: "198.51.100.2" },
+        { family: "IPv4", protocol: "udp", origDst: "192.0.2.10", origDstPort: 53, replySrc: "198.51.100.2" },
+        { family: "IPv4", protocol: "udp", origDstPort: 30053, replySrc: "198.51.100.2" },
       ],
     },
     {
       name: "a service without endpoints gains one",
       before: [dns([])],
       after: [dns(["198.51.100.2"])],
-      want: [{ family: "ipv4", protocol: "udp", origDst: "203.0.113.10", origDstPort: 53 }],
+      want: [{ family: "IPv4", protocol: "udp", origDst: "203.0.113.10", origDstPort: 53 }],
     },
     {
       name: "a new service with endpoints (its IP may have had dropped flows)",
       before: [],
       after: [dns(["198.51.100.2"], {}, 30053)],
       want: [
-        { family: "ipv4", protocol: "udp", origDst: "203.0.113.10", origDstPort: 53 },
-        { family: "ipv4", protocol: "udp", origDstPort: 30053 },
+        { family: "IPv4", protocol: "udp", origDst: "203.0.113.10", origDstPort: 53 },
+        { family: "IPv4", protocol: "udp", origDstPort: 30053 },
       ],
     },
     {
@@ -80,7 +80,7 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       after: [],
       want: [
         {
-          family: "ipv4",
+          family: "IPv4",
           protocol: "udp",
           origDst: "203.0.113.10",
           origDstPort: 53,
@@ -111,7 +111,7 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       ],
       want: [
         {
-          family: "ipv4",
+          family: "IPv4",
           protocol: "sctp",
           origDst: "203.0.113.10",
           origDstPort: 9,
@@ -125,7 +125,7 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       after: [dns(["2001:db8:1::3"], { clusterIPs: ["2001:db8:2::10"] })],
       want: [
         {
-          family: "ipv6",
+          family: "IPv6",
           protocol: "udp",
           origDst: "2001:db8:2::10",
           origDstPort: 53,
@@ -153,7 +153,7 @@ describe("filterLine", () => {
   test("renders conntrack -D arguments, leaving out what matches anything", () => {
     assert.equal(
       filterLine({
-        family: "ipv4",
+        family: "IPv4",
         protocol: "udp",
         origDst: "203.0.113.10",
         origDstPort: 53,
@@ -162,7 +162,7 @@ describe("filterLine", () => {
       "-D -f ipv4 -p udp --orig-dst 203.0.113.10 --dport 53 --reply-src 198.51.100.2",
     );
     assert.equal(
-      filterLine({ family: "ipv6", protocol: "sctp", origDstPort: 30053 }),
+      filterLine({ family: "IPv6", protocol: "sctp", origDstPort: 30053 }),
       "-D -f ipv6 -p sctp --dport 30053",
     );
   });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { IptablesBackend } from "../../../../src/backends/iptables/backend.ts";
-import { chainName } from "../../../../src/backends/iptables/names.ts";
+import { portChain } from "../../../../src/backends/iptables/names.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { FakeIptables } from "../../../support/fake-iptables.ts";
 import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
@@ -32,15 +32,15 @@ test("first sync is full: shared chains, service chains, jumps from the built-in
   const { ipt, backend } = setup();
   const report = await backend.sync(state([service()]));
   assert.equal(report.full, true);
-  assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES"]);
-  assert.deepEqual(ipt.rules("ipv4", "filter", "INPUT"), [
+  assert.deepEqual(ipt.rules("IPv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES"]);
+  assert.deepEqual(ipt.rules("IPv4", "filter", "INPUT"), [
     "-m conntrack --ctstate NEW -j KPNG-FIREWALL",
     "-m conntrack --ctstate NEW -j KPNG-NODEPORTS",
     "-m conntrack --ctstate NEW -j KPNG-SERVICES",
   ]);
-  assert.ok(ipt.rules("ipv4", "nat", chainName.internal("default/web/tcp/80")));
+  assert.ok(ipt.rules("IPv4", "nat", portChain.internal("default/web/tcp/80")));
   for (const table of ["mangle", "nat", "filter"] as const)
-    assert.ok(await ipt.chainExists("ipv6", table, "KPNG-CANARY"));
+    assert.ok(await ipt.chainExists("IPv6", table, "KPNG-CANARY"));
 });
 
 test("a partial sync rewrites only the changed service's chains (the shared ones did not change)", async () => {
@@ -55,8 +55,8 @@ test("a partial sync rewrites only the changed service's chains (the shared ones
   const report = await backend.sync(state(next, 2));
   assert.equal(report.full, false);
   const v4 = report.texts[0] ?? "";
-  const svc7 = chainName.internal("default/svc-7/tcp/80");
-  const hp7 = chainName.hairpin(svc7);
+  const svc7 = portChain.internal("default/svc-7/tcp/80");
+  const hp7 = portChain.hairpin(svc7);
   const nat = v4.slice(v4.indexOf("*nat"));
   const names = (text: string) =>
     declared(text)
@@ -64,7 +64,7 @@ test("a partial sync rewrites only the changed service's chains (the shared ones
       .sort();
   assert.deepEqual(names(nat), [svc7, hp7].sort());
   assert.doesNotMatch(nat, /^-X /m);
-  assert.ok(ipt.rules("ipv4", "nat", svc7)?.some((r) => r.includes("--to-destination 10.9.9.9:8080")));
+  assert.ok(ipt.rules("IPv4", "nat", svc7)?.some((r) => r.includes("--to-destination 10.9.9.9:8080")));
   assert.doesNotMatch(v4, /-I |-D /, "no jump repairs in a partial sync");
   assert.doesNotMatch(v4, /\*filter/, "the filter table did not change");
   // Down to one endpoint: no hairpin chain any more; it is deleted by a restore of its own after.
@@ -78,7 +78,7 @@ test("a partial sync rewrites only the changed service's chains (the shared ones
   const nat2 = (again.texts[0] ?? "").slice((again.texts[0] ?? "").indexOf("*nat"));
   assert.deepEqual(names(nat2), [svc7, hp7].sort());
   assert.match(nat2, new RegExp(`^-X ${hp7}$`, "m"));
-  assert.equal(ipt.rules("ipv4", "nat", hp7), undefined);
+  assert.equal(ipt.rules("IPv4", "nat", hp7), undefined);
 });
 
 test("an unchanged state runs no restore at all", async () => {
@@ -97,15 +97,15 @@ test("a new service rewrites the shared dispatch chains", async () => {
     state([service(), service({ name: "b", clusterIPs: ["203.0.113.11"] })], 2),
   );
   assert.match(report.texts[0] ?? "", /^:KPNG-SERVICES /m);
-  assert.ok(ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes("203.0.113.11")));
+  assert.ok(ipt.rules("IPv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes("203.0.113.11")));
 });
 
 test("a removed service's chains are deleted, and nothing references them", async () => {
   const { ipt, backend } = setup();
   await backend.sync(state([service(), service({ name: "other", clusterIPs: ["203.0.113.11"] })]));
   await backend.sync(state([service()], 2));
-  assert.equal(ipt.rules("ipv4", "nat", chainName.internal("default/other/tcp/80")), undefined);
-  assert.ok(ipt.rules("ipv4", "nat", chainName.internal("default/web/tcp/80")));
+  assert.equal(ipt.rules("IPv4", "nat", portChain.internal("default/other/tcp/80")), undefined);
+  assert.ok(ipt.rules("IPv4", "nat", portChain.internal("default/web/tcp/80")));
 });
 
 test("a failed restore makes the next sync a full one, which converges the tables", async () => {
@@ -116,13 +116,13 @@ test("a failed restore makes the next sync a full one, which converges the table
   assert.equal(backend.needsFullSync, true);
   const report = await backend.sync(state([service({ name: "b", clusterIPs: ["203.0.113.11"] })], 2));
   assert.equal(report.full, true);
-  assert.equal(ipt.rules("ipv4", "nat", chainName.internal("default/web/tcp/80")), undefined);
+  assert.equal(ipt.rules("IPv4", "nat", portChain.internal("default/web/tcp/80")), undefined);
 });
 
 test("adoption: a new process keeps the jumps, deletes stale KPNG chains and leaves others alone", async () => {
   const ipt = new FakeIptables();
   await setup(ipt).backend.sync(state([service(), service({ name: "old", clusterIPs: ["203.0.113.12"] })]));
-  ipt.edit("ipv4", "nat", (c) => {
+  ipt.edit("IPv4", "nat", (c) => {
     c.set("SOMEONE-ELSE", ["-j RETURN"]);
     c.get("PREROUTING")?.push("-j SOMEONE-ELSE");
   });
@@ -130,28 +130,28 @@ test("adoption: a new process keeps the jumps, deletes stale KPNG chains and lea
   const report = await restarted.sync(state([service()]));
   assert.equal(report.full, true);
   assert.doesNotMatch(report.texts[0] ?? "", /^-[ID] /m, "jumps already right: not touched");
-  assert.equal(ipt.rules("ipv4", "nat", chainName.internal("default/old/tcp/80")), undefined);
-  assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES", "-j SOMEONE-ELSE"]);
-  assert.deepEqual(ipt.rules("ipv4", "nat", "SOMEONE-ELSE"), ["-j RETURN"]);
+  assert.equal(ipt.rules("IPv4", "nat", portChain.internal("default/old/tcp/80")), undefined);
+  assert.deepEqual(ipt.rules("IPv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES", "-j SOMEONE-ELSE"]);
+  assert.deepEqual(ipt.rules("IPv4", "nat", "SOMEONE-ELSE"), ["-j RETURN"]);
 });
 
 test("a full sync after the nat table was flushed restores everything", async () => {
   const { ipt, backend } = setup();
   await backend.sync(state([service()]));
-  ipt.edit("ipv4", "nat", (c) => {
+  ipt.edit("IPv4", "nat", (c) => {
     for (const name of [...c.keys()]) if (name.startsWith("KPNG-")) c.delete(name);
     for (const rules of c.values()) rules.length = 0;
   });
   await backend.sync(state([service()]), true);
-  assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES"]);
-  assert.ok(ipt.rules("ipv4", "nat", chainName.internal("default/web/tcp/80")));
+  assert.deepEqual(ipt.rules("IPv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES"]);
+  assert.ok(ipt.rules("IPv4", "nat", portChain.internal("default/web/tcp/80")));
 });
 
 test("plan() is the full restore input, accepted by a fresh table", async () => {
   const ipt = new FakeIptables();
   const { backend } = setup(new FakeIptables());
   for (const [i, text] of backend.plan(state([service()])).entries())
-    await ipt.restore(i === 0 ? "ipv4" : "ipv6", text, { test: true });
+    await ipt.restore(i === 0 ? "IPv4" : "IPv6", text, { test: true });
 });
 
 for (const [what, tamper] of [
@@ -182,18 +182,18 @@ for (const [what, tamper] of [
     const running = backend.run(feedOf(state([service()])), ac.signal);
     // Only a full sync writes the mangle table (its canary).
     const fullSyncs = () =>
-      ipt.restores.filter((r) => r.family === "ipv4" && r.text.startsWith("*mangle")).length;
+      ipt.restores.filter((r) => r.family === "IPv4" && r.text.startsWith("*mangle")).length;
     try {
       await eventually(() => fullSyncs() === 1, "the first sync");
       const checks = ipt.checks;
       await eventually(() => ipt.checks > checks + 8, "the probe runs");
       assert.equal(fullSyncs(), 1, "rules in place: no resync");
-      ipt.edit("ipv4", "nat", tamper);
+      ipt.edit("IPv4", "nat", tamper);
       await eventually(() => fullSyncs() === 2, "a repair");
-      assert.ok(ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.length);
-      assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES"]);
+      assert.ok(ipt.rules("IPv4", "nat", "KPNG-SERVICES")?.length);
+      assert.deepEqual(ipt.rules("IPv4", "nat", "PREROUTING"), ["-j KPNG-SERVICES"]);
       assert.equal(
-        ipt.restores.filter((r) => r.family === "ipv6" && r.text.startsWith("*mangle")).length,
+        ipt.restores.filter((r) => r.family === "IPv6" && r.text.startsWith("*mangle")).length,
         1,
         "IPv6 untouched",
       );
@@ -208,14 +208,14 @@ test("Service ranges: after the reject of allocated cluster IPs, the rest of eac
   const { ipt, backend } = setup();
   const ranges = ["203.0.113.0/24", "2001:db8:1::/112"];
   await backend.sync(state([service()], 1, ranges));
-  const v4 = ipt.rules("ipv4", "filter", "KPNG-SERVICES") ?? [];
+  const v4 = ipt.rules("IPv4", "filter", "KPNG-SERVICES") ?? [];
   const reject = v4.findIndex((r) => r.endsWith("-j REJECT"));
   const drop = v4.indexOf("-d 203.0.113.0/24 -j DROP");
   assert.ok(reject >= 0 && drop > reject, v4.join("\n"));
-  assert.ok((ipt.rules("ipv6", "filter", "KPNG-SERVICES") ?? []).includes("-d 2001:db8:1::/112 -j DROP"));
+  assert.ok((ipt.rules("IPv6", "filter", "KPNG-SERVICES") ?? []).includes("-d 2001:db8:1::/112 -j DROP"));
   const before = ipt.restores.length;
   await backend.sync(state([service()], 2, []));
-  assert.ok(!(ipt.rules("ipv4", "filter", "KPNG-SERVICES") ?? []).some((r) => r.endsWith("-j DROP")));
+  assert.ok(!(ipt.rules("IPv4", "filter", "KPNG-SERVICES") ?? []).some((r) => r.endsWith("-j DROP")));
   const partial = ipt.restores
     .slice(before)
     .map((r) => r.text)
@@ -237,12 +237,12 @@ test("many chains to write go in several nat restores: each service whole, the d
   for (const [i, text] of nat.entries()) {
     if (i < nat.length - 1) assert.doesNotMatch(text, /^:KPNG-SERVICES /m);
     for (const svcName of ["svc-3", "svc-9"]) {
-      const svc = chainName.internal(`default/${svcName}/tcp/80`);
-      if (text.includes(`:${svc} `)) assert.match(text, new RegExp(`^:${chainName.hairpin(svc)} `, "m"));
+      const svc = portChain.internal(`default/${svcName}/tcp/80`);
+      if (text.includes(`:${svc} `)) assert.match(text, new RegExp(`^:${portChain.hairpin(svc)} `, "m"));
     }
   }
-  for (const chain of ["KPNG-SERVICES", chainName.internal("default/svc-11/tcp/80")])
-    assert.deepEqual(split.rules("ipv4", "nat", chain), one.rules("ipv4", "nat", chain));
+  for (const chain of ["KPNG-SERVICES", portChain.internal("default/svc-11/tcp/80")])
+    assert.deepEqual(split.rules("IPv4", "nat", chain), one.rules("IPv4", "nat", chain));
   // A partial sync of one service stays one restore (its unused hairpin chain goes in another).
   const before = split.restores.length;
   const changed = service({ ...services[4], ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] });
@@ -268,7 +268,7 @@ test("a changed service whose dispatch lines change rewrites the dispatch chain;
     ),
   );
   assert.match(report.texts[0] ?? "", /^:KPNG-SERVICES /m);
-  assert.ok(ipt.rules("ipv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes("--dport 8443")));
+  assert.ok(ipt.rules("IPv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes("--dport 8443")));
   const eps = service({ ...moved, ports: [port({ port: 8443, internalEndpoints: [ep("10.9.9.9")] })] });
   const again = await backend.sync(
     state(

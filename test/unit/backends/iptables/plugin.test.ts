@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { familySettings } from "../../../../src/backend-core/family-settings.ts";
 import { cleanupTableText } from "../../../../src/backends/iptables/cleanup.ts";
-import { familyConfigs } from "../../../../src/backends/iptables/config.ts";
 import { parseIptablesOptions } from "../../../../src/backends/iptables/plugin.ts";
 import { staticRules } from "../../../../src/backends/iptables/ruleset.ts";
 import { countKubeLines, pickVariant } from "../../../../src/backends/iptables/variant.ts";
@@ -34,7 +34,7 @@ test("options: a bad flag is a UsageError naming it", () => {
 });
 
 test("family configs split node-port and pod CIDRs by family; primary means the node's IPs", () => {
-  const [v4, v6] = familyConfigs(
+  const [v4, v6] = familySettings(
     { nodePortAddresses: "primary", clusterCIDRs: "10.244.0.0/16,2001:db8:1::/64", masqueradeAll: false },
     ["192.0.2.1", "2001:db8::1"],
   );
@@ -54,27 +54,27 @@ test("variant: legacy only when it holds more Kubernetes rules than nft", () => 
 
 test("cleanup removes kpng's chains and jumps only", async () => {
   const ipt = new FakeIptables();
-  ipt.edit("ipv4", "nat", (c) => {
+  ipt.edit("IPv4", "nat", (c) => {
     c.set("KPNG-SERVICES", ["-j KPNG-SVC-A"]);
     c.set("KPNG-SVC-A", ["-j RETURN"]);
     c.set("OTHER", []);
     c.get("PREROUTING")?.push("-j OTHER", "-j KPNG-SERVICES");
   });
-  await ipt.restore("ipv4", cleanupTableText("nat", await ipt.save("ipv4", "nat")));
-  assert.deepEqual(ipt.chains("ipv4", "nat").sort(), [
+  await ipt.restore("IPv4", cleanupTableText("nat", await ipt.save("IPv4", "nat")));
+  assert.deepEqual(ipt.chains("IPv4", "nat").sort(), [
     "INPUT",
     "OTHER",
     "OUTPUT",
     "POSTROUTING",
     "PREROUTING",
   ]);
-  assert.deepEqual(ipt.rules("ipv4", "nat", "PREROUTING"), ["-j OTHER"]);
-  assert.equal(cleanupTableText("filter", await ipt.save("ipv4", "filter")), "");
+  assert.deepEqual(ipt.rules("IPv4", "nat", "PREROUTING"), ["-j OTHER"]);
+  assert.equal(cleanupTableText("filter", await ipt.save("IPv4", "filter")), "");
 });
 
 test("--masquerade-bit sets the mark of KPNG-MARK-MASQ and KPNG-POSTROUTING (kube-proxy's masqueradeBit)", () => {
   const marks = (bit: string) => {
-    const [v4] = familyConfigs(parseIptablesOptions({ masqueradeBit: bit }), []);
+    const [v4] = familySettings(parseIptablesOptions({ masqueradeBit: bit }), []);
     assert.ok(v4);
     return staticRules(v4, []).nat.filter((l) => /mark/.test(l));
   };
@@ -92,7 +92,7 @@ test("--masquerade-bit sets the mark of KPNG-MARK-MASQ and KPNG-POSTROUTING (kub
 
 test("--localhost-nodeports: IPv4 NodePorts on 127.0.0.1 too, martian packets to 127/8 dropped; IPv6 never", () => {
   const rules = (localhost: boolean) =>
-    familyConfigs(
+    familySettings(
       parseIptablesOptions({ nodeportAddresses: "0.0.0.0/0,::/0", localhostNodeports: localhost }),
       [],
     ).map((cfg) => staticRules(cfg, []));

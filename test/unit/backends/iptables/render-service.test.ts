@@ -1,33 +1,33 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { chainName } from "../../../../src/backends/iptables/names.ts";
-import { renderService } from "../../../../src/backends/iptables/render-service.ts";
+import { portChain } from "../../../../src/backends/iptables/names.ts";
+import { serviceRules } from "../../../../src/backends/iptables/render-service.ts";
 import { ep, port, service, V4, V6 } from "./fixtures.ts";
 
 const SP = "default/web/tcp/80";
-const SVC = chainName.internal(SP);
-const EXT = chainName.external(SP);
-const sep = (ip: string, p = 8080) => chainName.endpoint(SP, ip, p);
+const SVC = portChain.internal(SP);
+const EXT = portChain.external(SP);
+const sep = (ip: string, p = 8080) => portChain.endpoint(SP, ip, p);
 
 test("chain names fit iptables' 28-character limit and differ per service port", () => {
   const names = [
     SVC,
     EXT,
-    chainName.firewall(SP),
-    chainName.externalEndpoints(SP),
-    chainName.hairpin(SVC),
+    portChain.firewall(SP),
+    portChain.externalEndpoints(SP),
+    portChain.hairpin(SVC),
     sep("2001:db8::1"),
   ];
   for (const n of names) assert.ok(n.length <= 28, n);
-  assert.notEqual(chainName.internal("default/web/tcp/81"), SVC);
+  assert.notEqual(portChain.internal("default/web/tcp/81"), SVC);
 });
 
 test("ClusterIP: dispatch, masquerade of non-pod sources, 1/N picks that DNAT, hairpin by source", () => {
-  const r = renderService(service(), V4);
+  const r = serviceRules(service(), V4);
   assert.deepEqual(r.natServices, [
     `-A KPNG-SERVICES -d 203.0.113.10/32 -p tcp -m tcp --dport 80 -m comment --comment "default/web:http_cluster_IP" -j ${SVC}`,
   ]);
-  const hp = chainName.hairpin(SVC);
+  const hp = portChain.hairpin(SVC);
   const half = "-m statistic --mode random --probability 0.5000000000";
   assert.deepEqual(r.chains.get(SVC), [
     `-A ${SVC} -d 203.0.113.10/32 -p tcp -m tcp --dport 80 -j KPNG-MASQ-NON-POD`,
@@ -49,7 +49,7 @@ test("ClusterIP: dispatch, masquerade of non-pod sources, 1/N picks that DNAT, h
 test("three endpoints get probabilities 1/3, 1/2, then the rest, the same for hairpin sources", () => {
   const eps = [ep("198.51.100.2"), ep("198.51.100.3"), ep("198.51.100.4")];
   const rules =
-    renderService(service({ ports: [port({ internalEndpoints: eps })] }), V4).chains.get(SVC) ?? [];
+    serviceRules(service({ ports: [port({ internalEndpoints: eps })] }), V4).chains.get(SVC) ?? [];
   assert.equal(rules.length, 7);
   for (const [i, p] of [
     [1, /--probability 0\.3333333333 /],
@@ -63,7 +63,7 @@ test("three endpoints get probabilities 1/3, 1/2, then the rest, the same for ha
 });
 
 test("one endpoint: no draw, no hairpin chain, the hairpin mark inline", () => {
-  const r = renderService(service({ ports: [port({ internalEndpoints: [ep("198.51.100.2")] })] }), V4);
+  const r = serviceRules(service({ ports: [port({ internalEndpoints: [ep("198.51.100.2")] })] }), V4);
   assert.deepEqual(r.chains.get(SVC)?.slice(1), [
     `-A ${SVC} -s 198.51.100.2/32 -j KPNG-MARK-MASQ`,
     `-A ${SVC} -p tcp -j DNAT --to-destination 198.51.100.2:8080`,
@@ -73,7 +73,7 @@ test("one endpoint: no draw, no hairpin chain, the hairpin mark inline", () => {
 
 test("endpoints sharing an address keep a chain per endpoint (the source cannot tell them apart)", () => {
   const eps = [ep("198.51.100.2", 8080), ep("198.51.100.2", 8081)];
-  const r = renderService(service({ ports: [port({ internalEndpoints: eps })] }), V4);
+  const r = serviceRules(service({ ports: [port({ internalEndpoints: eps })] }), V4);
   assert.deepEqual(r.chains.get(SVC)?.slice(1), [
     `-A ${SVC} -m statistic --mode random --probability 0.5000000000 -j ${sep("198.51.100.2")}`,
     `-A ${SVC} -j ${sep("198.51.100.2", 8081)}`,
@@ -85,13 +85,10 @@ test("endpoints sharing an address keep a chain per endpoint (the source cannot 
 });
 
 test("no endpoints anywhere rejects; endpoints elsewhere but none allowed here drops", () => {
-  const none = renderService(
-    service({ ports: [port({ internalEndpoints: [], externalEndpoints: [] })] }),
-    V4,
-  );
+  const none = serviceRules(service({ ports: [port({ internalEndpoints: [], externalEndpoints: [] })] }), V4);
   assert.equal(none.chains.size, 0);
   assert.match(none.filterServices[0] ?? "", /-d 203\.0\.113\.10\/32 -p tcp -m tcp --dport 80 .*-j REJECT$/);
-  const local = renderService(
+  const local = serviceRules(
     service({ ports: [port({ internalEndpoints: [], endpointFamilies: ["IPv4"], hasEndpoints: true })] }),
     V4,
   );
@@ -99,7 +96,7 @@ test("no endpoints anywhere rejects; endpoints elsewhere but none allowed here d
 });
 
 test("ClientIP affinity: recent checks first, recent --set before the DNAT", () => {
-  const r = renderService(service({ sessionAffinitySeconds: 30 }), V4);
+  const r = serviceRules(service({ sessionAffinitySeconds: 30 }), V4);
   const rules = r.chains.get(SVC) ?? [];
   assert.equal(
     rules[1],
@@ -113,12 +110,12 @@ test("ClientIP affinity: recent checks first, recent --set before the DNAT", () 
 
 test("NodePort under eTP Cluster: masquerade, then the endpoints; no nodeport without node-port addresses", () => {
   const svc = service({ type: "NodePort", ports: [port({ nodePort: 30080 })] });
-  const r = renderService(svc, V4);
+  const r = serviceRules(svc, V4);
   assert.deepEqual(r.natNodePorts, [
     `-A KPNG-NODEPORTS -p tcp -m tcp --dport 30080 -m comment --comment "default/web:http" -j ${EXT}`,
   ]);
   assert.deepEqual(r.chains.get(EXT), [`-A ${EXT} -j KPNG-MARK-MASQ`, `-A ${EXT} -g ${SVC}`]);
-  assert.deepEqual(renderService(svc, { ...V4, nodePortCIDRs: [] }).natNodePorts, []);
+  assert.deepEqual(serviceRules(svc, { ...V4, nodePortCIDRs: [] }).natNodePorts, []);
 });
 
 test("eTP Local: pods and the node short-circuit to the cluster chain, others go to local endpoints", () => {
@@ -128,8 +125,8 @@ test("eTP Local: pods and the node short-circuit to the cluster chain, others go
     externalTrafficPolicy: "Local",
     ports: [port({ nodePort: 30080, externalEndpoints: local })],
   });
-  const r = renderService(svc, V4);
-  const xep = chainName.externalEndpoints(SP);
+  const r = serviceRules(svc, V4);
+  const xep = portChain.externalEndpoints(SP);
   assert.deepEqual(r.chains.get(EXT), [
     `-A ${EXT} -s 10.244.0.0/16 -g ${SVC}`,
     `-A ${EXT} -m addrtype --src-type LOCAL -j KPNG-MARK-MASQ`,
@@ -141,7 +138,7 @@ test("eTP Local: pods and the node short-circuit to the cluster chain, others go
     `-A ${xep} -p tcp -j DNAT --to-destination 198.51.100.2:8080`,
   ]);
   // No local endpoint: the node port drops in the filter table.
-  const none = renderService(
+  const none = serviceRules(
     service({ ...svc, ports: [port({ nodePort: 30080, externalEndpoints: [] })] }),
     V4,
   );
@@ -156,8 +153,8 @@ test("load balancer with source ranges: the firewall chain DNATs allowed sources
     loadBalancerIPs: ["203.0.113.200"],
     sourceRanges: ["192.0.2.0/24", "2001:db8::/64"],
   });
-  const r = renderService(svc, V4);
-  const fw = chainName.firewall(SP);
+  const r = serviceRules(svc, V4);
+  const fw = portChain.firewall(SP);
   // 192.0.2.0/24 holds the node IP: the LB IP itself is an allowed source too.
   assert.deepEqual(r.chains.get(fw), [
     `-A ${fw} -s 192.0.2.0/24 -g ${EXT}`,
@@ -171,12 +168,12 @@ test("load balancer with source ranges: the firewall chain DNATs allowed sources
 });
 
 test("a family carries a service only when it has a cluster IP there; endpoints are filtered by family", () => {
-  assert.equal(renderService(service(), V6).chains.size, 0);
+  assert.equal(serviceRules(service(), V6).chains.size, 0);
   const dual = service({
     clusterIPs: ["203.0.113.10", "2001:db8:2::10"],
     ports: [port({ internalEndpoints: [ep("198.51.100.2"), ep("2001:db8:1::2")] })],
   });
-  const r6 = renderService(dual, V6);
+  const r6 = serviceRules(dual, V6);
   assert.deepEqual(r6.chains.get(SVC)?.slice(1), [
     `-A ${SVC} -s 2001:db8:1::2/128 -j KPNG-MARK-MASQ`,
     `-A ${SVC} -p tcp -j DNAT --to-destination [2001:db8:1::2]:8080`,
@@ -184,15 +181,15 @@ test("a family carries a service only when it has a cluster IP there; endpoints 
 });
 
 test("masquerade-all marks every ClusterIP connection; ExternalName renders nothing", () => {
-  const r = renderService(service(), { ...V4, masqueradeAll: true });
+  const r = serviceRules(service(), { ...V4, masqueradeAll: true });
   assert.equal(
     r.chains.get(SVC)?.[0],
     `-A ${SVC} -d 203.0.113.10/32 -p tcp -m tcp --dport 80 -j KPNG-MARK-MASQ`,
   );
-  assert.equal(renderService(service({ type: "ExternalName" }), V4).chains.size, 0);
+  assert.equal(serviceRules(service({ type: "ExternalName" }), V4).chains.size, 0);
 });
 
 test("SCTP and UDP ports match on their own protocol", () => {
-  const r = renderService(service({ ports: [port({ protocol: "SCTP" })] }), V4);
+  const r = serviceRules(service({ ports: [port({ protocol: "SCTP" })] }), V4);
   assert.match(r.natServices[0] ?? "", /-p sctp -m sctp --dport 80/);
 });

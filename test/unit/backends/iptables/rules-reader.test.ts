@@ -33,7 +33,7 @@ test("the rules the backend programmed read back without drift", async () => {
 
 test("a dispatch rule removed by another program is drift", async () => {
   const ipt = await programmed();
-  ipt.edit("ipv4", "nat", (chains) => {
+  ipt.edit("IPv4", "nat", (chains) => {
     const rules = chains.get("KPNG-SERVICES") ?? [];
     chains.set(
       "KPNG-SERVICES",

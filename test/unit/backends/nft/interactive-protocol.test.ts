@@ -18,7 +18,11 @@ describe("renderTransaction: one rendering for nft -f and nft -i", () => {
               verb: "add",
               kind: "set",
               name: "a",
-              spec: "{ type ipv4_addr; flags dynamic,timeout; timeout 10s; }",
+              declaration: {
+                key: { types: ["ipv4_addr"] },
+                flags: ["dynamic", "timeout"],
+                timeoutSeconds: 10,
+              },
             },
           ],
           elements: [],

@@ -12,15 +12,41 @@ describe("renderOp: each operation as one nft statement", () => {
         verb: "add",
         kind: "chain",
         name: "nat-output",
-        hook: "{ type nat hook output priority -100; policy accept; }",
+        hook: { type: "nat", hook: "output", priority: -100 },
       },
       want: "add chain ip kpng nat-output { type nat hook output priority -100; policy accept; }",
     },
     { op: { verb: "flush", kind: "chain", name: "svc-x" }, want: "flush chain ip kpng svc-x" },
     { op: { verb: "delete", kind: "chain", name: "svc-x" }, want: "delete chain ip kpng svc-x" },
     {
-      op: { verb: "add", kind: "map", name: "m", spec: "{ type ipv4_addr : verdict; }" },
+      op: {
+        verb: "add",
+        kind: "map",
+        name: "m",
+        declaration: { key: { types: ["ipv4_addr"] }, value: "verdict" },
+      },
       want: "add map ip kpng m { type ipv4_addr : verdict; }",
+    },
+    {
+      op: {
+        verb: "add",
+        kind: "set",
+        name: "aff-1",
+        declaration: { key: { types: ["ipv6_addr"] }, flags: ["dynamic", "timeout"], timeoutSeconds: 30 },
+      },
+      want: "add set ip kpng aff-1 { type ipv6_addr; flags dynamic,timeout; timeout 30s; }",
+    },
+    {
+      op: {
+        verb: "add",
+        kind: "map",
+        name: "endpoints-tcp",
+        declaration: {
+          key: { typeOf: "ip daddr . th dport . numgen random mod 1" },
+          value: "ip daddr . tcp dport",
+        },
+      },
+      want: "add map ip kpng endpoints-tcp { typeof ip daddr . th dport . numgen random mod 1 : ip daddr . tcp dport; }",
     },
     { op: { verb: "delete", kind: "set", name: "aff-1" }, want: "delete set ip kpng aff-1" },
     {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Fragment } from "../../../../src/backends/nft/fragment.ts";
 import { chainName } from "../../../../src/backends/nft/names.ts";
-import { renderService } from "../../../../src/backends/nft/render-service.ts";
+import { serviceFragment } from "../../../../src/backends/nft/render-service.ts";
 import { ep, port, service, V4, V6 } from "./fixtures.ts";
 
 const SP = "default/web/tcp/80";
@@ -38,7 +38,7 @@ const cases: Case[] = [
   {
     name: "ClusterIP with endpoints: no chain of its own, the shared pick chain draws from its endpoint elements",
     run: () => {
-      const f = renderService(service(), V4);
+      const f = serviceFragment(service(), V4);
       assert.deepEqual(el(f, "service-ips"), { "203.0.113.10 . tcp . 80": "goto pick-tcp-2" });
       assert.deepEqual(el(f, "cluster-ips"), { "203.0.113.10": "" });
       assert.deepEqual(el(f, "endpoints-tcp"), {
@@ -62,7 +62,7 @@ const cases: Case[] = [
         ep("198.51.100.3"),
         ep("198.51.100.4", 8080, { nodeUnknown: true }),
       ];
-      const f = renderService(service({ ports: [port({ internalEndpoints: eps })] }), V4);
+      const f = serviceFragment(service({ ports: [port({ internalEndpoints: eps })] }), V4);
       assert.deepEqual(Object.keys(el(f, "hairpin-endpoints")).sort(), [
         "198.51.100.2 . 198.51.100.2",
         "198.51.100.4 . 198.51.100.4",
@@ -72,7 +72,7 @@ const cases: Case[] = [
   {
     name: "no endpoints anywhere: rejected, no chain",
     run: () => {
-      const f = renderService(service({ ports: [port({ internalEndpoints: [] })] }), V4);
+      const f = serviceFragment(service({ ports: [port({ internalEndpoints: [] })] }), V4);
       assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.10 . tcp . 80": "goto reject-chain" });
       assert.equal(f.chains.length, 0);
     },
@@ -86,16 +86,16 @@ const cases: Case[] = [
         hasEndpoints: true,
         endpointFamilies: ["IPv4"],
       });
-      const f = renderService(service({ internalTrafficPolicy: "Local", ports: [p] }), V4);
+      const f = serviceFragment(service({ internalTrafficPolicy: "Local", ports: [p] }), V4);
       assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.10 . tcp . 80": "drop" });
     },
   },
   {
     name: "masquerade-all masquerades every ClusterIP connection; no cluster CIDR and not all: none",
     run: () => {
-      const all = renderService(service(), { ...V4, masqueradeAll: true });
+      const all = serviceFragment(service(), { ...V4, masqueradeAll: true });
       assert.equal(rules(all, "pick-tcp-2")?.[0], "jump mark-for-masquerade");
-      const none = renderService(service(), { ...V4, podCIDRs: [] });
+      const none = serviceFragment(service(), { ...V4, podCIDRs: [] });
       assert.equal(rules(none, "pick-tcp-2")?.length, 1);
       assert.ok(!rules(none, "pick-tcp-2")?.some((r) => r.includes("mark-for-masquerade")));
     },
@@ -103,7 +103,7 @@ const cases: Case[] = [
   {
     name: "NodePort eTP Cluster: the node port's pick chain masquerades, then draws from the node port's elements",
     run: () => {
-      const f = renderService(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), V4);
+      const f = serviceFragment(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), V4);
       assert.deepEqual(el(f, "service-nodeports"), { "tcp . 30080": "goto nodeport-pick-tcp-2" });
       assert.deepEqual(el(f, "nodeport-endpoints-tcp"), {
         "30080 . 0": "198.51.100.2 . 8080",
@@ -119,7 +119,7 @@ const cases: Case[] = [
   {
     name: "NodePort is not served in a family without nodeport addresses",
     run: () => {
-      const f = renderService(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), {
+      const f = serviceFragment(service({ type: "NodePort", ports: [port({ nodePort: 30080 })] }), {
         ...V4,
         nodePortCIDRs: [],
       });
@@ -131,7 +131,10 @@ const cases: Case[] = [
     run: () => {
       const local = ep("198.51.100.2", 8080, { local: true });
       const p = port({ nodePort: 30080, externalEndpoints: [local] });
-      const f = renderService(service({ type: "NodePort", externalTrafficPolicy: "Local", ports: [p] }), V4);
+      const f = serviceFragment(
+        service({ type: "NodePort", externalTrafficPolicy: "Local", ports: [p] }),
+        V4,
+      );
       assert.deepEqual(rules(f, EXT), [
         `ip saddr @pod-cidrs goto ${INT}`,
         "fib saddr type local jump mark-for-masquerade",
@@ -158,7 +161,7 @@ const cases: Case[] = [
         loadBalancerIPs: ["203.0.113.200"],
         ports: [p],
       });
-      const f = renderService(svc, V4);
+      const f = serviceFragment(svc, V4);
       assert.deepEqual(el(f, "no-endpoint-nodeports"), { "tcp . 30080": "drop" });
       assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.200 . tcp . 80": "drop" });
       assert.ok(!rules(f, EXT)?.some((r) => r.startsWith("goto xep")));
@@ -172,7 +175,7 @@ const cases: Case[] = [
         externalIPs: ["198.51.100.200"],
         loadBalancerIPs: ["203.0.113.200"],
       });
-      const f = renderService(svc, V4);
+      const f = serviceFragment(svc, V4);
       assert.equal(el(f, "service-ips")["198.51.100.200 . tcp . 80"], "goto ext-pick-tcp-2");
       assert.equal(el(f, "service-ips")["203.0.113.200 . tcp . 80"], "goto ext-pick-tcp-2");
       assert.equal(el(f, "endpoints-tcp")["203.0.113.200 . 80 . 1"], "198.51.100.3 . 8080");
@@ -185,7 +188,7 @@ const cases: Case[] = [
   {
     name: "ClientIP affinity keeps chains of its own for ClusterIP and NodePort traffic",
     run: () => {
-      const f = renderService(
+      const f = serviceFragment(
         service({ type: "NodePort", sessionAffinitySeconds: 3, ports: [port({ nodePort: 30080 })] }),
         V4,
       );
@@ -207,7 +210,7 @@ const cases: Case[] = [
         loadBalancerIPs: ["203.0.113.200"],
         sourceRanges: ["198.51.100.0/24", "192.0.2.0/24", "2001:db8::/64"],
       });
-      const f = renderService(svc, V4);
+      const f = serviceFragment(svc, V4);
       assert.deepEqual(el(f, "firewall-ips"), { "203.0.113.200 . tcp . 80": `goto ${FW}` });
       assert.deepEqual(rules(f, FW), [
         "ip saddr 198.51.100.0/24 return",
@@ -220,7 +223,7 @@ const cases: Case[] = [
   {
     name: "ClientIP affinity: one dynamic set per endpoint, sticky rules before the random pick",
     run: () => {
-      const f = renderService(service({ sessionAffinitySeconds: 3 }), V4);
+      const f = serviceFragment(service({ sessionAffinitySeconds: 3 }), V4);
       assert.equal(f.affinitySets.length, 2);
       assert.ok(f.affinitySets.every((s) => s.timeoutSeconds === 3));
       const [a, b] = f.affinitySets.map((s) => s.name);
@@ -238,21 +241,21 @@ const cases: Case[] = [
       const eps = [ep("198.51.100.2"), ep("2001:db8:1::2")];
       const p = port({ internalEndpoints: eps, externalEndpoints: eps, endpointFamilies: ["IPv4", "IPv6"] });
       const svc = service({ clusterIPs: ["203.0.113.10", "2001:db8:96::a"], ports: [p] });
-      const f6 = renderService(svc, V6);
+      const f6 = serviceFragment(svc, V6);
       assert.deepEqual(el(f6, "service-ips"), { "2001:db8:96::a . tcp . 80": "goto pick-tcp-1" });
       assert.deepEqual(el(f6, "endpoints-tcp"), { "2001:db8:96::a . 80 . 0": "2001:db8:1::2 . 8080" });
       assert.deepEqual(rules(f6, "pick-tcp-1"), [
         "ip6 saddr != @pod-cidrs jump mark-for-masquerade",
         "meta l4proto tcp dnat ip6 to ip6 daddr . th dport . numgen random mod 1 map @endpoints-tcp",
       ]);
-      assert.deepEqual(el(renderService(svc, V4), "endpoints-tcp"), {
+      assert.deepEqual(el(serviceFragment(svc, V4), "endpoints-tcp"), {
         "203.0.113.10 . 80 . 0": "198.51.100.2 . 8080",
       });
     },
   },
   {
     name: "a single-stack IPv4 service is absent from the IPv6 table",
-    run: () => assert.deepEqual(renderService(service(), V6).elements, []),
+    run: () => assert.deepEqual(serviceFragment(service(), V6).elements, []),
   },
   {
     name: "IPv6 endpoints only: the IPv4 table rejects (no endpoints in its family)",
@@ -263,14 +266,14 @@ const cases: Case[] = [
         hasEndpoints: true,
         endpointFamilies: ["IPv6"],
       });
-      const f = renderService(service({ ports: [p] }), V4);
+      const f = serviceFragment(service({ ports: [p] }), V4);
       assert.deepEqual(el(f, "no-endpoint-services"), { "203.0.113.10 . tcp . 80": "goto reject-chain" });
     },
   },
   {
     name: "UDP and SCTP ports use their protocol in keys and DNAT",
     run: () => {
-      const f = renderService(
+      const f = serviceFragment(
         service({ ports: [port({ protocol: "UDP", port: 53 }), port({ protocol: "SCTP", port: 9 })] }),
         V4,
       );

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { TableConfig } from "../../../../src/backends/nft/fragment.ts";
-import { renderService } from "../../../../src/backends/nft/render-service.ts";
+import { serviceFragment } from "../../../../src/backends/nft/render-service.ts";
 import { elementsOfText, type NftQuery, NftRulesReader } from "../../../../src/backends/nft/rules-reader.ts";
 import { ep, port, service } from "./fixtures.ts";
 
@@ -42,7 +42,7 @@ class FakeQuery implements NftQuery {
 
 /** The kernel as the backend would have programmed `svc`. */
 function kernelOf(svc = service()): FakeQuery {
-  const f = renderService(svc, CFG);
+  const f = serviceFragment(svc, CFG);
   const elements = new Map<string, Map<string, string>>();
   const put = (set: string, key: string, value: string) => {
     if (!elements.has(set)) elements.set(set, new Map());

@@ -1,0 +1,175 @@
+// `… to-local to-ebpf`: socket-level Service balancing from BPF maps for everything the node
+// originates, plus the nft backend's rules, driven by the same process, for what the cgroup hooks
+// cannot see (traffic arriving from other machines) and for the drops the programs pass on.
+// `kpng cleanup ebpf` removes both.
+
+import { fileURLToPath } from "node:url";
+import ipaddr from "ipaddr.js";
+import { z } from "zod";
+import { withFirstState } from "../../backend-core/first-state.ts";
+import { SyncLoop } from "../../backend-core/sync-loop.ts";
+import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import type { LocalState } from "../../model/local.ts";
+import type { CompanionBackend } from "../../node/companion.ts";
+import { NodeServices } from "../../node/node-services.ts";
+import type { SyncObserver } from "../../node/sync-observer.ts";
+import type { LocalSinkPlugin, RawOptions } from "../../plugin/contracts.ts";
+import { parseOptionsWith } from "../../plugin/options.ts";
+import { UsageError } from "../../plugin/usage-error.ts";
+import { EbpfBackend } from "./backend.ts";
+import { defaultCgroupRoot, startupProblems } from "./checks.ts";
+import { PinnedMaps } from "./maps.ts";
+import { EbpfProbe } from "./probe.ts";
+import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
+import { renderService } from "./render.ts";
+
+const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
+
+const count = (min: number, max: number) =>
+  z.coerce.number().int("a whole number").min(min, `at least ${min}`).max(max, `at most ${max}`);
+
+const ebpfOptions = z.object({
+  bpfRoot: z.string().min(1, "a bpffs directory").default("/sys/fs/bpf"),
+  cgroupRoot: z.string().min(1, "a cgroup v2 directory").optional(),
+  bpfObject: z.string().min(1).default(DEFAULT_OBJECT),
+  bpfMapServices: count(1024, 16_777_216).default(262_144),
+  bpfMapBackends: count(1024, 67_108_864).default(2_097_152),
+});
+
+interface EbpfOptions<O> {
+  readonly loader: LoaderSettings;
+  /** The companion's options (nft: node addresses, node services, sync period). */
+  readonly companion: O;
+}
+
+/** How often pins and attachments are checked: the probe repairs within this and one sync. */
+const REPAIR_CHECK_MS = 1000;
+
+function parseLoaderOptions(raw: RawOptions): LoaderSettings {
+  const o = parseOptionsWith(ebpfOptions, raw);
+  return {
+    bpfRoot: o.bpfRoot,
+    cgroupRoot: o.cgroupRoot ?? defaultCgroupRoot(),
+    object: o.bpfObject,
+    serviceEntries: o.bpfMapServices,
+    backendEntries: o.bpfMapBackends,
+    affinityEntries: 65_536,
+    reverseEntries: 262_144,
+  };
+}
+
+/**
+ * The to-ebpf sink. `external` serves what the cgroup programs cannot see (traffic from other
+ * machines) and what they pass on unchanged (drops, source ranges, SCTP): the nft backend.
+ */
+export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<EbpfOptions<O>> {
+  return {
+    name: "to-ebpf",
+    description: "balance the node's own connections to services in BPF (cgroup hooks); nft for the rest",
+    defaultMinSyncPeriod: "1s",
+    binaries: [...external.binaries, "bpftool"],
+    addOptions(cmd) {
+      external.addOptions(cmd);
+      cmd
+        .option("--bpf-root <dir>", "the bpffs mount; kpng pins under <dir>/kpng/", "/sys/fs/bpf")
+        .option("--cgroup-root <dir>", "the cgroup v2 tree whose sockets are balanced (default: the host's)")
+        .option("--bpf-object <file>", "the compiled programs (npm run build:bpf)", DEFAULT_OBJECT)
+        .option("--bpf-map-services <n>", "entries of the frontend map (address, port, protocol)", "262144")
+        .option(
+          "--bpf-map-backends <n>",
+          "entries of the backend map (twice the endpoints in use)",
+          "2097152",
+        );
+    },
+    parseOptions: (raw) => ({ loader: parseLoaderOptions(raw), companion: external.parseOptions(raw) }),
+    async run(feed, opts, ctx) {
+      const log = ctx.log.child({ component: "ebpf" });
+      const settings = external.settings(opts.companion);
+      const loader = new BpftoolLoader(opts.loader);
+      if (settings.dryRun) {
+        await withFirstState(feed, ctx.signal, async (state) => {
+          for (const [key, svc] of state.services) {
+            const groups = renderService(svc, { nodePortIPs: [] });
+            process.stdout.write(`${JSON.stringify({ service: key, groups })}\n`);
+          }
+        });
+        return;
+      }
+      // Before anything is attached (exit 2); not in parseOptions, so that `kpng cleanup all`
+      // parses every backend's defaults on any host.
+      const problems = startupProblems(opts.loader);
+      if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
+      const nft = await external.prepare(opts.companion, ctx);
+      const render = { nodePortIPs: nft.hostIPs.filter((ip) => inAny(ip, nft.nodePortCIDRs)) };
+      log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
+      let node: NodeServices | undefined;
+      try {
+        node = await NodeServices.start(settings.node, {
+          mode: "ebpf",
+          families: ["IPv4", "IPv6"],
+          syncPeriodMs: settings.syncPeriodMs,
+          healthCheckAddresses: healthCheckAddresses(nft.nodePortCIDRs, nft.hostIPs),
+          log: ctx.log.child({ component: "node" }),
+        });
+        const [toEbpf, toNft] = jointObservers(node, 2) as [SyncObserver, SyncObserver];
+        const ebpf = new EbpfBackend({
+          loader,
+          openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
+          render,
+          log,
+        });
+        const loop = new SyncLoop({
+          backend: "ebpf",
+          families: [ebpf.asFamily()],
+          log,
+          syncPeriodMs: settings.syncPeriodMs,
+          observer: toEbpf,
+          probe: new EbpfProbe(loader, log),
+          probeIntervalMs: REPAIR_CHECK_MS,
+        });
+        await Promise.all([loop.run(feed, ctx.signal), nft.run(feed, ctx.signal, toNft)]);
+      } finally {
+        // Graceful stop: programs stay attached, maps and rules stay in place.
+        await node?.close();
+        await nft.close();
+      }
+    },
+    async cleanup(opts, ctx) {
+      const done = await new BpftoolLoader(opts.loader).remove();
+      ctx.log.info({ done }, "removed kpng's BPF programs and pins");
+      await external.cleanup(opts.companion, ctx);
+    },
+  };
+}
+
+function inAny(ip: string, cidrs: readonly string[]): boolean {
+  const addr = ipaddr.parse(ip);
+  return cidrs.some((c) => {
+    const [net, bits] = ipaddr.parseCIDR(c);
+    return net.kind() === addr.kind() && addr.match(net, bits);
+  });
+}
+
+/**
+ * One observer per backend feeding the same node services: a state counts as synced (health,
+ * healthCheckNodePorts, conntrack) once every backend has synced it. A backend that keeps failing
+ * (a full map) therefore turns /healthz unhealthy, as a failing nft table does.
+ */
+export function jointObservers(target: SyncObserver, n: number): SyncObserver[] {
+  const revisions = Array.from({ length: n }, () => -1);
+  let reported = -1;
+  return revisions.map((_, i) => ({
+    queued: (state: LocalState) => {
+      if (i === 0) target.queued(state);
+    },
+    async synced(o) {
+      revisions[i] = o.state.revision;
+      const min = Math.min(...revisions);
+      if (min > reported && o.state.revision === min) {
+        reported = min;
+        await target.synced(o);
+      }
+    },
+    failed: () => target.failed(),
+  }));
+}

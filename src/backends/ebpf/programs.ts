@@ -1,0 +1,182 @@
+// The program half of the eBPF runner: creates and pins the maps, loads and pins the programs,
+// attaches them to the cgroup tree, all with bpftool (argv only, a deadline on every call). Pins
+// live under `<bpf-root>/kpng/`; cgroup attachments outlive kpng, so traffic keeps resolving while
+// it restarts. `ensure` is idempotent: on a restart it finds everything in place and changes
+// nothing; after someone removed a pin or detached a program it puts back only what is missing.
+
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { execCommand } from "../../host/exec.ts";
+import { HOOKS, type Hook, MAPS, programName } from "./layout.ts";
+import { mapPinPath } from "./maps.ts";
+
+export interface ProgramLoader {
+  /** Puts back whatever is missing (maps, programs, attachments); returns what it did. */
+  ensure(): Promise<string[]>;
+  /** What is missing or detached; empty when everything is in place. Cheap: one bpftool call. */
+  check(): Promise<string[]>;
+  /** Detaches kpng's programs from the cgroup and removes every pin under `kpng/`. */
+  remove(): Promise<string[]>;
+}
+
+export interface LoaderSettings {
+  readonly bpfRoot: string;
+  readonly cgroupRoot: string;
+  /** The compiled programs (build/kpng.bpf.o). */
+  readonly object: string;
+  readonly serviceEntries: number;
+  readonly backendEntries: number;
+  readonly affinityEntries: number;
+  readonly reverseEntries: number;
+  readonly bpftool?: string;
+}
+
+const TIMEOUT_MS = 10_000;
+
+/** How `bpftool cgroup show` names each hook's attach type. */
+const SHOWN_AS: Readonly<Record<Hook, string>> = {
+  connect4: "cgroup_inet4_connect",
+  connect6: "cgroup_inet6_connect",
+  sendmsg4: "cgroup_udp4_sendmsg",
+  sendmsg6: "cgroup_udp6_sendmsg",
+  recvmsg4: "cgroup_udp4_recvmsg",
+  recvmsg6: "cgroup_udp6_recvmsg",
+  getpeername4: "cgroup_inet4_getpeername",
+  getpeername6: "cgroup_inet6_getpeername",
+};
+
+interface Attached {
+  readonly id: number;
+  readonly attach_type: string;
+  readonly name: string;
+}
+
+export class BpftoolLoader implements ProgramLoader {
+  readonly #s: LoaderSettings;
+  readonly #tool: string;
+
+  constructor(settings: LoaderSettings) {
+    this.#s = settings;
+    this.#tool = settings.bpftool ?? "bpftool";
+  }
+
+  get #dir(): string {
+    return join(this.#s.bpfRoot, "kpng");
+  }
+
+  #progPin(hook: Hook): string {
+    return join(this.#dir, "progs", programName(hook));
+  }
+
+  async ensure(): Promise<string[]> {
+    const done: string[] = [];
+    mkdirSync(join(this.#dir, "maps"), { recursive: true });
+    const sizes = {
+      services: this.#s.serviceEntries,
+      backends: this.#s.backendEntries,
+      affinity: this.#s.affinityEntries,
+      reverse: this.#s.reverseEntries,
+    };
+    for (const m of ["services", "backends", "affinity", "reverse"] as const) {
+      const path = mapPinPath(this.#s.bpfRoot, m);
+      if (existsSync(path)) continue;
+      const d = MAPS[m];
+      await this.#run([
+        "map",
+        "create",
+        path,
+        "type",
+        d.type,
+        "key",
+        String(d.key),
+        "value",
+        String(d.value),
+        "entries",
+        String(sizes[m]),
+        "name",
+        d.name,
+        ...(d.noPrealloc ? ["flags", "1"] : []),
+      ]);
+      done.push(`created map ${d.name}`);
+    }
+    // Programs hold the maps they were loaded with: a re-created map needs them loaded again.
+    const reload = done.length > 0 || !HOOKS.every((h) => existsSync(this.#progPin(h)));
+    if (reload) {
+      // Unpinning does not detach: programs attached now keep running until replaced below.
+      rmSync(join(this.#dir, "progs"), { recursive: true, force: true });
+      const reuse = (["services", "backends", "affinity", "reverse"] as const).flatMap((m) => [
+        "map",
+        "name",
+        MAPS[m].name,
+        "pinned",
+        mapPinPath(this.#s.bpfRoot, m),
+      ]);
+      await this.#run(["prog", "loadall", this.#s.object, join(this.#dir, "progs"), ...reuse]);
+      done.push("loaded programs");
+    }
+    const attached = reload ? new Map<string, Attached>() : await this.#attached();
+    for (const hook of HOOKS) {
+      if (attached.get(SHOWN_AS[hook])?.name === programName(hook)) continue;
+      // override: replaces the program attached before in one step, so no connect goes unbalanced.
+      await this.#run([
+        "cgroup",
+        "attach",
+        this.#s.cgroupRoot,
+        hook,
+        "pinned",
+        this.#progPin(hook),
+        "override",
+      ]);
+      done.push(`attached ${hook}`);
+    }
+    return done;
+  }
+
+  async check(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const m of ["services", "backends", "affinity", "reverse"] as const) {
+      if (!existsSync(mapPinPath(this.#s.bpfRoot, m))) problems.push(`map ${MAPS[m].name} not pinned`);
+    }
+    for (const hook of HOOKS) if (!existsSync(this.#progPin(hook))) problems.push(`${hook} not pinned`);
+    const attached = await this.#attached();
+    for (const hook of HOOKS) {
+      if (attached.get(SHOWN_AS[hook])?.name !== programName(hook)) problems.push(`${hook} not attached`);
+    }
+    return problems;
+  }
+
+  async remove(): Promise<string[]> {
+    const done: string[] = [];
+    if (existsSync(this.#s.cgroupRoot)) {
+      const attached = await this.#attached();
+      for (const hook of HOOKS) {
+        const a = attached.get(SHOWN_AS[hook]);
+        if (a?.name !== programName(hook)) continue;
+        await this.#run(["cgroup", "detach", this.#s.cgroupRoot, hook, "id", String(a.id)]);
+        done.push(`detached ${hook}`);
+      }
+    }
+    if (existsSync(this.#dir)) {
+      rmSync(this.#dir, { recursive: true, force: true });
+      done.push(`removed ${this.#dir}`);
+    }
+    return done;
+  }
+
+  async #attached(): Promise<Map<string, Attached>> {
+    const out = await this.#run(["-j", "cgroup", "show", this.#s.cgroupRoot]);
+    const list = (out.trim() === "" ? [] : JSON.parse(out)) as Attached[];
+    return new Map(list.map((a) => [a.attach_type, a]));
+  }
+
+  async #run(args: readonly string[]): Promise<string> {
+    const r = await execCommand([this.#tool, ...args], { timeoutMs: TIMEOUT_MS });
+    if (r.timedOut)
+      throw new Error(`bpftool ${args.slice(0, 2).join(" ")}: no answer within ${TIMEOUT_MS} ms`);
+    if (r.code !== 0) {
+      const msg = r.stderr.split("\n").filter((l) => l && !/strict mode|legacy option|^If it used/.test(l));
+      throw new Error(`bpftool ${args.join(" ")} failed: ${msg.join("; ") || `exit ${r.code}`}`);
+    }
+    return r.stdout;
+  }
+}

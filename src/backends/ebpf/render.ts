@@ -1,0 +1,79 @@
+// The eBPF renderer: what one Service looks like in the maps. Pure: a Service (and the node's
+// NodePort addresses) in, frontend groups out. A group is one backend list and the frontends that
+// use it: per port and family, the cluster IPs (internal endpoints) and the external addresses
+// (NodePorts on this node, externalIPs, load-balancer IPs). What is not rendered here is left to
+// the nft rules of the same process: drops (a Local policy without a local endpoint, an address
+// that no Service holds), load-balancer IPs with source ranges, SCTP.
+
+import type { IPFamily } from "../../model/kube.ts";
+import { type LocalEndpoint, type LocalService, ofFamily } from "../../model/local.ts";
+import { type Backend, type Frontend, MAX_BACKENDS_PER_SERVICE } from "./layout.ts";
+
+export interface RenderedGroup {
+  /** Stable within its Service: which port, protocol, family and traffic the group serves. */
+  readonly name: string;
+  readonly frontends: readonly Frontend[];
+  /** Empty when the group refuses (reject) or when nothing serves it. */
+  readonly backends: readonly Backend[];
+  /** The frontends refuse connections at once (ECONNREFUSED): nothing serves the port. */
+  readonly reject: boolean;
+  readonly affinitySeconds: number;
+}
+
+export interface RenderContext {
+  /** This node's addresses that serve NodePorts (already filtered by --nodeport-addresses). */
+  readonly nodePortIPs: readonly string[];
+}
+
+const FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
+
+export function renderService(svc: LocalService, ctx: RenderContext): RenderedGroup[] {
+  const groups: RenderedGroup[] = [];
+  for (const port of svc.ports) {
+    if (port.protocol === "SCTP") continue; // sock_addr hooks see TCP and UDP only
+    for (const family of FAMILIES) {
+      const base = `${port.protocol}/${port.port}/${family}`;
+      const addr = (ips: readonly string[], p: number) =>
+        ofFamily(ips, family).map((ip) => ({ ip, port: p, protocol: port.protocol }));
+      // A family the Service does not have: nothing of it is in this family (kube-proxy's per-family proxier).
+      if (ofFamily(svc.clusterIPs, family).length === 0) continue;
+      const hasAny = port.endpointFamilies.includes(family);
+      const internal = group(`${base}/internal`, addr(svc.clusterIPs, port.port), port.internalEndpoints);
+      if (internal) groups.push(internal);
+
+      const external: Frontend[] = [
+        ...addr(svc.externalIPs, port.port),
+        // Load-balancer IPs with source ranges are filtered by the nft rules.
+        ...(svc.sourceRanges.length === 0 ? addr(svc.loadBalancerIPs, port.port) : []),
+        ...(port.nodePort > 0 ? addr(ctx.nodePortIPs, port.nodePort) : []),
+      ];
+      // Traffic from this node to an eTP Local address is known local: kube-proxy sends it to
+      // the cluster-wide endpoints, which the internal list is.
+      const endpoints =
+        svc.externalTrafficPolicy === "Local" ? port.internalEndpoints : port.externalEndpoints;
+      const ext = group(`${base}/external`, external, endpoints);
+      if (ext) groups.push(ext);
+
+      function group(
+        name: string,
+        frontends: readonly Frontend[],
+        eps: readonly LocalEndpoint[],
+      ): RenderedGroup | undefined {
+        if (frontends.length === 0) return undefined;
+        const backends = ofFamily(eps, family)
+          .slice(0, MAX_BACKENDS_PER_SERVICE)
+          .map((e) => ({ ip: e.ip, port: e.port }));
+        // Endpoints that exist but a policy excludes: the packet goes on unchanged, nft drops it.
+        if (backends.length === 0 && hasAny) return undefined;
+        return {
+          name,
+          frontends,
+          backends,
+          reject: backends.length === 0,
+          affinitySeconds: svc.sessionAffinitySeconds,
+        };
+      }
+    }
+  }
+  return groups;
+}

@@ -1,0 +1,39 @@
+// A backend run beside another one, in the same process, on the same feed and node services:
+// the eBPF backend balances what the node originates in its sockets and leaves traffic from
+// other machines (and the drops) to nft rules. The composing sink is handed the companion, so
+// neither backend imports the other.
+
+import type { Command } from "commander";
+import type { LocalStateFeed } from "../model/local.ts";
+import type { RawOptions, RunContext } from "../plugin/contracts.ts";
+import type { NodeServicesFlags } from "./options.ts";
+import type { SyncObserver } from "./sync-observer.ts";
+
+export interface CompanionBackend<O = unknown> {
+  /** Every program it may start, node services included (the image must contain each). */
+  readonly binaries: readonly string[];
+  /** The backend's flags (including the node services' flags, which the composing sink uses). */
+  addOptions(cmd: Command): void;
+  parseOptions(raw: RawOptions): O;
+  /** What the composing sink needs from the companion's options. */
+  settings(opts: O): {
+    readonly node: NodeServicesFlags;
+    readonly syncPeriodMs: number;
+    readonly dryRun: boolean;
+  };
+  /** Reads the node's addresses and takes what the backend holds exclusively; programs nothing. */
+  prepare(opts: O, ctx: RunContext): Promise<PreparedCompanion>;
+  /** Removes what the backend installed. */
+  cleanup(opts: O, ctx: RunContext): Promise<void>;
+}
+
+export interface PreparedCompanion {
+  /** Where NodePorts are served (CIDRs of node addresses). */
+  readonly nodePortCIDRs: readonly string[];
+  /** Every address of the node. */
+  readonly hostIPs: readonly string[];
+  /** Follows the feed until the signal aborts, repairing its own rules (its probe). */
+  run(feed: LocalStateFeed, signal: AbortSignal, observer: SyncObserver): Promise<void>;
+  /** Releases what prepare took; the rules stay in place. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,236 @@
+// The eBPF backend end to end: the real CLI (`kpng file … to-local to-ebpf`) in a node namespace,
+// its programs attached to a cgroup of the test's own mount, a client pod that joins the cgroup
+// before entering its namespace, real TCP and UDP. The connections are balanced by the programs,
+// not by nft: the node's conntrack never sees the Service address.
+
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { outcome, type ProbeRequest, probeFrom, tcp } from "../../support/client.ts";
+import { eventually } from "../../support/eventually.ts";
+import {
+  type BpfMounts,
+  mountBpf,
+  netnsSkipReason,
+  pinForeignMap,
+  type Spawned,
+  suiteTopology,
+} from "../../support/netns.ts";
+import { type TestService, writeCluster } from "../contract/cluster.ts";
+
+const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
+const OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
+const skip =
+  (await netnsSkipReason()) || (existsSync(OBJECT) ? false : "build/kpng.bpf.o missing: npm run build:bpf");
+const echo = { tcpPorts: [8080], udpPorts: [5353] };
+const http = [{ name: "http", port: 80, targetPort: 8080 }];
+
+describe("eBPF backend", { skip }, () => {
+  const env = suiteTopology({
+    pods: [
+      { name: "web-1", echo },
+      { name: "web-2", echo },
+    ],
+  });
+  const dir = mkdtempSync(join(tmpdir(), "kpng-ebpf-e2e-"));
+  const file = join(dir, "cluster.yaml");
+  let mounts: BpfMounts;
+  let kpng: Spawned | undefined;
+  let flags: string[];
+
+  function services(over: Partial<Record<string, Partial<TestService>>> = {}): TestService[] {
+    const topo = env.topology;
+    const on = (pod: string) => ({ ip: topo.pod(pod).ipv4!, node: "node-1" });
+    const base: TestService[] = [
+      { name: "web", clusterIP: "203.0.113.10", ports: http, endpoints: [on("web-1"), on("web-2")] },
+      { name: "empty", clusterIP: "203.0.113.17", ports: http, endpoints: [] },
+      {
+        name: "dns",
+        clusterIP: "203.0.113.18",
+        ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
+        endpoints: [on("web-1"), on("web-2")],
+      },
+      {
+        name: "web6",
+        clusterIP: "2001:db8:2::10",
+        ports: http,
+        endpoints: [
+          { ip: topo.pod("web-1").ipv6!, node: "node-1" },
+          { ip: topo.pod("web-2").ipv6!, node: "node-1" },
+        ],
+      },
+    ];
+    return base.map((s) => ({ ...s, ...(over[s.name] ?? {}) }));
+  }
+
+  const fromClient = (req: ProbeRequest, n: number) =>
+    probeFrom(
+      env.topology.client.ns,
+      Array.from({ length: n }, () => req),
+      { concurrency: 4, cgroup: mounts.clients },
+    );
+  const names = async (req: ProbeRequest, n: number) => new Set((await fromClient(req, n)).map(outcome));
+  const kpngCli = (args: string[], allowFailure = false) =>
+    env.topology.node.exec([process.execPath, MAIN, ...args], { allowFailure });
+  /** What `kpng ebpf list -o json` prints; empty while there are no maps yet. */
+  const listed = async () => {
+    const r = await kpngCli(["ebpf", "list", "-o", "json", "--bpf-root", mounts.bpfRoot], true);
+    return (r.code === 0 ? JSON.parse(r.stdout) : []) as {
+      address: string;
+      port: number;
+      protocol: string;
+      backends: string[];
+    }[];
+  };
+
+  before(async () => {
+    mounts = await mountBpf();
+    flags = ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients];
+    writeCluster(file, services());
+    kpng = env.topology.node.spawn(
+      [
+        process.execPath,
+        MAIN,
+        "file",
+        "--input",
+        file,
+        "to-local",
+        "to-ebpf",
+        ...flags,
+        "--node-name",
+        "node-1",
+        "--nodeport-addresses",
+        "192.0.2.1/32,2001:db8::1/128",
+        "--cluster-cidr",
+        "198.51.100.0/24,2001:db8:1::/64",
+        "--min-sync-period",
+        "100ms",
+        "--healthz-bind-address",
+        "",
+        "--metrics-bind-address",
+        "",
+      ],
+      { name: "kpng", env: { KPNG_LOG_LEVEL: "debug" } },
+    );
+    await eventually(async () => (await listed()).length >= 4, "kpng to program the maps");
+  });
+
+  after(async () => {
+    await kpng?.stop();
+    if (process.env.KPNG_E2E_LOGS) console.log(kpng?.stderr());
+    await kpngCli(["cleanup", "ebpf", ...flags]).catch(() => undefined);
+    await mounts?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("the maps hold each Service address with its endpoints", async () => {
+    const web = (await listed()).find((f) => f.address === "203.0.113.10");
+    assert.deepEqual(web && { ...web, backends: [...web.backends].sort() }, {
+      address: "203.0.113.10",
+      port: 80,
+      protocol: "TCP",
+      backends: [`${env.topology.pod("web-1").ipv4}:8080`, `${env.topology.pod("web-2").ipv4}:8080`].sort(),
+    });
+  });
+
+  test("ClusterIP TCP is balanced by the programs: both endpoints, no conntrack entry for the Service address", async () => {
+    assert.deepEqual([...(await names(tcp("203.0.113.10", 80), 30))].sort(), ["web-1", "web-2"]);
+    const ct = await env.topology.node.exec(["conntrack", "-L", "-d", "203.0.113.10"], {
+      allowFailure: true,
+    });
+    assert.equal(ct.stdout.trim(), "", "nft DNAT would have left a conntrack entry");
+  });
+
+  test("endpoints see the client's own address, and the client sees the Service address as its peer", async () => {
+    const [r] = await fromClient(tcp("203.0.113.10", 80), 1);
+    assert.ok(r?.ok, r && outcome(r));
+    assert.equal(r.reply?.client.address.replace("::ffff:", ""), env.topology.client.ipv4);
+    // getpeername, translated back by the getpeername4 program.
+    assert.equal(r.peer, "203.0.113.10");
+  });
+
+  test("a Service without endpoints refuses at once (ECONNREFUSED)", async () => {
+    const [r] = await fromClient(tcp("203.0.113.17", 80, 2000), 1);
+    assert.equal(r && outcome(r), "refused");
+    assert.ok(r && r.ms < 500, `took ${r?.ms} ms`);
+  });
+
+  test("UDP is balanced", async () => {
+    const seen = await names({ proto: "udp", host: "203.0.113.18", port: 53, timeoutMs: 1000 }, 20);
+    assert.deepEqual([...seen].sort(), ["web-1", "web-2"]);
+  });
+
+  test("IPv6 ClusterIP is balanced", async () => {
+    assert.deepEqual([...(await names(tcp("2001:db8:2::10", 80), 30))].sort(), ["web-1", "web-2"]);
+  });
+
+  test("an endpoint change reaches the maps, and connections follow it", async () => {
+    const only2 = { web: { endpoints: [{ ip: env.topology.pod("web-2").ipv4!, node: "node-1" }] } };
+    writeCluster(file, services(only2));
+    await eventually(
+      async () => [...(await names(tcp("203.0.113.10", 80), 10))].join() === "web-2",
+      "web-2 only",
+    );
+    writeCluster(file, services());
+    await eventually(async () => (await names(tcp("203.0.113.10", 80), 20)).size === 2, "both again");
+  });
+
+  test("removed pins and detached programs are noticed and put back", async () => {
+    await env.topology.node.exec([
+      "bpftool",
+      "cgroup",
+      "detach",
+      mounts.clients,
+      "connect4",
+      "pinned",
+      join(mounts.bpfRoot, "kpng/progs/kpng_connect4"),
+    ]);
+    rmSync(join(mounts.bpfRoot, "kpng", "maps"), { recursive: true, force: true });
+    const started = Date.now();
+    await eventually(
+      async () => {
+        const web = (await listed()).find((f) => f.address === "203.0.113.10");
+        if (web?.backends.length !== 2) return false;
+        const seen = await names(tcp("203.0.113.10", 80), 10);
+        const ct = await env.topology.node.exec(["conntrack", "-L", "-d", "203.0.113.10"], {
+          allowFailure: true,
+        });
+        return seen.size === 2 && ct.stdout.trim() === "";
+      },
+      "the programs and maps to come back",
+      // The probe runs every second; reloading takes bpftool a second on a quiet machine and
+      // far longer on a loaded one, so the deadline here is generous.
+      20_000,
+    );
+    console.log(`repaired in ${Date.now() - started} ms`);
+    assert.match(kpng?.stderr() ?? "", /BPF pins or attachments missing/);
+    // The programs now read the new maps: a change after the repair reaches the traffic.
+    writeCluster(
+      file,
+      services({ web: { endpoints: [{ ip: env.topology.pod("web-1").ipv4!, node: "node-1" }] } }),
+    );
+    await eventually(
+      async () => [...(await names(tcp("203.0.113.10", 80), 10))].join() === "web-1",
+      "web-1 only",
+    );
+    writeCluster(file, services());
+  });
+
+  test("kpng cleanup ebpf detaches and unpins everything, and nothing else", async () => {
+    await kpng?.stop();
+    kpng = undefined;
+    const foreign = join(mounts.bpfRoot, "someone-else");
+    await pinForeignMap(env.topology.node, foreign);
+    await kpngCli(["cleanup", "ebpf", ...flags]);
+    assert.equal(existsSync(join(mounts.bpfRoot, "kpng")), false);
+    assert.equal(existsSync(foreign), true);
+    const shown = (
+      await env.topology.node.exec(["bpftool", "-j", "cgroup", "show", mounts.clients])
+    ).stdout.trim();
+    assert.deepEqual(shown === "" ? [] : JSON.parse(shown), []);
+    rmSync(foreign);
+  });
+});

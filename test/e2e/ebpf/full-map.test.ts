@@ -1,0 +1,122 @@
+// A full BPF map, in the kernel: kpng runs to-ebpf with the smallest backend map the flag allows
+// and more endpoints than fit. The failed write is logged naming the flag, counted in
+// kpng_ebpf_map_full_total, and /healthz turns unhealthy; no frontend names a half-written list.
+// Then the cluster shrinks and everything recovers.
+
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { eventually } from "../../support/eventually.ts";
+import {
+  type BpfMounts,
+  mountBpf,
+  netnsSkipReason,
+  type Spawned,
+  suiteTopology,
+} from "../../support/netns.ts";
+import { type TestService, writeCluster } from "../contract/cluster.ts";
+import { httpGet } from "../node/http-get.ts";
+
+const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
+const OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
+const skip =
+  (await netnsSkipReason()) || (existsSync(OBJECT) ? false : "build/kpng.bpf.o missing: npm run build:bpf");
+
+/** n Services with 10 (unreachable, TEST-NET) endpoints each: 10·n backend slots. */
+function services(n: number): TestService[] {
+  return Array.from({ length: n }, (_, i) => ({
+    name: `s${i}`,
+    clusterIP: `203.0.113.${i + 1}`,
+    ports: [{ name: "http", port: 80, targetPort: 8080 }],
+    endpoints: Array.from({ length: 10 }, (_, e) => ({ ip: `198.51.100.${e + 10}`, node: "node-1" })),
+  }));
+}
+
+describe("eBPF backend with a full map", { skip }, () => {
+  const env = suiteTopology();
+  const dir = mkdtempSync(join(tmpdir(), "kpng-ebpf-full-"));
+  const file = join(dir, "cluster.yaml");
+  let mounts: BpfMounts;
+  let kpng: Spawned | undefined;
+  let flags: string[];
+  const get = (path: string) => httpGet(env.topology.node, `http://127.0.0.1${path}`);
+
+  before(async () => {
+    mounts = await mountBpf();
+    flags = ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients];
+    // 120 Services × 10 endpoints = 1200 slots; the map holds 1024.
+    writeCluster(file, services(120));
+    kpng = env.topology.node.spawn(
+      [
+        process.execPath,
+        MAIN,
+        "file",
+        "--input",
+        file,
+        "to-local",
+        "to-ebpf",
+        ...flags,
+        "--bpf-map-backends",
+        "1024",
+        "--node-name",
+        "node-1",
+        "--sync-period",
+        "1s",
+        "--min-sync-period",
+        "100ms",
+        "--healthz-bind-address",
+        "127.0.0.1:10256",
+        "--metrics-bind-address",
+        "127.0.0.1:10249",
+      ],
+      { name: "kpng" },
+    );
+  });
+
+  after(async () => {
+    await kpng?.stop();
+    await env.topology.node.exec([process.execPath, MAIN, "cleanup", "ebpf", ...flags], {
+      allowFailure: true,
+    });
+    await mounts?.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("the failure is logged naming the flag, counted, and /healthz is unhealthy", async () => {
+    await eventually(
+      async () => /a BPF map is full: raise its --bpf-map-\*/.test(kpng?.stderr() ?? ""),
+      "the log line",
+      60_000,
+    );
+    await eventually(
+      async () => /kpng_ebpf_map_full_total\{map="backends"\} [1-9]/.test((await get(":10249/metrics")).body),
+      "the metric",
+      30_000,
+    );
+    await eventually(async () => (await get(":10256/healthz")).status === 503, "/healthz 503", 30_000);
+  });
+
+  test("once the Services fit, the maps are written and /healthz is healthy again", async () => {
+    writeCluster(file, services(50));
+    await eventually(async () => (await get(":10256/healthz")).status === 200, "/healthz 200", 60_000);
+    const listed = JSON.parse(
+      (
+        await env.topology.node.exec([
+          process.execPath,
+          MAIN,
+          "ebpf",
+          "list",
+          "-o",
+          "json",
+          "--bpf-root",
+          mounts.bpfRoot,
+        ])
+      ).stdout,
+    ) as { backends: string[] }[];
+    assert.equal(listed.length, 50);
+    assert.ok(listed.every((f) => f.backends.length === 10));
+  });
+});

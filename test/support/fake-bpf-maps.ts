@@ -1,0 +1,48 @@
+// In-memory BPF hash maps behind the eBPF backend's map interface. Like the kernel's: a map has a
+// maximum number of entries (a write past it fails with E2BIG, having written what fit), a batch
+// is applied entry by entry, and a test can make the next writes fail.
+
+import { type LbMaps, MapWriteError } from "../../src/backends/ebpf/maps.ts";
+
+type Name = "services" | "backends";
+const E2BIG = 7;
+
+export class FakeBpfMaps implements LbMaps {
+  readonly maps: Record<Name, Map<string, Buffer>> = { services: new Map(), backends: new Map() };
+  readonly capacity: Record<Name, number>;
+  /** Every call, in order: `update services 3`, `delete backends 2`. */
+  readonly calls: string[] = [];
+  /** The next write of this many entries fails (EIO) after writing none. */
+  failNextWrites = 0;
+
+  constructor(capacity: Partial<Record<Name, number>> = {}) {
+    this.capacity = { services: capacity.services ?? 1_000_000, backends: capacity.backends ?? 1_000_000 };
+  }
+
+  update(map: Name, entries: readonly (readonly [Buffer, Buffer])[]): void {
+    if (entries.length === 0) return;
+    this.calls.push(`update ${map} ${entries.length}`);
+    if (this.failNextWrites > 0) {
+      this.failNextWrites--;
+      throw new MapWriteError(map, 5, "Input/output error");
+    }
+    const m = this.maps[map];
+    for (const [k, v] of entries) {
+      const hex = k.toString("hex");
+      if (!m.has(hex) && m.size >= this.capacity[map]) throw new MapWriteError(map, E2BIG, "map full");
+      m.set(hex, Buffer.from(v));
+    }
+  }
+
+  delete(map: Name, keys: readonly Buffer[]): void {
+    if (keys.length === 0) return;
+    this.calls.push(`delete ${map} ${keys.length}`);
+    for (const k of keys) this.maps[map].delete(k.toString("hex"));
+  }
+
+  *entries(map: Name): Iterable<[Buffer, Buffer]> {
+    for (const [k, v] of [...this.maps[map]]) yield [Buffer.from(k, "hex"), Buffer.from(v)];
+  }
+
+  close(): void {}
+}

@@ -1,0 +1,142 @@
+// The map writer against fake maps: what it writes for a change, in which order (a Service
+// switches to its new backend list in one step), and how a restart adopts what the maps hold.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { decodeServiceValue, encodeFrontend } from "../../../../src/backends/ebpf/layout.ts";
+import { listFrontends } from "../../../../src/backends/ebpf/list.ts";
+import { type RenderedGroup, renderService } from "../../../../src/backends/ebpf/render.ts";
+import { MapWriter } from "../../../../src/backends/ebpf/writer.ts";
+import type { LocalService } from "../../../../src/model/local.ts";
+import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
+import { ep, manyServices, port, service } from "../nft/fixtures.ts";
+
+const ctx = { nodePortIPs: ["192.0.2.1"] };
+const rendered = (services: readonly LocalService[]): [string, RenderedGroup[]][] =>
+  services.map((s) => [`${s.namespace}/${s.name}`, renderService(s, ctx)]);
+const listing = (maps: FakeBpfMaps) =>
+  listFrontends(maps).map(
+    (f) => `${f.address}:${f.port}/${f.protocol} ${f.reject ? "reject" : f.backends.join(",")}`,
+  );
+
+describe("eBPF map writer", () => {
+  test("a full sync writes every frontend with its backend list", () => {
+    const maps = new FakeBpfMaps();
+    new MapWriter(maps).fullSync(
+      rendered([
+        service(),
+        service({ name: "empty", clusterIPs: ["203.0.113.17"], ports: [port({ internalEndpoints: [] })] }),
+      ]),
+    );
+    assert.deepEqual(listing(maps), [
+      "203.0.113.10:80/TCP 198.51.100.2:8080,198.51.100.3:8080",
+      "203.0.113.17:80/TCP reject",
+    ]);
+  });
+
+  test("one endpoint change writes that Service only: new slots, then one value, then the old slots go", () => {
+    const maps = new FakeBpfMaps();
+    const writer = new MapWriter(maps);
+    writer.fullSync(rendered(manyServices(100)));
+    maps.calls.length = 0;
+    const changed = manyServices(100)[7]!;
+    const moved = { ...changed, ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] };
+    const report = writer.update(rendered([moved]));
+    assert.deepEqual(report, {
+      services: 1,
+      frontendsWritten: 1,
+      frontendsDeleted: 0,
+      backendsWritten: 1,
+      backendsDeleted: 2,
+    });
+    // The order is what makes the switch atomic for a connect.
+    assert.deepEqual(maps.calls, ["update backends 1", "update services 1", "delete backends 2"]);
+    const value = decodeServiceValue(
+      maps.maps.services.get(
+        encodeFrontend({ ip: moved.clusterIPs[0]!, port: 80, protocol: "TCP" }).toString("hex"),
+      )!,
+    );
+    assert.equal(value.count, 1);
+    assert.equal(value.gen, 1);
+  });
+
+  test("an unchanged Service is not written again", () => {
+    const maps = new FakeBpfMaps();
+    const writer = new MapWriter(maps);
+    writer.fullSync(rendered([service()]));
+    maps.calls.length = 0;
+    writer.update(rendered([service()]));
+    assert.deepEqual(maps.calls, []);
+  });
+
+  test("a deleted Service loses its frontends and its slots", () => {
+    const maps = new FakeBpfMaps();
+    const writer = new MapWriter(maps);
+    writer.fullSync(rendered([service()]));
+    writer.update([["default/web", undefined]]);
+    assert.equal(maps.maps.services.size, 0);
+    assert.equal(maps.maps.backends.size, 0);
+  });
+
+  test("a new cluster IP on the same list is added without touching the slots", () => {
+    const maps = new FakeBpfMaps();
+    const writer = new MapWriter(maps);
+    writer.fullSync(rendered([service()]));
+    maps.calls.length = 0;
+    writer.update(rendered([service({ externalIPs: ["192.0.2.50"] })]));
+    assert.deepEqual(maps.calls, ["update backends 2", "update services 1"]);
+  });
+
+  test("a restarted writer adopts the maps: nothing is rewritten, stale entries go", () => {
+    const maps = new FakeBpfMaps();
+    new MapWriter(maps).fullSync(
+      rendered([service(), service({ name: "gone", clusterIPs: ["203.0.113.99"] })]),
+    );
+    maps.calls.length = 0;
+    const report = new MapWriter(maps).fullSync(rendered([service()]));
+    assert.deepEqual(maps.calls, ["delete services 1", "delete backends 2"]);
+    assert.equal(report.frontendsWritten, 0);
+    assert.deepEqual(listing(maps), ["203.0.113.10:80/TCP 198.51.100.2:8080,198.51.100.3:8080"]);
+  });
+
+  test("a restart with changed endpoints switches each Service in place (same id, next gen)", () => {
+    const maps = new FakeBpfMaps();
+    new MapWriter(maps).fullSync(rendered([service()]));
+    const key = encodeFrontend({ ip: "203.0.113.10", port: 80, protocol: "TCP" }).toString("hex");
+    const before = decodeServiceValue(maps.maps.services.get(key)!);
+    new MapWriter(maps).fullSync(
+      rendered([service({ ports: [port({ internalEndpoints: [ep("198.51.100.4")] })] })]),
+    );
+    const after = decodeServiceValue(maps.maps.services.get(key)!);
+    assert.equal(after.id, before.id);
+    assert.equal(after.gen, before.gen + 1);
+    assert.deepEqual(listing(maps), ["203.0.113.10:80/TCP 198.51.100.4:8080"]);
+    assert.equal(maps.maps.backends.size, 1);
+  });
+
+  test("a full map fails the write; no frontend names an incomplete list, and a full sync recovers once there is room", () => {
+    const maps = new FakeBpfMaps({ backends: 150 });
+    const writer = new MapWriter(maps);
+    assert.throws(
+      () => writer.fullSync(rendered(manyServices(100))),
+      (e: Error & { full?: boolean }) => e.full === true,
+    );
+    for (const f of listFrontends(maps))
+      assert.ok(f.backends.length === 2 && !f.backends.includes("?"), JSON.stringify(f));
+    maps.capacity.backends = 1000;
+    new MapWriter(maps).fullSync(rendered(manyServices(100)));
+    assert.equal(listFrontends(maps).length, 100);
+    assert.equal(maps.maps.backends.size, 200);
+  });
+
+  test("a failing map write throws and leaves the old list serving", () => {
+    const maps = new FakeBpfMaps();
+    const writer = new MapWriter(maps);
+    writer.fullSync(rendered([service()]));
+    maps.failNextWrites = 1;
+    assert.throws(() =>
+      writer.update(rendered([service({ ports: [port({ internalEndpoints: [ep("198.51.100.4")] })] })])),
+    );
+    assert.deepEqual(listing(maps), ["203.0.113.10:80/TCP 198.51.100.2:8080,198.51.100.3:8080"]);
+  });
+});
