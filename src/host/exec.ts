@@ -14,6 +14,21 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { basename } from "node:path";
 import { counter } from "../observability/metrics.ts";
 
+/** A command that ran and failed: the message says what, `stderr` keeps the tool's own words. */
+export class CommandFailed extends Error {
+  readonly stderr: string;
+  constructor(message: string, stderr = "") {
+    super(message);
+    this.name = new.target.name;
+    this.stderr = stderr;
+  }
+}
+
+/** The first non-blank line of a tool's output, for a one-line error message. */
+export function firstLine(text: string): string {
+  return text.split("\n").find((l) => l.trim() !== "") ?? "unknown error";
+}
+
 export interface ExecResult {
   /** The exit code; 1 when the process ended by a signal. */
   readonly code: number;

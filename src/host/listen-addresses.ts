@@ -1,18 +1,7 @@
 // Where healthCheckNodePort servers listen: the node's addresses that accept NodePort traffic.
 // A CIDR covering a whole family (0.0.0.0/0, ::/0) means every address of it.
 
-import ipaddr from "ipaddr.js";
-import { familyOf } from "../model/ip.ts";
-
-function contains(cidr: string, ip: string): boolean {
-  try {
-    const range = ipaddr.parseCIDR(cidr);
-    const addr = ipaddr.parse(ip);
-    return addr.kind() === range[0].kind() && addr.match(range);
-  } catch {
-    return false;
-  }
-}
+import { cidrContains, familyOf } from "../model/ip.ts";
 
 export function healthCheckAddresses(nodePortCIDRs: readonly string[], hostIPs: readonly string[]): string[] {
   const out = new Set<string>();
@@ -22,7 +11,7 @@ export function healthCheckAddresses(nodePortCIDRs: readonly string[], hostIPs: 
   }
   for (const ip of hostIPs) {
     const wildcard = familyOf(ip) === "IPv6" ? "::" : "0.0.0.0";
-    if (!out.has(wildcard) && nodePortCIDRs.some((c) => contains(c, ip))) out.add(ip);
+    if (!out.has(wildcard) && nodePortCIDRs.some((c) => cidrContains(c, ip))) out.add(ip);
   }
   return [...out];
 }

@@ -2,21 +2,14 @@
 // (argv array, no shell); each table's COMMIT applies completely or not at all. Every call has a
 // deadline: a stuck process is killed and reported as a failure.
 
-import { execCommand } from "../../host/exec.ts";
+import { CommandFailed, type ExecResult, execCommand, firstLine } from "../../host/exec.ts";
 import { IP_FAMILIES } from "../../model/ip.ts";
 import type { IPFamily } from "../../model/kube.ts";
 
 export type Variant = "nft" | "legacy";
 export type Table = "nat" | "filter" | "mangle";
 
-export class IptablesError extends Error {
-  readonly stderr: string;
-  constructor(message: string, stderr: string) {
-    super(message);
-    this.name = "IptablesError";
-    this.stderr = stderr;
-  }
-}
+export class IptablesError extends CommandFailed {}
 
 export interface IptablesRunner {
   readonly variant: Variant;
@@ -30,19 +23,13 @@ export interface IptablesRunner {
   hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean>;
 }
 
-interface Result {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 /** A look at one chain: short, it runs every few seconds. */
 const CHECK_TIMEOUT_MS = 5000;
 
 /** One restore of 10k services (20k chains) takes seconds on a loaded two-core machine; a margin. */
 const DEFAULT_TIMEOUT_MS = 180_000;
 
-async function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<Result> {
+async function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<ExecResult> {
   const r = await execCommand(argv, { stdin, timeoutMs });
   if (r.timedOut) throw new IptablesError(`${argv[0] ?? "iptables"} timed out after ${timeoutMs} ms`, "");
   return r;
@@ -60,10 +47,6 @@ export const IPTABLES_BINARIES: readonly string[] = (["nft", "legacy"] as const)
     (["", "restore", "save"] as const).map((tool) => binary(family, variant, tool)),
   ),
 );
-
-function firstLine(s: string): string {
-  return s.split("\n").find((l) => l.trim() !== "") ?? "unknown error";
-}
 
 /** Runs the real binaries of one variant. `prefix` may wrap them, e.g. `["ip", "netns", "exec", "ns1"]`. */
 export class ExecIptablesRunner implements IptablesRunner {
@@ -111,7 +94,7 @@ export class ExecIptablesRunner implements IptablesRunner {
    * Exit 1 means "no such chain or rule"; so does exit 2 naming a missing jump target (`-C` of
    * a jump to a deleted chain); anything else but 0 is a failure to check.
    */
-  async #check(family: IPFamily, table: Table, args: readonly string[]): Promise<Result> {
+  async #check(family: IPFamily, table: Table, args: readonly string[]): Promise<ExecResult> {
     const argv = [...this.#prefix, binary(family, this.variant, ""), "-w", "5", "-t", table, ...args];
     const r = await exec(argv, "", CHECK_TIMEOUT_MS);
     if (r.code === 2 && /does not exist|Couldn't load target/.test(r.stderr)) return { ...r, code: 1 };

@@ -1,7 +1,9 @@
 // Reads what an existing kpng table holds (from `nft -j list table`), so a restarted kpng can
 // converge it in place instead of flushing it: traffic keeps flowing across restarts.
 
-import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
+import { isPlainObject } from "../../model/field-reader.ts";
+import { STATIC_SET_NAMES } from "./base.ts";
+import { STATIC } from "./names.ts";
 
 export interface AdoptedTable {
   readonly chains: readonly string[];
@@ -11,22 +13,11 @@ export interface AdoptedTable {
 }
 
 /** Sets whose elements are diffed; the interval sets are rewritten whole by the skeleton. */
-const TRACKED_SETS: ReadonlySet<string> = new Set([
-  STATIC.clusterIPs,
-  STATIC.hairpin,
-  STATIC.serviceIPs,
-  STATIC.serviceNodePorts,
-  STATIC.noEndpointServices,
-  STATIC.noEndpointNodePorts,
-  STATIC.firewallIPs,
-  ...ENDPOINTS_MAPS,
-]);
+const INTERVAL_SETS = new Set<string>([STATIC.nodePortIPs, STATIC.podCIDRs, STATIC.serviceCIDRs]);
+const TRACKED_SETS: ReadonlySet<string> = new Set([...STATIC_SET_NAMES].filter((n) => !INTERVAL_SETS.has(n)));
 
 type Json = unknown;
-
-function isObject(x: Json): x is Record<string, Json> {
-  return typeof x === "object" && x !== null && !Array.isArray(x);
-}
+const isObject: (x: Json) => x is Record<string, Json> = isPlainObject;
 
 /** One key component or key as kpng writes it: `10.0.0.1 . tcp . 80`. */
 function keyText(x: Json): string {

@@ -3,17 +3,10 @@
 // deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
 import type { ChildProcess } from "node:child_process";
-import { type ExecResult, execCommand, stopCommand } from "../../host/exec.ts";
+import { CommandFailed, type ExecResult, execCommand, firstLine, stopCommand } from "../../host/exec.ts";
 import type { NftFamily } from "../../model/ip.ts";
 
-export class NftError extends Error {
-  readonly stderr: string;
-  constructor(message: string, stderr: string) {
-    super(message);
-    this.name = "NftError";
-    this.stderr = stderr;
-  }
-}
+export class NftError extends CommandFailed {}
 
 export interface NftRunner {
   /**
@@ -37,18 +30,12 @@ export interface NftRunner {
  */
 const DEFAULT_NFT_TIMEOUT_MS = 60_000;
 
-interface Result {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 async function exec(
   argv: readonly string[],
   stdin: string,
   timeoutMs: number,
   running: Set<ChildProcess>,
-): Promise<Result> {
+): Promise<ExecResult> {
   let r: ExecResult;
   try {
     r = await execCommand(argv, { stdin, timeoutMs, track: running });
@@ -86,7 +73,7 @@ export class ExecNftRunner implements NftRunner {
     for (const child of this.#running) stopCommand(child);
   }
 
-  #exec(args: readonly string[], stdin: string): Promise<Result> {
+  #exec(args: readonly string[], stdin: string): Promise<ExecResult> {
     if (this.#closed) return Promise.reject(new NftError("the nft runner is closed", ""));
     return exec([...this.#command, ...args], stdin, this.#timeoutMs, this.#running);
   }
@@ -109,8 +96,4 @@ export class ExecNftRunner implements NftRunner {
     }
     return JSON.parse(r.stdout) as unknown;
   }
-}
-
-function firstLine(s: string): string {
-  return s.split("\n").find((l) => l.trim() !== "") ?? "unknown error";
 }

@@ -1,7 +1,6 @@
 // The documented JSON form of one node's local state (docs/local-state.md). Pure, so the
 // document's shape and ordering are tested without a brain.
 
-import type { IPFamily, Protocol, ServiceType, TrafficPolicy } from "../../model/kube.ts";
 import {
   endpointString,
   type LocalService,
@@ -17,33 +16,17 @@ export interface LocalStateJson {
   readonly services: readonly LocalServiceJson[];
 }
 
-export interface LocalServiceJson {
-  readonly namespace: string;
-  readonly name: string;
-  readonly type: ServiceType;
-  readonly clusterIPs: readonly string[];
-  readonly externalIPs: readonly string[];
-  readonly loadBalancerIPs: readonly string[];
-  readonly sourceRanges: readonly string[];
-  readonly sessionAffinitySeconds: number;
-  readonly internalTrafficPolicy: TrafficPolicy;
-  readonly externalTrafficPolicy: TrafficPolicy;
-  readonly healthCheckNodePort: number;
-  readonly localReadyEndpoints: number;
-  readonly ports: readonly LocalServicePortJson[];
-}
-
-export interface LocalServicePortJson {
-  readonly name: string;
-  readonly protocol: Protocol;
-  readonly port: number;
-  readonly nodePort: number;
-  readonly hasEndpoints: boolean;
-  readonly endpointFamilies: readonly IPFamily[];
+/** A port as printed: the model's port with each endpoint as an "ip:port" string. */
+export type LocalServicePortJson = Omit<LocalServicePort, "internalEndpoints" | "externalEndpoints"> & {
   /** "ip:port" strings, IPv4 before IPv6, each family in address order. */
   readonly internalEndpoints: readonly string[];
   readonly externalEndpoints: readonly string[];
-}
+};
+
+/** A service as printed: the model's service without its bookkeeping time, ports as above. */
+export type LocalServiceJson = Omit<LocalService, "endpointsChangedAt" | "ports"> & {
+  readonly ports: readonly LocalServicePortJson[];
+};
 
 /**
  * The JSON document of a local state. Services are sorted by namespace then name; within a

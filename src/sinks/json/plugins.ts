@@ -21,6 +21,11 @@ function parseJsonSinkOptions(raw: RawOptions): JsonSinkFlags {
   return parseOptionsWith(jsonSinkFlags, raw);
 }
 
+/** Documents go to stdout; with --once only the first complete one. */
+function toStdout(opts: JsonSinkFlags, signal: AbortSignal) {
+  return { once: opts.once, write: streamWriter(process.stdout), signal };
+}
+
 export const toJsonLocalSink: LocalSinkPlugin<JsonSinkFlags> = {
   name: "to-json",
   description: "print this node's local state as JSON on stdout, one document per new state",
@@ -29,13 +34,7 @@ export const toJsonLocalSink: LocalSinkPlugin<JsonSinkFlags> = {
   binaries: [],
   addOptions: addOnceOption,
   parseOptions: parseJsonSinkOptions,
-  run(feed, opts, ctx) {
-    return printLocalStates(feed, {
-      once: opts.once,
-      write: streamWriter(process.stdout),
-      signal: ctx.signal,
-    });
-  },
+  run: (feed, opts, ctx) => printLocalStates(feed, toStdout(opts, ctx.signal)),
 };
 
 export const toJsonGlobalSink: GlobalSinkPlugin<JsonSinkFlags> = {
@@ -43,11 +42,5 @@ export const toJsonGlobalSink: GlobalSinkPlugin<JsonSinkFlags> = {
   description: "print the global model (Services, EndpointSlices, Nodes) as JSON on stdout",
   addOptions: addOnceOption,
   parseOptions: parseJsonSinkOptions,
-  run(store, opts, ctx) {
-    return printGlobalStates(store, {
-      once: opts.once,
-      write: streamWriter(process.stdout),
-      signal: ctx.signal,
-    });
-  },
+  run: (store, opts, ctx) => printGlobalStates(store, toStdout(opts, ctx.signal)),
 };
