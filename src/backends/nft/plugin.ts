@@ -2,6 +2,7 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
+import type { CompanionBackend, PreparedCompanion } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
 import {
   HOST_NETWORK_BINARIES,
@@ -12,7 +13,6 @@ import {
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
-import type { CompanionBackend, PreparedCompanion } from "../../node/companion.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,

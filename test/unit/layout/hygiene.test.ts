@@ -207,14 +207,9 @@ describe("repository hygiene", () => {
     const SLEEP =
       /await\s+(?:new Promise(?:<[^>]*>)?\(\s*\(?\w*\)?\s*=>\s*setTimeout\(|(?:\w+\.)?(?:sleep|delay|setTimeout)\()/;
     const DEADLINE = /\bdeadline\b|\btimeoutMs\b|Date\.now\(\)/;
-    // Files whose waits are being reworked elsewhere; remove an entry once its file is clean.
-    const PENDING = new Set([
-      "test/unit/backends/nft/backend.test.ts",
-      "test/unit/backends/iptables/backend.test.ts",
-    ]);
     const found: string[] = [];
     for (const [file, text] of sourceOf) {
-      if (!file.startsWith("test/unit/") || PENDING.has(file)) continue;
+      if (!file.startsWith("test/unit/")) continue;
       const lines = text.split("\n");
       lines.forEach((line, i) => {
         if (!SLEEP.test(line)) return;
