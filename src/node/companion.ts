@@ -37,7 +37,7 @@ interface CompanionAddresses {
   readonly hostIPs: readonly string[];
 }
 
-export interface InspectedCompanion extends CompanionAddresses {
+interface InspectedCompanion extends CompanionAddresses {
   readonly rules: RulesReader;
 }
 
