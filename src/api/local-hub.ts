@@ -6,6 +6,7 @@
 // LocalState.revision: a node whose tracker is dropped and created again starts its own count
 // again, and a client's old revision must never be mistaken for the new tracker's.
 
+import { isServiceProxyName } from "../brain/selection.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import type { Frame } from "./frames.ts";
@@ -49,6 +50,8 @@ type RevisionSource = () => number;
 
 export class NodeStates implements Revisioned {
   readonly nodeName: string;
+  /** The service proxy name whose Services these states hold; undefined: the server's own. */
+  readonly serviceProxyName: string | undefined;
   #current: NodeSnapshot | undefined;
   readonly #log: LogEntry[] = [];
   #logEntries = 0;
@@ -68,8 +71,15 @@ export class NodeStates implements Revisioned {
    */
   #full: WeakRef<Frame[]> | undefined;
 
-  constructor(nodeName: string, nextRevision: RevisionSource, maxRevisions: number, maxEntries: number) {
+  constructor(
+    nodeName: string,
+    nextRevision: RevisionSource,
+    maxRevisions: number,
+    maxEntries: number,
+    serviceProxyName?: string,
+  ) {
     this.nodeName = nodeName;
+    this.serviceProxyName = serviceProxyName;
     this.#nextRevision = nextRevision;
     this.#maxRevisions = maxRevisions;
     this.#maxEntries = maxEntries;
@@ -162,7 +172,16 @@ export class NodeStates implements Revisioned {
   }
 }
 
-export type LocalFeedFactory = (nodeName: string) => LocalStateFeed;
+/**
+ * The feed of one node's local state for the Services of one service proxy name (undefined: the
+ * server's own). Throws a StreamRejection when the server does not hold that name's Services.
+ */
+export type LocalFeedFactory = (nodeName: string, serviceProxyName: string | undefined) => LocalStateFeed;
+
+/** The hub's key of one node's states for one proxy name; NUL is in no node name nor label value. */
+function stateKey(nodeName: string, serviceProxyName: string | undefined): string {
+  return serviceProxyName === undefined ? nodeName : `${nodeName}\0${serviceProxyName}`;
+}
 
 /** The most nodes a Kubernetes cluster is tested with (5,000); a brain serves one state per node. */
 export const DEFAULT_MAX_NODES = 5000;
@@ -199,9 +218,13 @@ export class LocalStateHub {
     return this.#nodes.size;
   }
 
-  /** Throws a StreamRejection for a name that is no Node's, or when the cap is reached and nothing is idle. */
-  acquire(nodeName: string): NodeStates {
-    let entry = this.#nodes.get(nodeName);
+  /**
+   * Throws a StreamRejection for a name that is no Node's or no label value, for a proxy name the
+   * server does not hold, or when the cap is reached and nothing is idle.
+   */
+  acquire(nodeName: string, serviceProxyName?: string): NodeStates {
+    const key = stateKey(nodeName, serviceProxyName);
+    let entry = this.#nodes.get(key);
     if (entry === undefined) {
       if (!isValidNodeName(nodeName)) {
         throw new StreamRejection(
@@ -209,6 +232,13 @@ export class LocalStateHub {
           `${JSON.stringify(nodeName.slice(0, 300))} is not a valid Node name (a DNS subdomain of at most 253 characters)`,
         );
       }
+      if (serviceProxyName !== undefined && !isServiceProxyName(serviceProxyName)) {
+        throw new StreamRejection(
+          GrpcStatus.INVALID_ARGUMENT,
+          `${JSON.stringify(serviceProxyName.slice(0, 100))} is not a valid service proxy name (a label value)`,
+        );
+      }
+      const feed = this.#feedOf(nodeName, serviceProxyName);
       if (this.#nodes.size >= this.#options.maxNodes && !this.#dropLongestIdle()) {
         throw new StreamRejection(
           GrpcStatus.RESOURCE_EXHAUSTED,
@@ -220,10 +250,11 @@ export class LocalStateHub {
         this.#nextRevision,
         this.#options.maxLogRevisions,
         this.#options.maxLogEntries,
+        serviceProxyName,
       );
-      const unsubscribe = this.#feedOf(nodeName).subscribe((state) => states.push(state));
+      const unsubscribe = feed.subscribe((state) => states.push(state));
       entry = { states, unsubscribe, users: 0, idleTimer: undefined, idleSince: performance.now() };
-      this.#nodes.set(nodeName, entry);
+      this.#nodes.set(key, entry);
     }
     if (entry.idleTimer !== undefined) clearTimeout(entry.idleTimer);
     entry.idleTimer = undefined;
@@ -231,16 +262,17 @@ export class LocalStateHub {
     return entry.states;
   }
 
-  release(nodeName: string): void {
-    const entry = this.#nodes.get(nodeName);
-    if (entry === undefined || --entry.users > 0) return;
+  release(states: NodeStates): void {
+    const key = stateKey(states.nodeName, states.serviceProxyName);
+    const entry = this.#nodes.get(key);
+    if (entry === undefined || entry.states !== states || --entry.users > 0) return;
     entry.idleSince = performance.now();
-    entry.idleTimer = setTimeout(() => this.#drop(nodeName), this.#options.idleNodeMs);
+    entry.idleTimer = setTimeout(() => this.#drop(key), this.#options.idleNodeMs);
     entry.idleTimer.unref();
   }
 
   close(): void {
-    for (const name of [...this.#nodes.keys()]) this.#drop(name);
+    for (const key of [...this.#nodes.keys()]) this.#drop(key);
   }
 
   /** Drops the node that has been idle longest; false when every node is watched. */
@@ -258,11 +290,11 @@ export class LocalStateHub {
     return true;
   }
 
-  #drop(nodeName: string): void {
-    const entry = this.#nodes.get(nodeName);
+  #drop(key: string): void {
+    const entry = this.#nodes.get(key);
     if (entry === undefined) return;
     if (entry.idleTimer !== undefined) clearTimeout(entry.idleTimer);
     entry.unsubscribe();
-    this.#nodes.delete(nodeName);
+    this.#nodes.delete(key);
   }
 }

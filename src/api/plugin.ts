@@ -4,11 +4,14 @@ import { readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import type { Command } from "commander";
 import { localStateFeed } from "../brain/local-state-feed.ts";
-import type { GlobalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
+import type { ClusterView } from "../model/global.ts";
+import type { GlobalSinkContext, GlobalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { DEFAULT_LISTEN, DEFAULT_SOCKET_DIR } from "./defaults.ts";
+import { GrpcStatus } from "./grpc-stream.ts";
 import { DEFAULT_MAX_NODES } from "./local-hub.ts";
 import { ApiServer, parseListen, type TlsFiles } from "./server.ts";
+import { StreamRejection } from "./stream-rejection.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
@@ -18,6 +21,8 @@ interface ToApiFlags {
   readonly listen: readonly string[];
   readonly tls: TlsFiles | undefined;
   readonly globalApi: boolean;
+  /** --every-service-proxy-name: localv1 clients may ask for any proxy name's Services. */
+  readonly everyProxyName: boolean;
 }
 
 /** Checks the listen addresses and reads the TLS files, so a mistake stops kpng before it starts. */
@@ -35,6 +40,7 @@ function parseToApiOptions(raw: RawOptions): ToApiFlags {
     tls: readTls(raw),
     globalApi: raw.globalApi !== false,
     maxNodes: parseMaxNodes(raw.maxNodes),
+    everyProxyName: raw.everyServiceProxyName === true,
   };
 }
 
@@ -69,6 +75,23 @@ function parseMaxNodes(value: unknown): number {
   return Number(text);
 }
 
+/** The Services a localv1 client asking for `serviceProxyName` gets (undefined: the source's own). */
+function proxyNameShare(
+  store: ClusterView,
+  serviceProxyName: string | undefined,
+  ctx: GlobalSinkContext,
+): ClusterView {
+  if (serviceProxyName === undefined) return store;
+  if (ctx.proxyNameView !== undefined) return ctx.proxyNameView(serviceProxyName);
+  if (serviceProxyName === ctx.serviceProxyName) return store;
+  const served =
+    ctx.serviceProxyName === "" ? "the unlabelled Services" : `--service-proxy-name ${ctx.serviceProxyName}`;
+  throw new StreamRejection(
+    GrpcStatus.FAILED_PRECONDITION,
+    `this brain serves only ${served}; start it with to-api --every-service-proxy-name to serve ${JSON.stringify(serviceProxyName)}`,
+  );
+}
+
 export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
   name: "to-api",
   description: "serve each node's local state (localv1) and the global state (globalv1) over gRPC",
@@ -87,11 +110,17 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
       )
       .option("--no-global-api", "serve localv1 only")
       .option(
+        "--every-service-proxy-name",
+        "serve every service proxy name over localv1, each client choosing with its --service-proxy-name " +
+          "(reads every Service; default: only the source's --service-proxy-name)",
+      )
+      .option(
         "--max-nodes <count>",
         `most node states served at once; the longest-idle is dropped for a new one (default ${DEFAULT_MAX_NODES})`,
       );
   },
   parseOptions: parseToApiOptions,
+  everyProxyName: (opts) => opts.everyProxyName,
   async run(store, opts, ctx): Promise<void> {
     // The default socket's directory is kpng's own to create; any other path is the user's.
     if (opts.listen.includes(DEFAULT_LISTEN))
@@ -99,7 +128,8 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
     const server = new ApiServer({
       hub: { maxNodes: opts.maxNodes },
       listen: opts.listen,
-      localFeed: (nodeName) => localStateFeed(store, nodeName),
+      localFeed: (nodeName, serviceProxyName) =>
+        localStateFeed(proxyNameShare(store, serviceProxyName, ctx), nodeName),
       globalStore: opts.globalApi ? store : undefined,
       tls: opts.tls,
       log: ctx.log,

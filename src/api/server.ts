@@ -88,13 +88,13 @@ export class ApiServer {
       handle: (call) => {
         let node: NodeStates | undefined;
         const release = () => {
-          if (node !== undefined) this.#hub.release(node.nodeName);
+          if (node !== undefined) this.#hub.release(node);
           node = undefined;
         };
         const stateFor = (req: WatchReq): NodeStates => {
-          if (node?.nodeName !== req.NodeName) {
+          if (node?.nodeName !== req.NodeName || node.serviceProxyName !== req.ServiceProxyName) {
             release();
-            node = this.#hub.acquire(req.NodeName);
+            node = this.#hub.acquire(req.NodeName, req.ServiceProxyName);
           }
           return node;
         };

@@ -4,13 +4,14 @@
 // previous services map and records the keys it changed, so a change costs O(changed).
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
-import { LABEL_ZONE, type Service } from "../model/kube.ts";
+import { LABEL_ZONE, type Node, type Service } from "../model/kube.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { ServiceChangeLog } from "../model/local-changes.ts";
 import { PersistentMap } from "../model/persistent-map.ts";
 import { sameLocalService, sameStrings } from "./local-equal.ts";
 import type { NodeView } from "./local-service.ts";
 import { type LocalServiceCache, localServiceCacheOf } from "./local-service-cache.ts";
+import { nodePrimaryIPs } from "./node-ips.ts";
 import { type SeedSource, type TrackerSeeds, trackerSeedsOf } from "./tracker-seeds.ts";
 
 const NO_LABELS = Object.freeze({});
@@ -38,6 +39,7 @@ export class LocalStateTracker implements SeedSource {
       revision: 0,
       services: this.#services,
       nodeEligible: false,
+      nodeIPs: [],
       serviceCIDRs: [],
       changeLog: this.#changeLog,
     };
@@ -108,6 +110,7 @@ export class LocalStateTracker implements SeedSource {
     const fromNothing = previous.size === 0 && this.#services.size > 0;
     const known = this.#store.node(this.#nodeName);
     const nodeEligible = known !== undefined && known.beingDeleted !== true;
+    const nodeIPs = this.#nodeIPs(known);
     const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#state.serviceCIDRs;
     const rangesChanged = !sameStrings(ranges, this.#state.serviceCIDRs);
     if (changed.size > 0 || fromNothing || rangesChanged) {
@@ -118,14 +121,23 @@ export class LocalStateTracker implements SeedSource {
         revision,
         services: this.#services,
         nodeEligible,
+        nodeIPs,
         serviceCIDRs: rangesChanged ? ranges : this.#state.serviceCIDRs,
         changeLog: this.#changeLog,
       };
-    } else if (nodeEligible !== this.#state.nodeEligible) {
-      // Eligibility programs nothing (same revision), but /healthz needs it: a new state object.
-      this.#state = { ...this.#state, nodeEligible };
+    } else if (nodeEligible !== this.#state.nodeEligible || nodeIPs !== this.#state.nodeIPs) {
+      // Neither changes a service (same revision), but /healthz needs eligibility and a backend
+      // the node's IPs: a new state object.
+      this.#state = { ...this.#state, nodeEligible, nodeIPs };
     }
     return this.#state;
+  }
+
+  /** The node's primary IPs; the last state's array while they are the same, so `!==` means changed. */
+  #nodeIPs(node: Node | undefined): readonly string[] {
+    const ips = nodePrimaryIPs(node);
+    const last = this.#state.nodeIPs ?? [];
+    return sameStrings(ips, last) ? last : ips;
   }
 
   #nodeView(): NodeView {

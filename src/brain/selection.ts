@@ -20,6 +20,14 @@ export function selectedByProxyName(
   return serviceProxyName === "" ? label === undefined : label === serviceProxyName;
 }
 
+/** A label value (at most 63 characters, alphanumeric at both ends), or "" for the unlabelled Services. */
+const PROXY_NAME = /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+/** Whether a service proxy name can be a label's value, so that some Service can ask for it. */
+export function isServiceProxyName(name: string): boolean {
+  return PROXY_NAME.test(name);
+}
+
 /** Slices of headless services and slices that name no service are never read. */
 function sliceIsUsable(slice: EndpointSlice): boolean {
   return slice.metadata.labels[LABEL_HEADLESS] === undefined && slice.serviceName !== "";

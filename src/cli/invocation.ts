@@ -46,6 +46,8 @@ export type Invocation =
       readonly sourceOpts: unknown;
       readonly sink: LocalSinkPlugin;
       readonly sinkOpts: unknown;
+      /** --service-proxy-name; undefined: the remote brain's own. */
+      readonly serviceProxyName: string | undefined;
       readonly nodeName: string;
       readonly minSyncPeriodMs: number;
     }

@@ -9,12 +9,16 @@
 import { hostname } from "node:os";
 import { Command, Option } from "commander";
 import { z } from "zod";
+import { isServiceProxyName } from "../brain/selection.ts";
 import type { LocalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith } from "../plugin/options.ts";
 import { parseServiceCIDRsFlag, SERVICE_CIDRS_FLAG } from "../plugin/service-cidrs-flag.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { addExplainCommand } from "./explain.ts";
 import type { Invocation, Plugins } from "./invocation.ts";
+
+const SERVICE_PROXY_NAME_HELP =
+  "serve only Services labelled service.kubernetes.io/service-proxy-name=<name> (default: only those without the label)";
 
 interface ProgramOptions {
   /** Applied to the root before any sub-command exists, so sub-commands inherit it (tests use exitOverride). */
@@ -38,10 +42,7 @@ export function buildProgram(
 
   for (const source of plugins.sources) {
     const cmd = root.command(source.name).description(source.description);
-    cmd.option(
-      "--service-proxy-name <name>",
-      "serve only Services labelled service.kubernetes.io/service-proxy-name=<name> (default: only those without the label)",
-    );
+    cmd.option("--service-proxy-name <name>", SERVICE_PROXY_NAME_HELP);
     cmd.option(
       `${SERVICE_CIDRS_FLAG} <cidrs>`,
       "the cluster's Service IP ranges, comma-separated, IPv4 and/or IPv6; overrides ServiceCIDR objects",
@@ -94,6 +95,11 @@ export function buildProgram(
 
   for (const localSource of plugins.localSources) {
     const cmd = root.command(localSource.name).description(localSource.description);
+    cmd.option(
+      "--service-proxy-name <name>",
+      'the Services labelled service.kubernetes.io/service-proxy-name=<name> ("" for those without the label) ' +
+        "as the remote brain computes them (default: the brain's own; another needs to-api --every-service-proxy-name)",
+    );
     localSource.addOptions(cmd);
     for (const sink of plugins.localSinks) {
       addLocalSinkCommand(cmd, sink, defaultNodeName, run, (c) => ({
@@ -102,6 +108,7 @@ export function buildProgram(
         sourceOpts: localSource.parseOptions(c.raw),
         sink,
         sinkOpts: sink.parseOptions(c.raw),
+        serviceProxyName: typeof c.raw.serviceProxyName === "string" ? serviceProxyName(c.raw) : undefined,
         nodeName: c.nodeName,
         minSyncPeriodMs: c.minSyncPeriodMs,
       }));
@@ -240,14 +247,19 @@ function cleanupName(sink: LocalSinkPlugin): string {
   return sink.name.replace(/^to-/, "");
 }
 
-/** The common --service-proxy-name of every source; "" serves the unlabelled Services. */
 /** The common --service-cidrs of every source; undefined: the ranges come from ServiceCIDR objects. */
 function serviceCIDRs(raw: RawOptions): readonly string[] | undefined {
   return typeof raw.serviceCidrs === "string" ? parseServiceCIDRsFlag(raw.serviceCidrs) : undefined;
 }
 
+/** The common --service-proxy-name of every source; "" serves the unlabelled Services. */
 function serviceProxyName(raw: RawOptions): string {
-  return typeof raw.serviceProxyName === "string" ? raw.serviceProxyName.trim() : "";
+  const name = typeof raw.serviceProxyName === "string" ? raw.serviceProxyName.trim() : "";
+  if (!isServiceProxyName(name))
+    throw new UsageError(
+      `--service-proxy-name ${JSON.stringify(name)}: not a label value (at most 63 characters: letters, digits, "-", "_", "." inside)`,
+    );
+  return name;
 }
 
 function grammarHelp(plugins: Plugins): string {

@@ -13,6 +13,13 @@ import type { Invocation } from "./invocation.ts";
 import { checkForKubeProxy } from "./kube-proxy-check.ts";
 import { type SinkRun, sinkRuns } from "./multi-sink.ts";
 
+/**
+ * How long a Service relabelled away stays in the view of its old proxy name when the views are
+ * served to remote backends: their default --min-sync-period twice, and a margin for the sync
+ * (the same rule as for several backends in one process).
+ */
+const REMOTE_HANDOVER_MS = 4000;
+
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {
     case "to-local": {
@@ -35,19 +42,26 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
     }
     case "global": {
       const { source, sink, serviceProxyName, serviceCIDRs } = invocation;
+      const everyProxyName = sink.everyProxyName?.(invocation.sinkOpts) === true;
       const store = new ClusterStore({
-        serviceProxyName,
+        serviceProxyNames: everyProxyName ? "any" : [serviceProxyName],
         serviceCIDRs,
         log: ctx.log.child({ component: "store" }),
       });
-      await withSource(source.create(invocation.sourceOpts, { ...ctx, nodeName: undefined }), store, () =>
-        sink.run(store, invocation.sinkOpts, ctx),
+      const sourceCtx = { ...ctx, nodeName: undefined, everyProxyName };
+      // Holding every Service, the sink still sees the source's own name's as its cluster.
+      const cluster = everyProxyName ? proxyNameView(store, serviceProxyName) : store;
+      const proxyNameViewOf = everyProxyName
+        ? (name: string) => proxyNameView(store, name, REMOTE_HANDOVER_MS)
+        : undefined;
+      await withSource(source.create(invocation.sourceOpts, sourceCtx), store, () =>
+        sink.run(cluster, invocation.sinkOpts, { ...ctx, serviceProxyName, proxyNameView: proxyNameViewOf }),
       );
       return;
     }
     case "local": {
-      const { localSource, sink, nodeName, minSyncPeriodMs } = invocation;
-      const feed = localSource.createFeed(invocation.sourceOpts, nodeName, ctx);
+      const { localSource, sink, nodeName, minSyncPeriodMs, serviceProxyName } = invocation;
+      const feed = localSource.createFeed(invocation.sourceOpts, nodeName, ctx, serviceProxyName);
       await sink.run(pacedFeed(feed, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
       return;
     }

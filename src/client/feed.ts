@@ -10,6 +10,8 @@ import { watchLocal } from "./watch.ts";
 interface RemoteFeedOptions {
   readonly api: string;
   readonly nodeName: string;
+  /** The Services of this service proxy name ("" the unlabelled ones); undefined: the brain's own. */
+  readonly serviceProxyName?: string | undefined;
   readonly tls?: TlsPaths;
   readonly signal: AbortSignal;
   readonly log?: Logger;
@@ -22,20 +24,24 @@ export function remoteLocalStateFeed(options: RemoteFeedOptions): LocalStateFeed
       const signal = AbortSignal.any([stop.signal, options.signal]);
       const decoder = new LocalStateDecoder(options.nodeName);
       let delivered = false;
-      void watchLocal(options.nodeName, {
-        api: options.api,
-        tls: options.tls,
-        signal,
-        log: options.log,
-        onChangeSet: async (changeSet) => {
-          const { state, changed } = decoder.apply(changeSet);
-          // The first state is always delivered (even empty); later ones only when they differ.
-          if (changed || !delivered) {
-            delivered = true;
-            await listener(state);
-          }
+      void watchLocal(
+        options.nodeName,
+        {
+          api: options.api,
+          tls: options.tls,
+          signal,
+          log: options.log,
+          onChangeSet: async (changeSet) => {
+            const { state, changed } = decoder.apply(changeSet);
+            // The first state is always delivered (even empty); later ones only when they differ.
+            if (changed || !delivered) {
+              delivered = true;
+              await listener(state);
+            }
+          },
         },
-      });
+        options.serviceProxyName,
+      );
       return () => stop.abort();
     },
   };

@@ -56,10 +56,16 @@ interface Protocol<Req> {
   readonly encode: (req: Req) => Buffer;
 }
 
-function localProtocol(nodeName: string): Protocol<WatchReq> {
+function localProtocol(nodeName: string, serviceProxyName: string | undefined): Protocol<WatchReq> {
   return {
     path: "/localv1.Sets/Watch",
-    request: (r) => ({ NodeName: nodeName, InstanceID: r?.instanceId ?? "", Revision: r?.revision ?? 0 }),
+    // Every request names the proxy name, so a resume after a reconnect is for the same one.
+    request: (r) => ({
+      NodeName: nodeName,
+      ServiceProxyName: serviceProxyName,
+      InstanceID: r?.instanceId ?? "",
+      Revision: r?.revision ?? 0,
+    }),
     encode: (req) => Buffer.from(WatchReq.encode(req).finish()),
   };
 }
@@ -72,9 +78,16 @@ function globalProtocol(): Protocol<GlobalWatchReq> {
   };
 }
 
-/** Watches one node's local state until the signal aborts. */
-export function watchLocal(nodeName: string, options: WatchOptions): Promise<void> {
-  return watchLoop(localProtocol(nodeName), options);
+/**
+ * Watches one node's local state until the signal aborts: the Services of `serviceProxyName`
+ * ("" the unlabelled ones), or of the server's own name when undefined.
+ */
+export function watchLocal(
+  nodeName: string,
+  options: WatchOptions,
+  serviceProxyName?: string,
+): Promise<void> {
+  return watchLoop(localProtocol(nodeName, serviceProxyName), options);
 }
 
 /** Watches the global state (whole objects) until the signal aborts. */

@@ -2,7 +2,7 @@
 // long ago each resource last heard from the API server (a stuck watch shows as a growing age).
 
 import { Gauge } from "prom-client";
-import { counter, registry } from "../observability/metrics.ts";
+import { counter, histogram, registry } from "../observability/metrics.ts";
 
 export const watchEventsTotal = counter(
   "kpng_kube_watch_events_total",
@@ -40,3 +40,35 @@ new Gauge({
     for (const [resource, at] of lastEventAt) this.set({ resource }, (now - at) / 1000);
   },
 });
+
+// client-go's request metrics, under its names and labels, so that dashboards built for
+// kube-proxy's API client read kpng's. A transport error counts under code "<error>".
+const requestsTotal = counter(
+  "rest_client_requests_total",
+  "Number of HTTP requests to the Kubernetes API, partitioned by status code, method, and host.",
+  ["code", "method", "host"],
+);
+
+const requestDuration = histogram(
+  "rest_client_request_duration_seconds",
+  "Request latency in seconds, by verb and host (for a watch: until its response headers).",
+  [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60],
+  ["verb", "host"],
+);
+
+/** Starts timing one request; call the result once with its status code, or undefined on error. */
+export function requestStarted(
+  method: string,
+  url: URL,
+  now: () => number = performance.now.bind(performance),
+): (statusCode: number | undefined) => void {
+  const started = now();
+  let done = false;
+  return (statusCode) => {
+    if (done) return;
+    done = true;
+    const code = statusCode === undefined ? "<error>" : String(statusCode);
+    requestsTotal.inc({ code, method, host: url.host });
+    requestDuration.observe({ verb: method, host: url.host }, (now() - started) / 1000);
+  };
+}

@@ -5,6 +5,7 @@ import http from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { applyCredentials } from "./credentials.ts";
+import { requestStarted } from "./metrics.ts";
 import { ApiStatusError } from "./reflector.ts";
 
 export interface KubeRequest {
@@ -45,7 +46,12 @@ export class KubeConfigRequester implements KubeRequester {
     const send = this.#base.protocol === "https:" ? https.request : http.request;
     const deadline = AbortSignal.timeout(this.#timeoutMs);
     const signal = request.signal === undefined ? deadline : AbortSignal.any([deadline, request.signal]);
+    const finished = requestStarted(request.method, url);
     const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const fail = (error: Error) => {
+        finished(undefined);
+        reject(error);
+      };
       const req = send(url, {
         ...options,
         method: request.method,
@@ -68,12 +74,13 @@ export class KubeConfigRequester implements KubeRequester {
             req.destroy(new Error(`response to ${request.method} ${request.path} too large`));
           else chunks.push(chunk);
         });
-        res.on("end", () =>
-          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
-        );
-        res.on("error", reject);
+        res.on("end", () => {
+          finished(res.statusCode);
+          resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") });
+        });
+        res.on("error", fail);
       });
-      req.on("error", reject);
+      req.on("error", fail);
       req.end(body);
     });
     let decoded: unknown;

@@ -6,6 +6,7 @@ import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { applyCredentials } from "./credentials.ts";
+import { requestStarted } from "./metrics.ts";
 
 /** What a reflector reads of a response: the status line and the body as it streams in. */
 export interface ApiResponse extends AsyncIterable<Buffer> {
@@ -46,6 +47,7 @@ export class KubeConfigTransport implements KubeTransport {
     await applyCredentials(this.#config, options);
     const url = new URL(this.#base.pathname.replace(/\/$/, "") + pathAndQuery, this.#base);
     const request = this.#base.protocol === "https:" ? https.request : http.request;
+    const finished = requestStarted("GET", url);
     return await new Promise<IncomingMessage>((resolve, reject) => {
       const req = request(url, {
         ...options,
@@ -54,8 +56,14 @@ export class KubeConfigTransport implements KubeTransport {
         signal,
       });
       req.on("socket", (socket) => socket.setKeepAlive(true, TCP_KEEPALIVE_DELAY_MS));
-      req.on("response", resolve);
-      req.on("error", reject);
+      req.on("response", (res) => {
+        finished(res.statusCode);
+        resolve(res);
+      });
+      req.on("error", (error) => {
+        finished(undefined);
+        reject(error);
+      });
       req.end();
     });
   }

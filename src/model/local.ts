@@ -80,6 +80,13 @@ export interface LocalState {
    */
   readonly nodeEligible?: boolean;
   /**
+   * This node's primary IPs from its Node object (InternalIP, else ExternalIP; at most one per
+   * family, the primary family first): NodePort addresses in nftables mode by default. Empty when
+   * the Node object holds none; absent when the producer does not know (the watch API does not
+   * carry them).
+   */
+  readonly nodeIPs?: readonly string[];
+  /**
    * The cluster's Service IP ranges, both families: IPv4 first, then by address; none inside
    * another. A packet to an address in them that no service holds is dropped. Empty when unknown.
    */

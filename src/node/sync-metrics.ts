@@ -66,6 +66,16 @@ const serviceChangesTotal = counter(
   "Services added, removed or changed, counted as the changes arrive.",
   ["backend"],
 );
+const endpointChangesPending = gauge(
+  "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
+  "Services whose endpoint changes have arrived and wait for a sync.",
+  ["backend"],
+);
+const serviceChangesPending = gauge(
+  "kubeproxy_sync_proxy_rules_service_changes_pending",
+  "Services added, removed or changed that wait for a sync.",
+  ["backend"],
+);
 const noLocalEndpoints = gauge(
   "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
   "Services with a Local traffic policy and no local endpoints, by traffic policy.",
@@ -126,6 +136,7 @@ export class SyncMetrics {
     for (const h of [syncDuration, fullSyncDuration, partialSyncDuration, networkProgramming])
       h.zero(this.#labels);
     for (const c of [this.#failures, endpointChanges, serviceChangesTotal]) c.inc(this.#labels, 0);
+    for (const g of [endpointChangesPending, serviceChangesPending]) g.set(this.#labels, 0);
     this.#now = now;
     this.#startedAt = now();
   }
@@ -136,6 +147,18 @@ export class SyncMetrics {
     this.#lastQueued = state;
     serviceChangesTotal.inc(this.#labels, c.services);
     endpointChanges.inc(this.#labels, c.endpoints);
+    this.#setPending();
+  }
+
+  /** What the latest state changed since the last one synced, distinct services counted once. */
+  #setPending(): void {
+    const queued = this.#lastQueued;
+    const c =
+      queued === undefined || queued === this.#lastSynced
+        ? { services: 0, endpoints: 0 }
+        : stateChanges(this.#lastSynced, queued);
+    serviceChangesPending.set(this.#labels, c.services);
+    endpointChangesPending.set(this.#labels, c.endpoints);
   }
 
   synced(o: SyncOutcome): void {
@@ -155,6 +178,7 @@ export class SyncMetrics {
     noLocalEndpoints.set({ ...this.#labels, traffic_policy: "internal" }, this.#noLocalInternal.size);
     noLocalEndpoints.set({ ...this.#labels, traffic_policy: "external" }, this.#noLocalExternal.size);
     this.#lastSynced = o.state;
+    this.#setPending();
   }
 
   failed(): void {

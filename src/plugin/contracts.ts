@@ -65,17 +65,32 @@ export interface LocalSinkPlugin<O = unknown> extends Plugin<O> {
   readonly binaries: readonly string[];
 }
 
+export interface GlobalSinkContext extends RunContext {
+  /** The source's --service-proxy-name, whose Services `cluster` holds ("" the unlabelled ones). */
+  readonly serviceProxyName: string;
+  /**
+   * Set when the sink asked for every proxy name (everyProxyName): the share of the brain's
+   * Services labelled with a name, as each of several in-process backends sees it.
+   */
+  readonly proxyNameView?: (serviceProxyName: string) => ClusterView;
+}
+
 /** `… to-api`, `… to-json` directly after a source: consumers of the global state. */
 export interface GlobalSinkPlugin<O = unknown> extends Plugin<O> {
-  run(cluster: ClusterView, opts: O, ctx: RunContext): Promise<void>;
+  run(cluster: ClusterView, opts: O, ctx: GlobalSinkContext): Promise<void>;
+  /** The sink serves every service proxy name: the source reads every Service, whatever its label. */
+  everyProxyName?(opts: O): boolean;
 }
 
 /** `kpng local --api …`: a source of one node's local state computed by a remote brain. */
 export interface LocalSourcePlugin<O = unknown> extends Plugin<O> {
   /** The command word, e.g. "local" for `kpng local --api … to-nft`. */
   readonly name: string;
-  /** The node whose state is wanted comes from the sink's --node-name. */
-  createFeed(opts: O, nodeName: string, ctx: RunContext): LocalStateFeed;
+  /**
+   * The node whose state is wanted comes from the sink's --node-name, the service proxy name from
+   * its --service-proxy-name (undefined when not given: the remote brain's own).
+   */
+  createFeed(opts: O, nodeName: string, ctx: RunContext, serviceProxyName?: string): LocalStateFeed;
 }
 
 /** `kpng fallback-controller …`: a cluster-level controller, run on its own. */

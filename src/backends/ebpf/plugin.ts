@@ -6,11 +6,11 @@
 import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
+import type { CompanionBackend } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
 import { SyncLoop } from "../../backend-core/sync-loop.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
-import type { CompanionBackend } from "../../node/companion.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { LocalSinkPlugin, RawOptions } from "../../plugin/contracts.ts";

@@ -1,6 +1,7 @@
 // `… to-local to-iptables`: the iptables backend as a CLI sink, and `kpng cleanup iptables`.
 
 import type { Command } from "commander";
+import { z } from "zod";
 import { familySettings } from "../../backend-core/family-settings.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
 import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
@@ -17,7 +18,7 @@ import {
   parseNodeServicesOptions,
 } from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
-import { parseDuration } from "../../plugin/duration.ts";
+import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
@@ -30,7 +31,22 @@ type IptablesMode = "auto" | Variant;
 /** Lets packets to 127.0.0.1 be DNATed to another host: localhost NodePorts need it. */
 const ROUTE_LOCALNET = { name: "net/ipv4/conf/all/route_localnet", value: 1 };
 
-interface IptablesOptions {
+const iptablesFlags = z.object({
+  iptablesMode: z
+    .enum(["auto", "nft", "legacy"], { error: (i) => `"${String(i.input)}" is not one of auto, nft, legacy` })
+    .optional()
+    .default("auto"),
+  nodeportAddresses: z.string().optional().default("primary"),
+  clusterCidr: z.string().optional().default(""),
+  masqueradeAll: switchFlag,
+  masqueradeBit: z.string().optional().default("14"),
+  localhostNodeports: switchFlag,
+  dryRun: switchFlag,
+  syncPeriod: durationFlag(1000, "use 1s or more").optional().default(30_000),
+  canaryInterval: durationFlag(100, "use 0.1s or more").optional().default(2000),
+});
+
+type IptablesFlags = {
   readonly nodePortAddresses: string;
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;
@@ -41,51 +57,35 @@ interface IptablesOptions {
   readonly syncPeriodMs: number;
   readonly canaryIntervalMs: number;
   readonly node: NodeServicesFlags;
-}
-
-function str(raw: Record<string, unknown>, key: string, fallback: string): string {
-  const v = raw[key];
-  return typeof v === "string" ? v : fallback;
-}
-
-function duration(raw: RawOptions, key: string, flag: string, fallback: number, minMs: number): number {
-  const v = raw[key];
-  if (typeof v === "number") return v;
-  if (typeof v !== "string") return fallback;
-  let ms: number;
-  try {
-    ms = parseDuration(v);
-  } catch (err) {
-    throw new UsageError(`${flag}: ${(err as Error).message}`);
-  }
-  if (ms < minMs) throw new UsageError(`${flag}: "${v}" is too short: use ${minMs / 1000}s or more`);
-  return ms;
-}
+};
 
 /** Pure: the typed options, or a UsageError naming the flag. */
-export function parseIptablesOptions(raw: RawOptions): IptablesOptions {
-  const mode = str(raw, "iptablesMode", "auto");
-  if (mode !== "auto" && mode !== "nft" && mode !== "legacy")
-    throw new UsageError(`--iptables-mode: "${mode}" is not one of auto, nft, legacy`);
-  const nodePortAddresses = str(raw, "nodeportAddresses", "primary");
-  const clusterCIDRs = str(raw, "clusterCidr", "");
-  const masqueradeBit = str(raw, "masqueradeBit", "14");
+export function parseIptablesOptions(raw: RawOptions): IptablesFlags {
+  const f = parseOptionsWith(iptablesFlags, raw);
   try {
     // The node's own addresses are read later; checking the flags needs none.
-    trafficAddresses({ nodePortAddresses, clusterCIDRs, masqueradeAll: false, masqueradeBit }, []);
+    trafficAddresses(
+      {
+        nodePortAddresses: f.nodeportAddresses,
+        clusterCIDRs: f.clusterCidr,
+        masqueradeAll: false,
+        masqueradeBit: f.masqueradeBit,
+      },
+      [],
+    );
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
   return {
-    nodePortAddresses,
-    clusterCIDRs,
-    masqueradeAll: raw.masqueradeAll === true,
-    masqueradeBit,
-    localhostNodePorts: raw.localhostNodeports === true,
-    dryRun: raw.dryRun === true,
-    mode,
-    syncPeriodMs: duration(raw, "syncPeriod", "--sync-period", 30_000, 1000),
-    canaryIntervalMs: duration(raw, "canaryInterval", "--canary-interval", 2000, 100),
+    nodePortAddresses: f.nodeportAddresses,
+    clusterCIDRs: f.clusterCidr,
+    masqueradeAll: f.masqueradeAll,
+    masqueradeBit: f.masqueradeBit,
+    localhostNodePorts: f.localhostNodeports,
+    dryRun: f.dryRun,
+    mode: f.iptablesMode,
+    syncPeriodMs: f.syncPeriod,
+    canaryIntervalMs: f.canaryInterval,
     node: parseNodeServicesOptions(raw),
   };
 }
@@ -109,7 +109,7 @@ async function dryRun(state: LocalState, backend: IptablesBackend, runner: Iptab
   }
 }
 
-export const toIptablesPlugin: LocalSinkPlugin<IptablesOptions> = {
+export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
   name: "to-iptables",
   description: "program the node's services into iptables (KPNG- chains; iptables-nft or -legacy)",
   defaultMinSyncPeriod: "1s",

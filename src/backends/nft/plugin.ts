@@ -2,7 +2,9 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
+import type { CompanionBackend, PreparedCompanion } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
+import { watchNodeIPs } from "../../backend-core/node-ips.ts";
 import {
   HOST_NETWORK_BINARIES,
   type HostNetwork,
@@ -12,7 +14,6 @@ import {
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
-import type { CompanionBackend, PreparedCompanion } from "../../node/companion.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
@@ -82,6 +83,8 @@ function parseNftOptions(raw: RawOptions): NftOptions {
   return { ...opts, settings, node: parseNodeServicesOptions(raw) };
 }
 
+const isPrimary = (settings: NftSettings) => settings.nodePortAddresses.trim() === "primary";
+
 async function configs(settings: NftSettings, host: HostNetwork): Promise<TableConfig[]> {
   const primary = primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
   return tableConfigs(settings, primary);
@@ -103,15 +106,21 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   parseOptions: parseNftOptions,
   async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
-    const tables = await configs(opts.settings, host);
     const log = ctx.log.child({ component: "nft" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
+    // "primary" NodePorts answer on the Node object's IPs, as in kube-proxy's nftables mode.
+    const nodeIPs = isPrimary(opts.settings) ? await watchNodeIPs(feed, host, ctx.signal) : undefined;
+    if (nodeIPs !== undefined && nodeIPs.ips === undefined) return;
+    const tables =
+      nodeIPs?.ips === undefined
+        ? await configs(opts.settings, host)
+        : tableConfigs(opts.settings, nodeIPs.ips);
     if (opts.dryRun) {
       // The whole ruleset is checked at once: tens of seconds at 100k Services, not one transaction's.
       const checker = new ExecNftRunner(["nft"], { timeoutMs: DRY_RUN_CHECK_TIMEOUT_MS });
       const runner = new CheckingNftRunner(checker, (text) => process.stdout.write(text));
       const backend = new NftBackend({ runner, tables, log });
-      await withFirstState(feed, ctx.signal, (state) => backend.sync(state));
+      await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(() => nodeIPs?.stop());
       await runner.verify();
       return;
     }
@@ -126,6 +135,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       {
         tables: tables.map((t) => `${t.family} ${t.table}`),
         nodePorts: tables.flatMap((t) => t.nodePortCIDRs),
+        ...(nodeIPs && { nodeIPsFrom: nodeIPs.from === "node" ? "Node object" : "default-route interfaces" }),
       },
       "starting",
     );
@@ -141,6 +151,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       ),
       log: ctx.log.child({ component: "node" }),
     }).catch(async (err: unknown) => {
+      nodeIPs?.stop();
       runner.close();
       await lock.release();
       throw err;
@@ -154,14 +165,29 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       probe: new NftRulesProbe(tables),
       probeIntervalMs: REPAIR_CHECK_MS,
     });
+    const restart = new AbortController();
+    let changedTo: readonly string[] | undefined;
+    void nodeIPs?.changed.then((ips) => {
+      changedTo = ips;
+      log.error(
+        { was: nodeIPs.ips, now: ips },
+        "the node's IPs changed: exiting so that NodePorts answer on the new ones at restart",
+      );
+      restart.abort();
+    });
     try {
-      await backend.run(feed, ctx.signal);
+      await backend.run(feed, AbortSignal.any([ctx.signal, restart.signal]));
     } finally {
+      nodeIPs?.stop();
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
       runner.close();
       await lock.release();
     }
+    if (changedTo !== undefined && !ctx.signal.aborted)
+      throw new Error(
+        `the node's IPs changed to ${changedTo.join(", ")}: restart to serve NodePorts on them`,
+      );
   },
   async rulesReader(opts) {
     return new NftRulesReader(await configs(opts.settings, new IpCommandHost()));

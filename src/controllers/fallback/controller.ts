@@ -77,11 +77,21 @@ export class FallbackController {
   readonly #options: FallbackControllerOptions;
   readonly #log: Logger;
   readonly #clock: Clock;
-  readonly #services = new ObjectCache<Service>((before, after) => this.#serviceChanged(before, after));
-  readonly #pods = new ObjectCache<Pod>((before, after) => this.#podChanged(before, after));
+  readonly #services = new ObjectCache<Service>((before, after) => {
+    this.#saw(after);
+    this.#serviceChanged(before, after);
+  });
+  readonly #pods = new ObjectCache<Pod>((before, after) => {
+    this.#saw(after);
+    this.#podChanged(before, after);
+  });
   readonly #podIndex = new PodIndex();
   readonly #nodes = new ObjectCache<Node>((before, after) => this.#nodeChanged(before, after));
-  readonly #slices = new ObjectCache<EndpointSlice>((before, after) => this.#sliceChanged(before, after));
+  readonly #slices = new ObjectCache<EndpointSlice>((before, after) => {
+    this.#saw(after);
+    this.#sliceChanged(before, after);
+  });
+  #seenVersion = 0;
   /** service key → its slices by slice name. */
   readonly #slicesByService = new Map<string, Map<string, EndpointSlice>>();
   /** namespace → keys of its Services that carry a fallback selector annotation. */
@@ -199,6 +209,18 @@ export class FallbackController {
   async idle(): Promise<void> {
     while (this.#workers > 0 || this.#sending.size > 0)
       await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+
+  /**
+   * The newest resourceVersion of a Service, Pod or EndpointSlice that reached the caches: a
+   * change written at or below it has been routed (tests wait on it before asserting no effect).
+   */
+  get seenVersion(): number {
+    return this.#seenVersion;
+  }
+
+  #saw(object: { readonly metadata: { readonly resourceVersion: string } } | undefined): void {
+    this.#seenVersion = Math.max(this.#seenVersion, Number(object?.metadata.resourceVersion) || 0);
   }
 
   // ── change routing ─────────────────────────────────────────────────────────────────────────

@@ -9,7 +9,14 @@ export const localSourcePlugin: LocalSourcePlugin<ApiClientFlags> = {
   description: "watch one node's local state from a brain's API (kpng <source> to-api)",
   addOptions: addApiOptions,
   parseOptions: apiClientOptions,
-  createFeed(opts, nodeName, ctx) {
-    return remoteLocalStateFeed({ api: opts.api, nodeName, tls: opts.tls, signal: ctx.signal, log: ctx.log });
+  createFeed(opts, nodeName, ctx, serviceProxyName) {
+    return remoteLocalStateFeed({
+      api: opts.api,
+      nodeName,
+      serviceProxyName,
+      tls: opts.tls,
+      signal: ctx.signal,
+      log: ctx.log,
+    });
   },
 };

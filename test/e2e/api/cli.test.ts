@@ -7,37 +7,12 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { kpngOutput, waitForSocket } from "../../support/kpng-cli.ts";
 
 const cli = ["src/cli/main.ts"];
 const input = "examples/cluster.yaml";
 
-function run(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => {
-      out += d;
-    });
-    child.stderr.on("data", (d) => {
-      err += d;
-    });
-    const timer = setTimeout(() => child.kill(), 20_000);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`kpng ${args.join(" ")} exited ${code}: ${err}`));
-    });
-  });
-}
-
-async function waitForSocket(path: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (await stat(path).catch(() => undefined)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${path} never appeared`);
-}
+const run = (args: string[]) => kpngOutput(args, 20_000);
 
 describe("kpng file … to-api  +  kpng local --api … / kpng api --api …", () => {
   let dir: string;

@@ -1,6 +1,7 @@
 // `kpng kube-proxy` end to end, as kubeadm's DaemonSet would run it: kubeadm's config.conf (as
 // written, mode "" = iptables, and with mode nftables) with a kubeconfig pointing at the test API
-// server, `--hostname-override`, and a node that still holds kube-proxy's nftables table. Real
+// server, `--hostname-override`, and a node that still holds kube-proxy's nftables table and whose
+// InternalIP is on another interface than its default route. Real
 // traffic from a pod, an external client and (iptables mode) the node itself on 127.0.0.1. An
 // edit of the file ends the process, so that the pod restarts with it.
 
@@ -38,6 +39,13 @@ async function eventually(check: () => Promise<boolean>, what: string, timeoutMs
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/**
+ * The node's InternalIP, on a second interface: the default route is on ext0 (192.0.2.1), as on a
+ * node with one interface for the Internet and one for the cluster. The external client reaches
+ * it on its link (the node answers ARP for every local address).
+ */
+const INTERNAL_IP = "192.0.2.77";
 
 const tcp = (host: string, port: number): ProbeRequest => ({ proto: "tcp", host, port, timeoutMs: 1000 });
 
@@ -105,6 +113,13 @@ for (const mode of ["nftables", "iptables"] as const)
     before(async () => {
       topo = env.topology;
       await loadNft(topo.node, KUBE_PROXY_LEFTOVER);
+      for (const argv of [
+        ["ip", "link", "add", "int0", "type", "veth", "peer", "name", "int0p"],
+        ["ip", "address", "add", `${INTERNAL_IP}/32`, "dev", "int0"],
+        ["ip", "link", "set", "int0", "up"],
+        ["ip", "link", "set", "int0p", "up"],
+      ])
+        await topo.node.exec(argv);
       api = topo.node.spawn(
         [process.execPath, API_SERVER, "--port", String(API_PORT), "--bookmark-interval-ms", "1000"],
         {
@@ -116,7 +131,7 @@ for (const mode of ["nftables", "iptables"] as const)
         apiVersion: "v1",
         kind: "Node",
         metadata: { name: "node-1", labels: {} },
-        status: { addresses: [{ type: "InternalIP", address: topo.nodeIPv4 }] },
+        status: { addresses: [{ type: "InternalIP", address: INTERNAL_IP }] },
       });
       await write("POST", "/api/v1/namespaces/default/services", {
         apiVersion: "v1",
@@ -156,12 +171,8 @@ for (const mode of ["nftables", "iptables"] as const)
         .replace(/^mode: ""$/m, mode === "nftables" ? "mode: nftables" : 'mode: ""')
         .replace("/var/lib/kube-proxy/kubeconfig.conf", kubeconfig)
         .replace("clusterCIDR: 10.244.0.0/16", "clusterCIDR: 198.51.100.0/24")
-        // nftables: NodePorts on the node's address toward the external client; iptables: unset,
-        // kube-proxy's default there (every local address, 127.0.0.1 included).
-        .replace(
-          "nodePortAddresses: null",
-          mode === "nftables" ? `nodePortAddresses: [${topo.nodeIPv4}/32]` : "nodePortAddresses: null",
-        )
+        // nodePortAddresses unset, as kubeadm writes it: nftables mode serves NodePorts on the
+        // Node object's InternalIP, iptables mode on every local address (127.0.0.1 included).
         .concat("minSyncPeriod: 100ms\n");
       writeFileSync(join(dir, "config.conf"), config);
 
@@ -204,8 +215,14 @@ for (const mode of ["nftables", "iptables"] as const)
       assert.deepEqual(await answers("client", tcp("203.0.113.10", 80), 30), ["web-1", "web-2"]);
     });
 
-    test("the NodePort answers an external client on the node's address", async () => {
-      assert.deepEqual(await answers("external", tcp(topo.nodeIPv4, 30080), 10), ["web-1", "web-2"]);
+    test("the NodePort answers an external client on the Node object's InternalIP", async () => {
+      assert.deepEqual(await answers("external", tcp(INTERNAL_IP, 30080), 10), ["web-1", "web-2"]);
+    });
+
+    test(`the default-route interface's address: ${mode === "nftables" ? "no NodePort (not the InternalIP)" : "a NodePort too (every local address)"}`, async () => {
+      const got = await answers("external", tcp(topo.nodeIPv4, 30080), 4);
+      if (mode === "nftables") assert.ok(!got.some((r) => r.startsWith("web")), got.join());
+      else assert.deepEqual(got, ["web-1", "web-2"]);
     });
 
     test(`localhost NodePorts: ${mode === "iptables" ? "127.0.0.1 answers (kube-proxy's iptables default)" : "none in nftables mode"}`, async () => {

@@ -10,6 +10,8 @@ import { LocalStateDecoder } from "../../../src/client/decoder.ts";
 import type { WireOp } from "../../../src/client/watch.ts";
 import type { LocalService } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
+import { eventually } from "../../support/eventually.ts";
+import { settle } from "../../support/settle.ts";
 import { endpoint, FakeBrain, service, servicePort } from "./fixtures.ts";
 
 const big = (i: number, shift = 0): LocalService =>
@@ -61,10 +63,7 @@ function rawWatch(target: string, node: string) {
   };
 }
 
-const until = async (cond: () => boolean, what: string) => {
-  for (let i = 0; i < 1000 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
-  assert.ok(cond(), what);
-};
+const until = (cond: () => boolean, what: string) => eventually(async () => cond(), what, 30_000, 10);
 
 const asJson = (services: ReadonlyMap<string, LocalService>) =>
   [...services.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, s]) => s);
@@ -84,10 +83,15 @@ describe("backpressure", () => {
       w.ask();
       // The full state (~3 MB) cannot fit in HTTP/2's windows: the server stops mid-change-set.
       await until(() => (server.streams()[0]?.frames ?? 0) > 0, "the server waits for the client");
-      // Settled: the count no longer moves (on a loaded machine filling the windows takes a while).
+      // Settled: the count has not moved for three samples in a row (on a loaded machine filling
+      // the windows takes a while).
       let settled = -1;
-      for (let i = 0; i < 100 && settled !== server.streams()[0]!.frames; i++) {
-        settled = server.streams()[0]!.frames;
+      let still = 0;
+      const deadline = Date.now() + 30_000;
+      while (still < 3 && Date.now() < deadline) {
+        const frames = server.streams()[0]!.frames;
+        still = frames === settled ? still + 1 : 0;
+        settled = frames;
         await new Promise((r) => setTimeout(r, 200));
       }
       const stalled = server.streams()[0]!;
@@ -106,8 +110,9 @@ describe("backpressure", () => {
       await until(() => w.syncs.length === 1, "the first change set completes");
       w.ask();
       await until(() => w.syncs.length === 2, "one change set brings the client up to date");
-      await new Promise((r) => setTimeout(r, 100));
-      assert.equal(w.syncs.length, 2, "no further change set was queued");
+      await settle();
+      assert.deepEqual(server.streams()[0], { frames: 0, bytes: 0 }, "no further change set was queued");
+      assert.equal(w.syncs.length, 2);
       assert.deepEqual(asJson(w.decoder.state.services), asJson(brain.state("n1")!.services));
     } finally {
       w.close();
@@ -134,7 +139,8 @@ describe("backpressure", () => {
       }
       w.ask();
       await until(() => w.syncs.length === 2, "second change set");
-      await new Promise((r) => setTimeout(r, 100));
+      await settle();
+      assert.deepEqual(server.streams()[0], { frames: 0, bytes: 0 }, "no further change set was queued");
       assert.equal(w.syncs.length, 2);
       assert.deepEqual(asJson(w.decoder.state.services), asJson(brain.state("n1")!.services));
     } finally {

@@ -8,6 +8,7 @@ import { ClusterStore } from "../../../src/brain/store.ts";
 import type { KubeObject } from "../../../src/model/kube.ts";
 import { parseKubeObject } from "../../../src/model/validate.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
+import { gate, settle } from "../../support/settle.ts";
 import { kpngGlobalWatch, type RawOp } from "./kpng-client.ts";
 
 function parse(raw: unknown): KubeObject {
@@ -81,7 +82,7 @@ describe("globalv1 read by a kpng-style client", () => {
     store.replace("EndpointSlice", [slice]);
     store.replace("Node", [node]);
     store.synced();
-    await new Promise((r) => setTimeout(r, 10));
+    await settle();
     const server = new ApiServer({
       listen: ["tcp://127.0.0.1:0"],
       localFeed: () => ({ subscribe: () => () => {} }),
@@ -91,8 +92,9 @@ describe("globalv1 read by a kpng-style client", () => {
     });
     await server.start();
     try {
-      const watching = kpngGlobalWatch(server.addresses[0]!, 2);
-      await new Promise((r) => setTimeout(r, 200));
+      const firstSet = gate();
+      const watching = kpngGlobalWatch(server.addresses[0]!, 2, firstSet.open);
+      await firstSet.promise;
       store.delete("Node", "node-a");
       const [first, second] = await watching;
 

@@ -70,8 +70,17 @@ export function kpngWatch(
 }
 
 /** Opens a globalv1 watch the way kpng's `api` source does (an empty GlobalWatchReq each time). */
-export function kpngGlobalWatch(target: string, changeSets: number): Promise<RawOp[][]> {
-  return watchSets(new loaded.globalv1.Sets(target, grpc.credentials.createInsecure()), changeSets, {});
+export function kpngGlobalWatch(
+  target: string,
+  changeSets: number,
+  onChangeSet: (received: number) => void = () => {},
+): Promise<RawOp[][]> {
+  return watchSets(
+    new loaded.globalv1.Sets(target, grpc.credentials.createInsecure()),
+    changeSets,
+    {},
+    onChangeSet,
+  );
 }
 
 function watchSets(

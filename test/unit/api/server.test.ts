@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { ApiServer } from "../../../src/api/server.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
+import { eventually } from "../../support/eventually.ts";
+import { gate, settle } from "../../support/settle.ts";
 import { endpoint, FakeBrain, service, servicePort } from "./fixtures.ts";
 import { kpngWatch, type RawOp } from "./kpng-client.ts";
 
@@ -51,7 +53,13 @@ describe("localv1 watch, read by a kpng-style client (protos loaded at run time)
       void watching.then(() => {
         done = true;
       });
-      await new Promise((r) => setTimeout(r, 100));
+      await eventually(
+        async () => server.streams().length === 1,
+        "the server to hold the stream",
+        30_000,
+        10,
+      );
+      await settle(20);
       assert.equal(done, false);
       brain.update("n1", [service("a")]);
       const [first] = await watching;
@@ -139,8 +147,9 @@ describe("localv1 watch, read by a kpng-style client (protos loaded at run time)
     brain.update("n1", [service("a"), service("b")]);
     const server = await startServer(brain);
     try {
-      const watching = kpngWatch(server.addresses[0]!, "n1", 2);
-      await new Promise((r) => setTimeout(r, 50));
+      const firstSet = gate();
+      const watching = kpngWatch(server.addresses[0]!, "n1", 2, {}, firstSet.open);
+      await firstSet.promise;
       brain.update(
         "n1",
         [

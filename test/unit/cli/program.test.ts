@@ -215,6 +215,15 @@ describe("kpng command line: the grammar forms", () => {
     assert.equal(paced.invocation?.form === "local" && paced.invocation.minSyncPeriodMs, 2000);
   });
 
+  test("local <sink> --service-proxy-name asks the remote brain for that name; without it, the brain's own", async () => {
+    const named = await parse(["local", "--api", "unix:///s", "to-json", "--service-proxy-name", "legacy"]);
+    assert.equal(named.invocation?.form === "local" && named.invocation.serviceProxyName, "legacy");
+    const unlabelled = await parse(["local", "to-json", "--service-proxy-name", ""]);
+    assert.equal(unlabelled.invocation?.form === "local" && unlabelled.invocation.serviceProxyName, "");
+    const plain = await parse(["local", "to-json"]);
+    assert.equal(plain.invocation?.form === "local" && plain.invocation.serviceProxyName, undefined);
+  });
+
   test("cleanup <backend> names the sink without its to- prefix and takes its options", async () => {
     const { invocation } = await parse(["cleanup", "kernel", "--table", "t2"]);
     assert.equal(invocation?.form, "cleanup");
@@ -239,6 +248,11 @@ describe("kpng command line: mistakes exit non-zero and say what to fix", () => 
       name: "an invalid duration says which forms work",
       args: ["file", "--input", "c", "to-local", "to-json", "--min-sync-period", "soon"],
       message: /--min-sync-period.*"soon" is not a duration.*e\.g\. 1s/,
+    },
+    {
+      name: "a service proxy name that no label can carry",
+      args: ["local", "to-json", "--service-proxy-name", "two words"],
+      message: /--service-proxy-name "two words": not a label value/,
     },
     {
       name: "an unknown sink is named",

@@ -4,6 +4,7 @@ import { describe, test } from "node:test";
 import { ApiServer } from "../../../src/api/server.ts";
 import { type WireChangeSet, watchLocal } from "../../../src/client/watch.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
+import { eventually } from "../../support/eventually.ts";
 import { FakeBrain, service } from "../api/fixtures.ts";
 
 /** A TCP relay on a fixed port: cutting it breaks every connection, as a network failure does. */
@@ -109,7 +110,9 @@ describe("watch client: reconnect, backoff, resume", () => {
       void next.then(() => {
         done = true;
       });
+      const deadline = Date.now() + 30_000;
       while (!done) {
+        assert.ok(Date.now() < deadline, "no change set within 30 s");
         releaseWait?.();
         releaseWait = undefined;
         await new Promise((r) => setTimeout(r, 5));
@@ -117,7 +120,7 @@ describe("watch client: reconnect, backoff, resume", () => {
       return next;
     };
     const waitReleased = async () => {
-      for (let i = 0; i < 200 && releaseWait === undefined; i++) await new Promise((r) => setTimeout(r, 5));
+      await eventually(async () => releaseWait !== undefined, "the client to wait", 30_000, 5);
       const release = releaseWait;
       releaseWait = undefined;
       assert.ok(release, "the client is waiting");
@@ -149,7 +152,7 @@ describe("watch client: reconnect, backoff, resume", () => {
       const waited = waits.length;
       server.forceStop();
       await disconnects.next();
-      while (waits.length === waited) await new Promise((r) => setTimeout(r, 5));
+      await eventually(async () => waits.length > waited, "the client to back off", 30_000, 5);
       assert.equal(waits[waited], 100, "a stream that made progress starts the backoff again");
       server = await startServer(brain, "second");
       relay.upstream = portOf(server);

@@ -13,11 +13,14 @@ const TIMINGS = { leaseDurationMs: 1000, renewDeadlineMs: 600, retryPeriodMs: 10
 /** Stands for a replica whose network went away: every request fails while cut. */
 class CuttableRequester implements KubeRequester {
   cut = false;
+  /** GETs of the Lease so far: one per round. */
+  rounds = 0;
   readonly #inner: KubeRequester;
   constructor(inner: KubeRequester) {
     this.#inner = inner;
   }
   send(r: KubeRequest): Promise<unknown> {
+    if (r.method === "GET") this.rounds++;
     return this.cut ? Promise.reject(new Error("connection refused")) : this.#inner.send(r);
   }
 }
@@ -62,7 +65,9 @@ describe("leader election on a Lease", () => {
     await waitFor("a leads", () => a.elector.leading);
     const b = replica("b");
     b.elector.start();
-    await new Promise((r) => setTimeout(r, 500));
+    // b looks for longer than a lease duration; a's renewals keep the Lease from expiring.
+    const rounds = TIMINGS.leaseDurationMs / TIMINGS.retryPeriodMs + 2;
+    await waitFor("b watching for over a lease duration", () => b.requester.rounds >= rounds, 20_000);
     assert.equal(b.elector.leading, false, "b must not lead while a renews");
     const lease = api.get("Lease", "kube-system/kpng-fallback-controller") as unknown as {
       spec: { holderIdentity: string };

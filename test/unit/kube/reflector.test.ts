@@ -57,7 +57,8 @@ describe("reflector", () => {
   it("lists in pages of pageSize into one replace, then watches from the list's resourceVersion", async () => {
     for (const n of ["a", "b", "c", "d", "e"]) api.create(service(n));
     const listRv = String(api.store.currentRv);
-    const reflector = startReflector({ timings: { pageSize: 2 } });
+    // A page slower than the short inactivity timeout (a loaded machine) would restart the list.
+    const reflector = startReflector({ timings: { pageSize: 2, inactivityTimeoutMs: 30_000 } });
     await reflector.listed;
     assert.deepEqual(sink.calls, ["replace Service [default/a,default/b,default/c,default/d,default/e]"]);
     assert.deepEqual(
@@ -216,7 +217,7 @@ describe("reflector", () => {
     await waitFor("a watch", () => api.watchCount === 1);
     api.silence();
     const silencedAt = Date.now();
-    await new Promise((r) => setTimeout(r, 500));
+    await waitFor("a new watch after the inactivity timeout", () => serviceWatches().length >= 2);
     api.silence(false);
     api.create(service("after-silence"));
     await waitFor("the object after the silence", () => sink.has("Service", "default/after-silence"));
@@ -224,7 +225,7 @@ describe("reflector", () => {
     assert.ok(serviceWatches().length >= 2);
     assert.equal(serviceLists().length, 1);
     process.stdout.write(
-      `# silent for 500 ms (inactivity timeout 300 ms): event delivered after ${recovered} ms\n`,
+      `# silent until the watch was reopened (inactivity timeout 300 ms): event delivered after ${recovered} ms\n`,
     );
   });
 
@@ -244,12 +245,15 @@ describe("reflector", () => {
 
   it("keeps serving the last state while the API server is down, and catches up after", async () => {
     api.create(service("steady"));
-    const reflector = startReflector();
+    let attempts = 0;
+    const transport = new HookedTransport(transportTo(api.url), () => attempts++);
+    const reflector = startReflector({ transport });
     await reflector.listed;
     await waitFor("a watch", () => api.watchCount === 1);
     await api.stop();
     const callsWhileDown = sink.calls.length;
-    await new Promise((r) => setTimeout(r, 400));
+    const attemptsBefore = attempts;
+    await waitFor("two failed attempts while down", () => attempts >= attemptsBefore + 2);
     assert.equal(sink.calls.length, callsWhileDown);
     assert.deepEqual(sink.names("Service"), ["default/steady"]);
     api.create(service("while-down"));

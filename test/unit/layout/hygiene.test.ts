@@ -199,4 +199,28 @@ describe("repository hygiene", () => {
     }
     assert.deepEqual(found, [], "keep measured numbers in docs/performance.md, not in comments");
   });
+
+  test("unit tests wait on conditions or fake timers, never on a fixed real sleep", () => {
+    // An awaited timer promise (`new Promise((r) => setTimeout(r, ms))`, `sleep(ms)`, the
+    // setTimeout of node:timers/promises) is a fixed wait unless it is the pause of a polling loop
+    // with a deadline, named on the line or in the few lines above it.
+    const SLEEP =
+      /await\s+(?:new Promise(?:<[^>]*>)?\(\s*\(?\w*\)?\s*=>\s*setTimeout\(|(?:\w+\.)?(?:sleep|delay|setTimeout)\()/;
+    const DEADLINE = /\bdeadline\b|\btimeoutMs\b|Date\.now\(\)/;
+    const found: string[] = [];
+    for (const [file, text] of sourceOf) {
+      if (!file.startsWith("test/unit/")) continue;
+      const lines = text.split("\n");
+      lines.forEach((line, i) => {
+        if (!SLEEP.test(line)) return;
+        if (lines.slice(Math.max(0, i - 5), i + 1).some((l) => DEADLINE.test(l))) return;
+        found.push(`${file}:${i + 1}: ${line.trim()}`);
+      });
+    }
+    assert.deepEqual(
+      found,
+      [],
+      "wait for a condition (waitFor/eventually with a deadline), settle() for event-loop turns, or drive timers with mock.timers / FakeClock",
+    );
+  });
 });

@@ -61,4 +61,35 @@ describe("SyncMetrics (kube-proxy names)", () => {
       "nftables",
     );
   });
+
+  test("changes pending: what arrived since the last sync, each service once, zero once synced", async () => {
+    const m = new SyncMetrics("pending-test");
+    const pending = async (name: string) =>
+      (await values(`kubeproxy_sync_proxy_rules_${name}_changes_pending`)).find(
+        (v) => v.labels.backend === "pending-test",
+      )?.value;
+    assert.equal(await pending("service"), 0, "exists at zero from the start");
+    assert.equal(await pending("endpoint"), 0);
+    const a = service({ name: "a" });
+    const b = service({ name: "b" });
+    const s1 = state([a, b]);
+    m.queued(s1);
+    assert.equal(await pending("service"), 2);
+    assert.equal(await pending("endpoint"), 2);
+    m.synced({ state: s1, full: true, durationMs: 1 });
+    assert.equal(await pending("service"), 0);
+    assert.equal(await pending("endpoint"), 0);
+    // Two states before the next sync change a's endpoints twice: one service pending.
+    const a2 = service({ name: "a", ports: [port({ internalEndpoints: [ep("198.51.100.9")] })] });
+    const a3 = service({ name: "a", ports: [port({ internalEndpoints: [ep("198.51.100.10")] })] });
+    m.queued(state([a2, b], 2));
+    const s3 = state([a3, b], 3);
+    m.queued(s3);
+    assert.equal(await pending("endpoint"), 1);
+    assert.equal(await pending("service"), 0);
+    m.failed();
+    assert.equal(await pending("endpoint"), 1, "a failed sync leaves them pending");
+    m.synced({ state: s3, full: false, durationMs: 1 });
+    assert.equal(await pending("endpoint"), 0);
+  });
 });

@@ -11,6 +11,8 @@ import { silentLogger } from "../../../../src/observability/log.ts";
 import { endpointSlice, service } from "../../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../../apiserver/server.ts";
 import type { RawObject } from "../../../apiserver/store.ts";
+import { FakeClock } from "../../../support/fake-clock.ts";
+import { settle } from "../../../support/settle.ts";
 import { transportTo, waitFor } from "../../sources/kube/helpers.ts";
 
 const NO_ENVIRONMENT = { env: {}, fileExists: () => false, homeDir: "/nonexistent" };
@@ -18,7 +20,6 @@ const NO_ENVIRONMENT = { env: {}, fileExists: () => false, homeDir: "/nonexisten
 /** Counts what went through, and can run a hook before a request (to race the controller). */
 class CountingRequester implements KubeRequester {
   readonly sent: KubeRequest[] = [];
-  readonly sentAt: number[] = [];
   readonly failed: { request: KubeRequest; status: number }[] = [];
   before: ((r: KubeRequest) => void) | undefined;
   /** An HTTP status to answer instead of the server, or "hang" to never answer (until aborted). */
@@ -30,7 +31,6 @@ class CountingRequester implements KubeRequester {
   async send(r: KubeRequest): Promise<unknown> {
     this.before?.(r);
     this.sent.push(r);
-    this.sentAt.push(Date.now());
     const answer = this.answer?.(r);
     if (answer === "hang") {
       return new Promise((_, reject) =>
@@ -113,19 +113,37 @@ describe("fallback controller", () => {
     requester = new CountingRequester(
       new KubeConfigRequester(loadKubeConfig({ master: api.url }, NO_ENVIRONMENT).config),
     );
-    controller = new FallbackController({
+    controller = newController();
+  });
+
+  function newController(clock?: FakeClock): FallbackController {
+    return new FallbackController({
       transport: transportTo(api.url),
       requester,
       log: silentLogger,
       retryDelayMs: 50,
       conflictRetryDelayMs: 50,
+      ...(clock && { clock }),
     });
-  });
+  }
 
   afterEach(async () => {
     await controller.stop();
     await api.close();
   });
+
+  /** Waits until the controller has read every change made so far, and has acted on it. */
+  async function caughtUp(): Promise<void> {
+    // Its own Events are not watched: the newest watched object is what it must have read.
+    const written = Math.max(
+      ...["services", "pods", "endpointslices"].flatMap((resource) =>
+        api.store.snapshot(resource, api.store.currentRv).map((o) => Number(o.metadata.resourceVersion)),
+      ),
+    );
+    await waitFor("the controller to read the changes", () => controller.seenVersion >= written);
+    await settle();
+    await controller.idle();
+  }
 
   async function startLeading(): Promise<void> {
     controller.start();
@@ -184,20 +202,22 @@ describe("fallback controller", () => {
     );
     api.create(endpointSlice("web-abc", "web", { addresses: ["203.0.113.1"] }));
     api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
+    const clock = new FakeClock();
+    controller = newController(clock);
     await startLeading();
     await waitFor("an inactive fallback slice", () => activeLabel(api, "web") === "false");
     await controller.idle();
     const writesBefore = requester.writes().length;
-    const started = Date.now();
+    const started = clock.now();
     for (let i = 0; i < 30; i++) {
-      const primary = api.get("EndpointSlice", "default/web-abc") as Slice;
-      const ready = i % 2 === 1;
-      primary.endpoints[0]!.conditions = { ready, serving: ready };
-      api.update(primary);
-      await new Promise((r) => setTimeout(r, 100));
+      setPrimaryReady(i % 2 === 1);
+      await caughtUp();
+      await clock.advance(100);
     }
+    await caughtUp();
+    await clock.advance(1000);
     await waitFor("the return after the flapping stopped", () => activeLabel(api, "web") === "false", 5000);
-    const seconds = (Date.now() - started) / 1000;
+    const seconds = (clock.now() - started) / 1000;
     await controller.idle();
     const switches = events(api, "FallbackActivated").length + events(api, "FallbackDeactivated").length;
     const writes = requester.writes().length - writesBefore;
@@ -218,8 +238,7 @@ describe("fallback controller", () => {
     const before = requester.writes().length;
     api.create(pod("other", "203.0.113.51", { app: "other" }));
     controller.setLeading(true);
-    await new Promise((r) => setTimeout(r, 100));
-    await controller.idle();
+    await caughtUp();
     assert.equal(requester.writes().length, before);
   });
 
@@ -295,7 +314,7 @@ describe("fallback controller", () => {
     api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
     controller.start();
     await controller.synced;
-    await new Promise((r) => setTimeout(r, 100));
+    await caughtUp();
     assert.equal(requester.writes().length, 0);
     controller.setLeading(true);
     await waitFor("the new leader's slices", () => fallbackSlices(api, "web").length === 1);
@@ -360,8 +379,7 @@ describe("fallback controller", () => {
     await startLeading();
     await waitFor("an inactive fallback slice", () => activeLabel(api, "web") === "false");
     setPrimaryReady(false);
-    await new Promise((r) => setTimeout(r, 300));
-    await controller.idle();
+    await caughtUp();
     assert.equal(activeLabel(api, "web"), "false");
     // A pod that has the port makes it activate.
     api.create(pod("sorry-2", "203.0.113.51", { app: "sorry" }));
@@ -399,15 +417,25 @@ describe("fallback controller", () => {
       api.create(pod("sorry-1", "203.0.113.50", { app: "sorry" }));
       requester.answer = (r) =>
         r.path.includes("endpointslices") && r.method !== "GET" ? status : undefined;
+      // The retries wait on the controller's clock; the failures are answered without the network.
+      const clock = new FakeClock();
+      controller = newController(clock);
+      const writes = () => requester.sent.filter((r) => r.path.includes("endpointslices")).length;
       await startLeading();
-      await new Promise((r) => setTimeout(r, 1000));
-      const attempts = requester.sentAt.filter((_, i) => requester.sent[i]!.path.includes("endpointslices"));
+      await waitFor("the first write", () => writes() > 0);
+      const attempts = [clock.now()];
+      const end = clock.now() + 1000;
+      while (clock.now() < end) {
+        await clock.advance(5);
+        while (attempts.length < writes()) attempts.push(clock.now());
+      }
       // 50 ms doubling: 0, 50, 150, 350, 750 ms — 5 in the first second, where 100 ms would give 10.
       assert.ok(attempts.length >= 3 && attempts.length <= 6, `${attempts.length} attempts in 1 s`);
       const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
       for (let i = 1; i < gaps.length; i++)
         assert.ok(gaps[i]! >= gaps[i - 1]! * 1.5, `gaps grow: ${gaps.join(", ")}`);
       requester.answer = undefined;
+      await clock.advance(60_000);
       await waitFor("written once the server recovers", () => fallbackSlices(api, "web").length === 1, 5000);
     });
   }
@@ -422,10 +450,10 @@ describe("fallback controller", () => {
       for (const e of slice.endpoints) e.conditions = { ready: false, serving: false };
       api.update(slice);
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await caughtUp();
     const before = requester.writes().length;
     controller.setLeading(true);
-    await new Promise((r) => setTimeout(r, 500));
+    await settle();
     await controller.idle();
     assert.equal(activeLabel(api, "web"), "false", "a stale 'active' state would switch it back");
     assert.equal(requester.writes().length, before, "nothing to write");

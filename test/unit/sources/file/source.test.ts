@@ -8,6 +8,12 @@ import { pino } from "pino";
 import type { ClusterSink } from "../../../../src/model/global.ts";
 import type { KubeKind, KubeObject } from "../../../../src/model/kube.ts";
 import { FileSource } from "../../../../src/sources/file/source.ts";
+import { eventually as eventuallyAsync } from "../../../support/eventually.ts";
+import { settle } from "../../../support/settle.ts";
+
+/** Polls until the condition holds (log lines arrive asynchronously after a reload). */
+const eventually = (condition: () => boolean, what: string) =>
+  eventuallyAsync(async () => condition(), what, 30_000, 20);
 
 /** Records what the source delivers: the latest replace per kind, and the calls in order. */
 class RecordingSink implements ClusterSink {
@@ -57,17 +63,6 @@ function capturingLogger() {
 
 const nodes = (...names: string[]) =>
   names.map((n) => `apiVersion: v1\nkind: Node\nmetadata: { name: ${n} }\n`).join("---\n");
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls until the condition holds (log lines arrive asynchronously after a reload). */
-async function eventually(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (condition()) return;
-    await sleep(50);
-  }
-  assert.fail(`timed out waiting for: ${what}`);
-}
 
 describe("FileSource", () => {
   let dir: string;
@@ -198,17 +193,32 @@ describe("FileSource", () => {
   test("without watch, later changes are not read", async () => {
     await writeFile(file, nodes("n1"));
     const { sink } = await start(false);
-    await writeFile(file, nodes("n1", "n2"));
-    await sleep(400);
-    assert.deepEqual(sink.latest.get("Node"), ["n1"]);
+    // A watching source on the same file tells when the change has become visible.
+    const watcher = new FileSource({ path: file, watch: true, log: capturingLogger().log, debounceMs: 20 });
+    const watched = new RecordingSink();
+    await watcher.start(watched);
+    try {
+      await writeFile(file, nodes("n1", "n2"));
+      await eventually(
+        () => watched.latest.get("Node")?.length === 2,
+        "the watching source to read the change",
+      );
+      await settle();
+      assert.deepEqual(sink.latest.get("Node"), ["n1"]);
+    } finally {
+      await watcher.stop();
+    }
   });
 
   test("rewriting the same content replaces nothing", async () => {
     await writeFile(file, nodes("n1"));
-    const { sink } = await start(true);
+    const { sink, lines } = await start(true);
     const before = sink.calls.length;
+    const reads = () => lines.filter((l) => l.msg === "read the file").length;
+    const readsBefore = reads();
     await writeFile(file, nodes("n1"));
-    await sleep(400);
+    await eventually(() => reads() > readsBefore, "the source to read the rewritten file");
+    await settle();
     assert.equal(sink.calls.length, before);
   });
 });

@@ -6,6 +6,7 @@ import { request, WatchStream } from "../../../apiserver/client.ts";
 import { endpointSlice, node, service } from "../../../apiserver/fixtures.ts";
 import { parseFieldSelector, parseLabelSelector } from "../../../apiserver/selectors.ts";
 import { TestApiServer } from "../../../apiserver/server.ts";
+import { waitFor } from "./helpers.ts";
 
 const SERVICES = "/api/v1/services";
 
@@ -180,12 +181,19 @@ describe("test API server protocol", () => {
   });
 
   it("sends bookmarks only when asked, with the current resourceVersion", async () => {
+    const requestsBefore = api.requests.length;
     const plain = new WatchStream(`${api.url}/api/v1/nodes?watch=1&resourceVersion=${api.store.currentRv}`);
     const withBookmarks = new WatchStream(
       `${api.url}/api/v1/nodes?watch=1&resourceVersion=${api.store.currentRv}&allowWatchBookmarks=true`,
     );
-    await withBookmarks.until((e) => e.some((x) => x.type === "BOOKMARK"));
-    await new Promise((r) => setTimeout(r, 250));
+    const bookmarks = () => withBookmarks.events.filter((x) => x.type === "BOOKMARK").length;
+    await waitFor(
+      "both watches open",
+      () => api.requests.slice(requestsBefore).filter((r) => r.watch).length === 2,
+    );
+    // Two more bookmark intervals: the plain watch, open by now, would have had one too.
+    const seen = bookmarks();
+    await withBookmarks.until(() => bookmarks() >= seen + 2);
     plain.close();
     withBookmarks.close();
     assert.equal(plain.events.length, 0);

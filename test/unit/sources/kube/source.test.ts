@@ -6,6 +6,7 @@ import { silentLogger } from "../../../../src/observability/log.ts";
 import { KubeSource, resourceSpecs } from "../../../../src/sources/kube/source.ts";
 import { endpointSlice, node, service } from "../../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../../apiserver/server.ts";
+import { settle } from "../../../support/settle.ts";
 import { RecordingSink, transportTo, waitFor } from "./helpers.ts";
 
 describe("kube source", () => {
@@ -42,7 +43,10 @@ describe("kube source", () => {
     api.withhold("endpointslices");
     await source.start(sink);
     await waitFor("the other lists", () => sink.calls.length === 3);
-    await new Promise((r) => setTimeout(r, 200));
+    await waitFor("the withheld list requested", () =>
+      api.requests.some((r) => r.resource === "endpointslices" && !r.watch),
+    );
+    await settle();
     assert.equal(sink.syncedCount, 0);
     api.withhold("endpointslices", false);
     await waitFor("synced", () => sink.syncedCount === 1);
@@ -53,9 +57,10 @@ describe("kube source", () => {
   it("stopped before the first list never reports synced", async () => {
     api.withhold("services");
     await source.start(sink);
+    await waitFor("the withheld list requested", () => api.requests.some((r) => r.resource === "services"));
     await source.stop();
     api.withhold("services", false);
-    await new Promise((r) => setTimeout(r, 100));
+    await settle();
     assert.equal(sink.syncedCount, 0);
   });
 });

@@ -87,6 +87,13 @@ export interface WatchReq {
    */
   InstanceID: string;
   Revision: number;
+  /**
+   * Added: the service proxy name whose Services the client wants: those labelled
+   * service.kubernetes.io/service-proxy-name=<name>, or the unlabelled ones for "". Unset (as
+   * clients that predate it send): the name the server was started with. A server that does not
+   * hold the name's Services refuses the stream with FAILED_PRECONDITION. Resume is per name.
+   */
+  ServiceProxyName?: string | undefined;
 }
 
 export interface OpItem {
@@ -295,7 +302,7 @@ export interface ClientIPAffinity {
 }
 
 function createBaseWatchReq(): WatchReq {
-  return { NodeName: "", InstanceID: "", Revision: 0 };
+  return { NodeName: "", InstanceID: "", Revision: 0, ServiceProxyName: undefined };
 }
 
 export const WatchReq: MessageFns<WatchReq> = {
@@ -308,6 +315,9 @@ export const WatchReq: MessageFns<WatchReq> = {
     }
     if (message.Revision !== 0) {
       writer.uint32(24).uint64(message.Revision);
+    }
+    if (message.ServiceProxyName !== undefined) {
+      writer.uint32(34).string(message.ServiceProxyName);
     }
     return writer;
   },
@@ -349,6 +359,14 @@ export const WatchReq: MessageFns<WatchReq> = {
             message.Revision = longToNumber(reader.uint64());
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.ServiceProxyName = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -369,6 +387,7 @@ export const WatchReq: MessageFns<WatchReq> = {
     message.NodeName = object.NodeName ?? "";
     message.InstanceID = object.InstanceID ?? "";
     message.Revision = object.Revision ?? 0;
+    message.ServiceProxyName = object.ServiceProxyName ?? undefined;
     return message;
   },
 };

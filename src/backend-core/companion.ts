@@ -5,10 +5,10 @@
 
 import type { Command } from "commander";
 import type { LocalStateFeed } from "../model/local.ts";
+import type { NodeServicesFlags } from "../node/options.ts";
+import type { SyncObserver } from "../node/sync-observer.ts";
 import type { RawOptions, RunContext } from "../plugin/contracts.ts";
 import type { RulesReader } from "../plugin/rules-reader.ts";
-import type { NodeServicesFlags } from "./options.ts";
-import type { SyncObserver } from "./sync-observer.ts";
 
 export interface CompanionBackend<O = unknown> {
   /** Every program it may start, node services included (the image must contain each). */
