@@ -5,7 +5,7 @@
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -16,17 +16,15 @@ import { mapPinPath } from "../../../src/backends/ebpf/maps.ts";
 import { eventually } from "../../support/eventually.ts";
 import {
   type BpfMounts,
+  ebpfSkipReason,
   mountBpf,
-  netnsSkipReason,
   type Spawned,
   suiteTopology,
 } from "../../support/netns.ts";
 import { writeCluster } from "../contract/cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
-const OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
-const skip =
-  (await netnsSkipReason()) || (existsSync(OBJECT) ? false : "build/kpng.bpf.o missing: npm run build:bpf");
+const skip = await ebpfSkipReason();
 /** The flags that shape the rules: the backend and explain get the same. */
 const SHAPE = ["--nodeport-addresses", "192.0.2.1/32", "--cluster-cidr", "198.51.100.0/24"];
 const http = [{ name: "http", port: 80, targetPort: 8080 }];
