@@ -42,10 +42,11 @@ export const DEFAULT_MAX_INPUT_BYTES = 512 * 1024 * 1024;
 /** The settle time for files rewritten in place. */
 const DEFAULT_SETTLE_MS = 500;
 /**
- * The longest a change waits to be read, whatever the writer does: the debounce and the settle
- * time are cut short so that a file that never stops changing is still read this often.
+ * The longest a change waits before its read starts, whatever the writer does: the debounce and
+ * the settle time are cut short so that a file that never stops changing is still read. Reads are
+ * promised every 2 s; the half second left covers the read itself and late timers on a busy node.
  */
-const DEFAULT_MAX_DELAY_MS = 2000;
+const DEFAULT_MAX_DELAY_MS = 1500;
 /** The further wait for a read that would empty the state or drop most of it. */
 const DEFAULT_SHRINK_HOLD_MS = 2000;
 
