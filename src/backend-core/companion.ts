@@ -8,6 +8,7 @@ import type { LocalStateFeed } from "../model/local.ts";
 import type { NodeServicesFlags } from "../node/options.ts";
 import type { SyncObserver } from "../node/sync-observer.ts";
 import type { RawOptions, RunContext } from "../plugin/contracts.ts";
+import type { RulesReader } from "../plugin/rules-reader.ts";
 
 export interface CompanionBackend<O = unknown> {
   /** Every program it may start, node services included (the image must contain each). */
@@ -23,15 +24,24 @@ export interface CompanionBackend<O = unknown> {
   };
   /** Reads the node's addresses and takes what the backend holds exclusively; programs nothing. */
   prepare(opts: O, ctx: RunContext): Promise<PreparedCompanion>;
+  /** For `kpng explain --rules`: the node's addresses and a reader of the companion's rules; takes nothing. */
+  inspect(opts: O): Promise<InspectedCompanion>;
   /** Removes what the backend installed. */
   cleanup(opts: O, ctx: RunContext): Promise<void>;
 }
 
-export interface PreparedCompanion {
+interface CompanionAddresses {
   /** Where NodePorts are served (CIDRs of node addresses). */
   readonly nodePortCIDRs: readonly string[];
   /** Every address of the node. */
   readonly hostIPs: readonly string[];
+}
+
+interface InspectedCompanion extends CompanionAddresses {
+  readonly rules: RulesReader;
+}
+
+export interface PreparedCompanion extends CompanionAddresses {
   /** Follows the feed until the signal aborts, repairing its own rules (its probe). */
   run(feed: LocalStateFeed, signal: AbortSignal, observer: SyncObserver): Promise<void>;
   /** Releases what prepare took; the rules stay in place. */

@@ -78,6 +78,7 @@ export function addExplainCommand(
     .option("--cluster-cidr <cidrs>", "with --rules: as given to the backend")
     .option("--masquerade-all", "with --rules: as given to the backend")
     .option("--iptables-mode <mode>", "with --rules iptables: as given to the backend")
+    .option("--bpf-root <dir>", "with --rules ebpf: the bpffs mount kpng pins under")
     .option("--timeout <duration>", "longest wait for the cluster to be read", "30s");
   addKubeConnectionOptions(cmd);
   cmd.action((target: string, _o: RawOptions, c: Command) =>
@@ -157,7 +158,14 @@ function rulesOf(raw: RawOptions, readers: readonly LocalSinkPlugin[]): ExplainR
       `--rules: no backend "${want}"; choose one of: ${readers.map(cleanupWord).join(", ")}`,
     );
   // The backend's own flags that shape its rules, checked by the backend itself.
-  const shaping = ["tableName", "nodeportAddresses", "clusterCidr", "masqueradeAll", "iptablesMode"];
+  const shaping = [
+    "tableName",
+    "nodeportAddresses",
+    "clusterCidr",
+    "masqueradeAll",
+    "iptablesMode",
+    "bpfRoot",
+  ];
   const opts = sink.parseOptions(
     Object.fromEntries(shaping.filter((k) => raw[k] !== undefined).map((k) => [k, raw[k]])),
   );

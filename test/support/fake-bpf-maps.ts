@@ -40,6 +40,11 @@ export class FakeBpfMaps implements LbMaps {
     for (const k of keys) this.maps[map].delete(k.toString("hex"));
   }
 
+  get(map: Name, key: Buffer): Buffer | undefined {
+    const v = this.maps[map].get(key.toString("hex"));
+    return v === undefined ? undefined : Buffer.from(v);
+  }
+
   *entries(map: Name): Iterable<[Buffer, Buffer]> {
     for (const [k, v] of [...this.maps[map]]) yield [Buffer.from(k, "hex"), Buffer.from(v)];
   }

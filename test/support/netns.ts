@@ -7,7 +7,9 @@
 //     test("…", async () => { const topo = env.topology; … });
 //   });
 
+import { existsSync } from "node:fs";
 import { after, before, type TestContext } from "node:test";
+import { fileURLToPath } from "node:url";
 import { netnsUnavailableReason, removeLeftoverNamespaces } from "../../tools/netns/netns.ts";
 import { Topology, type TopologyOptions } from "../../tools/netns/topology.ts";
 
@@ -41,6 +43,14 @@ export async function netnsSkipReason(): Promise<string | false> {
   if (reason !== undefined) return reason;
   await removeLeftoverNamespaces();
   return false;
+}
+
+/** As netnsSkipReason, for suites that also load kpng's BPF programs (build/kpng.bpf.o). */
+export async function ebpfSkipReason(): Promise<string | false> {
+  const object = fileURLToPath(new URL("../../build/kpng.bpf.o", import.meta.url));
+  return (
+    (await netnsSkipReason()) || (existsSync(object) ? false : "build/kpng.bpf.o missing: npm run build:bpf")
+  );
 }
 
 /**

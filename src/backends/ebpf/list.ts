@@ -2,6 +2,7 @@
 // with the backend list its value names.
 
 import { z } from "zod";
+import type { Protocol } from "../../model/kube.ts";
 import { endpointString } from "../../model/local.ts";
 import type { ControllerPlugin } from "../../plugin/contracts.ts";
 import { parseOptionsWith } from "../../plugin/options.ts";
@@ -12,6 +13,9 @@ import {
   decodeFrontend,
   decodeServiceValue,
   decodeSlot,
+  encodeFrontend,
+  encodeSlot,
+  type Frontend,
   SVC_REJECT,
 } from "./layout.ts";
 import { type LbMaps, PinnedMaps } from "./maps.ts";
@@ -19,7 +23,7 @@ import { type LbMaps, PinnedMaps } from "./maps.ts";
 interface ListedFrontend {
   readonly address: string;
   readonly port: number;
-  readonly protocol: string;
+  readonly protocol: Protocol;
   /** "ip:port" of each backend, in slot order; empty when the frontend refuses. */
   readonly backends: string[];
   readonly reject: boolean;
@@ -55,13 +59,62 @@ export function listFrontends(maps: LbMaps): ListedFrontend[] {
   );
 }
 
+/**
+ * One frontend read by its key (a lookup per entry, never a scan of the maps): undefined when the
+ * map does not hold it. `stray` names slots of its list past the count the value gives.
+ */
+export function lookupFrontend(
+  maps: LbMaps,
+  f: Frontend,
+): { listed: ListedFrontend; stray: string[] } | undefined {
+  const raw = maps.get("services", encodeFrontend(f));
+  if (raw === undefined) return undefined;
+  const value = decodeServiceValue(raw);
+  const slot = (index: number) => maps.get("backends", encodeSlot({ id: value.id, gen: value.gen, index }));
+  const backends: string[] = [];
+  for (let index = 0; index < value.count; index++) {
+    const b = slot(index);
+    backends.push(b === undefined ? "?" : endpointString(decodeBackend(b)));
+  }
+  const past = slot(value.count);
+  return {
+    listed: {
+      address: f.ip,
+      port: f.port,
+      protocol: f.protocol,
+      backends,
+      reject: (value.flags & SVC_REJECT) !== 0,
+      affinitySeconds: value.affinitySeconds,
+    },
+    stray: past === undefined ? [] : [endpointString(decodeBackend(past))],
+  };
+}
+
+/** The frontend's address, as `ebpf list` and `explain --rules ebpf` print it. */
+export function frontendName(f: Frontend): string {
+  return `${endpointString(f)}/${f.protocol}`;
+}
+
+/** What a frontend does: its backends ("?" for a missing slot) or "(reject)", and its affinity. */
+export function frontendAction(f: Pick<ListedFrontend, "backends" | "reject" | "affinitySeconds">): string {
+  const what = f.reject ? "(reject)" : f.backends.join(" ");
+  return f.affinitySeconds > 0 ? `${what} affinity=${f.affinitySeconds}s` : what;
+}
+
 function formatFrontends(list: readonly ListedFrontend[]): string {
-  const lines = list.map((f) => {
-    const what = f.reject ? "(reject)" : f.backends.join(" ");
-    const sticky = f.affinitySeconds > 0 ? ` affinity=${f.affinitySeconds}s` : "";
-    return `${endpointString({ ip: f.address, port: f.port })}/${f.protocol}\t${what}${sticky}`;
-  });
+  const lines = list.map(
+    (f) => `${frontendName({ ip: f.address, port: f.port, protocol: f.protocol })}\t${frontendAction(f)}`,
+  );
   return lines.length === 0 ? "" : `${lines.join("\n")}\n`;
+}
+
+/** The pinned maps, or a UsageError (exit 2) saying that none are under `bpfRoot`. */
+export function openPinnedMaps(bpfRoot: string): LbMaps {
+  try {
+    return new PinnedMaps(bpfRoot);
+  } catch (err) {
+    throw new UsageError(`no kpng maps under ${bpfRoot}/kpng/maps (--bpf-root): ${(err as Error).message}`);
+  }
 }
 
 const listOptions = z.object({
@@ -79,12 +132,7 @@ export const ebpfListCommand: ControllerPlugin<z.output<typeof listOptions>> = {
   },
   parseOptions: (raw) => parseOptionsWith(listOptions, raw),
   async run(opts) {
-    let maps: LbMaps;
-    try {
-      maps = new PinnedMaps(opts.bpfRoot);
-    } catch (err) {
-      throw new UsageError(`no kpng maps under ${opts.bpfRoot}/kpng/maps: ${(err as Error).message}`);
-    }
+    const maps = openPinnedMaps(opts.bpfRoot);
     const list = listFrontends(maps);
     process.stdout.write(
       opts.output === "json"

@@ -13,6 +13,8 @@ export interface LbMaps {
   update(map: LbMapName, entries: readonly (readonly [Buffer, Buffer])[]): void;
   /** Deletes the keys; keys already absent are fine. Throws a MapWriteError. */
   delete(map: LbMapName, keys: readonly Buffer[]): void;
+  /** One entry by its key; undefined when the map does not hold it. */
+  get(map: LbMapName, key: Buffer): Buffer | undefined;
   /** Every entry the map holds. */
   entries(map: LbMapName): Iterable<[Buffer, Buffer]>;
   close(): void;
@@ -86,6 +88,10 @@ export class PinnedMaps implements LbMaps {
         }
       }
     }
+  }
+
+  get(map: LbMapName, key: Buffer): Buffer | undefined {
+    return this.#maps[map].get(key);
   }
 
   *entries(map: LbMapName): Iterable<[Buffer, Buffer]> {

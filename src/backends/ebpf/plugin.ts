@@ -18,10 +18,12 @@ import { parseOptionsWith } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 import { EbpfBackend } from "./backend.ts";
 import { defaultCgroupRoot, startupProblems } from "./checks.ts";
+import { openPinnedMaps } from "./list.ts";
 import { PinnedMaps } from "./maps.ts";
 import { EbpfProbe } from "./probe.ts";
 import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
 import { renderService } from "./render.ts";
+import { EbpfRulesReader } from "./rules-reader.ts";
 
 const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
 
@@ -100,7 +102,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       const problems = startupProblems(opts.loader);
       if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
       const nft = await external.prepare(opts.companion, ctx);
-      const render = { nodePortIPs: nft.hostIPs.filter((ip) => inAny(ip, nft.nodePortCIDRs)) };
+      const render = renderContext(nft);
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
       let node: NodeServices | undefined;
       try {
@@ -134,12 +136,29 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
         await nft.close();
       }
     },
+    async rulesReader(opts) {
+      const nft = await external.inspect(opts.companion);
+      return new EbpfRulesReader({
+        openMaps: () => openPinnedMaps(opts.loader.bpfRoot),
+        render: renderContext(nft),
+        bpfRoot: opts.loader.bpfRoot,
+        companion: nft.rules,
+      });
+    },
     async cleanup(opts, ctx) {
       const done = await new BpftoolLoader(opts.loader).remove();
       ctx.log.info({ done }, "removed kpng's BPF programs and pins");
       await external.cleanup(opts.companion, ctx);
     },
   };
+}
+
+/** The node's addresses that serve NodePorts: those in the companion's NodePort CIDRs. */
+function renderContext(nft: {
+  readonly hostIPs: readonly string[];
+  readonly nodePortCIDRs: readonly string[];
+}) {
+  return { nodePortIPs: nft.hostIPs.filter((ip) => inAny(ip, nft.nodePortCIDRs)) };
 }
 
 function inAny(ip: string, cidrs: readonly string[]): boolean {

@@ -242,5 +242,15 @@ export const nftCompanion: CompanionBackend<NftOptions> = {
   parseOptions: parseNftOptions,
   settings: (o) => ({ node: o.node, syncPeriodMs: o.syncPeriod, dryRun: o.dryRun }),
   prepare: (o, ctx) => prepareNft(o, ctx.log.child({ component: "nft" })),
+  async inspect(o) {
+    const host = new IpCommandHost();
+    const tables = await configs(o.settings, host);
+    const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
+    return {
+      nodePortCIDRs: tables.flatMap((t) => t.nodePortCIDRs),
+      hostIPs,
+      rules: new NftRulesReader(tables),
+    };
+  },
   cleanup: (o, ctx) => toNftPlugin.cleanup!(o, ctx),
 };

@@ -13,8 +13,8 @@ import { outcome, type ProbeRequest, probeFrom, tcp } from "../../support/client
 import { eventually } from "../../support/eventually.ts";
 import {
   type BpfMounts,
+  ebpfSkipReason,
   mountBpf,
-  netnsSkipReason,
   pinForeignMap,
   type Spawned,
   suiteTopology,
@@ -22,9 +22,7 @@ import {
 import { type TestService, writeCluster } from "../contract/cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
-const OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
-const skip =
-  (await netnsSkipReason()) || (existsSync(OBJECT) ? false : "build/kpng.bpf.o missing: npm run build:bpf");
+const skip = await ebpfSkipReason();
 const echo = { tcpPorts: [8080], udpPorts: [5353] };
 const http = [{ name: "http", port: 80, targetPort: 8080 }];
 

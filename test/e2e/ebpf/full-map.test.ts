@@ -4,7 +4,7 @@
 // Then the cluster shrinks and everything recovers.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -12,8 +12,8 @@ import { fileURLToPath } from "node:url";
 import { eventually } from "../../support/eventually.ts";
 import {
   type BpfMounts,
+  ebpfSkipReason,
   mountBpf,
-  netnsSkipReason,
   type Spawned,
   suiteTopology,
 } from "../../support/netns.ts";
@@ -21,9 +21,7 @@ import { type TestService, writeCluster } from "../contract/cluster.ts";
 import { httpGet } from "../node/http-get.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
-const OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
-const skip =
-  (await netnsSkipReason()) || (existsSync(OBJECT) ? false : "build/kpng.bpf.o missing: npm run build:bpf");
+const skip = await ebpfSkipReason();
 
 /** n Services with 10 (unreachable, TEST-NET) endpoints each: 10·n backend slots. */
 function services(n: number): TestService[] {
