@@ -51,7 +51,9 @@ async function packetsSeen(pod: Pod): Promise<number> {
   return Number(m[1]);
 }
 
-for (const backend of BACKENDS)
+// to-ebpf leaves Service ranges to its nft companion (the nft row covers those rules); its
+// node-local clients need the contract suite's cgroup setup, which this suite does not make.
+for (const backend of BACKENDS.filter((b) => b.name !== "ebpf"))
   describe(`Service IP ranges end to end (${backend.name})`, { skip }, () => {
     const env = suiteTopology({
       pods: [
