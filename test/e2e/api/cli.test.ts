@@ -63,7 +63,9 @@ describe("kpng file … to-api  +  kpng local --api … / kpng api --api …", (
   test("node-1: the nft rules of the remote path are byte-identical to the in-process ones", {
     skip: nftCheckSkipReason(),
   }, async () => {
-    const dryRun = ["to-nft", "--dry-run", "--node-name", "node-1"];
+    // Explicit NodePort addresses: unset, the in-process path takes the Node object's InternalIP
+    // from the local state, which the watch API does not carry yet (docs/nft.md).
+    const dryRun = ["to-nft", "--dry-run", "--node-name", "node-1", "--nodeport-addresses", "0.0.0.0/0,::/0"];
     const [inProcess, remote] = await Promise.all([
       run(["file", "--input", input, "to-local", ...dryRun]),
       run(["local", "--api", `unix://${socket}`, ...dryRun]),
