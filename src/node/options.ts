@@ -3,9 +3,9 @@
 // anything starts).
 
 import type { Command } from "commander";
+import { z } from "zod";
 import type { RawOptions as Options } from "../plugin/contracts.ts";
-import { parseDuration } from "../plugin/duration.ts";
-import { UsageError } from "../plugin/usage-error.ts";
+import { durationFlag, parsedBy, parseOptionsWith, switchFlag } from "../plugin/options.ts";
 import { type BindAddress, parseBindAddress } from "./bind-address.ts";
 import { CONNTRACK_SYSCTL_DEFAULTS, type ConntrackSysctlOptions } from "./conntrack/sysctls.ts";
 
@@ -65,58 +65,67 @@ export function addNodeServicesOptions(cmd: Command): void {
     );
 }
 
-function text(raw: Options, key: string, fallback: string): string {
-  const v = raw[key];
-  return typeof v === "string" ? v : fallback;
-}
+/** A count flag: a whole number ≥ 0 (commander hands text; the config translation, numbers). */
+const wholeNumber = (fallback: number) =>
+  z
+    .union([z.string(), z.number()])
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return fallback;
+      const n = typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v) : Number.NaN;
+      if (Number.isSafeInteger(n) && n >= 0) return n;
+      ctx.addIssue({ code: "custom", message: `"${String(v)}" is not a whole number ≥ 0` });
+      return z.NEVER;
+    });
 
-function count(raw: Options, key: string, flag: string, fallback: number): number {
-  const v = raw[key];
-  if (v === undefined) return fallback;
-  const n = typeof v === "number" ? v : /^\d+$/.test(String(v).trim()) ? Number(v) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < 0)
-    throw new UsageError(`${flag}: "${String(v)}" is not a whole number ≥ 0`);
-  return n;
-}
+/** A timeout flag in whole seconds (a duration such as "1h" or "90s"; 0 leaves the sysctl alone). */
+const seconds = (fallbackSeconds: number) =>
+  durationFlag(0, "")
+    .optional()
+    .default(fallbackSeconds * 1000)
+    .transform((ms) => Math.round(ms / 1000));
 
-function seconds(raw: Options, key: string, flag: string, fallbackSeconds: number): number {
-  const v = raw[key];
-  if (v === undefined) return fallbackSeconds;
-  try {
-    return Math.round(parseDuration(String(v)) / 1000);
-  } catch (err) {
-    throw new UsageError(`${flag}: ${(err as Error).message}`);
-  }
-}
+/** A server address: "host:port", or "" for off. */
+const bindAddress = (fallback: string) =>
+  z.string().optional().default(fallback).transform(parsedBy(parseBindAddress));
+
+const nodeServicesFlags = z
+  .object({
+    healthzBindAddress: bindAddress("0.0.0.0:10256"),
+    metricsBindAddress: bindAddress("127.0.0.1:10249"),
+    conntrackCleanup: z.boolean().optional().default(true),
+    cleanupKubeProxy: switchFlag,
+    bindAddressHardFail: switchFlag,
+    profiling: switchFlag,
+    conntrackTcpBeLiberal: switchFlag,
+    conntrackUdpTimeout: seconds(0),
+    conntrackUdpTimeoutStream: seconds(0),
+    conntrackMaxPerCore: wholeNumber(CONNTRACK_SYSCTL_DEFAULTS.maxPerCore),
+    conntrackMin: wholeNumber(CONNTRACK_SYSCTL_DEFAULTS.min),
+    conntrackTcpTimeoutEstablished: seconds(CONNTRACK_SYSCTL_DEFAULTS.tcpEstablishedSeconds),
+    conntrackTcpTimeoutCloseWait: seconds(CONNTRACK_SYSCTL_DEFAULTS.tcpCloseWaitSeconds),
+  })
+  .transform(
+    (f): NodeServicesFlags => ({
+      healthz: f.healthzBindAddress,
+      metrics: f.metricsBindAddress,
+      conntrackCleanup: f.conntrackCleanup,
+      cleanupKubeProxy: f.cleanupKubeProxy,
+      bindAddressHardFail: f.bindAddressHardFail,
+      profiling: f.profiling,
+      conntrack: {
+        tcpBeLiberal: f.conntrackTcpBeLiberal,
+        udpSeconds: f.conntrackUdpTimeout,
+        udpStreamSeconds: f.conntrackUdpTimeoutStream,
+        maxPerCore: f.conntrackMaxPerCore,
+        min: f.conntrackMin,
+        tcpEstablishedSeconds: f.conntrackTcpTimeoutEstablished,
+        tcpCloseWaitSeconds: f.conntrackTcpTimeoutCloseWait,
+      },
+    }),
+  );
 
 /** Throws UsageError naming the flag when a value is wrong. */
 export function parseNodeServicesOptions(raw: Options): NodeServicesFlags {
-  const d = CONNTRACK_SYSCTL_DEFAULTS;
-  return {
-    healthz: parseBindAddress(text(raw, "healthzBindAddress", "0.0.0.0:10256"), "--healthz-bind-address"),
-    metrics: parseBindAddress(text(raw, "metricsBindAddress", "127.0.0.1:10249"), "--metrics-bind-address"),
-    conntrackCleanup: raw.conntrackCleanup !== false,
-    cleanupKubeProxy: raw.cleanupKubeProxy === true,
-    bindAddressHardFail: raw.bindAddressHardFail === true,
-    profiling: raw.profiling === true,
-    conntrack: {
-      tcpBeLiberal: raw.conntrackTcpBeLiberal === true,
-      udpSeconds: seconds(raw, "conntrackUdpTimeout", "--conntrack-udp-timeout", 0),
-      udpStreamSeconds: seconds(raw, "conntrackUdpTimeoutStream", "--conntrack-udp-timeout-stream", 0),
-      maxPerCore: count(raw, "conntrackMaxPerCore", "--conntrack-max-per-core", d.maxPerCore),
-      min: count(raw, "conntrackMin", "--conntrack-min", d.min),
-      tcpEstablishedSeconds: seconds(
-        raw,
-        "conntrackTcpTimeoutEstablished",
-        "--conntrack-tcp-timeout-established",
-        d.tcpEstablishedSeconds,
-      ),
-      tcpCloseWaitSeconds: seconds(
-        raw,
-        "conntrackTcpTimeoutCloseWait",
-        "--conntrack-tcp-timeout-close-wait",
-        d.tcpCloseWaitSeconds,
-      ),
-    },
-  };
+  return parseOptionsWith(nodeServicesFlags, raw);
 }

@@ -67,5 +67,20 @@ export function checkedBy<T>(check: (value: T) => unknown) {
   };
 }
 
+/**
+ * The value `parse` makes of a flag's text (it throws with the reason otherwise), e.g. an
+ * address reader: use as `.transform(parsedBy(parse))`; the reason becomes the flag's problem.
+ */
+export function parsedBy<I, T>(parse: (value: I) => T) {
+  return (value: I, ctx: z.RefinementCtx): T => {
+    try {
+      return parse(value);
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: (err as Error).message });
+      return z.NEVER;
+    }
+  };
+}
+
 /** A boolean switch; commander leaves it undefined when absent. */
 export const switchFlag = z.boolean().optional().default(false);

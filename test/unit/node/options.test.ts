@@ -11,12 +11,12 @@ describe("parseBindAddress", () => {
     ["127.0.0.1:0", { host: "127.0.0.1", port: 0 }],
     ["", undefined],
   ] as const) {
-    test(JSON.stringify(text), () => assert.deepEqual(parseBindAddress(text, "--x"), want));
+    test(JSON.stringify(text), () => assert.deepEqual(parseBindAddress(text), want));
   }
   for (const bad of ["10256", "localhost:10256", "0.0.0.0:70000", "::10256", "1.2.3.4:", "0.0.0.0:port"]) {
     test(`rejects ${JSON.stringify(bad)} naming the flag`, () =>
       assert.throws(
-        () => parseBindAddress(bad, "--healthz-bind-address"),
+        () => parseNodeServicesOptions({ healthzBindAddress: bad }),
         (e: Error) => e instanceof UsageError && e.message.startsWith("--healthz-bind-address"),
       ));
   }
