@@ -3,9 +3,11 @@
 // (--cluster-cidr), with the same flags, defaults and checks for every backend.
 
 import type { Command } from "commander";
+import { z } from "zod";
 import { canonicalCIDR, canonicalIP, familyOf } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
 import { ofFamily } from "../model/local.ts";
+import { checkedBy, switchFlag } from "../plugin/options.ts";
 
 export interface TrafficAddressSettings {
   /** "primary", or a comma list of CIDRs. */
@@ -33,8 +35,8 @@ export function addTrafficAddressOptions(cmd: Command): void {
     .option("--masquerade-bit <bit>", "the bit (0-31) of the packet mark that asks for masquerade", "14");
 }
 
-/** The canonical CIDRs of a comma list; throws an Error naming the flag when one is malformed. */
-function parseCIDRList(text: string, flag: string): string[] {
+/** The canonical CIDRs of a comma list; throws an Error saying which one is malformed. */
+function parseCIDRList(text: string): string[] {
   return text
     .split(",")
     .map((s) => s.trim())
@@ -43,21 +45,74 @@ function parseCIDRList(text: string, flag: string): string[] {
       try {
         return canonicalCIDR(c);
       } catch {
-        throw new Error(`${flag}: "${c}" is not a CIDR (e.g. 10.244.0.0/16 or 2001:db8::/64)`);
+        throw new Error(`"${c}" is not a CIDR (e.g. 10.244.0.0/16 or 2001:db8::/64)`);
       }
     });
 }
 
-/** The packet mark of a masquerade bit, e.g. 14 → "0x4000"; throws an Error naming the flag. */
+const isPrimary = (nodePortAddresses: string) => nodePortAddresses.trim() === "primary";
+
+/** The NodePort CIDRs of --nodeport-addresses other than "primary"; throws an Error saying what to fix. */
+function parseNodePortCIDRs(text: string): string[] {
+  try {
+    return parseCIDRList(text);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; give "primary" or a comma list of CIDRs`);
+  }
+}
+
+/** The packet mark of a masquerade bit, e.g. 14 → "0x4000"; throws an Error saying what to fix. */
 function masqueradeMark(bit: string | number | undefined): string {
   const n = bit === undefined ? 14 : Number(bit);
-  if (!Number.isInteger(n) || n < 0 || n > 31)
-    throw new Error(`--masquerade-bit: "${bit}" is not a bit number from 0 to 31`);
+  if (!Number.isInteger(n) || n < 0 || n > 31) throw new Error(`"${bit}" is not a bit number from 0 to 31`);
   return `0x${(2 ** n).toString(16)}`;
 }
 
+/** The error of `read`, prefixed with the flag to fix. */
+function named<T>(flag: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw new Error(`${flag}: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The flags of addTrafficAddressOptions as zod fields (commander's names), each checked, for a
+ * backend's schema; `trafficSettings` turns the parsed fields into TrafficAddressSettings.
+ */
+export const trafficAddressFlags = {
+  nodeportAddresses: z
+    .string()
+    .optional()
+    .default("primary")
+    .superRefine(checkedBy((text: string) => isPrimary(text) || parseNodePortCIDRs(text))),
+  clusterCidr: z.string().optional().default("").superRefine(checkedBy(parseCIDRList)),
+  masqueradeAll: switchFlag,
+  masqueradeBit: z
+    .union([z.string(), z.number()])
+    .optional()
+    .default("14")
+    .superRefine(checkedBy(masqueradeMark)),
+};
+
+/** The parsed traffic flags under the names the backends use. */
+export function trafficSettings(f: {
+  readonly nodeportAddresses: string;
+  readonly clusterCidr: string;
+  readonly masqueradeAll: boolean;
+  readonly masqueradeBit: string | number;
+}): TrafficAddressSettings {
+  return {
+    nodePortAddresses: f.nodeportAddresses,
+    clusterCIDRs: f.clusterCidr,
+    masqueradeAll: f.masqueradeAll,
+    masqueradeBit: f.masqueradeBit,
+  };
+}
+
 /** Both families' node IPs, NodePort CIDRs and pod CIDRs; throws an Error naming a bad flag. */
-export function trafficAddresses(
+function trafficAddresses(
   settings: TrafficAddressSettings,
   primaryIPs: readonly string[],
 ): {
@@ -67,15 +122,14 @@ export function trafficAddresses(
   readonly masqueradeMark: string;
 } {
   const nodeIPs = primaryIPs.map(canonicalIP);
-  const nodePortCIDRs =
-    settings.nodePortAddresses.trim() === "primary"
-      ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "IPv4" ? 32 : 128}`)
-      : parseCIDRList(settings.nodePortAddresses, "--nodeport-addresses");
+  const nodePortCIDRs = isPrimary(settings.nodePortAddresses)
+    ? nodeIPs.map((ip) => `${ip}/${familyOf(ip) === "IPv4" ? 32 : 128}`)
+    : named("--nodeport-addresses", () => parseNodePortCIDRs(settings.nodePortAddresses));
   return {
     nodeIPs,
     nodePortCIDRs,
-    podCIDRs: parseCIDRList(settings.clusterCIDRs, "--cluster-cidr"),
-    masqueradeMark: masqueradeMark(settings.masqueradeBit),
+    podCIDRs: named("--cluster-cidr", () => parseCIDRList(settings.clusterCIDRs)),
+    masqueradeMark: named("--masquerade-bit", () => masqueradeMark(settings.masqueradeBit)),
   };
 }
 

@@ -7,7 +7,12 @@ import { withFirstState } from "../../backend-core/first-state.ts";
 import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
-import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
+import {
+  addTrafficAddressOptions,
+  type TrafficAddressSettings,
+  trafficAddressFlags,
+  trafficSettings,
+} from "../../host/traffic-addresses.ts";
 import type { IPFamily } from "../../model/kube.ts";
 import type { LocalState } from "../../model/local.ts";
 import { applySysctls, ProcSysctlFiles } from "../../node/conntrack/sysctls.ts";
@@ -19,7 +24,6 @@ import {
 } from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
-import { UsageError } from "../../plugin/usage-error.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
 import { IptablesRulesReader } from "./rules-reader.ts";
@@ -36,21 +40,14 @@ const iptablesFlags = z.object({
     .enum(["auto", "nft", "legacy"], { error: (i) => `"${String(i.input)}" is not one of auto, nft, legacy` })
     .optional()
     .default("auto"),
-  nodeportAddresses: z.string().optional().default("primary"),
-  clusterCidr: z.string().optional().default(""),
-  masqueradeAll: switchFlag,
-  masqueradeBit: z.string().optional().default("14"),
+  ...trafficAddressFlags,
   localhostNodeports: switchFlag,
   dryRun: switchFlag,
   syncPeriod: durationFlag(1000, "use 1s or more").optional().default(30_000),
   canaryInterval: durationFlag(100, "use 0.1s or more").optional().default(2000),
 });
 
-type IptablesFlags = {
-  readonly nodePortAddresses: string;
-  readonly clusterCIDRs: string;
-  readonly masqueradeAll: boolean;
-  readonly masqueradeBit: string;
+type IptablesFlags = TrafficAddressSettings & {
   readonly localhostNodePorts: boolean;
   readonly dryRun: boolean;
   readonly mode: IptablesMode;
@@ -62,25 +59,8 @@ type IptablesFlags = {
 /** Pure: the typed options, or a UsageError naming the flag. */
 export function parseIptablesOptions(raw: RawOptions): IptablesFlags {
   const f = parseOptionsWith(iptablesFlags, raw);
-  try {
-    // The node's own addresses are read later; checking the flags needs none.
-    trafficAddresses(
-      {
-        nodePortAddresses: f.nodeportAddresses,
-        clusterCIDRs: f.clusterCidr,
-        masqueradeAll: false,
-        masqueradeBit: f.masqueradeBit,
-      },
-      [],
-    );
-  } catch (e) {
-    throw new UsageError((e as Error).message);
-  }
   return {
-    nodePortAddresses: f.nodeportAddresses,
-    clusterCIDRs: f.clusterCidr,
-    masqueradeAll: f.masqueradeAll,
-    masqueradeBit: f.masqueradeBit,
+    ...trafficSettings(f),
     localhostNodePorts: f.localhostNodeports,
     dryRun: f.dryRun,
     mode: f.iptablesMode,

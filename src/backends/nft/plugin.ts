@@ -13,7 +13,11 @@ import {
 } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
-import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
+import {
+  addTrafficAddressOptions,
+  trafficAddressFlags,
+  trafficSettings,
+} from "../../host/traffic-addresses.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
@@ -23,7 +27,6 @@ import {
 import type { Logger } from "../../observability/log.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
-import { UsageError } from "../../plugin/usage-error.ts";
 import { NftBackend } from "./backend.ts";
 import { CheckingNftRunner } from "./check-runner.ts";
 import { cleanupTransaction, type NftSettings, TABLE_NAME, tableConfigs } from "./config.ts";
@@ -43,10 +46,7 @@ const nftOptions = z.object({
     .refine((t) => TABLE_NAME.test(t), {
       message: "not a valid nft table name: start with a letter, then letters, digits, _ or -",
     }),
-  nodeportAddresses: z.string().optional().default("primary"),
-  clusterCidr: z.string().optional().default(""),
-  masqueradeAll: switchFlag,
-  masqueradeBit: z.string().optional().default("14"),
+  ...trafficAddressFlags,
   dryRun: switchFlag,
   syncPeriod: durationFlag(1000, "it is the periodic resync and the longest retry wait; use 1s or more")
     .optional()
@@ -67,19 +67,7 @@ const DRY_RUN_CHECK_TIMEOUT_MS = 10 * 60_000;
 /** Checks every to-nft flag, including the address lists, before anything starts. */
 function parseNftOptions(raw: RawOptions): NftOptions {
   const opts = parseOptionsWith(nftOptions, raw);
-  const settings: NftSettings = {
-    table: opts.tableName,
-    nodePortAddresses: opts.nodeportAddresses,
-    clusterCIDRs: opts.clusterCidr,
-    masqueradeAll: opts.masqueradeAll,
-    masqueradeBit: opts.masqueradeBit,
-  };
-  try {
-    // The node's own addresses are read later; checking the flags needs none.
-    tableConfigs(settings, []);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const settings: NftSettings = { table: opts.tableName, ...trafficSettings(opts) };
   return { ...opts, settings, node: parseNodeServicesOptions(raw) };
 }
 
