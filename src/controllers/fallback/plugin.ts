@@ -4,76 +4,68 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Command } from "commander";
+import { z } from "zod";
 import { addKubeConnectionOptions } from "../../kube/connection-flags.ts";
 import type { HostPort } from "../../lib/host-port.ts";
-import type { ControllerPlugin, RunContext } from "../../plugin/contracts.ts";
-import { parseDuration } from "../../plugin/duration.ts";
-import { UsageError } from "../../plugin/usage-error.ts";
+import type { ControllerPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
+import { durationFlag, optionalText, parsedBy, parseOptionsWith } from "../../plugin/options.ts";
 import { parseStatusAddress } from "../status-server.ts";
 
-interface FallbackControllerOptions {
-  readonly kubeconfig: string | undefined;
-  readonly context: string | undefined;
-  readonly master: string | undefined;
-  readonly leaderElect: boolean;
-  readonly leaseNamespace: string;
-  readonly leaseName: string;
-  readonly leaseDurationMs: number;
-  readonly renewDeadlineMs: number;
-  readonly retryPeriodMs: number;
+/** A leader-election period: a duration of at least 1ms. */
+const period = (fallbackMs: number) =>
+  durationFlag(1, "use a duration above 0, e.g. 2s").optional().default(fallbackMs);
+
+const fallbackControllerFlags = z
+  .object({
+    kubeconfig: optionalText,
+    context: optionalText,
+    master: optionalText,
+    leaderElect: z.boolean().optional().default(true),
+    leaderElectNamespace: optionalText,
+    leaderElectLeaseName: optionalText.transform((name) => name ?? "kpng-fallback-controller"),
+    leaderElectLeaseDuration: period(15_000),
+    leaderElectRenewDeadline: period(10_000),
+    leaderElectRetryPeriod: period(2_000),
+    metricsAddress: optionalText.transform(parsedBy((text) => parseStatusAddress(text ?? "127.0.0.1:10260"))),
+  })
+  .superRefine((f, ctx) => {
+    if (f.leaderElectRenewDeadline >= f.leaderElectLeaseDuration)
+      ctx.addIssue({
+        code: "custom",
+        path: ["leaderElectRenewDeadline"],
+        message: "must be shorter than --leader-elect-lease-duration",
+      });
+    else if (f.leaderElectRetryPeriod >= f.leaderElectRenewDeadline)
+      ctx.addIssue({
+        code: "custom",
+        path: ["leaderElectRetryPeriod"],
+        message: "must be shorter than --leader-elect-renew-deadline",
+      });
+  });
+
+type FallbackControllerFlags = Omit<
+  z.output<typeof fallbackControllerFlags>,
+  "leaderElectNamespace" | "metricsAddress"
+> & {
+  /** The Lease's namespace: the flag, else $POD_NAMESPACE, else kube-system. */
+  readonly leaderElectNamespace: string;
   readonly statusAddress: HostPort;
-}
-
-function text(raw: Record<string, unknown>, key: string): string | undefined {
-  const value = raw[key];
-  return typeof value === "string" && value !== "" ? value : undefined;
-}
-
-function duration(raw: Record<string, unknown>, key: string, flag: string, fallback: string): number {
-  try {
-    const ms = parseDuration(text(raw, key) ?? fallback);
-    if (ms <= 0) throw new Error("must be more than 0");
-    return ms;
-  } catch (err) {
-    throw new UsageError(`${flag}: ${(err as Error).message}`);
-  }
-}
+};
 
 /** Throws UsageError naming the flag. */
 export function parseFallbackControllerOptions(
-  raw: Record<string, unknown>,
+  raw: RawOptions,
   env: Readonly<Record<string, string | undefined>> = process.env,
-): FallbackControllerOptions {
-  const leaseDurationMs = duration(raw, "leaderElectLeaseDuration", "--leader-elect-lease-duration", "15s");
-  const renewDeadlineMs = duration(raw, "leaderElectRenewDeadline", "--leader-elect-renew-deadline", "10s");
-  const retryPeriodMs = duration(raw, "leaderElectRetryPeriod", "--leader-elect-retry-period", "2s");
-  if (renewDeadlineMs >= leaseDurationMs) {
-    throw new UsageError("--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
-  }
-  if (retryPeriodMs >= renewDeadlineMs) {
-    throw new UsageError("--leader-elect-retry-period must be shorter than --leader-elect-renew-deadline");
-  }
-  let statusAddress: HostPort;
-  try {
-    statusAddress = parseStatusAddress(text(raw, "metricsAddress") ?? "127.0.0.1:10260");
-  } catch (err) {
-    throw new UsageError(`--metrics-address: ${(err as Error).message}`);
-  }
+): FallbackControllerFlags {
+  const { metricsAddress, ...f } = parseOptionsWith(fallbackControllerFlags, raw);
   return {
-    kubeconfig: text(raw, "kubeconfig"),
-    context: text(raw, "context"),
-    master: text(raw, "master"),
-    leaderElect: raw.leaderElect !== false,
-    leaseNamespace: text(raw, "leaderElectNamespace") ?? env.POD_NAMESPACE ?? "kube-system",
-    leaseName: text(raw, "leaderElectLeaseName") ?? "kpng-fallback-controller",
-    leaseDurationMs,
-    renewDeadlineMs,
-    retryPeriodMs,
-    statusAddress,
+    ...f,
+    leaderElectNamespace: f.leaderElectNamespace ?? env.POD_NAMESPACE ?? "kube-system",
+    statusAddress: metricsAddress,
   };
 }
 
-async function run(o: FallbackControllerOptions, ctx: RunContext): Promise<void> {
+async function run(o: FallbackControllerFlags, ctx: RunContext): Promise<void> {
   const [
     { loadKubeConfig },
     { KubeConfigTransport },
@@ -110,12 +102,12 @@ async function run(o: FallbackControllerOptions, ctx: RunContext): Promise<void>
   const elector = o.leaderElect
     ? new LeaderElector({
         requester,
-        namespace: o.leaseNamespace,
-        name: o.leaseName,
+        namespace: o.leaderElectNamespace,
+        name: o.leaderElectLeaseName,
         identity: `${hostname()}_${randomBytes(4).toString("hex")}`,
-        leaseDurationMs: o.leaseDurationMs,
-        renewDeadlineMs: o.renewDeadlineMs,
-        retryPeriodMs: o.retryPeriodMs,
+        leaseDurationMs: o.leaderElectLeaseDuration,
+        renewDeadlineMs: o.leaderElectRenewDeadline,
+        retryPeriodMs: o.leaderElectRetryPeriod,
         log,
         onChange: (leading) => {
           fallbackLeader.set(leading ? 1 : 0);
@@ -137,7 +129,7 @@ async function run(o: FallbackControllerOptions, ctx: RunContext): Promise<void>
   await new Promise<void>((resolve) => status.close(() => resolve()));
 }
 
-export const fallbackControllerPlugin: ControllerPlugin<FallbackControllerOptions> = {
+export const fallbackControllerPlugin: ControllerPlugin<FallbackControllerFlags> = {
   name: "fallback-controller",
   description: "keep fallback EndpointSlices for Services annotated with fallback.kpng.io/selector",
   addOptions(cmd: Command): void {

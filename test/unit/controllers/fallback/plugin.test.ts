@@ -7,16 +7,19 @@ describe("kpng fallback-controller options", () => {
   test("defaults: leader election on a Lease in $POD_NAMESPACE, 15s/10s/2s, status on 127.0.0.1:10260", () => {
     const o = parseFallbackControllerOptions({}, { POD_NAMESPACE: "kpng" });
     assert.equal(o.leaderElect, true);
-    assert.equal(o.leaseNamespace, "kpng");
-    assert.equal(o.leaseName, "kpng-fallback-controller");
-    assert.deepEqual([o.leaseDurationMs, o.renewDeadlineMs, o.retryPeriodMs], [15_000, 10_000, 2_000]);
+    assert.equal(o.leaderElectNamespace, "kpng");
+    assert.equal(o.leaderElectLeaseName, "kpng-fallback-controller");
+    assert.deepEqual(
+      [o.leaderElectLeaseDuration, o.leaderElectRenewDeadline, o.leaderElectRetryPeriod],
+      [15_000, 10_000, 2_000],
+    );
     assert.deepEqual(o.statusAddress, { host: "127.0.0.1", port: 10260 });
   });
 
   test("--no-leader-elect and an address on every interface", () => {
     const o = parseFallbackControllerOptions({ leaderElect: false, metricsAddress: "0.0.0.0:9000" }, {});
     assert.equal(o.leaderElect, false);
-    assert.equal(o.leaseNamespace, "kube-system");
+    assert.equal(o.leaderElectNamespace, "kube-system");
     assert.deepEqual(o.statusAddress, { host: "0.0.0.0", port: 9000 });
   });
 
