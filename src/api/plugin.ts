@@ -3,10 +3,11 @@
 import { readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import type { Command } from "commander";
+import { z } from "zod";
 import { localStateFeed } from "../brain/local-state-feed.ts";
 import type { ClusterView } from "../model/global.ts";
-import type { GlobalSinkContext, GlobalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
-import { UsageError } from "../plugin/usage-error.ts";
+import type { GlobalSinkContext, GlobalSinkPlugin } from "../plugin/contracts.ts";
+import { checkedBy, optionalText, parsedBy, parseOptionsWith, switchFlag } from "../plugin/options.ts";
 import { DEFAULT_LISTEN, DEFAULT_SOCKET_DIR } from "./defaults.ts";
 import { GrpcStatus } from "./grpc-stream.ts";
 import { DEFAULT_MAX_NODES } from "./local-hub.ts";
@@ -15,65 +16,57 @@ import { StreamRejection } from "./stream-rejection.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
 
-interface ToApiFlags {
-  /** --max-nodes: how many node states the server keeps. */
-  readonly maxNodes: number;
-  readonly listen: readonly string[];
-  readonly tls: TlsFiles | undefined;
-  readonly globalApi: boolean;
-  /** --every-service-proxy-name: localv1 clients may ask for any proxy name's Services. */
-  readonly everyProxyName: boolean;
+/** A file named by a flag, read now so that a missing one stops kpng before it starts. */
+function readFlagFile(path: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (err) {
+    throw new Error(`${path}: ${(err as Error).message}`);
+  }
 }
+
+const fileFlag = optionalText.transform(
+  parsedBy((path) => (path === undefined ? undefined : readFlagFile(path))),
+);
 
 /** Checks the listen addresses and reads the TLS files, so a mistake stops kpng before it starts. */
-function parseToApiOptions(raw: RawOptions): ToApiFlags {
-  const listen = Array.isArray(raw.listen) ? raw.listen.map(String) : [DEFAULT_LISTEN];
-  for (const address of listen) {
-    try {
-      parseListen(address);
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-  }
-  return {
-    listen,
-    tls: readTls(raw),
-    globalApi: raw.globalApi !== false,
-    maxNodes: parseMaxNodes(raw.maxNodes),
-    everyProxyName: raw.everyServiceProxyName === true,
-  };
-}
+const toApiFlags = z
+  .object({
+    listen: z
+      .array(z.string())
+      .optional()
+      .default([DEFAULT_LISTEN])
+      .superRefine(checkedBy((listen: string[]) => listen.map(parseListen))),
+    tlsCert: fileFlag,
+    tlsKey: fileFlag,
+    tlsCa: fileFlag,
+    globalApi: z.boolean().optional().default(true),
+    everyServiceProxyName: switchFlag,
+    maxNodes: z.coerce
+      .string()
+      .regex(/^[1-9]\d{0,6}$/, { error: (i) => `"${String(i.input)}" is not a positive whole number` })
+      .transform(Number)
+      .optional()
+      .default(DEFAULT_MAX_NODES),
+  })
+  .superRefine((f, ctx) => {
+    const given = [f.tlsCert, f.tlsKey, f.tlsCa].some((file) => file !== undefined);
+    if (given && (f.tlsCert === undefined || f.tlsKey === undefined))
+      ctx.addIssue({
+        code: "custom",
+        path: [f.tlsCert === undefined ? "tlsCert" : "tlsKey"],
+        message: "missing: TLS needs both --tls-cert and --tls-key",
+      });
+  })
+  .transform(({ tlsCert, tlsKey, tlsCa, ...f }) => ({
+    ...f,
+    tls:
+      tlsCert === undefined || tlsKey === undefined
+        ? undefined
+        : ({ cert: tlsCert, key: tlsKey, ca: tlsCa } as TlsFiles),
+  }));
 
-function readTls(raw: RawOptions): TlsFiles | undefined {
-  const text = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
-  const cert = text(raw.tlsCert);
-  const key = text(raw.tlsKey);
-  const ca = text(raw.tlsCa);
-  if (cert === undefined && key === undefined && ca === undefined) return undefined;
-  if (cert === undefined || key === undefined)
-    throw new UsageError("--tls-cert and --tls-key are both needed for TLS");
-  const read = (path: string, flag: string) => {
-    try {
-      return readFileSync(path);
-    } catch (err) {
-      throw new UsageError(`${flag} ${path}: ${(err as Error).message}`);
-    }
-  };
-  return {
-    cert: read(cert, "--tls-cert"),
-    key: read(key, "--tls-key"),
-    ca: ca === undefined ? undefined : read(ca, "--tls-ca"),
-  };
-}
-
-/** --max-nodes: a positive integer (a bad value is a usage error). */
-function parseMaxNodes(value: unknown): number {
-  if (value === undefined) return DEFAULT_MAX_NODES;
-  const text = String(value);
-  if (!/^[1-9]\d{0,6}$/.test(text))
-    throw new UsageError(`--max-nodes: "${text}" is not a positive whole number`);
-  return Number(text);
-}
+type ToApiFlags = z.output<typeof toApiFlags>;
 
 /** The Services a localv1 client asking for `serviceProxyName` gets (undefined: the source's own). */
 function proxyNameShare(
@@ -119,8 +112,8 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
         `most node states served at once; the longest-idle is dropped for a new one (default ${DEFAULT_MAX_NODES})`,
       );
   },
-  parseOptions: parseToApiOptions,
-  everyProxyName: (opts) => opts.everyProxyName,
+  parseOptions: (raw) => parseOptionsWith(toApiFlags, raw),
+  everyProxyName: (opts) => opts.everyServiceProxyName,
   async run(store, opts, ctx): Promise<void> {
     // The default socket's directory is kpng's own to create; any other path is the user's.
     if (opts.listen.includes(DEFAULT_LISTEN))

@@ -46,12 +46,11 @@ type ListenSpec = { readonly kind: "unix"; readonly path: string } | ({ readonly
 export function parseListen(spec: string): ListenSpec {
   if (spec.startsWith("unix://")) {
     const path = spec.slice("unix://".length);
-    if (!path.startsWith("/"))
-      throw new Error(`--listen ${spec}: a unix socket needs an absolute path (unix:///…)`);
+    if (!path.startsWith("/")) throw new Error(`"${spec}": a unix socket needs an absolute path (unix:///…)`);
     return { kind: "unix", path };
   }
   const address = splitHostPort(spec.startsWith("tcp://") ? spec.slice("tcp://".length) : spec);
-  if (address === undefined) throw new Error(`--listen ${spec}: expected tcp://host:port or unix:///path`);
+  if (address === undefined) throw new Error(`"${spec}" is not tcp://host:port or unix:///path`);
   // An empty host would listen on every interface; make that an explicit choice.
   return { kind: "tcp", host: address.host || "127.0.0.1", port: address.port };
 }
