@@ -3,6 +3,7 @@
 // and with --rules reads the backend's kernel objects and checks them against the brain's state.
 
 import { Command, Option } from "commander";
+import { z } from "zod";
 import {
   explainService,
   narrowToAddress,
@@ -16,7 +17,7 @@ import { addKubeConnectionOptions } from "../kube/connection-flags.ts";
 import type { ClusterSource } from "../model/global.ts";
 import { objectKey } from "../model/kube.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../plugin/contracts.ts";
-import { parseDuration } from "../plugin/duration.ts";
+import { durationFlag, optionalText, parseOptionsWith } from "../plugin/options.ts";
 import type { RulesReport } from "../plugin/rules-reader.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { apiSourcePlugin } from "../sources/api/api-source.ts";
@@ -91,43 +92,53 @@ function cleanupWord(sink: LocalSinkPlugin): string {
   return sink.name.replace(/^to-/, "");
 }
 
-function text(raw: RawOptions, key: string): string | undefined {
-  const v = raw[key];
-  return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
-}
+const explainFlags = z
+  .object({
+    nodeName: optionalText.refine((name) => name !== undefined, { message: "must not be empty" }),
+    input: optionalText,
+    api: optionalText,
+    kubeconfig: optionalText,
+    master: optionalText,
+    serviceProxyName: z
+      .string()
+      .optional()
+      .default("")
+      .transform((names) => names.split(",").map((s) => s.trim())),
+    output: z.enum(["table", "json"]).optional().default("table"),
+    timeout: durationFlag(0, "").optional().default(30_000),
+    rules: optionalText,
+  })
+  .transform((f, ctx) => {
+    // The API server is named by --kubeconfig, or by --master alone.
+    const kube = f.kubeconfig !== undefined || f.master !== undefined;
+    const chosen = [
+      ...(f.input !== undefined ? ["input" as const] : []),
+      ...(f.api !== undefined ? ["api" as const] : []),
+      ...(kube ? ["kubeconfig" as const] : []),
+    ];
+    if (chosen.length !== 1) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          "name exactly one source of the cluster: --input FILE, --kubeconfig FILE (or --master URL) or --api ADDRESS",
+      });
+      return z.NEVER;
+    }
+    return { ...f, nodeName: f.nodeName ?? "", source: chosen[0] ?? "kubeconfig" };
+  });
 
 function parseExplain(target: string, raw: RawOptions, readers: readonly LocalSinkPlugin[]): ExplainRequest {
   if (!/^[^/\s]+\/[^/\s]+$/.test(target) && parseAddressQuery(target) === undefined)
     throw new UsageError(`"${target}" is neither NAMESPACE/NAME nor IP:PORT[/PROTOCOL]`);
-  const nodeName = text(raw, "nodeName");
-  if (nodeName === undefined) throw new UsageError("--node-name: must not be empty");
-  // The API server is named by --kubeconfig, or by --master alone.
-  const kube = text(raw, "kubeconfig") !== undefined || text(raw, "master") !== undefined;
-  const chosen = [
-    ...["input", "api"].filter((k) => text(raw, k) !== undefined),
-    ...(kube ? ["kubeconfig"] : []),
-  ];
-  if (chosen.length !== 1)
-    throw new UsageError(
-      "name exactly one source of the cluster: --input FILE, --kubeconfig FILE (or --master URL) or --api ADDRESS",
-    );
-  let timeoutMs: number;
-  try {
-    timeoutMs = parseDuration(String(raw.timeout ?? "30s"));
-  } catch (err) {
-    throw new UsageError(`--timeout: ${(err as Error).message}`);
-  }
-  const servedProxyNames = String(raw.serviceProxyName ?? "")
-    .split(",")
-    .map((s) => s.trim());
+  const f = parseOptionsWith(explainFlags, raw);
   return {
     target,
-    nodeName,
-    servedProxyNames,
-    output: raw.output === "json" ? "json" : "table",
-    timeoutMs,
-    source: sourceOf(chosen[0] ?? "", raw),
-    rules: rulesOf(raw, readers),
+    nodeName: f.nodeName,
+    servedProxyNames: f.serviceProxyName,
+    output: f.output,
+    timeoutMs: f.timeout,
+    source: sourceOf(f.source, raw),
+    rules: rulesOf(f.rules, raw, readers),
   };
 }
 
@@ -149,8 +160,11 @@ function sourceOf(which: string, raw: RawOptions): ExplainRequest["source"] {
   }
 }
 
-function rulesOf(raw: RawOptions, readers: readonly LocalSinkPlugin[]): ExplainRequest["rules"] {
-  const want = text(raw, "rules");
+function rulesOf(
+  want: string | undefined,
+  raw: RawOptions,
+  readers: readonly LocalSinkPlugin[],
+): ExplainRequest["rules"] {
   if (want === undefined) return undefined;
   const sink = readers.find((s) => cleanupWord(s) === want || s.name === want);
   if (sink === undefined)
