@@ -1,7 +1,7 @@
 // Repository hygiene that review would otherwise have to catch by eye: exports nobody imports,
 // dependencies that are imported but not declared (or declared but never imported), paths in the
-// docs that no longer exist, one backend importing another, and benchmark figures frozen into
-// code comments (they go stale; the numbers live in docs/performance.md and bench/).
+// docs that no longer exist, one backend importing another, a plug-in parsing its options by hand
+// instead of through a zod schema, and benchmark figures frozen into code comments (they go stale; the numbers live in docs/performance.md and bench/).
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -183,6 +183,24 @@ describe("repository hygiene", () => {
       }
     }
     assert.deepEqual(crossings, []);
+  });
+
+  test("every plug-in's parseOptions goes through a zod schema (parseOptionsWith)", () => {
+    const viaZod = (file: string | undefined) =>
+      file !== undefined && sourceOf.get(file)?.includes("parseOptionsWith(") === true;
+    const handParsed: string[] = [];
+    for (const [file, text] of sourceOf) {
+      if (!file.startsWith("src/") || viaZod(file)) continue;
+      for (const m of text.matchAll(/\bparseOptions:\s*([^,\n]+)/g)) {
+        // A parser imported from another module passes when that module parses with a schema.
+        const names = (m[1] ?? "").match(/[A-Za-z_$][\w$]*/g) ?? [];
+        const sources = [...text.matchAll(IMPORT_FROM)]
+          .filter((i) => names.some((n) => new RegExp(`\\b${n}\\b`).test(i[2] ?? "")))
+          .map((i) => resolveSpecifier(file, i[3] ?? ""));
+        if (!sources.some(viaZod)) handParsed.push(`${file}: parseOptions: ${(m[1] ?? "").trim()}`);
+      }
+    }
+    assert.deepEqual(handParsed, []);
   });
 
   test("no benchmark figures in code comments", () => {
