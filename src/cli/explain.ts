@@ -13,7 +13,7 @@ import {
 import { computeLocalService } from "../brain/local-service.ts";
 import { ClusterStore } from "../brain/store.ts";
 import { apiClientOptions } from "../client/tls-options.ts";
-import { addKubeConnectionOptions } from "../kube/connection-flags.ts";
+import { addKubeConnectionOptions, kubeConnectionFlags } from "../kube/connection-flags.ts";
 import type { ClusterSource } from "../model/global.ts";
 import { objectKey } from "../model/kube.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../plugin/contracts.ts";
@@ -97,8 +97,7 @@ const explainFlags = z
     nodeName: optionalText.refine((name) => name !== undefined, { message: "must not be empty" }),
     input: optionalText,
     api: optionalText,
-    kubeconfig: optionalText,
-    master: optionalText,
+    ...kubeConnectionFlags,
     serviceProxyName: z
       .string()
       .optional()

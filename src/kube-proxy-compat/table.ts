@@ -9,6 +9,11 @@ import { parseDuration } from "../plugin/duration.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import type { ProxyMode } from "./backend-choice.ts";
 
+// kpng's kube source defaults are kube-proxy's: only other values become its flags.
+const DEFAULT_QPS = 5;
+const DEFAULT_BURST = 10;
+const DEFAULT_CONFIG_SYNC_PERIOD_MS = 15 * 60_000;
+
 export type FieldType =
   | "string"
   | "bool"
@@ -156,20 +161,27 @@ export const TABLE: readonly FieldRow[] = [
   },
   { field: "clientConnection.acceptContentTypes", type: "string" },
   { field: "clientConnection.contentType", type: "string", flag: "kube-api-content-type" },
-  // Checked, not applied: kpng's client makes a few list and watch requests, not a rate to limit.
+  // The kube source's token bucket (kpng's defaults are kube-proxy's). A negative qps turns the
+  // limit off, as client-go.
   {
     field: "clientConnection.qps",
     type: "float",
     flag: "kube-api-qps",
-    default: 5,
-    apply: (v) => inRange("clientConnection.qps", v, 0, 1e9),
+    default: DEFAULT_QPS,
+    apply: (v, c) => {
+      const qps = inRange("clientConnection.qps", v, -1e9, 1e9);
+      if (qps !== DEFAULT_QPS) c.source("--kube-api-qps", String(qps));
+    },
   },
   {
     field: "clientConnection.burst",
     type: "int",
     flag: "kube-api-burst",
-    default: 10,
-    apply: (v) => inRange("clientConnection.burst", v, 0, 2 ** 31 - 1),
+    default: DEFAULT_BURST,
+    apply: (v, c) => {
+      const burst = inRange("clientConnection.burst", v, 0, 2 ** 31 - 1);
+      if (burst !== DEFAULT_BURST) c.source("--kube-api-burst", String(burst));
+    },
   },
   { field: "logging", type: "object" },
   { field: "logging.format", type: "string", flag: "logging-format", apply: logFormat },
@@ -365,7 +377,10 @@ export const TABLE: readonly FieldRow[] = [
     type: "duration",
     flag: "config-sync-period",
     default: "15m",
-    apply: (v) => positive("configSyncPeriod", v),
+    apply: (v, c) => {
+      const period = positive("configSyncPeriod", v);
+      if (parseDuration(period) !== DEFAULT_CONFIG_SYNC_PERIOD_MS) c.source("--config-sync-period", period);
+    },
   },
   { field: "portRange", type: "string", flag: "proxy-port-range" },
 ];

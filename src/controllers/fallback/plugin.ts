@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Command } from "commander";
 import { z } from "zod";
-import { addKubeConnectionOptions } from "../../kube/connection-flags.ts";
+import { addKubeConnectionOptions, kubeConnectionFlags } from "../../kube/connection-flags.ts";
 import type { HostPort } from "../../lib/host-port.ts";
 import type { ControllerPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, optionalText, parsedBy, parseOptionsWith } from "../../plugin/options.ts";
@@ -17,9 +17,7 @@ const period = (fallbackMs: number) =>
 
 const fallbackControllerFlags = z
   .object({
-    kubeconfig: optionalText,
-    context: optionalText,
-    master: optionalText,
+    ...kubeConnectionFlags,
     leaderElect: z.boolean().optional().default(true),
     leaderElectNamespace: optionalText,
     leaderElectLeaseName: optionalText.transform((name) => name ?? "kpng-fallback-controller"),
@@ -73,6 +71,7 @@ async function run(o: FallbackControllerFlags, ctx: RunContext): Promise<void> {
     { FallbackController },
     { LeaderElector },
     { startStatusServer },
+    { RateLimitedRequester, RateLimitedTransport, TokenBucket },
   ] = await Promise.all([
     import("../../kube/kubeconfig.ts"),
     import("../../kube/transport.ts"),
@@ -80,7 +79,7 @@ async function run(o: FallbackControllerFlags, ctx: RunContext): Promise<void> {
     import("./controller.ts"),
     import("../leader.ts"),
     import("../status-server.ts"),
-    import("./metrics.ts"),
+    import("../../kube/rate-limit.ts"),
   ]);
   const log = ctx.log.child({ component: "fallback-controller" });
   const { config, origin } = loadKubeConfig({
@@ -88,8 +87,10 @@ async function run(o: FallbackControllerFlags, ctx: RunContext): Promise<void> {
     context: o.context,
     master: o.master,
   });
-  const transport = new KubeConfigTransport(config);
-  const requester = new KubeConfigRequester(config);
+  // One budget for every request the controller makes, as one client-go client.
+  const bucket = new TokenBucket({ qps: o.kubeApiQps, burst: o.kubeApiBurst });
+  const transport = new RateLimitedTransport(new KubeConfigTransport(config), bucket);
+  const requester = new RateLimitedRequester(new KubeConfigRequester(config), bucket, transport.server);
   log.info({ server: transport.server, config: origin, leaderElect: o.leaderElect }, "fallback controller");
   const controller = new FallbackController({ transport, requester, log });
   let synced = false;

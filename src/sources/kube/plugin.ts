@@ -2,7 +2,7 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
-import { addKubeConnectionOptions } from "../../kube/connection-flags.ts";
+import { addKubeConnectionOptions, kubeConnectionFlags } from "../../kube/connection-flags.ts";
 import {
   DEFAULT_LIST_TIMEOUT_MS,
   DEFAULT_MAX_LINE_BYTES,
@@ -14,9 +14,7 @@ import { durationFlag, optionalText, parseOptionsWith, switchFlag } from "../../
 import { EVERY_PROXY_NAME } from "./selectors.ts";
 
 const kubeOptions = z.object({
-  kubeconfig: optionalText,
-  context: optionalText,
-  master: optionalText,
+  ...kubeConnectionFlags,
   serviceProxyName: optionalText,
   // --service-cidrs (every source's flag, checked by the CLI): when set, ServiceCIDRs are not read.
   serviceCidrs: optionalText,
@@ -83,10 +81,16 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceFlags> = {
     let started: ClusterSource | undefined;
     return {
       async start(sink) {
-        const [{ loadKubeConfig }, { KubeSource }, { KubeConfigTransport }] = await Promise.all([
+        const [
+          { loadKubeConfig },
+          { KubeSource },
+          { KubeConfigTransport },
+          { RateLimitedTransport, TokenBucket },
+        ] = await Promise.all([
           import("../../kube/kubeconfig.ts"),
           import("./source.ts"),
           import("../../kube/transport.ts"),
+          import("../../kube/rate-limit.ts"),
         ]);
         const log = ctx.log.child({ component: "kube-source" });
         const { config, origin } = loadKubeConfig({
@@ -94,13 +98,23 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceFlags> = {
           context: opts.context,
           master: opts.master,
         });
-        const transport = new KubeConfigTransport(config);
+        const transport = new RateLimitedTransport(
+          new KubeConfigTransport(config),
+          new TokenBucket({ qps: opts.kubeApiQps, burst: opts.kubeApiBurst }),
+        );
         // A local sink names the node to watch; a global sink serves many nodes, so every Node
         // is watched.
         const nodeName = opts.watchAllNodes ? undefined : ctx.nodeName;
         const serviceProxyName = ctx.everyProxyName ? EVERY_PROXY_NAME : opts.serviceProxyName;
         log.info(
-          { server: transport.server, config: origin, nodeName: nodeName ?? "(all)", serviceProxyName },
+          {
+            server: transport.server,
+            config: origin,
+            nodeName: nodeName ?? "(all)",
+            serviceProxyName,
+            qps: opts.kubeApiQps,
+            burst: opts.kubeApiBurst,
+          },
           "kube source",
         );
         started = new KubeSource({

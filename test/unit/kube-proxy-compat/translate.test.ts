@@ -193,7 +193,7 @@ describe("kube-proxy configuration → kpng", () => {
     ],
     ["oomScoreAdj out of range", "oomScoreAdj: -1001", /oomScoreAdj: -1001 is outside/],
     ["a log format", "logging:\n  format: xml", /logging\.format: unknown format "xml"/],
-    ["a negative qps", "clientConnection:\n  qps: -1", /clientConnection\.qps: -1 is outside/],
+    ["a negative burst", "clientConnection:\n  burst: -1", /clientConnection\.burst: -1 is outside/],
   ];
   for (const [name, yaml, pattern] of refused) {
     it(`refuses ${name} at start, naming the field`, () => usageError(() => run(file(yaml)), pattern));
@@ -252,6 +252,30 @@ describe("kube-proxy configuration → kpng", () => {
       const t = run(file(yaml));
       assert.deepEqual(
         sinkFlags(t).filter((f) => !base.includes(f)),
+        expected,
+      );
+    });
+  }
+
+  /** Fields the kube source applies, and the source options they become (none at the defaults). */
+  const sourceFields: [string, string, string[]][] = [
+    [
+      "kube-proxy's qps, burst and resync period",
+      "clientConnection:\n  qps: 5\n  burst: 10\nconfigSyncPeriod: 15m0s",
+      [],
+    ],
+    ["a float qps", "clientConnection:\n  qps: 2.5", ["--kube-api-qps=2.5"]],
+    ["a negative qps: no limit, as client-go", "clientConnection:\n  qps: -1", ["--kube-api-qps=-1"]],
+    ["a zero qps and burst: the defaults, as client-go", "clientConnection:\n  qps: 0\n  burst: 0", []],
+    ["a burst", "clientConnection:\n  burst: 50", ["--kube-api-burst=50"]],
+    ["a resync period", "configSyncPeriod: 1m", ["--config-sync-period=1m"]],
+  ];
+  for (const [name, yaml, expected] of sourceFields) {
+    it(`applies ${name} to the kube source`, () => {
+      const { options } = run(file(yaml)).source;
+      const kube = options.filter((o) => /^--(kube-api|config-sync)/.test(o.flag));
+      assert.deepEqual(
+        kube.map((o) => `${o.flag}=${o.value}`),
         expected,
       );
     });
