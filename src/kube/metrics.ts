@@ -22,6 +22,12 @@ export const reflectorErrorsTotal = counter(
   ["resource", "reason"],
 );
 
+export const resyncsTotal = counter(
+  "kpng_kube_resyncs_total",
+  "Periodic re-deliveries of a resource's cached objects (--config-sync-period), by resource.",
+  ["resource"],
+);
+
 const lastEventAt = new Map<string, number>();
 
 /** Called on every list page and watch event (bookmarks included). */

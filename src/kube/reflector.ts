@@ -18,7 +18,13 @@ import {
   DEFAULT_MAX_LIST_BYTES,
   ReadLimitError,
 } from "./limits.ts";
-import { markActivity, reflectorErrorsTotal, relistsTotal, watchEventsTotal } from "./metrics.ts";
+import {
+  markActivity,
+  reflectorErrorsTotal,
+  relistsTotal,
+  resyncsTotal,
+  watchEventsTotal,
+} from "./metrics.ts";
 import type { ApiResponse, KubeTransport } from "./transport.ts";
 
 /** What a reflector keys objects by. */
@@ -161,6 +167,8 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
   /** The last valid copy of each object we delivered, by key: kept when an update is invalid. */
   #known = new Map<string, T>();
   #resourceVersion = "";
+  /** A list was delivered: #known is what the sink holds of this resource. */
+  #delivered = false;
   #running: Promise<void> | undefined;
   #markListed!: () => void;
   /** Resolves after the first complete list has been delivered to the sink. */
@@ -191,6 +199,17 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
   async stop(): Promise<void> {
     this.#stop.abort();
     await this.#running;
+  }
+
+  /**
+   * Hands the sink every object it was given, again, as one replace (kube-proxy's
+   * configSyncPeriod resync): a safety net that repairs a sink which lost or changed what it was
+   * told; a sink that holds it already changes nothing. Nothing before the first list.
+   */
+  resync(): void {
+    if (!this.#delivered || this.#stop.signal.aborted) return;
+    resyncsTotal.inc({ resource: this.#spec.resource });
+    this.#deliver(() => this.#sink.replace(this.#spec.kind, [...this.#known.values()]));
   }
 
   async #run(): Promise<void> {
@@ -393,6 +412,7 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
       if (previous) known.set(result.name, previous);
     }
     this.#known = known;
+    this.#delivered = true;
     this.#deliver(() => this.#sink.replace(this.#spec.kind, [...known.values()]));
   }
 

@@ -13,6 +13,9 @@ import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
 import { durationFlag, optionalText, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { EVERY_PROXY_NAME } from "./selectors.ts";
 
+/** kube-proxy's default resync period. */
+const DEFAULT_CONFIG_SYNC_PERIOD_MS = 15 * 60_000;
+
 const kubeOptions = z.object({
   ...kubeConnectionFlags,
   serviceProxyName: optionalText,
@@ -27,6 +30,7 @@ const kubeOptions = z.object({
   listTimeout: durationFlag(1000, "a list page must have time to arrive; use 1s or more")
     .optional()
     .default(DEFAULT_LIST_TIMEOUT_MS),
+  configSyncPeriod: durationFlag(0, "").optional().default(DEFAULT_CONFIG_SYNC_PERIOD_MS),
 });
 
 /** A size in bytes of at least `min`, as a whole number; `why` says why smaller makes no sense. */
@@ -67,6 +71,11 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceFlags> = {
       )
       .option("--max-list-bytes <bytes>", `largest list page accepted (default ${DEFAULT_MAX_LIST_BYTES})`)
       .option("--list-timeout <duration>", "longest one list page request may take", "60s")
+      .option(
+        "--config-sync-period <duration>",
+        "how often the cached objects are handed to the brain again, a safety net that changes nothing when all is well (0: never)",
+        "15m",
+      )
       .option(
         "--watch-inactivity-timeout <duration>",
         "reconnect a list or watch that receives no data (not even a bookmark) for this long",
@@ -124,6 +133,7 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceFlags> = {
           serviceProxyName,
           // Ranges given on the command line replace the cluster's: no need to read them.
           watchServiceCIDRs: opts.serviceCidrs === undefined,
+          resyncPeriodMs: opts.configSyncPeriod,
           timings: {
             inactivityTimeoutMs,
             maxLineBytes: opts.maxWatchLineBytes,

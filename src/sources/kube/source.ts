@@ -10,6 +10,7 @@ import {
   type ResourceSpec,
 } from "../../kube/reflector.ts";
 import type { KubeTransport } from "../../kube/transport.ts";
+import { type Clock, systemClock } from "../../model/clock.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { parseEndpointSlice, parseNode, parseService, parseServiceCIDR } from "../../model/validate.ts";
 import type { Logger } from "../../observability/log.ts";
@@ -67,12 +68,19 @@ export interface KubeSourceOptions extends WatchScope {
   readonly log: Logger;
   readonly timings?: Partial<ReflectorTimings>;
   readonly random?: () => number;
+  /**
+   * Every this many ms, each resource's cached objects are handed to the sink again (kube-proxy's
+   * configSyncPeriod); 0 or unset: never.
+   */
+  readonly resyncPeriodMs?: number;
+  readonly clock?: Clock;
 }
 
 export class KubeSource implements ClusterSource {
   readonly #options: KubeSourceOptions;
   #reflectors: Reflector[] = [];
   #stopping = new AbortController();
+  #cancelResync: (() => void) | undefined;
 
   constructor(options: KubeSourceOptions) {
     this.#options = options;
@@ -95,6 +103,17 @@ export class KubeSource implements ClusterSource {
       if (this.#reflectors !== reflectors) return;
       log.info("every resource listed; synced");
       sink.synced();
+    });
+    this.#scheduleResync(reflectors);
+  }
+
+  #scheduleResync(reflectors: readonly Reflector[]): void {
+    const { resyncPeriodMs = 0, clock = systemClock } = this.#options;
+    if (resyncPeriodMs <= 0) return;
+    this.#cancelResync = clock.after(resyncPeriodMs, () => {
+      if (this.#reflectors !== reflectors) return;
+      for (const reflector of reflectors) reflector.resync();
+      this.#scheduleResync(reflectors);
     });
   }
 
@@ -122,6 +141,7 @@ export class KubeSource implements ClusterSource {
   }
 
   async stop(): Promise<void> {
+    this.#cancelResync?.();
     this.#stopping.abort();
     const reflectors = this.#reflectors;
     this.#reflectors = [];
