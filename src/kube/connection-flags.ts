@@ -3,7 +3,7 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
-import { optionalText } from "../plugin/options.ts";
+import { optionalText, wholeNumberFlag } from "../plugin/options.ts";
 import { DEFAULT_BURST, DEFAULT_QPS } from "./rate-limit.ts";
 
 /** How to reach the API server: every command that talks to it takes these. */
@@ -27,16 +27,19 @@ export function addKubeConnectionOptions(cmd: Command): void {
     );
 }
 
-/** A number flag: commander hands text, the kube-proxy translation numbers. */
-const numberFlag = (fallback: number, accept: (n: number) => boolean, what: string) =>
+/** A number flag, fractions and negatives allowed: commander hands text, the kube-proxy translation numbers. */
+const numberFlag = (fallback: number) =>
   z
     .union([z.string(), z.number()])
     .optional()
     .transform((v, ctx) => {
       if (v === undefined) return fallback;
       const n = typeof v === "number" ? v : v.trim() === "" ? Number.NaN : Number(v);
-      if (Number.isFinite(n) && accept(n)) return n;
-      ctx.addIssue({ code: "custom", message: `"${String(v)}" is not ${what}` });
+      if (Number.isFinite(n)) return n;
+      ctx.addIssue({
+        code: "custom",
+        message: `"${String(v)}" is not a number of requests per second, e.g. 5 or 2.5`,
+      });
       return z.NEVER;
     });
 
@@ -45,10 +48,6 @@ export const kubeConnectionFlags = {
   kubeconfig: optionalText,
   context: optionalText,
   master: optionalText,
-  kubeApiQps: numberFlag(DEFAULT_QPS, () => true, "a number of requests per second, e.g. 5 or 2.5"),
-  kubeApiBurst: numberFlag(
-    DEFAULT_BURST,
-    (n) => Number.isSafeInteger(n) && n >= 0,
-    "a whole number of requests ≥ 0",
-  ),
+  kubeApiQps: numberFlag(DEFAULT_QPS),
+  kubeApiBurst: wholeNumberFlag(DEFAULT_BURST, 0, "requests"),
 };

@@ -5,7 +5,7 @@
 import type { Command } from "commander";
 import { z } from "zod";
 import type { RawOptions as Options } from "../plugin/contracts.ts";
-import { durationFlag, parsedBy, parseOptionsWith, switchFlag } from "../plugin/options.ts";
+import { durationFlag, parsedBy, parseOptionsWith, switchFlag, wholeNumberFlag } from "../plugin/options.ts";
 import { type BindAddress, parseBindAddress } from "./bind-address.ts";
 import { CONNTRACK_SYSCTL_DEFAULTS, type ConntrackSysctlOptions } from "./conntrack/sysctls.ts";
 
@@ -65,19 +65,6 @@ export function addNodeServicesOptions(cmd: Command): void {
     );
 }
 
-/** A count flag: a whole number ≥ 0 (commander hands text; the config translation, numbers). */
-const wholeNumber = (fallback: number) =>
-  z
-    .union([z.string(), z.number()])
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined) return fallback;
-      const n = typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v) : Number.NaN;
-      if (Number.isSafeInteger(n) && n >= 0) return n;
-      ctx.addIssue({ code: "custom", message: `"${String(v)}" is not a whole number ≥ 0` });
-      return z.NEVER;
-    });
-
 /** A timeout flag in whole seconds (a duration such as "1h" or "90s"; 0 leaves the sysctl alone). */
 const seconds = (fallbackSeconds: number) =>
   durationFlag(0, "")
@@ -100,8 +87,8 @@ const nodeServicesFlags = z
     conntrackTcpBeLiberal: switchFlag,
     conntrackUdpTimeout: seconds(0),
     conntrackUdpTimeoutStream: seconds(0),
-    conntrackMaxPerCore: wholeNumber(CONNTRACK_SYSCTL_DEFAULTS.maxPerCore),
-    conntrackMin: wholeNumber(CONNTRACK_SYSCTL_DEFAULTS.min),
+    conntrackMaxPerCore: wholeNumberFlag(CONNTRACK_SYSCTL_DEFAULTS.maxPerCore),
+    conntrackMin: wholeNumberFlag(CONNTRACK_SYSCTL_DEFAULTS.min),
     conntrackTcpTimeoutEstablished: seconds(CONNTRACK_SYSCTL_DEFAULTS.tcpEstablishedSeconds),
     conntrackTcpTimeoutCloseWait: seconds(CONNTRACK_SYSCTL_DEFAULTS.tcpCloseWaitSeconds),
   })

@@ -42,6 +42,27 @@ export function durationFlag(minMs: number, why: string) {
   });
 }
 
+/**
+ * A whole-number flag of at least `min` (commander hands text; the kube-proxy translation,
+ * numbers). `what` names the unit in the message ("bytes"); `why` says why less makes no sense.
+ */
+export function wholeNumberFlag(fallback: number, min = 0, what = "", why = "") {
+  return z
+    .union([z.string(), z.number()])
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return fallback;
+      const n = typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v.trim()) : Number.NaN;
+      if (Number.isSafeInteger(n) && n >= min) return n;
+      const unit = what === "" ? "" : ` of ${what}`;
+      ctx.addIssue({
+        code: "custom",
+        message: `"${String(v)}" is not a whole number${unit} of at least ${min}${why === "" ? "" : `: ${why}`}`,
+      });
+      return z.NEVER;
+    });
+}
+
 /** A text flag that must be given and not be empty. */
 export function requiredText(what: string) {
   return z.string({ error: `needs ${what}` }).refine((s) => s.trim() !== "", { message: `needs ${what}` });

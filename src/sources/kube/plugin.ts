@@ -10,7 +10,13 @@ import {
 } from "../../kube/limits.ts";
 import type { ClusterSource } from "../../model/global.ts";
 import type { SourceContext, SourcePlugin } from "../../plugin/contracts.ts";
-import { durationFlag, optionalText, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
+import {
+  durationFlag,
+  optionalText,
+  parseOptionsWith,
+  switchFlag,
+  wholeNumberFlag,
+} from "../../plugin/options.ts";
 import { EVERY_PROXY_NAME } from "./selectors.ts";
 
 /** kube-proxy's default resync period. */
@@ -25,32 +31,23 @@ const kubeOptions = z.object({
   watchInactivityTimeout: durationFlag(1000, "a watch is reconnected after this much silence; use 1s or more")
     .optional()
     .default(60_000),
-  maxWatchLineBytes: byteCount(DEFAULT_MAX_LINE_BYTES, 64 * 1024, "a watch line holds one whole object"),
-  maxListBytes: byteCount(DEFAULT_MAX_LIST_BYTES, 1024 * 1024, "a list page holds many whole objects"),
+  maxWatchLineBytes: wholeNumberFlag(
+    DEFAULT_MAX_LINE_BYTES,
+    64 * 1024,
+    "bytes",
+    "a watch line holds one whole object",
+  ),
+  maxListBytes: wholeNumberFlag(
+    DEFAULT_MAX_LIST_BYTES,
+    1024 * 1024,
+    "bytes",
+    "a list page holds many whole objects",
+  ),
   listTimeout: durationFlag(1000, "a list page must have time to arrive; use 1s or more")
     .optional()
     .default(DEFAULT_LIST_TIMEOUT_MS),
   configSyncPeriod: durationFlag(0, "").optional().default(DEFAULT_CONFIG_SYNC_PERIOD_MS),
 });
-
-/** A size in bytes of at least `min`, as a whole number; `why` says why smaller makes no sense. */
-function byteCount(fallback: number, min: number, why: string) {
-  return z
-    .union([z.string(), z.number()])
-    .optional()
-    .transform((v, ctx) => {
-      if (v === undefined) return fallback;
-      const n = typeof v === "number" ? v : /^\d+$/.test(v.trim()) ? Number(v.trim()) : Number.NaN;
-      if (!Number.isSafeInteger(n) || n < min) {
-        ctx.addIssue({
-          code: "custom",
-          message: `"${v}" is not a whole number of bytes of at least ${min}: ${why}`,
-        });
-        return z.NEVER;
-      }
-      return n;
-    });
-}
 
 type KubeSourceFlags = z.output<typeof kubeOptions>;
 
