@@ -11,7 +11,7 @@ import { Command, Option } from "commander";
 import { z } from "zod";
 import { isServiceProxyName } from "../brain/selection.ts";
 import type { LocalSinkPlugin, RawOptions } from "../plugin/contracts.ts";
-import { durationFlag, parseOptionsWith } from "../plugin/options.ts";
+import { durationFlag, parsedBy, parseOptionsWith } from "../plugin/options.ts";
 import { parseServiceCIDRsFlag, SERVICE_CIDRS_FLAG } from "../plugin/service-cidrs-flag.ts";
 import { UsageError } from "../plugin/usage-error.ts";
 import { addExplainCommand } from "./explain.ts";
@@ -58,8 +58,7 @@ export function buildProgram(
         sourceOpts: source.parseOptions(c.raw),
         sink,
         sinkOpts: sink.parseOptions(c.raw),
-        serviceProxyName: serviceProxyName(c.raw),
-        serviceCIDRs: serviceCIDRs(c.raw),
+        ...sourceFlags(c.raw),
         nodeName: c.nodeName,
         minSyncPeriodMs: c.minSyncPeriodMs,
       }));
@@ -76,8 +75,7 @@ export function buildProgram(
             sourceOpts: source.parseOptions(raw),
             sink,
             sinkOpts: sink.parseOptions(raw),
-            serviceProxyName: serviceProxyName(raw),
-            serviceCIDRs: serviceCIDRs(raw),
+            ...sourceFlags(raw),
           };
         }).then(run),
       );
@@ -108,7 +106,7 @@ export function buildProgram(
         sourceOpts: localSource.parseOptions(c.raw),
         sink,
         sinkOpts: sink.parseOptions(c.raw),
-        serviceProxyName: typeof c.raw.serviceProxyName === "string" ? serviceProxyName(c.raw) : undefined,
+        serviceProxyName: parseOptionsWith(sourceCommonFlags, c.raw).serviceProxyName,
         nodeName: c.nodeName,
         minSyncPeriodMs: c.minSyncPeriodMs,
       }));
@@ -247,19 +245,36 @@ function cleanupName(sink: LocalSinkPlugin): string {
   return sink.name.replace(/^to-/, "");
 }
 
-/** The common --service-cidrs of every source; undefined: the ranges come from ServiceCIDR objects. */
-function serviceCIDRs(raw: RawOptions): readonly string[] | undefined {
-  return typeof raw.serviceCidrs === "string" ? parseServiceCIDRsFlag(raw.serviceCidrs) : undefined;
-}
+/**
+ * The flags every source takes: --service-proxy-name ("" serves the unlabelled Services; unset
+ * stays unset for a local source, which then takes the brain's) and --service-cidrs (unset: the
+ * ranges come from ServiceCIDR objects).
+ */
+const sourceCommonFlags = z.object({
+  serviceProxyName: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      const name = text?.trim();
+      if (name === undefined || isServiceProxyName(name)) return name;
+      ctx.addIssue({
+        code: "custom",
+        message: `--service-proxy-name ${JSON.stringify(name)}: not a label value (at most 63 characters: letters, digits, "-", "_", "." inside)`,
+      });
+      return z.NEVER;
+    }),
+  serviceCidrs: z
+    .string()
+    .optional()
+    .transform(parsedBy((text) => (text === undefined ? undefined : parseServiceCIDRsFlag(text)))),
+});
 
-/** The common --service-proxy-name of every source; "" serves the unlabelled Services. */
-function serviceProxyName(raw: RawOptions): string {
-  const name = typeof raw.serviceProxyName === "string" ? raw.serviceProxyName.trim() : "";
-  if (!isServiceProxyName(name))
-    throw new UsageError(
-      `--service-proxy-name ${JSON.stringify(name)}: not a label value (at most 63 characters: letters, digits, "-", "_", "." inside)`,
-    );
-  return name;
+function sourceFlags(raw: RawOptions): {
+  serviceProxyName: string;
+  serviceCIDRs: readonly string[] | undefined;
+} {
+  const f = parseOptionsWith(sourceCommonFlags, raw);
+  return { serviceProxyName: f.serviceProxyName ?? "", serviceCIDRs: f.serviceCidrs };
 }
 
 function grammarHelp(plugins: Plugins): string {

@@ -18,7 +18,9 @@ export function parseOptionsWith<S extends z.ZodType>(schema: S, raw: RawOptions
   const issue = result.error.issues[0];
   const key = issue?.path[0];
   const message = issue?.message ?? "invalid value";
-  throw new UsageError(key === undefined ? message : `${flagOf(key)}: ${message}`);
+  // A reader shared with other callers may name the flag itself.
+  const named = key === undefined || message.startsWith(flagOf(key));
+  throw new UsageError(named ? message : `${flagOf(key)}: ${message}`);
 }
 
 /**
