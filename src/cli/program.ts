@@ -180,7 +180,7 @@ function addLocalSinkCommand(
     usageErrorsOf(c, () => {
       const raw = c.optsWithGlobals<RawOptions>();
       const { nodeName, minSyncPeriod } = parseOptionsWith(common, raw);
-      return toInvocation({ raw, nodeName, minSyncPeriodMs: Number(minSyncPeriod) });
+      return toInvocation({ raw, nodeName, minSyncPeriodMs: minSyncPeriod });
     }).then(run),
   );
 }
