@@ -1,10 +1,21 @@
-// The flags that say how to reach the API server, shared by the kube source and the controllers:
-// declared once, and checked by one set of zod fields every such command puts in its schema.
+// The flags that say how to reach the API server, and how fast, shared by the kube source and the
+// controllers: declared once, and checked by zod fields every such command puts in its schema.
 
 import type { Command } from "commander";
 import { z } from "zod";
 import { optionalText, wholeNumberFlag } from "../plugin/options.ts";
-import { DEFAULT_BURST, DEFAULT_QPS } from "./rate-limit.ts";
+
+/** client-go's defaults, used when qps or burst is 0. */
+export const DEFAULT_QPS = 5;
+export const DEFAULT_BURST = 10;
+
+/** The client-side rate limit of requests to the API server (rate-limit.ts applies it). */
+export interface RateLimit {
+  /** Requests per second; 0: the default (5); negative: no limit, as client-go. */
+  readonly qps: number;
+  /** Requests that may go at once; 0: the default (10). */
+  readonly burst: number;
+}
 
 /** How to reach the API server: every command that talks to it takes these. */
 export function addKubeConnectionOptions(cmd: Command): void {
@@ -14,16 +25,21 @@ export function addKubeConnectionOptions(cmd: Command): void {
       "kubeconfig file (default: $KUBECONFIG, the pod's service account, ~/.kube/config)",
     )
     .option("--context <name>", "kubeconfig context to use (default: current-context)")
-    .option("--master <url>", "API server URL; overrides the kubeconfig's server")
+    .option("--master <url>", "API server URL; overrides the kubeconfig's server");
+}
+
+/** The client-side rate limit's flags, kube-proxy's names; `defaults` differ by command. */
+export function addKubeRateLimitOptions(cmd: Command, defaults: RateLimit): void {
+  cmd
     .option(
       "--kube-api-qps <qps>",
       `requests per second to the API server once the burst is spent (0: ${DEFAULT_QPS}; negative: no limit)`,
-      String(DEFAULT_QPS),
+      String(defaults.qps),
     )
     .option(
       "--kube-api-burst <count>",
       `requests to the API server that may go at once (0: ${DEFAULT_BURST})`,
-      String(DEFAULT_BURST),
+      String(defaults.burst),
     );
 }
 
@@ -48,6 +64,12 @@ export const kubeConnectionFlags = {
   kubeconfig: optionalText,
   context: optionalText,
   master: optionalText,
-  kubeApiQps: numberFlag(DEFAULT_QPS),
-  kubeApiBurst: wholeNumberFlag(DEFAULT_BURST, 0, "requests"),
 };
+
+/** The zod fields of addKubeRateLimitOptions' flags, with the same defaults. */
+export function kubeRateLimitFlags(defaults: RateLimit) {
+  return {
+    kubeApiQps: numberFlag(defaults.qps),
+    kubeApiBurst: wholeNumberFlag(defaults.burst, 0, "requests"),
+  };
+}

@@ -4,19 +4,9 @@
 
 import { type Clock, systemClock } from "../model/clock.ts";
 import { histogram } from "../observability/metrics.ts";
+import { DEFAULT_BURST, DEFAULT_QPS, type RateLimit } from "./connection-flags.ts";
 import type { KubeRequest, KubeRequester } from "./request.ts";
 import type { ApiResponse, KubeTransport } from "./transport.ts";
-
-/** client-go's defaults, used when qps or burst is 0. */
-export const DEFAULT_QPS = 5;
-export const DEFAULT_BURST = 10;
-
-export interface RateLimit {
-  /** Requests per second; 0: the default (5); negative: no limit, as client-go. */
-  readonly qps: number;
-  /** Requests that may go at once; 0: the default (10). */
-  readonly burst: number;
-}
 
 const waitDuration = histogram(
   "rest_client_rate_limiter_duration_seconds",

@@ -5,7 +5,12 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { Command } from "commander";
 import { z } from "zod";
-import { addKubeConnectionOptions, kubeConnectionFlags } from "../../kube/connection-flags.ts";
+import {
+  addKubeConnectionOptions,
+  addKubeRateLimitOptions,
+  kubeConnectionFlags,
+  kubeRateLimitFlags,
+} from "../../kube/connection-flags.ts";
 import type { HostPort } from "../../lib/host-port.ts";
 import type { ControllerPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, optionalText, parsedBy, parseOptionsWith } from "../../plugin/options.ts";
@@ -15,9 +20,16 @@ import { parseStatusAddress } from "../status-server.ts";
 const period = (fallbackMs: number) =>
   durationFlag(1, "use a duration above 0, e.g. 2s").optional().default(fallbackMs);
 
+/**
+ * No limit unless asked: the controller writes one slice per switching Service, and a burst of
+ * switches must not queue behind kube-proxy's 5 per second.
+ */
+const RATE_LIMIT = { qps: -1, burst: 10 };
+
 const fallbackControllerFlags = z
   .object({
     ...kubeConnectionFlags,
+    ...kubeRateLimitFlags(RATE_LIMIT),
     leaderElect: z.boolean().optional().default(true),
     leaderElectNamespace: optionalText,
     leaderElectLeaseName: optionalText.transform((name) => name ?? "kpng-fallback-controller"),
@@ -135,6 +147,7 @@ export const fallbackControllerPlugin: ControllerPlugin<FallbackControllerFlags>
   description: "keep fallback EndpointSlices for Services annotated with fallback.kpng.io/selector",
   addOptions(cmd: Command): void {
     addKubeConnectionOptions(cmd);
+    addKubeRateLimitOptions(cmd, RATE_LIMIT);
     cmd
       .option("--leader-elect", "elect a leader on a Lease, so that replicas can run side by side (default)")
       .option("--no-leader-elect", "run without leader election (only one replica may run)")

@@ -2,7 +2,14 @@
 
 import type { Command } from "commander";
 import { z } from "zod";
-import { addKubeConnectionOptions, kubeConnectionFlags } from "../../kube/connection-flags.ts";
+import {
+  addKubeConnectionOptions,
+  addKubeRateLimitOptions,
+  DEFAULT_BURST,
+  DEFAULT_QPS,
+  kubeConnectionFlags,
+  kubeRateLimitFlags,
+} from "../../kube/connection-flags.ts";
 import {
   DEFAULT_LIST_TIMEOUT_MS,
   DEFAULT_MAX_LINE_BYTES,
@@ -22,8 +29,12 @@ import { EVERY_PROXY_NAME } from "./selectors.ts";
 /** kube-proxy's default resync period. */
 const DEFAULT_CONFIG_SYNC_PERIOD_MS = 15 * 60_000;
 
+/** kube-proxy's client budget (client-go's defaults). */
+const RATE_LIMIT = { qps: DEFAULT_QPS, burst: DEFAULT_BURST };
+
 const kubeOptions = z.object({
   ...kubeConnectionFlags,
+  ...kubeRateLimitFlags(RATE_LIMIT),
   serviceProxyName: optionalText,
   // --service-cidrs (every source's flag, checked by the CLI): when set, ServiceCIDRs are not read.
   serviceCidrs: optionalText,
@@ -56,6 +67,7 @@ export const kubeSourcePlugin: SourcePlugin<KubeSourceFlags> = {
   description: "list and watch Services, EndpointSlices, Nodes and ServiceCIDRs from the Kubernetes API",
   addOptions(cmd: Command): void {
     addKubeConnectionOptions(cmd);
+    addKubeRateLimitOptions(cmd, RATE_LIMIT);
     cmd
       .option(
         "--watch-all-nodes",
