@@ -172,6 +172,7 @@ export class IptablesBackend {
   #family(f: FamilyState): BackendFamily {
     return {
       family: f.cfg.family,
+      ipFamilies: [f.cfg.family],
       apply: (state, periodic) => this.#apply(f, state, periodic),
       forget: () => {
         f.applied = undefined;

@@ -13,7 +13,7 @@ import {
   SyncLoop,
   type SyncReport,
 } from "../../backend-core/sync-loop.ts";
-import type { NftFamily } from "../../model/ip.ts";
+import { ipFamilyOfNft, type NftFamily } from "../../model/ip.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
@@ -73,6 +73,7 @@ export class NftBackend {
   #family(cfg: TableConfig): BackendFamily {
     return {
       family: cfg.family,
+      ipFamilies: [ipFamilyOfNft(cfg.family)],
       apply: (state) => this.#syncTable(cfg, state),
       forget: () => this.#mirrors.delete(cfg.family),
       followUpMs: () => (this.#mirrors.get(cfg.family)?.hasStale ? STALE_DELETE_DELAY_MS : undefined),

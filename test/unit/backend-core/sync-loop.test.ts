@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, mock, test } from "node:test";
 import { type BackendFamily, RESET_AFTER_FAILURES, SyncLoop } from "../../../src/backend-core/sync-loop.ts";
+import type { IPFamily } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { settle } from "../../support/settle.ts";
@@ -9,6 +10,7 @@ import { service, state } from "../backends/nft/fixtures.ts";
 /** A family that records what it is asked; `fail` makes apply throw, `hang` never return. */
 class FakeFamily implements BackendFamily {
   readonly family: string;
+  readonly ipFamilies: readonly IPFamily[];
   readonly applied: { revision: number; periodic: boolean; full: boolean }[] = [];
   resets = 0;
   fail = false;
@@ -16,6 +18,7 @@ class FakeFamily implements BackendFamily {
   #known = false;
   constructor(family: string) {
     this.family = family;
+    this.ipFamilies = [family === "b" ? "IPv6" : "IPv4"];
   }
   async apply(s: LocalState, periodic: boolean) {
     if (this.hang) await new Promise(() => {});
