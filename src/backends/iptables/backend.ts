@@ -33,6 +33,7 @@ import { counter } from "../../observability/metrics.ts";
 import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
 import { SHARED_CHAINS } from "./names.ts";
 import { type ServiceRules, serviceRules } from "./render-service.ts";
+import { partialRestoreFailed, recordRules, rulesWritten, zeroRuleMetrics } from "./rule-metrics.ts";
 import { IptablesRulesProbe, type ProbePoint } from "./rules-probe.ts";
 import {
   BUILTIN_JUMPS,
@@ -103,6 +104,19 @@ function sameSharedLines(a: ServiceRules, b: ServiceRules): boolean {
   );
 }
 
+/** Rules in kpng's own chains of a family, per table, once its pending input is applied. */
+function ownedRules(f: FamilyState): { nat: number; filter: number } {
+  const out = { nat: 0, filter: 0 };
+  const lines = (text: string) => (text === "" ? 0 : text.split("\n").length);
+  for (const [key, text] of f.pendingShared ?? []) {
+    if (key.startsWith("nat/")) out.nat += lines(text);
+    else if (key.startsWith("filter/")) out.filter += lines(text);
+  }
+  for (const { rules } of f.cache.values())
+    for (const chain of rules.chains.values()) out.nat += chain.length;
+  return out;
+}
+
 interface Chunk {
   readonly declare: string[];
   readonly rules: string[];
@@ -170,6 +184,7 @@ export class IptablesBackend {
   }
 
   #family(f: FamilyState): BackendFamily {
+    zeroRuleMetrics(f.cfg.family);
     return {
       family: f.cfg.family,
       ipFamilies: [f.cfg.family],
@@ -232,7 +247,9 @@ export class IptablesBackend {
       const parts = this.#text(f, state, full, saved);
       for (const part of parts) await this.#o.runner.restore(f.cfg.family, part);
       text = parts.join("");
+      recordRules(f.cfg.family, ownedRules(f), rulesWritten(parts));
     } catch (e) {
+      if (!full) partialRestoreFailed(f.cfg.family);
       const stderr = e instanceof IptablesError ? e.stderr : String(e);
       throw new FamilySyncError(e instanceof Error ? e.message : String(e), {
         cause: e,
