@@ -41,6 +41,11 @@ class FakeFamily implements BackendFamily {
 
 class ManualFeed {
   listener: ((s: LocalState) => void) | undefined;
+  /** What the loop reported programmed: revision and families. */
+  readonly reports: [number, readonly IPFamily[]][] = [];
+  programmed(s: LocalState, families: readonly IPFamily[]) {
+    this.reports.push([s.revision, families]);
+  }
   subscribe(l: (s: LocalState) => void) {
     this.listener = l;
     return () => {
@@ -104,6 +109,14 @@ describe("the shared sync loop", () => {
     feed.push(2);
     await settle();
     assert.deepEqual(b.revisions(), [1, 2], "b follows at once");
+    assert.deepEqual(
+      feed.reports,
+      [
+        [1, ["IPv6"]],
+        [2, ["IPv6"]],
+      ],
+      "the feed hears which families hold each state",
+    );
     assert.equal(loop.health().families[0]?.failures, 1);
     await advance(999);
     assert.equal(loop.health().families[0]?.failures, 1, "not retried before 1 s");
@@ -114,6 +127,7 @@ describe("the shared sync loop", () => {
     assert.deepEqual(a.revisions(), []);
     await advance(1);
     assert.deepEqual(a.applied, [{ revision: 2, periodic: false, full: true }], "the latest state, in full");
+    assert.deepEqual(feed.reports.at(-1), [2, ["IPv4", "IPv6"]]);
     assert.equal(loop.health().healthy, true);
     await stop();
   });
