@@ -116,8 +116,14 @@ describe("per-Service backends: nft and iptables in one process", { skip }, () =
     ]);
     assert.equal(health.stdout, "200");
     const metrics = (await topo.node.exec(["curl", "-s", "http://127.0.0.1:10249/metrics"])).stdout;
-    assert.match(metrics, /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="nftables",ip_family="IPv4"\}/);
-    assert.match(metrics, /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="iptables"\}/);
+    assert.match(
+      metrics,
+      /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="nftables",ip_family="IPv4"\}/,
+    );
+    assert.match(
+      metrics,
+      /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="iptables",ip_family="IPv4"\}/,
+    );
   });
 
   test("relabelling moves a Service between backends while clients keep connecting", async () => {
