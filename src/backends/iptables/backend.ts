@@ -32,6 +32,7 @@ import type { Logger } from "../../observability/log.ts";
 import { counter } from "../../observability/metrics.ts";
 import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
 import { SHARED_CHAINS } from "./names.ts";
+import type { PacketCounters } from "./packet-counters.ts";
 import { type ServiceRules, serviceRules } from "./render-service.ts";
 import { partialRestoreFailed, recordRules, rulesWritten, zeroRuleMetrics } from "./rule-metrics.ts";
 import { IptablesRulesProbe, type ProbePoint } from "./rules-probe.ts";
@@ -66,6 +67,8 @@ interface IptablesBackendOptions {
   readonly now?: () => number;
   /** Most service chains one restore writes; the rest go to further restores (default by variant). */
   readonly chunkChains?: number;
+  /** Read before each IPv4 sync, which may restart the rule counters it reads. */
+  readonly packetCounters?: PacketCounters;
 }
 
 interface FamilyState {
@@ -149,13 +152,15 @@ function byChain(names: readonly string[], lines: readonly string[]): Map<string
 }
 
 export class IptablesBackend {
-  readonly #o: Required<Omit<IptablesBackendOptions, "now" | "chunkChains" | "observer">>;
+  readonly #o: Required<Omit<IptablesBackendOptions, "now" | "chunkChains" | "observer" | "packetCounters">>;
+  readonly #packetCounters: PacketCounters | undefined;
   readonly #chunkChains: number;
   readonly #families: FamilyState[];
   readonly #loop: SyncLoop;
 
   constructor(options: IptablesBackendOptions) {
     this.#o = { syncPeriodMs: 30_000, canaryIntervalMs: 2000, ...options };
+    this.#packetCounters = options.packetCounters;
     this.#chunkChains =
       options.chunkChains ?? (options.runner.variant === "nft" ? NFT_CHUNK_CHAINS : Number.POSITIVE_INFINITY);
     const now = options.now ?? Date.now;
@@ -245,6 +250,7 @@ export class IptablesBackend {
       // holding a big nat and a big filter table), and with iptables-nft several for a nat
       // table with many chains to write: see NFT_CHUNK_CHAINS.
       const parts = this.#text(f, state, full, saved);
+      if (f.cfg.family === "IPv4") await this.#packetCounters?.sample();
       for (const part of parts) await this.#o.runner.restore(f.cfg.family, part);
       text = parts.join("");
       recordRules(f.cfg.family, ownedRules(f), rulesWritten(parts));
