@@ -23,6 +23,11 @@ export interface FamilySettings extends NodeAddresses {
   readonly family: IPFamily;
   /** NodePorts on 127.0.0.1 too (IPv4 iptables only; kube-proxy's iptables.localhostNodePorts). */
   readonly localhostNodePorts?: boolean;
+  /**
+   * Drop forwarded packets conntrack finds INVALID (iptables; kube-proxy's default unless
+   * nf_conntrack_tcp_be_liberal is set). Unset: dropped.
+   */
+  readonly dropInvalid?: boolean;
 }
 
 /** Both families' settings, IPv4 first; throws an Error naming the flag to fix. */

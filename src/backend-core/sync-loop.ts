@@ -13,8 +13,9 @@
 // - Shutdown never waits for a hung kernel call.
 
 import { Backoff } from "../lib/backoff.ts";
+import type { IPFamily } from "../model/kube.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
-import { SyncMetrics } from "../node/sync-metrics.ts";
+import { type FamilyLabel, SyncMetrics } from "../node/sync-metrics.ts";
 import { NO_OBSERVER, type SyncObserver } from "../node/sync-observer.ts";
 import type { Logger } from "../observability/log.ts";
 import { counter, gauge } from "../observability/metrics.ts";
@@ -49,6 +50,8 @@ export interface FamilyApplied {
 /** One IP family of a backend, as the loop drives it: its renderer and runner live behind it. */
 export interface BackendFamily {
   readonly family: string;
+  /** The IP families its apply programs: one, or both for a write that serves both (eBPF maps). */
+  readonly ipFamilies: readonly IPFamily[];
   /** Brings the family's rules in line with `state`; `periodic` marks the periodic resync. */
   apply(state: LocalState, periodic: boolean): Promise<FamilyApplied>;
   /** Forgets what was applied: the next apply reads the kernel and rewrites everything. */
@@ -94,6 +97,13 @@ export interface SyncReport {
   readonly full: boolean;
   /** The texts given to the kernel, in order, stale-object deletions included. */
   readonly texts: readonly string[];
+  /** The IP families whose rules now hold the synced state. */
+  readonly programmed: readonly IPFamily[];
+}
+
+/** The `ip_family` label of a family's metrics. */
+function familyLabel(f: BackendFamily): FamilyLabel {
+  return f.ipFamilies.length === 1 ? (f.ipFamilies[0] as IPFamily) : "";
 }
 
 interface FamilyRun {
@@ -123,7 +133,7 @@ export class SyncLoop {
       ...options,
       probe: options.probe,
     };
-    this.#metrics = new SyncMetrics(options.backend, this.#o.now);
+    this.#metrics = new SyncMetrics(options.backend, options.families.map(familyLabel), this.#o.now);
     this.#families = options.families.map((target) => {
       const labels = { backend: options.backend, family: target.family };
       familyHealthy.set(labels, 0);
@@ -156,28 +166,45 @@ export class SyncLoop {
    * attempted; throws after the others are done if one failed, having forgotten the failed one.
    */
   async sync(state: LocalState, only?: ReadonlySet<string>, periodic = false): Promise<SyncReport> {
+    const { report, errors } = await this.#syncFamilies(state, only, periodic);
+    if (errors.length === 1) throw errors[0];
+    if (errors.length > 1) throw new AggregateError(errors, errors.map((e) => e.message).join("; "));
+    return report;
+  }
+
+  /** Each family in turn, timed on its own for its metrics; failures are returned, not thrown. */
+  async #syncFamilies(
+    state: LocalState,
+    only: ReadonlySet<string> | undefined,
+    periodic: boolean,
+  ): Promise<{ report: SyncReport; errors: Error[] }> {
     const texts: string[] = [];
+    const programmed: IPFamily[] = [];
     const errors: Error[] = [];
     let full = false;
     for (const f of this.#families) {
       if (only !== undefined && !only.has(f.target.family)) continue;
+      const label = familyLabel(f.target);
+      const started = performance.now();
       try {
         if (f.target.reset && f.health.failures > 0 && f.health.failures % RESET_AFTER_FAILURES === 0)
           await this.#reset(f);
         const applied = await f.target.apply(state, periodic);
+        const durationMs = performance.now() - started;
         texts.push(...applied.texts);
+        programmed.push(...f.target.ipFamilies);
         full ||= applied.full;
         this.#succeeded(f);
+        this.#metrics.synced(label, { state, full: applied.full, durationMs });
       } catch (e) {
         f.target.forget();
         const error = e instanceof Error ? e : new Error(String(e));
         this.#failed(f, error);
+        this.#metrics.failed(label);
         errors.push(error);
       }
     }
-    if (errors.length === 1) throw errors[0];
-    if (errors.length > 1) throw new AggregateError(errors, errors.map((e) => e.message).join("; "));
-    return { full, texts };
+    return { report: { full, texts, programmed }, errors };
   }
 
   async #reset(f: FamilyRun): Promise<void> {
@@ -331,26 +358,25 @@ export class SyncLoop {
         dirty = false;
         const synced = latest;
         const started = performance.now();
-        try {
-          const report = await unlessAborted(this.sync(synced, families, periodic), signal);
-          if (report === ABORTED) break;
-          lastProbe = now();
-          if (report.texts.length > 0)
-            this.#o.log.debug(
-              { revision: synced.revision, writes: report.texts.length },
-              `${this.#o.backend} synced`,
-            );
-          const outcome = { state: synced, full: report.full, durationMs: performance.now() - started };
-          this.#metrics.synced(outcome);
-          // The observer's own errors are not sync failures.
-          await observer
-            .synced(outcome)
-            .catch((err: unknown) => this.#o.log.error({ err }, "node services failed after a sync"));
-        } catch {
-          // Logged, counted and scheduled for retry by sync().
-          this.#metrics.failed();
+        const result = await unlessAborted(this.#syncFamilies(synced, families, periodic), signal);
+        if (result === ABORTED) break;
+        const { report, errors } = result;
+        if (report.programmed.length > 0) feed.programmed?.(synced, report.programmed);
+        if (errors.length > 0) {
+          // Logged, counted and scheduled for retry by #syncFamilies().
           observer.failed();
+          continue;
         }
+        lastProbe = now();
+        if (report.texts.length > 0)
+          this.#o.log.debug(
+            { revision: synced.revision, writes: report.texts.length },
+            `${this.#o.backend} synced`,
+          );
+        // The observer's own errors are not sync failures.
+        await observer
+          .synced({ state: synced, full: report.full, durationMs: performance.now() - started })
+          .catch((err: unknown) => this.#o.log.error({ err }, "node services failed after a sync"));
       }
     } finally {
       this.#kick = undefined;

@@ -4,49 +4,41 @@
 // batch that relabels it, even while its slices still carry the old label. The Service IP ranges
 // are left out (see serviceCIDRs below).
 //
-// A Service relabelled away is handed over: the losing view keeps it for `handoverMs` more, so
-// that the gaining backend programs it before the losing one removes it. Both holding it for a
-// moment is harmless (the first DNAT wins); neither holding it would reject new connections.
+// A Service relabelled away is handed over (handover.ts): the losing view keeps it until the
+// handover releases it, so that the gaining backend programs it before the losing one removes
+// it. Both holding it for a moment is harmless (the first DNAT wins); neither holding it would
+// reject new connections.
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
 import type { EndpointSlice, Service } from "../model/kube.ts";
+import type { Handover } from "./handover.ts";
 import { selectedByProxyName } from "./selection.ts";
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
 const NO_RANGES: readonly string[] = Object.freeze([]);
 
-interface HandoverTimers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const REAL_TIMERS: HandoverTimers = {
-  setTimeout: (fn, ms) => setTimeout(fn, ms).unref(),
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
-
 export function proxyNameView(
   store: ClusterView,
   serviceProxyName: string,
-  handoverMs = 0,
-  timers: HandoverTimers = REAL_TIMERS,
+  handover?: Handover,
 ): ClusterView {
   const selected = (service: Service | undefined): service is Service =>
     service !== undefined && selectedByProxyName(service.metadata.labels, serviceProxyName);
   const serviceKeyOf = (slice: EndpointSlice) => `${slice.metadata.namespace}/${slice.serviceName}`;
   /** The Services this view showed after the last batch. */
   const shown = new Map<string, Service>();
-  /** Relabelled away, still shown until the handover ends. */
-  const leaving = new Map<string, { readonly service: Service; readonly timer: unknown }>();
+  /** Relabelled away, still shown until the handover releases them. */
+  const leaving = new Map<string, Service>();
   const listeners = new Set<(change: ClusterChange) => void>();
   let unsubscribe: (() => void) | undefined;
 
   const visible = (key: string): Service | undefined => {
     const service = store.service(key);
-    return selected(service) ? service : leaving.get(key)?.service;
+    return selected(service) ? service : leaving.get(key);
   };
 
   const endHandover = (key: string) => {
+    if (!leaving.has(key)) return;
     leaving.delete(key);
     shown.delete(key);
     const change: ClusterChange = { services: new Set([key]), nodes: new Set(), serviceCIDRs: false };
@@ -56,20 +48,19 @@ export function proxyNameView(
   const onChange = (change: ClusterChange) => {
     for (const key of change.services) {
       const service = store.service(key);
-      const was = shown.get(key) ?? leaving.get(key)?.service;
+      const was = shown.get(key) ?? leaving.get(key);
       if (selected(service)) {
-        const left = leaving.get(key);
-        if (left !== undefined) timers.clearTimeout(left.timer);
-        leaving.delete(key);
+        if (leaving.delete(key)) handover?.cancel(key, serviceProxyName);
         shown.set(key, service);
-      } else if (service !== undefined && was !== undefined && handoverMs > 0) {
+      } else if (service !== undefined && was !== undefined && handover !== undefined) {
         // Still in the cluster, now another proxy's: keep the version this view last served.
-        if (!leaving.has(key))
-          leaving.set(key, { service: was, timer: timers.setTimeout(() => endHandover(key), handoverMs) });
+        if (!leaving.has(key)) {
+          leaving.set(key, was);
+          // May release at once (nothing to hand over): after this batch's listeners.
+          handover.begin(key, serviceProxyName, service, () => queueMicrotask(() => endHandover(key)));
+        }
       } else {
-        const left = leaving.get(key);
-        if (left !== undefined) timers.clearTimeout(left.timer);
-        leaving.delete(key);
+        if (leaving.delete(key)) handover?.cancel(key, serviceProxyName);
         shown.delete(key);
       }
     }
@@ -100,7 +91,7 @@ export function proxyNameView(
     node: (name) => store.node(name),
     *services() {
       for (const service of store.services()) if (selected(service)) yield service;
-      for (const { service } of leaving.values()) yield service;
+      yield* leaving.values();
     },
     *serviceKeys() {
       for (const service of store.services())

@@ -1,10 +1,13 @@
 // Carries out a parsed command line: starts the source, the brain and the sink, and stops the
 // source once the sink is done. Wiring only; every decision lives in the plug-ins and the brain.
 
+import { ConfirmedHandover, timedHandover } from "../brain/handover.ts";
 import { localStateFeed } from "../brain/local-state-feed.ts";
 import { proxyNameView } from "../brain/proxy-name-view.ts";
 import { ClusterStore } from "../brain/store.ts";
 import type { ClusterSource, ClusterView } from "../model/global.ts";
+import type { IPFamily } from "../model/kube.ts";
+import type { LocalState, LocalStateFeed } from "../model/local.ts";
 import type { RunContext } from "../plugin/contracts.ts";
 import { pacedFeed } from "../plugin/paced-feed.ts";
 import { UsageError } from "../plugin/usage-error.ts";
@@ -15,10 +18,16 @@ import { type SinkRun, sinkRuns } from "./multi-sink.ts";
 
 /**
  * How long a Service relabelled away stays in the view of its old proxy name when the views are
- * served to remote backends: their default --min-sync-period twice, and a margin for the sync
- * (the same rule as for several backends in one process).
+ * served to remote backends, which report no syncs back: their default --min-sync-period twice,
+ * and a margin for the sync.
  */
 const REMOTE_HANDOVER_MS = 4000;
+
+/**
+ * Longest wait, in one process, for the backend gaining a relabelled Service to confirm a sync
+ * that holds it: two periodic resyncs (kube-proxy's default --sync-period) of a failing backend.
+ */
+const HANDOVER_FALLBACK_MS = 60_000;
 
 export async function runInvocation(invocation: Invocation, ctx: RunContext): Promise<void> {
   switch (invocation.form) {
@@ -51,8 +60,9 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       const sourceCtx = { ...ctx, nodeName: undefined, everyProxyName };
       // Holding every Service, the sink still sees the source's own name's as its cluster.
       const cluster = everyProxyName ? proxyNameView(store, serviceProxyName) : store;
+      const remoteHandover = timedHandover(REMOTE_HANDOVER_MS);
       const proxyNameViewOf = everyProxyName
-        ? (name: string) => proxyNameView(store, name, REMOTE_HANDOVER_MS)
+        ? (name: string) => proxyNameView(store, name, remoteHandover)
         : undefined;
       await withSource(source.create(invocation.sourceOpts, sourceCtx), store, () =>
         sink.run(cluster, invocation.sinkOpts, { ...ctx, serviceProxyName, proxyNameView: proxyNameViewOf }),
@@ -80,8 +90,14 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
   }
 }
 
-function runSink(view: ClusterView, run: SinkRun, ctx: RunContext): Promise<void> {
-  const feed = pacedFeed(localStateFeed(view, run.nodeName), run.minSyncPeriodMs, ctx.log);
+function runSink(
+  view: ClusterView,
+  run: SinkRun,
+  ctx: RunContext,
+  programmed?: LocalStateFeed["programmed"],
+): Promise<void> {
+  const local = localStateFeed(view, run.nodeName);
+  const feed = pacedFeed(programmed ? { ...local, programmed } : local, run.minSyncPeriodMs, ctx.log);
   return run.sink.run(feed, run.sinkOpts, ctx);
 }
 
@@ -92,16 +108,22 @@ function runSink(view: ClusterView, run: SinkRun, ctx: RunContext): Promise<void
 async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunContext): Promise<void> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
-  // A relabelled Service stays with the losing backend until the gaining one has had time for
-  // a sync (two pacer periods and a margin for the sync itself): served by both, never by neither.
-  const handoverMs = 2 * Math.max(...runs.map((r) => r.minSyncPeriodMs)) + 2000;
+  // A relabelled Service stays with the losing backend until the gaining one confirms a sync
+  // that holds it: served by both until the loser's next sync, never by neither.
+  const handover = new ConfirmedHandover({
+    names: runs.map((r) => r.serviceProxyName),
+    fallbackMs: HANDOVER_FALLBACK_MS,
+    log: ctx.log.child({ component: "handover" }),
+  });
   ctx.signal.addEventListener("abort", onAbort, { once: true });
   try {
     const outcomes = await Promise.allSettled(
       runs.map((run) => {
         const log = ctx.log.child({ backend: run.sink.name, serviceProxyName: run.serviceProxyName });
-        const view = proxyNameView(store, run.serviceProxyName, handoverMs);
-        return runSink(view, run, { signal: stop.signal, log }).catch((err: unknown) => {
+        const view = proxyNameView(store, run.serviceProxyName, handover);
+        const programmed = (state: LocalState, families: readonly IPFamily[]) =>
+          handover.programmed(run.serviceProxyName, state, families);
+        return runSink(view, run, { signal: stop.signal, log }, programmed).catch((err: unknown) => {
           log.error({ err }, "backend failed; stopping the others");
           stop.abort();
           throw err;

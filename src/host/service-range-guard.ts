@@ -84,5 +84,8 @@ export function guardServiceRanges(
     }
     return lastKept === state.serviceCIDRs ? state : { ...state, serviceCIDRs: lastKept };
   };
-  return { subscribe: (listener) => feed.subscribe((state) => listener(guard(state))) };
+  return {
+    subscribe: (listener) => feed.subscribe((state) => listener(guard(state))),
+    programmed: (state, families) => feed.programmed?.(state, families),
+  };
 }

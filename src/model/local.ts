@@ -125,4 +125,9 @@ export interface LocalStateFeed {
    * carries the complete initial state. Returns a function that unsubscribes.
    */
   subscribe(listener: (state: LocalState) => void | Promise<void>): () => void;
+  /**
+   * Told by a backend that its rules of `families` now hold `state` (a successful sync of each).
+   * Lets the producer confirm what it handed over (a Service moving between backends).
+   */
+  programmed?(state: LocalState, families: readonly IPFamily[]): void;
 }

@@ -36,10 +36,18 @@ function withoutEndpoints(s: LocalService): string {
   });
 }
 
-export function stateChanges(before: LocalState | undefined, after: LocalState): StateChanges {
+/** `keep` limits the count to some services (one IP family's), as they were before and after. */
+export function stateChanges(
+  before: LocalState | undefined,
+  after: LocalState,
+  keep: (s: LocalService) => boolean = () => true,
+): StateChanges {
   let services = 0;
   let endpoints = 0;
-  for (const [, b, s] of serviceChanges(before, after)) {
+  for (const [, was, is] of serviceChanges(before, after)) {
+    const b = was !== undefined && keep(was) ? was : undefined;
+    const s = is !== undefined && keep(is) ? is : undefined;
+    if (b === undefined && s === undefined) continue;
     const either = (s ?? b)!;
     if (b === undefined || s === undefined) {
       services++;

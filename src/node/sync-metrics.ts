@@ -1,14 +1,21 @@
-// The sync metrics under kube-proxy's names, so existing dashboards and alerts keep working, with
-// one `backend` label (kube-proxy's mode name) rather than one metric family per backend. Buckets
+// The sync metrics under kube-proxy's names and labels, so existing dashboards and alerts keep
+// working: `ip_family` as kube-proxy's (each family is synced and timed on its own), plus one
+// `backend` label (kube-proxy's mode name) rather than one metric family per backend. Buckets
 // follow kube-proxy's; the failure counter's name depends on the backend's mode, as kube-proxy's.
-// The shared sync loop (backend-core/sync-loop.ts) feeds them for every backend.
+// The shared sync loop (backend-core/sync-loop.ts) feeds them for every backend. A backend that
+// programs both families in one write (eBPF maps) reports under an empty `ip_family`.
 
 import type { Counter } from "prom-client";
+import { familyOf } from "../model/ip.ts";
+import type { IPFamily } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import { counter, gauge, histogram } from "../observability/metrics.ts";
 import { stateChanges } from "./state-changes.ts";
 import type { SyncOutcome } from "./sync-observer.ts";
+
+/** kube-proxy's `ip_family` value; "" for a write that programs both families at once. */
+export type FamilyLabel = IPFamily | "";
 
 /** 1 ms doubling 15 times (up to about 16 s), as kube-proxy's sync histograms. */
 const SYNC_BUCKETS = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
@@ -26,60 +33,60 @@ const syncDuration = histogram(
   "kubeproxy_sync_proxy_rules_duration_seconds",
   "Duration of every successful sync of the proxy rules.",
   SYNC_BUCKETS,
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const fullSyncDuration = histogram(
   "kubeproxy_sync_full_proxy_rules_duration_seconds",
   "Duration of successful full syncs (start, after a failure or a repair).",
   SYNC_BUCKETS,
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const partialSyncDuration = histogram(
   "kubeproxy_sync_partial_proxy_rules_duration_seconds",
   "Duration of successful partial syncs (only what changed).",
   SYNC_BUCKETS,
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const networkProgramming = histogram(
   "kubeproxy_network_programming_duration_seconds",
   "From an EndpointSlice's last-change-trigger-time to the sync that programmed it.",
   NETWORK_PROGRAMMING_BUCKETS,
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const lastSynced = gauge(
   "kubeproxy_sync_proxy_rules_last_timestamp_seconds",
   "The last time the proxy rules were successfully synced (Unix seconds).",
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const lastQueued = gauge(
   "kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds",
   "The last time a sync of the proxy rules was queued (Unix seconds).",
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const endpointChanges = counter(
   "kubeproxy_sync_proxy_rules_endpoint_changes_total",
   "Services whose endpoints changed, counted as the changes arrive.",
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const serviceChangesTotal = counter(
   "kubeproxy_sync_proxy_rules_service_changes_total",
   "Services added, removed or changed, counted as the changes arrive.",
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const endpointChangesPending = gauge(
   "kubeproxy_sync_proxy_rules_endpoint_changes_pending",
   "Services whose endpoint changes have arrived and wait for a sync.",
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const serviceChangesPending = gauge(
   "kubeproxy_sync_proxy_rules_service_changes_pending",
   "Services added, removed or changed that wait for a sync.",
-  ["backend"],
+  ["backend", "ip_family"],
 );
 const noLocalEndpoints = gauge(
   "kubeproxy_sync_proxy_rules_no_local_endpoints_total",
   "Services with a Local traffic policy and no local endpoints, by traffic policy.",
-  ["backend", "traffic_policy"],
+  ["backend", "ip_family", "traffic_policy"],
 );
 
 /** kube-proxy's name of each mode's failure counter. */
@@ -93,7 +100,7 @@ function failureCounter(mode: string): Counter {
   const name = FAILURE_METRIC[mode] ?? `kpng_${mode.replace(/\W/g, "_")}_sync_failures_total`;
   let c = failureCounters.get(name);
   if (c === undefined) {
-    c = counter(name, `Failed syncs of the ${mode} rules (each is retried).`, ["backend"]);
+    c = counter(name, `Failed syncs of the ${mode} rules (each is retried).`, ["backend", "ip_family"]);
     failureCounters.set(name, c);
   }
   return c;
@@ -117,11 +124,18 @@ function setMember(set: Set<string>, key: string, member: boolean): void {
   else set.delete(key);
 }
 
-export class SyncMetrics {
+/** Whether a family's rules hold the service: one of its cluster IPs is of the family (as kube-proxy's per-family proxiers). */
+function inFamily(family: FamilyLabel): (s: LocalService) => boolean {
+  if (family === "") return () => true;
+  return (s) => s.clusterIPs.length === 0 || s.clusterIPs.some((ip) => familyOf(ip) === family);
+}
+
+/** One family's series of one backend. */
+class FamilySeries {
+  readonly labels: { readonly backend: string; readonly ip_family: FamilyLabel };
+  readonly #keep: (s: LocalService) => boolean;
   readonly #failures: Counter;
-  readonly #labels: { readonly backend: string };
   readonly #now: () => number;
-  /** Metrics of changes older than this are not observed, as kube-proxy skips them at start. */
   readonly #startedAt: number;
   #lastQueued: LocalState | undefined;
   #lastSynced: LocalState | undefined;
@@ -129,24 +143,25 @@ export class SyncMetrics {
   readonly #noLocalInternal = new Set<string>();
   readonly #noLocalExternal = new Set<string>();
 
-  constructor(mode: string, now: () => number = Date.now) {
-    this.#failures = failureCounter(mode);
-    this.#labels = { backend: mode };
-    // Every series exists from the start, at zero, as kube-proxy's unlabelled ones did.
-    for (const h of [syncDuration, fullSyncDuration, partialSyncDuration, networkProgramming])
-      h.zero(this.#labels);
-    for (const c of [this.#failures, endpointChanges, serviceChangesTotal]) c.inc(this.#labels, 0);
-    for (const g of [endpointChangesPending, serviceChangesPending]) g.set(this.#labels, 0);
+  constructor(backend: string, family: FamilyLabel, failures: Counter, now: () => number) {
+    this.labels = { backend, ip_family: family };
+    this.#keep = inFamily(family);
+    this.#failures = failures;
     this.#now = now;
     this.#startedAt = now();
+    // Every series exists from the start, at zero, as kube-proxy's.
+    for (const h of [syncDuration, fullSyncDuration, partialSyncDuration, networkProgramming])
+      h.zero(this.labels);
+    for (const c of [this.#failures, endpointChanges, serviceChangesTotal]) c.inc(this.labels, 0);
+    for (const g of [endpointChangesPending, serviceChangesPending]) g.set(this.labels, 0);
   }
 
   queued(state: LocalState): void {
-    lastQueued.set(this.#labels, this.#now() / 1000);
-    const c = stateChanges(this.#lastQueued, state);
+    lastQueued.set(this.labels, this.#now() / 1000);
+    const c = stateChanges(this.#lastQueued, state, this.#keep);
     this.#lastQueued = state;
-    serviceChangesTotal.inc(this.#labels, c.services);
-    endpointChanges.inc(this.#labels, c.endpoints);
+    serviceChangesTotal.inc(this.labels, c.services);
+    endpointChanges.inc(this.labels, c.endpoints);
     this.#setPending();
   }
 
@@ -156,32 +171,66 @@ export class SyncMetrics {
     const c =
       queued === undefined || queued === this.#lastSynced
         ? { services: 0, endpoints: 0 }
-        : stateChanges(this.#lastSynced, queued);
-    serviceChangesPending.set(this.#labels, c.services);
-    endpointChangesPending.set(this.#labels, c.endpoints);
+        : stateChanges(this.#lastSynced, queued, this.#keep);
+    serviceChangesPending.set(this.labels, c.services);
+    endpointChangesPending.set(this.labels, c.endpoints);
   }
 
   synced(o: SyncOutcome): void {
     const seconds = o.durationMs / 1000;
-    syncDuration.observe(this.#labels, seconds);
-    (o.full ? fullSyncDuration : partialSyncDuration).observe(this.#labels, seconds);
+    syncDuration.observe(this.labels, seconds);
+    (o.full ? fullSyncDuration : partialSyncDuration).observe(this.labels, seconds);
     const now = this.#now();
-    lastSynced.set(this.#labels, now / 1000);
-    for (const [key, prev, s] of serviceChanges(this.#lastSynced, o.state)) {
+    lastSynced.set(this.labels, now / 1000);
+    const keep = this.#keep;
+    for (const [key, before, after] of serviceChanges(this.#lastSynced, o.state)) {
+      const prev = before !== undefined && keep(before) ? before : undefined;
+      const s = after !== undefined && keep(after) ? after : undefined;
+      if (prev === undefined && s === undefined) continue;
       const t = s?.endpointsChangedAt;
       if (t !== undefined && t >= this.#startedAt && t !== prev?.endpointsChangedAt) {
-        networkProgramming.observe(this.#labels, Math.max(0, now - t) / 1000);
+        networkProgramming.observe(this.labels, Math.max(0, now - t) / 1000);
       }
       setMember(this.#noLocalInternal, key, s !== undefined && lacksLocalInternal(s));
       setMember(this.#noLocalExternal, key, s !== undefined && lacksLocalExternal(s));
     }
-    noLocalEndpoints.set({ ...this.#labels, traffic_policy: "internal" }, this.#noLocalInternal.size);
-    noLocalEndpoints.set({ ...this.#labels, traffic_policy: "external" }, this.#noLocalExternal.size);
+    noLocalEndpoints.set({ ...this.labels, traffic_policy: "internal" }, this.#noLocalInternal.size);
+    noLocalEndpoints.set({ ...this.labels, traffic_policy: "external" }, this.#noLocalExternal.size);
     this.#lastSynced = o.state;
     this.#setPending();
   }
 
   failed(): void {
-    this.#failures.inc(this.#labels);
+    this.#failures.inc(this.labels);
+  }
+}
+
+/** The sync metrics of one backend, one series per family it programs. */
+export class SyncMetrics {
+  readonly #families: ReadonlyMap<FamilyLabel, FamilySeries>;
+
+  constructor(mode: string, families: readonly FamilyLabel[], now: () => number = Date.now) {
+    const failures = failureCounter(mode);
+    this.#families = new Map(families.map((f) => [f, new FamilySeries(mode, f, failures, now)]));
+  }
+
+  #series(family: FamilyLabel): FamilySeries {
+    const s = this.#families.get(family);
+    if (s === undefined) throw new Error(`no sync metrics for family "${family}"`);
+    return s;
+  }
+
+  /** A new state arrived: it is queued for every family. */
+  queued(state: LocalState): void {
+    for (const s of this.#families.values()) s.queued(state);
+  }
+
+  /** One family's sync succeeded, taking `durationMs` of its own. */
+  synced(family: FamilyLabel, o: SyncOutcome): void {
+    this.#series(family).synced(o);
+  }
+
+  failed(family: FamilyLabel): void {
+    this.#series(family).failed();
   }
 }

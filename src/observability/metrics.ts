@@ -12,13 +12,14 @@ export const invalidObjectsTotal = new Counter({
   registers: [registry],
 });
 
-/** A counter in the process registry. */
+/** A counter in the process registry; `collect` runs before each scrape reads it. */
 export function counter<L extends string = never>(
   name: string,
   help: string,
   labelNames: readonly L[] = [],
+  collect?: () => Promise<void>,
 ): Counter<L> {
-  return new Counter({ name, help, labelNames, registers: [registry] });
+  return new Counter({ name, help, labelNames, registers: [registry], ...(collect ? { collect } : {}) });
 }
 
 /** A gauge in the process registry. */

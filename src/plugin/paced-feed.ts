@@ -93,5 +93,6 @@ export function pacedFeed(
         delivery.close();
       };
     },
+    programmed: (state, families) => feed.programmed?.(state, families),
   };
 }

@@ -43,6 +43,8 @@ export class FakeIptables implements IptablesRunner {
   hangChecks = false;
   /** Chain checks run (hasRules, hasRule). */
   checks = 0;
+  /** Packet counters by `family/table/-A CHAIN spec`; a chain declared in a restore restarts at 0. */
+  readonly packets = new Map<string, number>();
 
   constructor(variant: Variant = "nft") {
     this.variant = variant;
@@ -81,6 +83,7 @@ export class FakeIptables implements IptablesRunner {
     if (this.failWhile?.(family, text))
       throw new IptablesError("iptables-restore failed: injected", "injected failure");
     const staged = new Map<string, Chains>();
+    const flushed: string[] = [];
     let current: Chains | undefined;
     let name: Table | undefined;
     const fail = (msg: string): never => {
@@ -110,6 +113,7 @@ export class FakeIptables implements IptablesRunner {
       if (line.startsWith(":")) {
         const chain = line.slice(1).split(" ")[0] ?? "";
         t.set(chain, []);
+        flushed.push(`${family}/${name}/-A ${chain} `);
         continue;
       }
       const [op = "", chain = "", ...rest] = line.split(" ");
@@ -135,6 +139,8 @@ export class FakeIptables implements IptablesRunner {
     if (current !== undefined) fail("missing COMMIT");
     if (options.test) return;
     for (const [key, t] of staged) this.#tables.set(key, t);
+    for (const key of this.packets.keys())
+      if (flushed.some((f) => key.startsWith(f))) this.packets.delete(key);
     this.restores.push({ family, text });
   }
 
@@ -145,6 +151,14 @@ export class FakeIptables implements IptablesRunner {
     for (const [c, rules] of t) for (const r of rules) lines.push(`-A ${c} ${r}`);
     lines.push("COMMIT");
     return `${lines.join("\n")}\n`;
+  }
+
+  async rulesWithCounters(family: IPFamily, table: Table, chain: string): Promise<string> {
+    const rules = this.#table(family, table).get(chain);
+    if (rules === undefined) return "";
+    return rules
+      .map((r) => `-A ${chain} ${r} -c ${this.packets.get(`${family}/${table}/-A ${chain} ${r}`) ?? 0} 0\n`)
+      .join("");
   }
 
   async chainExists(family: IPFamily, table: Table, chain: string): Promise<boolean> {

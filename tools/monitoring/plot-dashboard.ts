@@ -69,6 +69,9 @@ function cluster(podIPs: readonly string[], round: number): string {
 
 type Sample = ReadonlyMap<string, number>;
 
+/** The run's Services are IPv4 only: the dashboard's per-family series of that family. */
+const FAMILY = "IPv4";
+
 /** "name{labels}" → value, from the Prometheus text format. */
 function parseScrape(text: string): Sample {
   const out = new Map<string, number>();
@@ -85,7 +88,7 @@ function quantile(q: number, name: string, backend: string, a: Sample, b: Sample
   const buckets: [number, number][] = [];
   const prefix = `${name}_bucket{`;
   for (const [key, value] of b) {
-    if (!key.startsWith(prefix) || !key.includes(`backend="${backend}"`)) continue;
+    if (!key.startsWith(prefix) || !key.includes(`backend="${backend}",ip_family="${FAMILY}"`)) continue;
     const le = /le="([^"]+)"/.exec(key)?.[1] ?? "";
     buckets.push([le === "+Inf" ? Number.POSITIVE_INFINITY : Number(le), value - (a.get(key) ?? 0)]);
   }
@@ -247,7 +250,7 @@ async function main(): Promise<void> {
       title: "Rules sync duration p99 (kubeproxy_sync_proxy_rules_duration_seconds)",
       unit: "s",
       series: BACKENDS.map(([backend, color]) => ({
-        label: backend,
+        label: `${backend} ${FAMILY}`,
         color,
         points: windowed((a, b) =>
           quantile(0.99, "kubeproxy_sync_proxy_rules_duration_seconds", backend, a, b),
@@ -258,7 +261,7 @@ async function main(): Promise<void> {
       title: "Network programming latency p99 (kubeproxy_network_programming_duration_seconds)",
       unit: "s",
       series: BACKENDS.map(([backend, color]) => ({
-        label: backend,
+        label: `${backend} ${FAMILY}`,
         color,
         points: windowed((a, b) =>
           quantile(0.99, "kubeproxy_network_programming_duration_seconds", backend, a, b),
@@ -269,19 +272,25 @@ async function main(): Promise<void> {
       title: "Endpoint changes per second (kubeproxy_sync_proxy_rules_endpoint_changes_total)",
       unit: "",
       series: BACKENDS.map(([backend, color]) => ({
-        label: backend,
+        label: `${backend} ${FAMILY}`,
         color,
-        points: windowed(rate(`kubeproxy_sync_proxy_rules_endpoint_changes_total{backend="${backend}"}`)),
+        points: windowed(
+          rate(
+            `kubeproxy_sync_proxy_rules_endpoint_changes_total{backend="${backend}",ip_family="${FAMILY}"}`,
+          ),
+        ),
       })),
     },
     {
       title: "Age of the last sync (time() - kubeproxy_sync_proxy_rules_last_timestamp_seconds)",
       unit: "s",
       series: BACKENDS.map(([backend, color]) => ({
-        label: backend,
+        label: `${backend} ${FAMILY}`,
         color,
         points: scrapes.flatMap(({ t, wall, s }) => {
-          const last = s.get(`kubeproxy_sync_proxy_rules_last_timestamp_seconds{backend="${backend}"}`);
+          const last = s.get(
+            `kubeproxy_sync_proxy_rules_last_timestamp_seconds{backend="${backend}",ip_family="${FAMILY}"}`,
+          );
           return last === undefined ? [] : [[t, Math.max(0, wall - last)] as [number, number]];
         }),
       })),

@@ -4,6 +4,7 @@
 // a repair (forget). The programs and pins come from the loader before a full sync.
 
 import type { BackendFamily } from "../../backend-core/sync-loop.ts";
+import { IP_FAMILIES } from "../../model/ip.ts";
 import type { LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 import type { Logger } from "../../observability/log.ts";
@@ -107,6 +108,8 @@ export class EbpfBackend {
   asFamily(): BackendFamily {
     return {
       family: "maps",
+      // One write serves both families.
+      ipFamilies: IP_FAMILIES,
       apply: async (state) => ({ full: (await this.sync(state)).full, texts: [] }),
       forget: () => {
         this.#needsFull = true;

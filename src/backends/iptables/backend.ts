@@ -32,7 +32,9 @@ import type { Logger } from "../../observability/log.ts";
 import { counter } from "../../observability/metrics.ts";
 import { RepeatLimiter } from "../../observability/repeat-limiter.ts";
 import { SHARED_CHAINS } from "./names.ts";
+import type { PacketCounters } from "./packet-counters.ts";
 import { type ServiceRules, serviceRules } from "./render-service.ts";
+import { partialRestoreFailed, recordRules, rulesWritten, zeroRuleMetrics } from "./rule-metrics.ts";
 import { IptablesRulesProbe, type ProbePoint } from "./rules-probe.ts";
 import {
   BUILTIN_JUMPS,
@@ -65,6 +67,8 @@ interface IptablesBackendOptions {
   readonly now?: () => number;
   /** Most service chains one restore writes; the rest go to further restores (default by variant). */
   readonly chunkChains?: number;
+  /** Read before each IPv4 sync, which may restart the rule counters it reads. */
+  readonly packetCounters?: PacketCounters;
 }
 
 interface FamilyState {
@@ -103,6 +107,19 @@ function sameSharedLines(a: ServiceRules, b: ServiceRules): boolean {
   );
 }
 
+/** Rules in kpng's own chains of a family, per table, once its pending input is applied. */
+function ownedRules(f: FamilyState): { nat: number; filter: number } {
+  const out = { nat: 0, filter: 0 };
+  const lines = (text: string) => (text === "" ? 0 : text.split("\n").length);
+  for (const [key, text] of f.pendingShared ?? []) {
+    if (key.startsWith("nat/")) out.nat += lines(text);
+    else if (key.startsWith("filter/")) out.filter += lines(text);
+  }
+  for (const { rules } of f.cache.values())
+    for (const chain of rules.chains.values()) out.nat += chain.length;
+  return out;
+}
+
 interface Chunk {
   readonly declare: string[];
   readonly rules: string[];
@@ -135,13 +152,15 @@ function byChain(names: readonly string[], lines: readonly string[]): Map<string
 }
 
 export class IptablesBackend {
-  readonly #o: Required<Omit<IptablesBackendOptions, "now" | "chunkChains" | "observer">>;
+  readonly #o: Required<Omit<IptablesBackendOptions, "now" | "chunkChains" | "observer" | "packetCounters">>;
+  readonly #packetCounters: PacketCounters | undefined;
   readonly #chunkChains: number;
   readonly #families: FamilyState[];
   readonly #loop: SyncLoop;
 
   constructor(options: IptablesBackendOptions) {
     this.#o = { syncPeriodMs: 30_000, canaryIntervalMs: 2000, ...options };
+    this.#packetCounters = options.packetCounters;
     this.#chunkChains =
       options.chunkChains ?? (options.runner.variant === "nft" ? NFT_CHUNK_CHAINS : Number.POSITIVE_INFINITY);
     const now = options.now ?? Date.now;
@@ -170,8 +189,10 @@ export class IptablesBackend {
   }
 
   #family(f: FamilyState): BackendFamily {
+    zeroRuleMetrics(f.cfg.family);
     return {
       family: f.cfg.family,
+      ipFamilies: [f.cfg.family],
       apply: (state, periodic) => this.#apply(f, state, periodic),
       forget: () => {
         f.applied = undefined;
@@ -229,9 +250,12 @@ export class IptablesBackend {
       // holding a big nat and a big filter table), and with iptables-nft several for a nat
       // table with many chains to write: see NFT_CHUNK_CHAINS.
       const parts = this.#text(f, state, full, saved);
+      if (f.cfg.family === "IPv4") await this.#packetCounters?.sample();
       for (const part of parts) await this.#o.runner.restore(f.cfg.family, part);
       text = parts.join("");
+      recordRules(f.cfg.family, ownedRules(f), rulesWritten(parts));
     } catch (e) {
+      if (!full) partialRestoreFailed(f.cfg.family);
       const stderr = e instanceof IptablesError ? e.stderr : String(e);
       throw new FamilySyncError(e instanceof Error ? e.message : String(e), {
         cause: e,

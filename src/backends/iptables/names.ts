@@ -57,9 +57,14 @@ export const SHARED_CHAINS = {
   /** Marks for masquerade unless the source is a pod. */
   masqueradeNonPods: "KPNG-MASQ-NON-POD",
   postrouting: "KPNG-POSTROUTING",
+  /** filter: every forwarded packet; drops what conntrack finds INVALID (as kube-proxy's KUBE-FORWARD). */
+  forward: "KPNG-FORWARD",
   /** Exists in mangle, nat and filter: when it disappears, someone flushed the tables. */
   canary: "KPNG-CANARY",
 } as const;
+
+/** IPv4 loopback addresses: localhost NodePorts. */
+export const LOCALHOST_V4 = "127.0.0.0/8";
 
 export const BUILTIN_CHAINS: ReadonlySet<string> = new Set([
   "PREROUTING",

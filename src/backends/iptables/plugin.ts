@@ -26,11 +26,24 @@ import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contr
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
+import { PacketCounters } from "./packet-counters.ts";
 import { IptablesRulesReader } from "./rules-reader.ts";
 import { ExecIptablesRunner, IPTABLES_BINARIES, type IptablesRunner, type Variant } from "./runner.ts";
 import { detectVariant } from "./variant.ts";
 
 type IptablesMode = "auto" | Variant;
+
+/**
+ * Whether forwarded INVALID packets are dropped: as kube-proxy, unless TCP conntrack is liberal
+ * (asked for, or already set on the node).
+ */
+async function dropsInvalid(opts: IptablesFlags): Promise<boolean> {
+  if (opts.node.conntrack.tcpBeLiberal) return false;
+  const value = await new ProcSysctlFiles().read(TCP_BE_LIBERAL).catch(() => "0");
+  return value.trim() !== "1";
+}
+
+const TCP_BE_LIBERAL = "net/netfilter/nf_conntrack_tcp_be_liberal";
 
 /** Lets packets to 127.0.0.1 be DNATed to another host: localhost NodePorts need it. */
 const ROUTE_LOCALNET = { name: "net/ipv4/conf/all/route_localnet", value: 1 };
@@ -116,7 +129,11 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
   async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const interfaces = await host.interfaces();
-    const families = familySettings(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
+    const dropInvalid = await dropsInvalid(opts);
+    const families = familySettings(
+      opts,
+      primaryAddresses(await host.defaultRouteInterfaces(), interfaces),
+    ).map((f) => ({ ...f, dropInvalid }));
     const runner = await runnerFor(opts.mode);
     const log = ctx.log.child({ component: "iptables" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
@@ -147,10 +164,17 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
       ),
       log: ctx.log.child({ component: "node" }),
     });
-    const backend = new IptablesBackend({ ...settings, observer: node });
+    const packetCounters = new PacketCounters(runner, {
+      dropInvalid,
+      localhostNodePorts: opts.localhostNodePorts,
+      log,
+    });
+    packetCounters.start();
+    const backend = new IptablesBackend({ ...settings, observer: node, packetCounters });
     try {
       await backend.run(feed, ctx.signal);
     } finally {
+      packetCounters.stop();
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
     }
@@ -158,7 +182,11 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
   async rulesReader(opts) {
     const host = new IpCommandHost();
     const interfaces = await host.interfaces();
-    const families = familySettings(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
+    const dropInvalid = await dropsInvalid(opts);
+    const families = familySettings(
+      opts,
+      primaryAddresses(await host.defaultRouteInterfaces(), interfaces),
+    ).map((f) => ({ ...f, dropInvalid }));
     return new IptablesRulesReader(families, await runnerFor(opts.mode));
   },
   async cleanup(_raw, ctx): Promise<void> {

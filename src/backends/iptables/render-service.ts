@@ -17,7 +17,7 @@ import type { FamilySettings } from "../../backend-core/family-settings.ts";
 import { type PlanEndpoint, type PortPlan, planService } from "../../backend-core/port-plan.ts";
 import { hostCIDR } from "../../model/ip.ts";
 import { endpointString, type LocalService } from "../../model/local.ts";
-import { portChain, SHARED_CHAINS } from "./names.ts";
+import { LOCALHOST_V4, portChain, SHARED_CHAINS } from "./names.ts";
 
 /**
  * The lines a service adds to the shared chains: nat KPNG-SERVICES and KPNG-NODEPORTS dispatch;
@@ -105,10 +105,17 @@ function addPortRules(c: RulesBuilder, p: PortPlan, cfg: FamilySettings) {
       c.natServices.push(
         `-A ${SHARED_CHAINS.services} -d ${hostCIDR(vip)} ${match} ${comment(`${name} external IP`)} -j ${externalChain}`,
       );
-    if (p.nodePort > 0)
+    if (p.nodePort > 0) {
+      // Localhost NodePorts get a rule of their own, ahead, as kube-proxy's: its packet counter
+      // feeds kubeproxy_iptables_localhost_nodeports_accepted_packets_total.
+      if (cfg.localhostNodePorts === true && cfg.family === "IPv4")
+        c.natNodePorts.push(
+          `-A ${SHARED_CHAINS.nodePorts} -d ${LOCALHOST_V4} -p ${proto} -m ${proto} --dport ${p.nodePort} ${comment(name)} -j ${externalChain}`,
+        );
       c.natNodePorts.push(
         `-A ${SHARED_CHAINS.nodePorts} -p ${proto} -m ${proto} --dport ${p.nodePort} ${comment(name)} -j ${externalChain}`,
       );
+    }
   }
   if (externalChain !== undefined) {
     let lbTarget = externalChain;

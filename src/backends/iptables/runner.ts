@@ -21,6 +21,8 @@ export interface IptablesRunner {
   hasRules(family: IPFamily, table: Table, chain: string): Promise<boolean>;
   /** Whether `chain` holds the rule `spec` (`iptables -C chain …`); false when it is missing. */
   hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean>;
+  /** `iptables -S chain -v`: its rules with their counters (`-c packets bytes`); "" when it is missing. */
+  rulesWithCounters(family: IPFamily, table: Table, chain: string): Promise<string>;
 }
 
 /** A look at one chain: short, it runs every few seconds. */
@@ -88,6 +90,11 @@ export class ExecIptablesRunner implements IptablesRunner {
   async hasRule(family: IPFamily, table: Table, chain: string, spec: string): Promise<boolean> {
     const r = await this.#check(family, table, ["-C", chain, ...spec.split(" ")]);
     return r.code === 0;
+  }
+
+  async rulesWithCounters(family: IPFamily, table: Table, chain: string): Promise<string> {
+    const r = await this.#check(family, table, ["-S", chain, "-v"]);
+    return r.code === 0 ? r.stdout : "";
   }
 
   /**

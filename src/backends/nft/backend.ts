@@ -13,10 +13,11 @@ import {
   SyncLoop,
   type SyncReport,
 } from "../../backend-core/sync-loop.ts";
-import type { NftFamily } from "../../model/ip.ts";
+import { ipFamilyOfNft, type NftFamily } from "../../model/ip.ts";
 import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
+import { counter } from "../../observability/metrics.ts";
 import { parseListing } from "./adopt.ts";
 import { excerptTransaction } from "./failure-excerpt.ts";
 import type { TableConfig } from "./fragment.ts";
@@ -31,6 +32,12 @@ import { packTransactions } from "./transaction.ts";
  * chunks cost more in total: 44k services took 14.6 s with 10k, 8.1 s with 25k, 6.6 s with 50k.
  */
 const DEFAULT_MAX_STATEMENTS = 25_000;
+
+const cleanupFailures = counter(
+  "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total",
+  "Failed deletions of chains and sets kpng no longer uses (the sync is retried).",
+  ["ip_family"],
+);
 
 interface NftBackendOptions {
   readonly runner: NftRunner;
@@ -71,8 +78,10 @@ export class NftBackend {
   }
 
   #family(cfg: TableConfig): BackendFamily {
+    cleanupFailures.inc({ ip_family: ipFamilyOfNft(cfg.family) }, 0);
     return {
       family: cfg.family,
+      ipFamilies: [ipFamilyOfNft(cfg.family)],
       apply: (state) => this.#syncTable(cfg, state),
       forget: () => this.#mirrors.delete(cfg.family),
       followUpMs: () => (this.#mirrors.get(cfg.family)?.hasStale ? STALE_DELETE_DELAY_MS : undefined),
@@ -134,13 +143,16 @@ export class NftBackend {
     }
     const plan = mirror.plan(state, this.#now());
     const txs = packTransactions(plan.units, cfg.family, cfg.table, this.#maxStatements);
-    if (plan.deletions.length > 0) txs.unshift(renderScript(plan.deletions, cfg.family, cfg.table));
+    const cleanup =
+      plan.deletions.length > 0 ? renderScript(plan.deletions, cfg.family, cfg.table) : undefined;
+    if (cleanup !== undefined) txs.unshift(cleanup);
     const texts: string[] = [];
     for (const tx of txs) {
       try {
         await this.#runner.run(tx.text, tx.line);
         texts.push(tx.text);
       } catch (e) {
+        if (tx === cleanup) cleanupFailures.inc({ ip_family: ipFamilyOfNft(cfg.family) });
         const stderr = e instanceof NftError ? e.stderr : String(e);
         throw new FamilySyncError(`nft transaction failed: ${messageOf(e)}`, {
           cause: e,

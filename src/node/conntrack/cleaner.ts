@@ -6,6 +6,7 @@
 // deadline. Errors are logged and counted, never thrown: a failed cleanup only leaves stale UDP
 // flows, which their timeout ends.
 
+import { IP_FAMILIES } from "../../model/ip.ts";
 import type { LocalState } from "../../model/local.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter, gauge, histogram } from "../../observability/metrics.ts";
@@ -17,11 +18,13 @@ const duration = histogram(
   "kubeproxy_conntrack_reconciler_sync_duration_seconds",
   "Time spent removing stale UDP/SCTP conntrack entries (one batch).",
   [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  ["ip_family"],
 );
 
 const deleted = counter(
   "kubeproxy_conntrack_reconciler_deleted_entries_total",
   "Stale UDP/SCTP conntrack entries removed.",
+  ["ip_family"],
 );
 
 const failures = counter(
@@ -54,6 +57,10 @@ export class ConntrackCleaner {
   constructor(runner: ConntrackRunner, log: Logger) {
     this.#runner = runner;
     this.#log = log;
+    for (const family of IP_FAMILIES) {
+      duration.zero({ ip_family: family });
+      deleted.inc({ ip_family: family }, 0);
+    }
   }
 
   /**
@@ -134,19 +141,27 @@ export class ConntrackCleaner {
 
   async #drain(): Promise<void> {
     while (this.#pending.size > 0) {
-      const lines = [...this.#pending.keys()].slice(0, MAX_BATCH);
+      // One family per batch, so that each family's time and deletions are its own (kube-proxy
+      // reconciles per family).
+      const family = this.#pending.values().next().value?.family ?? "IPv4";
+      const lines: string[] = [];
+      for (const [line, f] of this.#pending) {
+        if (f.family !== family) continue;
+        lines.push(line);
+        if (lines.length === MAX_BATCH) break;
+      }
       for (const l of lines) this.#pending.delete(l);
       pendingGauge.set(this.#pending.size);
       const started = performance.now();
       try {
         const n = await this.#runner.deleteBatch(lines);
-        deleted.inc(n);
+        deleted.inc({ ip_family: family }, n);
         if (n > 0) this.#log.debug({ filters: lines.length, deleted: n }, "removed stale conntrack entries");
       } catch (err) {
         failures.inc();
         this.#log.warn({ err: String(err), filters: lines.length }, "conntrack cleanup failed");
       } finally {
-        duration.observe((performance.now() - started) / 1000);
+        duration.observe({ ip_family: family }, (performance.now() - started) / 1000);
       }
     }
   }

@@ -20,6 +20,8 @@ const echo = { tcpPorts: [8080] };
 const http = [{ name: "http", port: 80, targetPort: 8080 }];
 const WEB = "203.0.113.10";
 const OLD = "203.0.113.11";
+/** One sync of the losing backend: its --min-sync-period (100 ms) and a few Services' sync under load (a fixed 2×100 ms + 2 s hold, as before, exceeds it). */
+const ONE_SYNC_MS = 100 + 1900;
 
 describe("per-Service backends: nft and iptables in one process", { skip }, () => {
   const env = suiteTopology({
@@ -116,11 +118,17 @@ describe("per-Service backends: nft and iptables in one process", { skip }, () =
     ]);
     assert.equal(health.stdout, "200");
     const metrics = (await topo.node.exec(["curl", "-s", "http://127.0.0.1:10249/metrics"])).stdout;
-    assert.match(metrics, /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="nftables"\}/);
-    assert.match(metrics, /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="iptables"\}/);
+    assert.match(
+      metrics,
+      /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="nftables",ip_family="IPv4"\}/,
+    );
+    assert.match(
+      metrics,
+      /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="iptables",ip_family="IPv4"\}/,
+    );
   });
 
-  test("relabelling moves a Service between backends while clients keep connecting", async () => {
+  test("relabelling moves a Service between backends while clients keep connecting", async (t) => {
     // Connections keep being opened during the moves. The losing backend keeps the Service until
     // the gaining one has programmed it (the handover), so none may fail.
     const results: { at: number; r: ProbeResult }[] = [];
@@ -137,14 +145,32 @@ describe("per-Service backends: nft and iptables in one process", { skip }, () =
       }
     })();
     const moves: number[] = [];
+    /** Per move: how long both backends held the Service, and how often neither did. */
+    const windows: { to: string; bothMs: number; neither: number; samples: number }[] = [];
     const move = async (proxyName: string | undefined, to: "nft" | "iptables") => {
       await new Promise((r) => setTimeout(r, 1000));
       moves.push(Date.now());
       writeCluster(file, services(proxyName));
-      await eventually(async () => {
+      // Sample who holds it until only the gaining backend does.
+      let bothSince: number | undefined;
+      let bothMs = 0;
+      let neither = 0;
+      let samples = 0;
+      const deadline = Date.now() + 30_000;
+      for (;;) {
         const h = await holders(WEB);
-        return to === "iptables" ? h.iptables && !h.nft : h.nft && !h.iptables;
-      }, `web to move to ${to}`);
+        const at = Date.now();
+        samples++;
+        if (h.nft && h.iptables) bothSince ??= at;
+        if (!h.nft && !h.iptables) neither++;
+        const moved = to === "iptables" ? h.iptables && !h.nft : h.nft && !h.iptables;
+        if (moved) {
+          if (bothSince !== undefined) bothMs = at - bothSince;
+          break;
+        }
+        assert.ok(at < deadline, `web to move to ${to}`);
+      }
+      windows.push({ to, bothMs, neither, samples });
     };
     await move("legacy", "iptables");
     await move(undefined, "nft");
@@ -161,5 +187,20 @@ describe("per-Service backends: nft and iptables in one process", { skip }, () =
       `connections failed during the moves (moves at +0 and +${(moves[1] ?? 0) - (moves[0] ?? 0)} ms)`,
     );
     assert.ok((await probe(WEB, 80)).ok);
+    // The handover: the loser drops the Service once the gainer's sync holds it, so neither is
+    // never seen, and both only until the loser's next sync: one --min-sync-period (100 ms) and
+    // the sync itself, allowed ONE_SYNC_MS on this loaded machine.
+    t.diagnostic(`handover windows: ${JSON.stringify(windows)}`);
+    for (const w of windows) {
+      assert.equal(
+        w.neither,
+        0,
+        `moving to ${w.to}: held by neither backend in ${w.neither}/${w.samples} samples`,
+      );
+      assert.ok(
+        w.bothMs <= ONE_SYNC_MS,
+        `moving to ${w.to}: held by both for ${w.bothMs} ms (> ${ONE_SYNC_MS} ms)`,
+      );
+    }
   });
 });

@@ -122,7 +122,9 @@ describe("deploy/monitoring", () => {
             .exec(["curl", "-sf", "http://127.0.0.1:10249/metrics"])
             .catch(() => undefined);
           scrape = r?.stdout ?? "";
-          return /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="iptables"\}/.test(scrape);
+          return /kubeproxy_sync_proxy_rules_last_timestamp_seconds\{backend="iptables",ip_family="IPv4"\}/.test(
+            scrape,
+          );
         },
         "both backends to sync and /metrics to answer",
         30_000,
@@ -148,9 +150,22 @@ describe("deploy/monitoring", () => {
       assert.deepEqual(missing, [], "metrics used by deploy/monitoring but not exported by kpng");
     });
 
-    test("the sync metrics carry the backend label", () => {
-      assert.match(scrape, /kubeproxy_sync_proxy_rules_duration_seconds_count\{backend="nftables"\} [1-9]/);
-      assert.match(scrape, /kubeproxy_sync_proxy_rules_duration_seconds_count\{backend="iptables"\} [1-9]/);
+    test("the sync metrics carry the backend and ip_family labels", () => {
+      for (const backend of ["nftables", "iptables"])
+        assert.match(
+          scrape,
+          new RegExp(
+            `kubeproxy_sync_proxy_rules_duration_seconds_count\\{backend="${backend}",ip_family="IPv4"\\} [1-9]`,
+          ),
+        );
+    });
+
+    test("per-family panels and alerts group by ip_family", () => {
+      const perFamily = expressions().filter((e) =>
+        /kubeproxy_(sync_proxy_rules_duration_seconds|network_programming_duration_seconds)_bucket/.test(e),
+      );
+      assert.ok(perFamily.length >= 4);
+      for (const e of perFamily) assert.match(e, /by \([^)]*ip_family/, e);
     });
   });
 });

@@ -171,7 +171,10 @@ describe("node services end to end", { skip }, () => {
       assert.match(m.body, new RegExp(`^${name}`, "m"), name);
     }
     // One metric family for every backend, told apart by a label.
-    assert.match(m.body, /^kubeproxy_sync_proxy_rules_duration_seconds_count\{backend="nftables"\} /m);
+    assert.match(
+      m.body,
+      /^kubeproxy_sync_proxy_rules_duration_seconds_count\{backend="nftables",ip_family="IPv4"\} /m,
+    );
     assert.equal((await fromNode(":10249/proxyMode")).body, "nftables");
     // Metrics stay on the loopback by default.
     assert.ok((await httpGet(topo.external, "http://192.0.2.1:10249/metrics")).error);

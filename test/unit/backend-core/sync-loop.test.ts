@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, mock, test } from "node:test";
 import { type BackendFamily, RESET_AFTER_FAILURES, SyncLoop } from "../../../src/backend-core/sync-loop.ts";
+import type { IPFamily } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { settle } from "../../support/settle.ts";
@@ -9,6 +10,7 @@ import { service, state } from "../backends/nft/fixtures.ts";
 /** A family that records what it is asked; `fail` makes apply throw, `hang` never return. */
 class FakeFamily implements BackendFamily {
   readonly family: string;
+  readonly ipFamilies: readonly IPFamily[];
   readonly applied: { revision: number; periodic: boolean; full: boolean }[] = [];
   resets = 0;
   fail = false;
@@ -16,6 +18,7 @@ class FakeFamily implements BackendFamily {
   #known = false;
   constructor(family: string) {
     this.family = family;
+    this.ipFamilies = [family === "b" ? "IPv6" : "IPv4"];
   }
   async apply(s: LocalState, periodic: boolean) {
     if (this.hang) await new Promise(() => {});
@@ -38,6 +41,11 @@ class FakeFamily implements BackendFamily {
 
 class ManualFeed {
   listener: ((s: LocalState) => void) | undefined;
+  /** What the loop reported programmed: revision and families. */
+  readonly reports: [number, readonly IPFamily[]][] = [];
+  programmed(s: LocalState, families: readonly IPFamily[]) {
+    this.reports.push([s.revision, families]);
+  }
   subscribe(l: (s: LocalState) => void) {
     this.listener = l;
     return () => {
@@ -101,6 +109,14 @@ describe("the shared sync loop", () => {
     feed.push(2);
     await settle();
     assert.deepEqual(b.revisions(), [1, 2], "b follows at once");
+    assert.deepEqual(
+      feed.reports,
+      [
+        [1, ["IPv6"]],
+        [2, ["IPv6"]],
+      ],
+      "the feed hears which families hold each state",
+    );
     assert.equal(loop.health().families[0]?.failures, 1);
     await advance(999);
     assert.equal(loop.health().families[0]?.failures, 1, "not retried before 1 s");
@@ -111,6 +127,7 @@ describe("the shared sync loop", () => {
     assert.deepEqual(a.revisions(), []);
     await advance(1);
     assert.deepEqual(a.applied, [{ revision: 2, periodic: false, full: true }], "the latest state, in full");
+    assert.deepEqual(feed.reports.at(-1), [2, ["IPv4", "IPv6"]]);
     assert.equal(loop.health().healthy, true);
     await stop();
   });

@@ -3,8 +3,14 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { ConfirmedHandover } from "../../../src/brain/handover.ts";
 import { proxyNameView } from "../../../src/brain/proxy-name-view.ts";
 import { ClusterStore } from "../../../src/brain/store.ts";
+import type { IPFamily, Service } from "../../../src/model/kube.ts";
+import type { LocalService } from "../../../src/model/local.ts";
+import { silentLogger } from "../../../src/observability/log.ts";
+import { registry } from "../../../src/observability/metrics.ts";
+import { FakeClock } from "../../support/fake-clock.ts";
 import { ep, slice, svc } from "./fixtures.ts";
 
 const LEGACY_KEY = "service.kubernetes.io/service-proxy-name";
@@ -36,63 +42,111 @@ test("a relabelled Service moves with its slices, even before they are relabelle
   assert.deepEqual(legacy.serviceCIDRs(), []);
 });
 
-/** Timers that fire only when the test calls them. */
-function fakeTimers() {
-  const pending: { fn: () => void; cancelled: boolean }[] = [];
-  const timers = {
-    setTimeout: (fn: () => void) => {
-      const t = { fn, cancelled: false };
-      pending.push(t);
-      return t;
-    },
-    clearTimeout: (t: unknown) => {
-      (t as { cancelled: boolean }).cancelled = true;
-    },
-  };
-  return { pending, timers };
-}
+const settled = () => new Promise((r) => setImmediate(r));
 
-test("a Service relabelled away stays with the losing view until the handover ends", async () => {
-  const { pending, timers } = fakeTimers();
+/** Two views of one store, "" and "legacy", with a handover confirmed by fake sync reports. */
+async function twoViews(services = [svc({ name: "web" })]) {
+  const clock = new FakeClock();
   const store = new ClusterStore({ serviceProxyNames: ["", "legacy"] });
-  store.replace("Service", [svc({ name: "web" })]);
+  store.replace("Service", services);
   store.replace("EndpointSlice", [slice([ep("192.0.2.1")], { service: "web" })]);
   store.synced();
-  await new Promise((r) => setImmediate(r));
-  const plain = proxyNameView(store, "", 5000, timers);
-  const legacy = proxyNameView(store, "legacy", 5000, timers);
+  await settled();
+  const handover = new ConfirmedHandover({
+    names: ["", "legacy"],
+    fallbackMs: 60_000,
+    log: silentLogger,
+    clock,
+  });
+  const plain = proxyNameView(store, "", handover);
+  const legacy = proxyNameView(store, "legacy", handover);
   const told: string[][] = [];
   plain.subscribe((c) => told.push([...c.services]));
   legacy.subscribe(() => {});
+  /** What a backend reports after a sync: the state holds the Services its view shows now. */
+  const synced = (name: string, families: IPFamily[], revision = 1) => {
+    const view = name === "" ? plain : legacy;
+    const services = new Map(
+      [...view.serviceKeys()].map((k) => [k, localService(view.service(k)!)] as const),
+    );
+    handover.programmed(name, { node: "n1", revision, services, serviceCIDRs: [] }, families);
+  };
+  return { clock, store, plain, legacy, told, synced };
+}
 
+/** Enough of a LocalService for the handover: its key and cluster IPs. */
+function localService(s: Service): LocalService {
+  return { namespace: s.metadata.namespace, name: s.metadata.name, clusterIPs: s.clusterIPs } as LocalService;
+}
+
+const fallbacks = async () =>
+  (await registry.getMetricsAsJSON())
+    .find((m) => m.name === "kpng_handover_fallbacks_total")
+    ?.values.reduce((n, v) => n + v.value, 0) ?? 0;
+
+test("a relabelled Service stays with the losing view until the gaining backend confirms a sync holding it", async () => {
+  const { plain, legacy, told, store, synced } = await twoViews();
   store.upsert(svc({ name: "web", labels: LEGACY }));
-  await new Promise((r) => setImmediate(r));
+  await settled();
   // Both show it during the handover: the gaining backend programs it first.
   assert.equal(plain.service("ns/web")?.metadata.labels[LEGACY_KEY], undefined);
-  assert.ok(plain.service("ns/web"));
   assert.equal(plain.slicesOf("ns/web").length, 1);
   assert.ok(legacy.service("ns/web"));
-  assert.equal(pending.length, 1);
-
-  pending[0]?.fn();
-  assert.equal(plain.service("ns/web"), undefined);
+  // The losing backend's own syncs confirm nothing.
+  synced("", ["IPv4"]);
+  await settled();
+  assert.ok(plain.service("ns/web"));
+  synced("legacy", ["IPv4"]);
+  await settled();
+  assert.equal(plain.service("ns/web"), undefined, "released by the gainer's sync");
   assert.deepEqual(told.at(-1), ["ns/web"]);
 });
 
-test("a Service relabelled back during the handover stays, and a deleted one goes at once", async () => {
-  const { pending, timers } = fakeTimers();
-  const store = new ClusterStore({ serviceProxyNames: ["", "legacy"] });
-  store.replace("Service", [svc({ name: "web" }), svc({ name: "gone" })]);
-  store.synced();
-  await new Promise((r) => setImmediate(r));
-  const plain = proxyNameView(store, "", 5000, timers);
-  plain.subscribe(() => {});
+test("a dual-stack Service waits for both families of the gaining backend", async () => {
+  const dual = { clusterIP: "198.51.100.10", clusterIPs: ["198.51.100.10", "2001:db8::10"] };
+  const { plain, store, synced } = await twoViews([svc({ name: "web", ...dual })]);
+  synced("legacy", ["IPv4", "IPv6"], 0);
+  store.upsert(svc({ name: "web", labels: LEGACY, ...dual }));
+  await settled();
+  synced("legacy", ["IPv4"]);
+  await settled();
+  assert.ok(plain.service("ns/web"), "IPv6 not programmed yet");
+  synced("legacy", ["IPv6"], 2);
+  await settled();
+  assert.equal(plain.service("ns/web"), undefined);
+});
+
+test("a gaining backend that never confirms: released at the fallback, logged and counted", async () => {
+  const { plain, store, clock } = await twoViews();
+  const before = await fallbacks();
   store.upsert(svc({ name: "web", labels: LEGACY }));
-  await new Promise((r) => setImmediate(r));
+  await settled();
+  await clock.advance(59_999);
+  assert.ok(plain.service("ns/web"));
+  await clock.advance(1);
+  assert.equal(plain.service("ns/web"), undefined);
+  assert.equal(await fallbacks(), before + 1);
+});
+
+test("nothing to hand over: a proxy name nobody here serves, a headless Service", async () => {
+  const headless = svc({ name: "hl", clusterIP: "None", clusterIPs: [] });
+  const { plain, store } = await twoViews([svc({ name: "web" }), headless]);
+  store.upsert(svc({ name: "web", labels: { [LEGACY_KEY]: "elsewhere" } }));
+  store.upsert(svc({ name: "hl", labels: LEGACY, clusterIP: "None", clusterIPs: [] }));
+  await settled();
+  assert.equal(plain.service("ns/web"), undefined);
+  assert.equal(plain.service("ns/hl"), undefined);
+});
+
+test("a Service relabelled back during the handover stays, and a deleted one goes at once", async () => {
+  const { plain, store, clock, synced } = await twoViews([svc({ name: "web" }), svc({ name: "gone" })]);
+  store.upsert(svc({ name: "web", labels: LEGACY }));
+  await settled();
   store.upsert(svc({ name: "web" }));
   store.delete("Service", "ns/gone");
-  await new Promise((r) => setImmediate(r));
-  assert.equal(pending[0]?.cancelled, true);
-  assert.ok(plain.service("ns/web"));
+  await settled();
   assert.equal(plain.service("ns/gone"), undefined);
+  synced("legacy", ["IPv4"]);
+  await clock.advance(60_000);
+  assert.ok(plain.service("ns/web"), "its own again: no handover left to end");
 });

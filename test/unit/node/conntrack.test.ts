@@ -59,6 +59,33 @@ describe("ConntrackCleaner", () => {
     assert.equal(await metric("kubeproxy_conntrack_reconciler_deleted_entries_total"), deletedBefore + 2);
   });
 
+  test("one family per batch: each family's deletions and time are its own (ip_family)", async () => {
+    const ct = new FakeConntrack();
+    const c = new ConntrackCleaner(ct, silentLogger);
+    const dual = (ips: string[]) => {
+      const eps = ips.map((ip) => ep(ip));
+      return service({
+        name: "dns",
+        clusterIPs: ["203.0.113.10", "2001:db8::10"],
+        ports: [port({ protocol: "UDP", port: 53, internalEndpoints: eps, externalEndpoints: eps })],
+      });
+    };
+    c.cleanup(state([dual(["198.51.100.2", "2001:db8::2"])]));
+    await c.idle();
+    const byFamily = async (family: string) =>
+      (await registry.getMetricsAsJSON())
+        .find((x) => x.name === "kubeproxy_conntrack_reconciler_deleted_entries_total")
+        ?.values.find((v) => v.labels.ip_family === family)?.value ?? 0;
+    const before = { v4: await byFamily("IPv4"), v6: await byFamily("IPv6") };
+    c.cleanup(state([dual([])], 2));
+    await c.idle();
+    assert.equal(ct.batches.length, 2);
+    for (const batch of ct.batches)
+      assert.equal(new Set(batch.map((l) => l.split(" ")[2])).size, 1, batch.join("\n"));
+    assert.equal(await byFamily("IPv4"), before.v4 + ct.batches.find((b) => b[0]?.includes("ipv4"))!.length);
+    assert.equal(await byFamily("IPv6"), before.v6 + ct.batches.find((b) => b[0]?.includes("ipv6"))!.length);
+  });
+
   test("a failing conntrack is logged and counted, never thrown", async () => {
     const ct = new FakeConntrack();
     const c = new ConntrackCleaner(ct, silentLogger);

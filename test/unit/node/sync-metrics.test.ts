@@ -26,14 +26,14 @@ describe("stateChanges", () => {
 describe("SyncMetrics (kube-proxy names)", () => {
   test("sync durations by kind, timestamps, network programming latency, failures", async () => {
     let now = Date.parse("2026-01-01T00:00:00Z");
-    const m = new SyncMetrics("nftables", () => now);
+    const m = new SyncMetrics("nftables", ["IPv4"], () => now);
     const s = service({ name: "np", endpointsChangedAt: now + 1000 });
     now += 3000;
     const st = state([s]);
     m.queued(st);
-    m.synced({ state: st, full: true, durationMs: 20 });
-    m.synced({ state: st, full: false, durationMs: 5 });
-    m.failed();
+    m.synced("IPv4", { state: st, full: true, durationMs: 20 });
+    m.synced("IPv4", { state: st, full: false, durationMs: 5 });
+    m.failed("IPv4");
     const count = async (name: string) =>
       (await values(name)).find((v) => (v as { metricName?: string }).metricName === `${name}_count`)?.value;
     assert.equal(await count("kubeproxy_sync_proxy_rules_duration_seconds"), 2);
@@ -63,7 +63,7 @@ describe("SyncMetrics (kube-proxy names)", () => {
   });
 
   test("changes pending: what arrived since the last sync, each service once, zero once synced", async () => {
-    const m = new SyncMetrics("pending-test");
+    const m = new SyncMetrics("pending-test", ["IPv4"]);
     const pending = async (name: string) =>
       (await values(`kubeproxy_sync_proxy_rules_${name}_changes_pending`)).find(
         (v) => v.labels.backend === "pending-test",
@@ -76,7 +76,7 @@ describe("SyncMetrics (kube-proxy names)", () => {
     m.queued(s1);
     assert.equal(await pending("service"), 2);
     assert.equal(await pending("endpoint"), 2);
-    m.synced({ state: s1, full: true, durationMs: 1 });
+    m.synced("IPv4", { state: s1, full: true, durationMs: 1 });
     assert.equal(await pending("service"), 0);
     assert.equal(await pending("endpoint"), 0);
     // Two states before the next sync change a's endpoints twice: one service pending.
@@ -87,9 +87,58 @@ describe("SyncMetrics (kube-proxy names)", () => {
     m.queued(s3);
     assert.equal(await pending("endpoint"), 1);
     assert.equal(await pending("service"), 0);
-    m.failed();
+    m.failed("IPv4");
     assert.equal(await pending("endpoint"), 1, "a failed sync leaves them pending");
-    m.synced({ state: s3, full: false, durationMs: 1 });
+    m.synced("IPv4", { state: s3, full: false, durationMs: 1 });
     assert.equal(await pending("endpoint"), 0);
+  });
+
+  test("ip_family: each family's series counts its own services and its own sync", async () => {
+    const m = new SyncMetrics("family-test", ["IPv4", "IPv6"]);
+    const series = async (name: string, family: string) =>
+      (await values(name)).find(
+        (v) =>
+          v.labels.backend === "family-test" &&
+          v.labels.ip_family === family &&
+          (v as { metricName?: string }).metricName !== `${name}_bucket`,
+      )?.value;
+    const v4 = service({ name: "v4", clusterIPs: ["203.0.113.1"] });
+    const v6 = service({ name: "v6", clusterIPs: ["2001:db8::1"] });
+    const dual = service({ name: "dual", clusterIPs: ["203.0.113.2", "2001:db8::2"] });
+    const local = service({ name: "local6", clusterIPs: ["2001:db8::3"], internalTrafficPolicy: "Local" });
+    const s1 = state([v4, v6, dual, local]);
+    m.queued(s1);
+    assert.equal(await series("kubeproxy_sync_proxy_rules_service_changes_pending", "IPv4"), 2);
+    assert.equal(await series("kubeproxy_sync_proxy_rules_service_changes_pending", "IPv6"), 3);
+    m.synced("IPv4", { state: s1, full: true, durationMs: 10 });
+    m.failed("IPv6");
+    assert.equal(await series("kubeproxy_sync_proxy_rules_service_changes_pending", "IPv4"), 0);
+    assert.equal(
+      await series("kubeproxy_sync_proxy_rules_service_changes_pending", "IPv6"),
+      3,
+      "not synced yet",
+    );
+    assert.equal(await series("kubeproxy_sync_proxy_rules_nftables_sync_failures_total", "IPv6"), undefined);
+    assert.equal(await series("kpng_family_test_sync_failures_total", "IPv6"), 1);
+    assert.equal(await series("kpng_family_test_sync_failures_total", "IPv4"), 0);
+    m.synced("IPv6", { state: s1, full: true, durationMs: 30 });
+    const sum = async (family: string) =>
+      (await values("kubeproxy_sync_proxy_rules_duration_seconds")).find(
+        (v) =>
+          v.labels.backend === "family-test" &&
+          v.labels.ip_family === family &&
+          (v as { metricName?: string }).metricName?.endsWith("_sum"),
+      )?.value;
+    assert.equal(await sum("IPv4"), 0.01, "each family's own duration");
+    assert.equal(await sum("IPv6"), 0.03);
+    const noLocal = async (family: string) =>
+      (await values("kubeproxy_sync_proxy_rules_no_local_endpoints_total")).find(
+        (v) =>
+          v.labels.backend === "family-test" &&
+          v.labels.ip_family === family &&
+          v.labels.traffic_policy === "internal",
+      )?.value;
+    assert.equal(await noLocal("IPv4"), 0);
+    assert.equal(await noLocal("IPv6"), 1);
   });
 });

@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { IptablesBackend } from "../../../../src/backends/iptables/backend.ts";
 import { portChain } from "../../../../src/backends/iptables/names.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
+import { registry } from "../../../../src/observability/metrics.ts";
 import { FakeIptables } from "../../../support/fake-iptables.ts";
 import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
 
@@ -277,4 +278,57 @@ test("a changed service whose dispatch lines change rewrites the dispatch chain;
     ),
   );
   assert.doesNotMatch(again.texts[0] ?? "", /^:KPNG-SERVICES /m);
+});
+
+test("rule metrics: rules kpng owns per table and family, rules the last sync wrote, failed partial restores", async () => {
+  const { ipt, backend } = setup();
+  const gauge = async (name: string, labels: Record<string, string>) =>
+    (await registry.getMetricsAsJSON())
+      .find((m) => m.name === name)
+      ?.values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x))?.value;
+  const owned = (table: "nat" | "filter") =>
+    ipt
+      .chains("IPv4", table)
+      .filter((c) => c.startsWith("KPNG-"))
+      .reduce((n, c) => n + (ipt.rules("IPv4", table, c)?.length ?? 0), 0);
+  const services = manyServices(20);
+  await backend.sync(state(services));
+  for (const table of ["nat", "filter"] as const) {
+    const labels = { table, ip_family: "IPv4" };
+    assert.equal(await gauge("kubeproxy_sync_proxy_rules_iptables_total", labels), owned(table), table);
+    assert.equal(
+      await gauge("kubeproxy_sync_proxy_rules_iptables_last", labels),
+      owned(table),
+      "a full sync writes all",
+    );
+  }
+  const changed = service({
+    ...services[3],
+    ports: [port({ internalEndpoints: [ep("10.1.0.3"), ep("10.9.9.9")] })],
+  });
+  await backend.sync(
+    state(
+      services.map((s, i) => (i === 3 ? changed : s)),
+      2,
+    ),
+  );
+  const nat = { table: "nat", ip_family: "IPv4" };
+  assert.equal(await gauge("kubeproxy_sync_proxy_rules_iptables_total", nat), owned("nat"));
+  const last = (await gauge("kubeproxy_sync_proxy_rules_iptables_last", nat)) ?? 0;
+  assert.ok(last > 0 && last < owned("nat"), `a partial sync writes the changed chains only (${last})`);
+  const failures = { ip_family: "IPv4" };
+  const before =
+    (await gauge("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", failures)) ?? 0;
+  ipt.failWhile = (family) => family === "IPv4";
+  await assert.rejects(backend.sync(state(services, 3)));
+  assert.equal(
+    await gauge("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", failures),
+    before + 1,
+  );
+  await assert.rejects(backend.sync(state(services, 4)));
+  assert.equal(
+    await gauge("kubeproxy_sync_proxy_rules_iptables_partial_restore_failures_total", failures),
+    before + 1,
+    "the retry is a full sync: not a partial restore failure",
+  );
 });

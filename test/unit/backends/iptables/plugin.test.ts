@@ -3,10 +3,20 @@ import { test } from "node:test";
 import { familySettings } from "../../../../src/backend-core/family-settings.ts";
 import { cleanupTableText } from "../../../../src/backends/iptables/cleanup.ts";
 import { parseIptablesOptions } from "../../../../src/backends/iptables/plugin.ts";
-import { staticRules } from "../../../../src/backends/iptables/ruleset.ts";
+import { serviceRules } from "../../../../src/backends/iptables/render-service.ts";
+import { BUILTIN_JUMPS, staticRules } from "../../../../src/backends/iptables/ruleset.ts";
 import { countKubeLines, pickVariant } from "../../../../src/backends/iptables/variant.ts";
 import { UsageError } from "../../../../src/plugin/usage-error.ts";
 import { FakeIptables } from "../../../support/fake-iptables.ts";
+import { ep, port, service } from "./fixtures.ts";
+
+const nodePortService = service({
+  name: "np",
+  type: "NodePort",
+  ports: [
+    port({ nodePort: 30080, internalEndpoints: [ep("10.1.0.1")], externalEndpoints: [ep("10.1.0.1")] }),
+  ],
+});
 
 test("options: defaults, durations and the mode", () => {
   const o = parseIptablesOptions({ syncPeriod: "10s", iptablesMode: "legacy" });
@@ -99,12 +109,45 @@ test("--localhost-nodeports: IPv4 NodePorts on 127.0.0.1 too, martian packets to
   const [v4, v6] = rules(true);
   assert.ok(!v4?.nat.some((l) => l.includes("-d 127.0.0.0/8 -j RETURN")), v4?.nat.join("\n"));
   assert.ok(v4?.nat.includes("-A KPNG-SERVICES -d 0.0.0.0/0 -m addrtype --dst-type LOCAL -j KPNG-NODEPORTS"));
-  assert.equal(
-    v4?.filter[0],
-    "-A KPNG-FIREWALL -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate DNAT -j DROP",
+  assert.ok(
+    v4?.filter.includes(
+      "-A KPNG-FIREWALL -d 127.0.0.0/8 ! -s 127.0.0.0/8 -m conntrack ! --ctstate DNAT -j DROP",
+    ),
   );
   assert.ok(v6?.nat.includes("-A KPNG-SERVICES -d ::1/128 -j RETURN"), "IPv6: never, as kube-proxy");
   const [off] = rules(false);
   assert.ok(off?.nat.includes("-A KPNG-SERVICES -d 127.0.0.0/8 -j RETURN"));
   assert.ok(!off?.filter.some((l) => l.includes("DROP") && l.includes("127.0.0.0/8")));
+});
+
+test("localhost NodePorts have a rule of their own, ahead of the node port's (its counter is the metric's)", () => {
+  const [v4, v6] = familySettings(
+    parseIptablesOptions({ nodeportAddresses: "0.0.0.0/0,::/0", localhostNodeports: true }),
+    [],
+  ).map((cfg) => serviceRules(nodePortService, cfg).natNodePorts);
+  assert.equal(v4?.length, 2);
+  assert.match(
+    v4?.[0] ?? "",
+    /^-A KPNG-NODEPORTS -d 127\.0\.0\.0\/8 -p tcp -m tcp --dport 30080 .* -j KPNG-EXT-/,
+  );
+  assert.equal(v4?.[0]?.replace(" -d 127.0.0.0/8", ""), v4?.[1], "the same jump, for 127/8 only");
+  assert.equal(v6?.length ?? 0, 0, "this Service has no IPv6 address");
+});
+
+test("forwarded packets conntrack finds INVALID are dropped, unless nf_conntrack_tcp_be_liberal (as kube-proxy)", () => {
+  const [v4] = familySettings(parseIptablesOptions({ nodeportAddresses: "0.0.0.0/0,::/0" }), []);
+  assert.ok(v4);
+  assert.deepEqual(
+    staticRules(v4, []).filter.filter((l) => l.startsWith("-A KPNG-FORWARD")),
+    ["-A KPNG-FORWARD -m conntrack --ctstate INVALID -j DROP"],
+  );
+  assert.deepEqual(
+    staticRules({ ...v4, dropInvalid: false }, []).filter.filter((l) => l.startsWith("-A KPNG-FORWARD")),
+    [],
+  );
+  assert.equal(
+    BUILTIN_JUMPS.filter.FORWARD?.[0],
+    "-j KPNG-FORWARD",
+    "every forwarded packet, not only NEW ones",
+  );
 });

@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { NftBackend } from "../../../../src/backends/nft/backend.ts";
 import { chainName } from "../../../../src/backends/nft/names.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
+import { registry } from "../../../../src/observability/metrics.ts";
 import { FakeNft } from "../../../support/fake-nft.ts";
 import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
 
@@ -334,4 +335,20 @@ test("the loop reports to its observer, and forceFullSync rewrites a table someo
   await running;
   assert.deepEqual(events.slice(0, 3), ["queued 1", "failed", "synced 1 full"]);
   assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 1, "the table is back");
+});
+
+test("a failed deletion of unused chains counts as kube-proxy's nftables cleanup failure, per family", async () => {
+  let now = 1_000_000;
+  const { nft, backend } = setup({ now: () => now });
+  const failures = async () =>
+    (await registry.getMetricsAsJSON())
+      .find((m) => m.name === "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total")
+      ?.values.find((v) => v.labels.ip_family === "IPv4")?.value ?? 0;
+  await backend.sync(state([service({ sessionAffinitySeconds: 10 })]));
+  await backend.sync(state([], 2));
+  const before = await failures();
+  now += 1100;
+  nft.failNext((text) => text.includes("delete chain"));
+  await assert.rejects(backend.sync(state([], 2)));
+  assert.equal(await failures(), before + 1);
 });

@@ -1,0 +1,147 @@
+// The handover of a Service relabelled from one service proxy name to another, when one brain
+// serves several (proxy-name-view.ts): the losing view keeps the Service until the handover
+// releases it, so that it is never served by neither backend.
+// - In one process (ConfirmedHandover), the gaining backend confirms: a release happens as soon
+//   as another backend reports a sync whose rules hold the Service in every family it needs.
+//   Both backends hold it only until the loser's next sync. A gaining backend that never
+//   confirms (dead, failing, or not serving that family) is waited for `fallbackMs` at most:
+//   then the Service is released anyway, with a warning and a metric.
+// - For remote backends, which report nothing back (timedHandover), a fixed delay.
+
+import type { Clock } from "../model/clock.ts";
+import { systemClock } from "../model/clock.ts";
+import { familyOf } from "../model/ip.ts";
+import type { IPFamily, Service } from "../model/kube.ts";
+import type { LocalState } from "../model/local.ts";
+import type { Logger } from "../observability/log.ts";
+import { counter } from "../observability/metrics.ts";
+import { selectedByProxyName } from "./selection.ts";
+
+const fallbacks = counter(
+  "kpng_handover_fallbacks_total",
+  "Relabelled Services released by the losing backend without the gaining one confirming a sync that holds them.",
+  ["service_proxy_name"],
+);
+
+/** What a view asks of the handover of a Service it lost. */
+export interface Handover {
+  /** The view of `from` no longer selects `service` (`key`): call `release` when it may drop it. */
+  begin(key: string, from: string, service: Service, release: () => void): void;
+  /** The handover of `key` by `from` is moot (relabelled back, deleted). */
+  cancel(key: string, from: string): void;
+}
+
+/** Releases every Service after a fixed delay. */
+export function timedHandover(delayMs: number, clock: Clock = systemClock): Handover {
+  const pending = new Map<string, () => void>();
+  return {
+    begin(key, from, _service, release) {
+      const id = `${from}\0${key}`;
+      if (pending.has(id)) return;
+      pending.set(
+        id,
+        clock.after(delayMs, () => {
+          pending.delete(id);
+          release();
+        }),
+      );
+    },
+    cancel(key, from) {
+      const id = `${from}\0${key}`;
+      pending.get(id)?.();
+      pending.delete(id);
+    },
+  };
+}
+
+/** Whether a Service ever reaches a backend's rules (headless and ExternalName ones do not). */
+function programmable(service: Service): boolean {
+  return service.type !== "ExternalName" && service.clusterIP !== "" && service.clusterIP !== "None";
+}
+
+interface Pending {
+  readonly key: string;
+  readonly from: string;
+  readonly release: () => void;
+  readonly cancelTimer: () => void;
+  /** Families some other backend confirmed, by backend. */
+  readonly confirmed: Map<string, Set<IPFamily>>;
+}
+
+interface ConfirmedHandoverOptions {
+  /** The service proxy names served in this process, one backend each. */
+  readonly names: readonly string[];
+  /** Longest wait for a confirmation. */
+  readonly fallbackMs: number;
+  readonly log: Logger;
+  readonly clock?: Clock;
+}
+
+export class ConfirmedHandover implements Handover {
+  readonly #o: ConfirmedHandoverOptions & { clock: Clock };
+  readonly #pending = new Map<string, Pending>();
+  /** The families each backend has ever reported programmed: what it serves. */
+  readonly #families = new Map<string, Set<IPFamily>>();
+
+  constructor(options: ConfirmedHandoverOptions) {
+    this.#o = { clock: systemClock, ...options };
+  }
+
+  begin(key: string, from: string, service: Service, release: () => void): void {
+    const id = `${from}\0${key}`;
+    if (this.#pending.has(id)) return;
+    // Nothing to hand over: no rules hold it, or no backend here takes it (it leaves this node's
+    // proxies, as with any proxy name nobody here serves).
+    const gainers = this.#o.names.filter(
+      (n) => n !== from && selectedByProxyName(service.metadata.labels, n),
+    );
+    if (!programmable(service) || gainers.length === 0) {
+      release();
+      return;
+    }
+    const cancelTimer = this.#o.clock.after(this.#o.fallbackMs, () => {
+      this.#pending.delete(id);
+      for (const gainer of gainers) fallbacks.inc({ service_proxy_name: gainer });
+      this.#o.log.warn(
+        { service: key, from, to: gainers, waitedMs: this.#o.fallbackMs },
+        "the backend gaining a relabelled Service did not confirm a sync holding it; the losing backend drops it anyway",
+      );
+      release();
+    });
+    this.#pending.set(id, { key, from, release, cancelTimer, confirmed: new Map() });
+  }
+
+  cancel(key: string, from: string): void {
+    const id = `${from}\0${key}`;
+    this.#pending.get(id)?.cancelTimer();
+    this.#pending.delete(id);
+  }
+
+  /** The backend of `name` synced `state` into its rules of `families`. */
+  programmed(name: string, state: LocalState, families: readonly IPFamily[]): void {
+    let known = this.#families.get(name);
+    if (known === undefined) {
+      known = new Set();
+      this.#families.set(name, known);
+    }
+    for (const f of families) known.add(f);
+    for (const [id, p] of this.#pending) {
+      if (p.from === name) continue;
+      const service = state.services.get(p.key);
+      if (service === undefined) continue;
+      let confirmed = p.confirmed.get(name);
+      if (confirmed === undefined) {
+        confirmed = new Set();
+        p.confirmed.set(name, confirmed);
+      }
+      for (const f of families) confirmed.add(f);
+      // Every family of the Service that this backend serves.
+      const needed = new Set(service.clusterIPs.map((ip) => familyOf(ip)).filter((f) => f !== undefined));
+      const done = [...needed].every((f) => confirmed.has(f) || !known.has(f));
+      if (!done) continue;
+      p.cancelTimer();
+      this.#pending.delete(id);
+      p.release();
+    }
+  }
+}
