@@ -7,14 +7,17 @@
 //   change     one EndpointSlice change: from the test API server writing the watch MODIFIED to
 //              kpng's log line saying the rules are applied (p50/p99 over --changes);
 //   dataplane  first-packet latency through the rules: new TCP connections (connect + first line)
-//              and UDP request/response from a client pod to different Services' cluster IPs.
+//              and UDP request/response from a client pod to different Services' cluster IPs;
+//   idle       with nothing changing after the first ruleset (file source), kpng's own CPU and
+//              that of the nft processes it ran, over --idle-s (default 90 s: three periodic
+//              resyncs of the default 30 s sync period, and the rules probe every second).
 // "Applied" is the nft backend's debug line `nft synced`, written when nft has returned; we read
 // it from kpng's stdout as it arrives. --min-sync-period is 0 so no pacing delay is measured.
 // Needs root (network namespaces).
 //
 //   node bench/scale.ts [--quick] [--sizes=1000,100000] [--sections=cold,change,dataplane]
 //                       [--sources=kube,file] [--changes=200] [--samples=200] [--cpu-prof]
-//                       [--cold-timeout-s=N]
+//                       [--cold-timeout-s=N] [--idle-s=90]
 // --cpu-prof profiles kpng's cold starts (nothing else) and prints where the CPU time went.
 
 import { spawnSync } from "node:child_process";
@@ -46,6 +49,9 @@ const SOURCES = new Set((flagValue("sources") ?? "kube,file").split(","));
 const CHANGES = Number(flagValue("changes") ?? (quick ? 20 : 200));
 const SAMPLES = Number(flagValue("samples") ?? (quick ? 40 : 200));
 const ENDPOINTS = 10;
+const IDLE_S = Number(flagValue("idle-s") ?? (quick ? 10 : 90));
+/** After the first ruleset, what follows it (stale deletions, the node services) settles first. */
+const IDLE_SETTLE_MS = 5000;
 /** A profiled kpng writes its profile as it exits: give it time (a busy one answers late). */
 const STOP_GRACE_MS = cpuProf ? 180_000 : 10_000;
 /** One change not applied in this time ends the changes (counted as done so far). */
@@ -181,6 +187,33 @@ async function measureChanges(
   return latencies;
 }
 
+interface Idle {
+  readonly services: number;
+  readonly seconds: number;
+  /** kpng's own CPU over the window, in % of one core. */
+  readonly kpngPercent: number;
+  /** The nft processes it ran and reaped in the window (the rules probe), % of one core. */
+  readonly nftPercent: number;
+  readonly syncs: number;
+}
+
+/** kpng's CPU while nothing changes: the periodic resyncs and the rules probe only. */
+async function measureIdle(kpng: Kpng, services: number): Promise<Idle> {
+  await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+  const from = kpng.process.cpuTimes();
+  const since = wallMs();
+  await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+  const to = kpng.process.cpuTimes();
+  const window = wallMs() - since;
+  return {
+    services,
+    seconds: window / 1000,
+    kpngPercent: ((to.selfMs - from.selfMs) / window) * 100,
+    nftPercent: ((to.childrenMs - from.childrenMs) / window) * 100,
+    syncs: kpng.process.count((t) => t.includes("periodic resync"), since),
+  };
+}
+
 interface DataPlane {
   readonly services: number;
   readonly tcp: number[];
@@ -261,6 +294,7 @@ async function main(): Promise<void> {
   const cold: ColdRun[] = [];
   const changes: { services: number; ms: number[] }[] = [];
   const dataPlane: DataPlane[] = [];
+  const idle: Idle[] = [];
   try {
     for (const n of SIZES) {
       const shape = shapeOf(n);
@@ -298,12 +332,16 @@ async function main(): Promise<void> {
         }
         console.log(`  done kube ${n}`);
       }
-      if (SOURCES.has("file") && (SECTIONS.has("cold") || SECTIONS.has("dataplane"))) {
+      if (
+        SOURCES.has("file") &&
+        (SECTIONS.has("cold") || SECTIONS.has("dataplane") || SECTIONS.has("idle"))
+      ) {
         const file = writeClusterFile(shape, work);
         const profileDir = cpuProf ? mkdtempSync(join(tmpdir(), "kpng-prof-file-")) : undefined;
         const kpng = await startKpng(topo, n, "file", ["file", "--input", file], profileDir);
         try {
           cold.push(kpng.cold);
+          if (SECTIONS.has("idle") && kpng.firstSync !== undefined) idle.push(await measureIdle(kpng, n));
           if (SECTIONS.has("dataplane") && kpng.firstSync !== undefined) {
             dataPlane.push(await measureDataPlane(topo, shape));
           }
@@ -317,13 +355,13 @@ async function main(): Promise<void> {
     }
   } catch (err) {
     // What was measured before the failure is still worth printing.
-    report(cold, changes, dataPlane);
+    report(cold, changes, dataPlane, idle);
     throw err;
   } finally {
     await topo.destroy();
     rmSync(work, { recursive: true, force: true });
   }
-  report(cold, changes, dataPlane);
+  report(cold, changes, dataPlane, idle);
 }
 
 const ms = (x: number) => x.toFixed(2);
@@ -332,6 +370,7 @@ function report(
   cold: readonly ColdRun[],
   changes: readonly { services: number; ms: number[] }[],
   dataPlane: readonly DataPlane[],
+  idle: readonly Idle[],
 ): void {
   console.log(
     `\nscale: ${ENDPOINTS} endpoints per Service, real nft in a private namespace, node ${THIS_NODE}`,
@@ -399,6 +438,21 @@ function report(
     for (const d of dataPlane) {
       if (d.failures > 0) console.log(`${d.services} services: first failure: ${d.firstFailure}`);
     }
+  }
+  if (idle.length > 0) {
+    console.log("\nidle: nothing changes after the first ruleset (target at 100k: kpng ≤ 1% of a core)");
+    console.log(
+      table(
+        ["services", "window s", "kpng % of a core", "nft % of a core", "periodic resyncs"],
+        idle.map((d) => [
+          String(d.services),
+          d.seconds.toFixed(0),
+          d.kpngPercent.toFixed(2),
+          d.nftPercent.toFixed(2),
+          String(d.syncs),
+        ]),
+      ),
+    );
   }
 }
 

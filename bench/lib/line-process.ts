@@ -96,6 +96,11 @@ export class LineProcess {
     });
   }
 
+  /** How many lines read at or after `since` (wallMs) `match` accepts (of the recent lines kept). */
+  count(match: (text: string) => boolean, since = 0): number {
+    return this.#lines.filter((l) => l.at >= since && match(l.text)).length;
+  }
+
   /** Peak resident memory so far (VmHWM), in MiB. */
   peakRssMiB(): number {
     const status = readFileSync(`/proc/${this.pid}/status`, "utf8");
