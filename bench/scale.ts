@@ -11,7 +11,7 @@
 //   idle       with nothing changing after the first ruleset (file source), kpng's own CPU and
 //              that of the nft processes it ran, over --idle-s (default 90 s: three periodic
 //              resyncs of the default 30 s sync period, and the rules probe every second).
-// "Applied" is the nft backend's debug line `nft synced`, written when nft has returned; we read
+// "Applied" is the nft backend's debug line `nftables synced`, written when nft has returned; we read
 // it from kpng's stdout as it arrives. --min-sync-period is 0 so no pacing delay is measured.
 // Needs root (network namespaces).
 //
@@ -73,7 +73,7 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 const CLI = join(here, "../src/cli/main.ts");
 const APISERVER = join(here, "lib/apiserver-main.ts");
 
-const isSynced = (text: string) => text.includes('"msg":"nft synced"');
+const isSynced = (text: string) => text.includes('"msg":"nftables synced"');
 const revisionOf = (text: string) => Number((JSON.parse(text) as { revision?: number }).revision ?? -1);
 
 interface ColdRun {
