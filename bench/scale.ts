@@ -192,7 +192,7 @@ interface Idle {
   readonly seconds: number;
   /** kpng's own CPU over the window, in % of one core. */
   readonly kpngPercent: number;
-  /** The nft processes it ran and reaped in the window (the rules probe), % of one core. */
+  /** The nft processes it ran in the window (reaped, and the long-lived ones), % of one core. */
   readonly nftPercent: number;
   readonly syncs: number;
 }
@@ -201,15 +201,18 @@ interface Idle {
 async function measureIdle(kpng: Kpng, services: number): Promise<Idle> {
   await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
   const from = kpng.process.cpuTimes();
+  const liveFrom = kpng.process.liveChildrenCpuMs();
   const since = wallMs();
   await new Promise((r) => setTimeout(r, IDLE_S * 1000));
   const to = kpng.process.cpuTimes();
+  const liveTo = kpng.process.liveChildrenCpuMs();
   const window = wallMs() - since;
+  const nftMs = to.childrenMs - from.childrenMs + Math.max(0, liveTo - liveFrom);
   return {
     services,
     seconds: window / 1000,
     kpngPercent: ((to.selfMs - from.selfMs) / window) * 100,
-    nftPercent: ((to.childrenMs - from.childrenMs) / window) * 100,
+    nftPercent: (nftMs / window) * 100,
     syncs: kpng.process.count((t) => t.includes("periodic resync"), since),
   };
 }

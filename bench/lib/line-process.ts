@@ -109,12 +109,30 @@ export class LineProcess {
   }
 
   cpuTimes(): CpuTimes {
-    // Fields after the parenthesised command name; utime is field 14 of the whole line.
-    const stat = readFileSync(`/proc/${this.pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const tick = 1000 / 100; // USER_HZ is 100 on Linux
-    const n = (i: number) => Number(fields[i - 3] ?? Number.NaN) * tick;
-    return { selfMs: n(14) + n(15), childrenMs: n(16) + n(17) };
+    return cpuOf(readFileSync(`/proc/${this.pid}/stat`, "utf8"));
+  }
+
+  /**
+   * CPU of the children still running (a long-lived `nft -i`), ms: reaped children are in
+   * cpuTimes().childrenMs, live ones only in their own /proc entries.
+   */
+  liveChildrenCpuMs(): number {
+    let total = 0;
+    let children: string[] = [];
+    try {
+      children = readFileSync(`/proc/${this.pid}/task/${this.pid}/children`, "utf8").trim().split(" ");
+    } catch {
+      return 0;
+    }
+    for (const pid of children) {
+      if (pid === "") continue;
+      try {
+        total += cpuOf(readFileSync(`/proc/${pid}/stat`, "utf8")).selfMs;
+      } catch {
+        // It has exited since.
+      }
+    }
+    return total;
   }
 
   /** SIGTERM, then SIGKILL after graceMs; resolves once it is gone. */
@@ -138,4 +156,13 @@ export class LineProcess {
   #notify(): void {
     for (const waiter of [...this.#waiters]) waiter();
   }
+}
+
+/** A process's CPU times from its /proc/<pid>/stat line. */
+function cpuOf(stat: string): CpuTimes {
+  // Fields after the parenthesised command name; utime is field 14 of the whole line.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const tick = 1000 / 100; // USER_HZ is 100 on Linux
+  const n = (i: number) => Number(fields[i - 3] ?? Number.NaN) * tick;
+  return { selfMs: n(14) + n(15), childrenMs: n(16) + n(17) };
 }
