@@ -17,7 +17,7 @@
 //
 //   node bench/scale.ts [--quick] [--sizes=1000,100000] [--sections=cold,change,dataplane]
 //                       [--sources=kube,file] [--changes=200] [--samples=200] [--cpu-prof]
-//                       [--cold-timeout-s=N] [--idle-s=90]
+//                       [--cold-timeout-s=N] [--idle-s=90] [--idle-settle-s=5] [--trace-gc]
 // --cpu-prof profiles kpng's cold starts (nothing else) and prints where the CPU time went.
 
 import { spawnSync } from "node:child_process";
@@ -50,8 +50,14 @@ const CHANGES = Number(flagValue("changes") ?? (quick ? 20 : 200));
 const SAMPLES = Number(flagValue("samples") ?? (quick ? 40 : 200));
 const ENDPOINTS = 10;
 const IDLE_S = Number(flagValue("idle-s") ?? (quick ? 10 : 90));
-/** After the first ruleset, what follows it (stale deletions, the node services) settles first. */
-const IDLE_SETTLE_MS = 5000;
+/**
+ * After the first ruleset, what follows it settles first: stale deletions, the node services,
+ * and the collections of the cold start's garbage (a 1.7 GiB heap at 100k).
+ */
+const IDLE_SETTLE_MS = Number(flagValue("idle-settle-s") ?? 5) * 1000;
+/** kpng runs with --trace-gc: the idle section counts its collections and their pauses. */
+const TRACE_GC = process.argv.includes("--trace-gc");
+const GC_LINE = /: (Scavenge|Mark-Compact|Minor Mark-Sweep)\b.*?, ([\d.]+) \/ [\d.]+ ms/;
 /** A profiled kpng writes its profile as it exits: give it time (a busy one answers late). */
 const STOP_GRACE_MS = cpuProf ? 180_000 : 10_000;
 /** One change not applied in this time ends the changes (counted as done so far). */
@@ -132,7 +138,12 @@ async function startKpng(
       "--min-sync-period",
       "0",
     ],
-    { KPNG_LOG_LEVEL: "debug", KUBECONFIG: "", HOME: "/nonexistent" },
+    {
+      KPNG_LOG_LEVEL: "debug",
+      KUBECONFIG: "",
+      HOME: "/nonexistent",
+      ...(TRACE_GC ? { NODE_OPTIONS: "--trace-gc" } : {}),
+    },
   );
   // A kpng too slow for the timeout still gets its row (and its profile), marked as such.
   const storeSynced = await kpng
@@ -195,6 +206,9 @@ interface Idle {
   /** The nft processes it ran in the window (reaped, and the long-lived ones), % of one core. */
   readonly nftPercent: number;
   readonly syncs: number;
+  /** With --trace-gc: collections in the window and their main-thread pauses. */
+  readonly gcs: number;
+  readonly gcPauseMs: number;
 }
 
 /** kpng's CPU while nothing changes: the periodic resyncs and the rules probe only. */
@@ -214,6 +228,8 @@ async function measureIdle(kpng: Kpng, services: number): Promise<Idle> {
     kpngPercent: ((to.selfMs - from.selfMs) / window) * 100,
     nftPercent: (nftMs / window) * 100,
     syncs: kpng.process.count((t) => t.includes("periodic resync"), since),
+    gcs: kpng.process.count((t) => GC_LINE.test(t), since),
+    gcPauseMs: kpng.process.lines(since).reduce((sum, t) => sum + Number(GC_LINE.exec(t)?.[2] ?? 0), 0),
   };
 }
 
@@ -446,13 +462,21 @@ function report(
     console.log("\nidle: nothing changes after the first ruleset (target at 100k: kpng ≤ 1% of a core)");
     console.log(
       table(
-        ["services", "window s", "kpng % of a core", "nft % of a core", "periodic resyncs"],
+        [
+          "services",
+          "window s",
+          "kpng % of a core",
+          "nft % of a core",
+          "periodic resyncs",
+          ...(TRACE_GC ? ["GCs", "GC pauses ms"] : []),
+        ],
         idle.map((d) => [
           String(d.services),
           d.seconds.toFixed(0),
           d.kpngPercent.toFixed(2),
           d.nftPercent.toFixed(2),
           String(d.syncs),
+          ...(TRACE_GC ? [String(d.gcs), d.gcPauseMs.toFixed(0)] : []),
         ]),
       ),
     );

@@ -96,6 +96,11 @@ export class LineProcess {
     });
   }
 
+  /** The texts of the lines read at or after `since` (wallMs), of the recent lines kept. */
+  lines(since = 0): string[] {
+    return this.#lines.filter((l) => l.at >= since).map((l) => l.text);
+  }
+
   /** How many lines read at or after `since` (wallMs) `match` accepts (of the recent lines kept). */
   count(match: (text: string) => boolean, since = 0): number {
     return this.#lines.filter((l) => l.at >= since && match(l.text)).length;
