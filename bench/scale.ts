@@ -125,6 +125,7 @@ async function startKpng(
     [
       node,
       ...profile,
+      ...(TRACE_GC ? ["--trace-gc"] : []),
       CLI,
       ...sourceArgs,
       "to-local",
@@ -142,7 +143,6 @@ async function startKpng(
       KPNG_LOG_LEVEL: "debug",
       KUBECONFIG: "",
       HOME: "/nonexistent",
-      ...(TRACE_GC ? { NODE_OPTIONS: "--trace-gc" } : {}),
     },
   );
   // A kpng too slow for the timeout still gets its row (and its profile), marked as such.
