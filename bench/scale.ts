@@ -221,6 +221,8 @@ async function measureIdle(kpng: Kpng, services: number): Promise<Idle> {
   const to = kpng.process.cpuTimes();
   const liveTo = kpng.process.liveChildrenCpuMs();
   const window = wallMs() - since;
+  if (TRACE_GC)
+    for (const line of kpng.process.lines(since)) if (GC_LINE.test(line)) console.log(`  ${line}`);
   const nftMs = to.childrenMs - from.childrenMs + Math.max(0, liveTo - liveFrom);
   return {
     services,
