@@ -7,14 +7,17 @@
 //   change     one EndpointSlice change: from the test API server writing the watch MODIFIED to
 //              kpng's log line saying the rules are applied (p50/p99 over --changes);
 //   dataplane  first-packet latency through the rules: new TCP connections (connect + first line)
-//              and UDP request/response from a client pod to different Services' cluster IPs.
-// "Applied" is the nft backend's debug line `nft synced`, written when nft has returned; we read
+//              and UDP request/response from a client pod to different Services' cluster IPs;
+//   idle       with nothing changing after the first ruleset (file source), kpng's own CPU and
+//              that of the nft processes it ran, over --idle-s (default 90 s: three periodic
+//              resyncs of the default 30 s sync period, and the rules probe every second).
+// "Applied" is the nft backend's debug line `nftables synced`, written when nft has returned; we read
 // it from kpng's stdout as it arrives. --min-sync-period is 0 so no pacing delay is measured.
 // Needs root (network namespaces).
 //
 //   node bench/scale.ts [--quick] [--sizes=1000,100000] [--sections=cold,change,dataplane]
 //                       [--sources=kube,file] [--changes=200] [--samples=200] [--cpu-prof]
-//                       [--cold-timeout-s=N]
+//                       [--cold-timeout-s=N] [--idle-s=90] [--idle-settle-s=5] [--trace-gc]
 // --cpu-prof profiles kpng's cold starts (nothing else) and prints where the CPU time went.
 
 import { spawnSync } from "node:child_process";
@@ -46,6 +49,15 @@ const SOURCES = new Set((flagValue("sources") ?? "kube,file").split(","));
 const CHANGES = Number(flagValue("changes") ?? (quick ? 20 : 200));
 const SAMPLES = Number(flagValue("samples") ?? (quick ? 40 : 200));
 const ENDPOINTS = 10;
+const IDLE_S = Number(flagValue("idle-s") ?? (quick ? 10 : 90));
+/**
+ * After the first ruleset, what follows it settles first: stale deletions, the node services,
+ * and the collections of the cold start's garbage (a 1.7 GiB heap at 100k).
+ */
+const IDLE_SETTLE_MS = Number(flagValue("idle-settle-s") ?? 5) * 1000;
+/** kpng runs with --trace-gc: the idle section counts its collections and their pauses. */
+const TRACE_GC = process.argv.includes("--trace-gc");
+const GC_LINE = /: (Scavenge|Mark-Compact|Minor Mark-Sweep)\b.*?, ([\d.]+) \/ [\d.]+ ms/;
 /** A profiled kpng writes its profile as it exits: give it time (a busy one answers late). */
 const STOP_GRACE_MS = cpuProf ? 180_000 : 10_000;
 /** One change not applied in this time ends the changes (counted as done so far). */
@@ -67,7 +79,7 @@ const here = fileURLToPath(new URL(".", import.meta.url));
 const CLI = join(here, "../src/cli/main.ts");
 const APISERVER = join(here, "lib/apiserver-main.ts");
 
-const isSynced = (text: string) => text.includes('"msg":"nft synced"');
+const isSynced = (text: string) => text.includes('"msg":"nftables synced"');
 const revisionOf = (text: string) => Number((JSON.parse(text) as { revision?: number }).revision ?? -1);
 
 interface ColdRun {
@@ -113,6 +125,7 @@ async function startKpng(
     [
       node,
       ...profile,
+      ...(TRACE_GC ? ["--trace-gc"] : []),
       CLI,
       ...sourceArgs,
       "to-local",
@@ -126,7 +139,11 @@ async function startKpng(
       "--min-sync-period",
       "0",
     ],
-    { KPNG_LOG_LEVEL: "debug", KUBECONFIG: "", HOME: "/nonexistent" },
+    {
+      KPNG_LOG_LEVEL: "debug",
+      KUBECONFIG: "",
+      HOME: "/nonexistent",
+    },
   );
   // A kpng too slow for the timeout still gets its row (and its profile), marked as such.
   const storeSynced = await kpng
@@ -179,6 +196,43 @@ async function measureChanges(
     if (process.env.KPNG_BENCH_TRACE) console.log(`  change ${k}: ${(applied.at - at).toFixed(2)} ms`);
   }
   return latencies;
+}
+
+interface Idle {
+  readonly services: number;
+  readonly seconds: number;
+  /** kpng's own CPU over the window, in % of one core. */
+  readonly kpngPercent: number;
+  /** The nft processes it ran in the window (reaped, and the long-lived ones), % of one core. */
+  readonly nftPercent: number;
+  readonly syncs: number;
+  /** With --trace-gc: collections in the window and their main-thread pauses. */
+  readonly gcs: number;
+  readonly gcPauseMs: number;
+}
+
+/** kpng's CPU while nothing changes: the periodic resyncs and the rules probe only. */
+async function measureIdle(kpng: Kpng, services: number): Promise<Idle> {
+  await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
+  const from = kpng.process.cpuTimes();
+  const liveFrom = kpng.process.liveChildrenCpuMs();
+  const since = wallMs();
+  await new Promise((r) => setTimeout(r, IDLE_S * 1000));
+  const to = kpng.process.cpuTimes();
+  const liveTo = kpng.process.liveChildrenCpuMs();
+  const window = wallMs() - since;
+  if (TRACE_GC)
+    for (const line of kpng.process.lines(since)) if (GC_LINE.test(line)) console.log(`  ${line}`);
+  const nftMs = to.childrenMs - from.childrenMs + Math.max(0, liveTo - liveFrom);
+  return {
+    services,
+    seconds: window / 1000,
+    kpngPercent: ((to.selfMs - from.selfMs) / window) * 100,
+    nftPercent: (nftMs / window) * 100,
+    syncs: kpng.process.count((t) => t.includes("periodic resync"), since),
+    gcs: kpng.process.count((t) => GC_LINE.test(t), since),
+    gcPauseMs: kpng.process.lines(since).reduce((sum, t) => sum + Number(GC_LINE.exec(t)?.[2] ?? 0), 0),
+  };
 }
 
 interface DataPlane {
@@ -261,6 +315,7 @@ async function main(): Promise<void> {
   const cold: ColdRun[] = [];
   const changes: { services: number; ms: number[] }[] = [];
   const dataPlane: DataPlane[] = [];
+  const idle: Idle[] = [];
   try {
     for (const n of SIZES) {
       const shape = shapeOf(n);
@@ -298,12 +353,16 @@ async function main(): Promise<void> {
         }
         console.log(`  done kube ${n}`);
       }
-      if (SOURCES.has("file") && (SECTIONS.has("cold") || SECTIONS.has("dataplane"))) {
+      if (
+        SOURCES.has("file") &&
+        (SECTIONS.has("cold") || SECTIONS.has("dataplane") || SECTIONS.has("idle"))
+      ) {
         const file = writeClusterFile(shape, work);
         const profileDir = cpuProf ? mkdtempSync(join(tmpdir(), "kpng-prof-file-")) : undefined;
         const kpng = await startKpng(topo, n, "file", ["file", "--input", file], profileDir);
         try {
           cold.push(kpng.cold);
+          if (SECTIONS.has("idle") && kpng.firstSync !== undefined) idle.push(await measureIdle(kpng, n));
           if (SECTIONS.has("dataplane") && kpng.firstSync !== undefined) {
             dataPlane.push(await measureDataPlane(topo, shape));
           }
@@ -317,13 +376,13 @@ async function main(): Promise<void> {
     }
   } catch (err) {
     // What was measured before the failure is still worth printing.
-    report(cold, changes, dataPlane);
+    report(cold, changes, dataPlane, idle);
     throw err;
   } finally {
     await topo.destroy();
     rmSync(work, { recursive: true, force: true });
   }
-  report(cold, changes, dataPlane);
+  report(cold, changes, dataPlane, idle);
 }
 
 const ms = (x: number) => x.toFixed(2);
@@ -332,6 +391,7 @@ function report(
   cold: readonly ColdRun[],
   changes: readonly { services: number; ms: number[] }[],
   dataPlane: readonly DataPlane[],
+  idle: readonly Idle[],
 ): void {
   console.log(
     `\nscale: ${ENDPOINTS} endpoints per Service, real nft in a private namespace, node ${THIS_NODE}`,
@@ -399,6 +459,29 @@ function report(
     for (const d of dataPlane) {
       if (d.failures > 0) console.log(`${d.services} services: first failure: ${d.firstFailure}`);
     }
+  }
+  if (idle.length > 0) {
+    console.log("\nidle: nothing changes after the first ruleset (target at 100k: kpng ≤ 1% of a core)");
+    console.log(
+      table(
+        [
+          "services",
+          "window s",
+          "kpng % of a core",
+          "nft % of a core",
+          "periodic resyncs",
+          ...(TRACE_GC ? ["GCs", "GC pauses ms"] : []),
+        ],
+        idle.map((d) => [
+          String(d.services),
+          d.seconds.toFixed(0),
+          d.kpngPercent.toFixed(2),
+          d.nftPercent.toFixed(2),
+          String(d.syncs),
+          ...(TRACE_GC ? [String(d.gcs), d.gcPauseMs.toFixed(0)] : []),
+        ]),
+      ),
+    );
   }
 }
 

@@ -96,6 +96,16 @@ export class LineProcess {
     });
   }
 
+  /** The texts of the lines read at or after `since` (wallMs), of the recent lines kept. */
+  lines(since = 0): string[] {
+    return this.#lines.filter((l) => l.at >= since).map((l) => l.text);
+  }
+
+  /** How many lines read at or after `since` (wallMs) `match` accepts (of the recent lines kept). */
+  count(match: (text: string) => boolean, since = 0): number {
+    return this.#lines.filter((l) => l.at >= since && match(l.text)).length;
+  }
+
   /** Peak resident memory so far (VmHWM), in MiB. */
   peakRssMiB(): number {
     const status = readFileSync(`/proc/${this.pid}/status`, "utf8");
@@ -104,12 +114,30 @@ export class LineProcess {
   }
 
   cpuTimes(): CpuTimes {
-    // Fields after the parenthesised command name; utime is field 14 of the whole line.
-    const stat = readFileSync(`/proc/${this.pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const tick = 1000 / 100; // USER_HZ is 100 on Linux
-    const n = (i: number) => Number(fields[i - 3] ?? Number.NaN) * tick;
-    return { selfMs: n(14) + n(15), childrenMs: n(16) + n(17) };
+    return cpuOf(readFileSync(`/proc/${this.pid}/stat`, "utf8"));
+  }
+
+  /**
+   * CPU of the children still running (a long-lived `nft -i`), ms: reaped children are in
+   * cpuTimes().childrenMs, live ones only in their own /proc entries.
+   */
+  liveChildrenCpuMs(): number {
+    let total = 0;
+    let children: string[] = [];
+    try {
+      children = readFileSync(`/proc/${this.pid}/task/${this.pid}/children`, "utf8").trim().split(" ");
+    } catch {
+      return 0;
+    }
+    for (const pid of children) {
+      if (pid === "") continue;
+      try {
+        total += cpuOf(readFileSync(`/proc/${pid}/stat`, "utf8")).selfMs;
+      } catch {
+        // It has exited since.
+      }
+    }
+    return total;
   }
 
   /** SIGTERM, then SIGKILL after graceMs; resolves once it is gone. */
@@ -133,4 +161,13 @@ export class LineProcess {
   #notify(): void {
     for (const waiter of [...this.#waiters]) waiter();
   }
+}
+
+/** A process's CPU times from its /proc/<pid>/stat line. */
+function cpuOf(stat: string): CpuTimes {
+  // Fields after the parenthesised command name; utime is field 14 of the whole line.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const tick = 1000 / 100; // USER_HZ is 100 on Linux
+  const n = (i: number) => Number(fields[i - 3] ?? Number.NaN) * tick;
+  return { selfMs: n(14) + n(15), childrenMs: n(16) + n(17) };
 }

@@ -2,7 +2,9 @@
 // each IP family's rules in line with the latest local state.
 // - States that arrive while a sync runs are coalesced: only the latest matters. The feed is
 //   already spaced by --min-sync-period (plugin/paced-feed.ts), so a new state is synced at once;
-//   with nothing new, every family is resynced once per sync period (the max sync period).
+//   with nothing new, every family is resynced once per sync period (the max sync period). With
+//   a probe, a family it finds intact is confirmed rather than rewritten: the probe sees a flush
+//   or a deleted table, not an edited rule, and it is what an idle proxy spends its CPU on.
 // - Families are applied independently: a failed family is logged (a recurring failure at a
 //   decaying rate), counted, forgotten (its next sync reads the kernel and rewrites everything)
 //   and retried with one backoff, while the other family keeps following every change. After
@@ -258,10 +260,14 @@ export class SyncLoop {
     );
   }
 
-  /** Checks every armed family; a lost one is forgotten, counted and logged. True when one was lost. */
-  async #probe(): Promise<boolean> {
+  /**
+   * Checks every armed family; a lost one is forgotten, counted and logged. Returns the families
+   * found intact (empty when there is no probe) and whether one was lost.
+   */
+  async #probe(): Promise<{ readonly lost: boolean; readonly intact: ReadonlySet<string> }> {
     const probe = this.#o.probe;
     let lost = false;
+    const intact = new Set<string>();
     for (const f of this.#families) {
       if (!probe || !f.armed) continue;
       const labels = { backend: this.#o.backend, family: f.target.family };
@@ -273,7 +279,10 @@ export class SyncLoop {
         this.#o.log.warn({ family: f.target.family, err: String(err) }, "cannot check the rules");
         continue;
       }
-      if (ok) continue;
+      if (ok) {
+        intact.add(f.target.family);
+        continue;
+      }
       // Disarmed until the repair sync succeeds, so one flush is one repair.
       f.armed = false;
       f.target.forget();
@@ -284,7 +293,35 @@ export class SyncLoop {
       );
       lost = true;
     }
-    return lost;
+    return { lost, intact };
+  }
+
+  /**
+   * The periodic resync of a state already applied: the families the probe finds intact hold
+   * what was last applied, so rewriting them would redo work (at 100k Services, most of an idle
+   * proxy's CPU). They are confirmed instead; the others are returned, to be synced.
+   */
+  async #confirm(families: ReadonlySet<string>): Promise<Set<string>> {
+    const { intact } = await this.#probe();
+    const rest = new Set<string>();
+    for (const f of this.#families) {
+      if (!families.has(f.target.family)) continue;
+      if (intact.has(f.target.family)) this.#succeeded(f);
+      else rest.add(f.target.family);
+    }
+    this.#o.log.debug(
+      { confirmed: [...intact].filter((family) => families.has(family)), resynced: [...rest] },
+      `${this.#o.backend} periodic resync`,
+    );
+    return rest;
+  }
+
+  /** Whether some family's deferred work (see followUpMs) is due at `t`. */
+  #followUpDue(lastStart: number, t: number): boolean {
+    return this.#families.some((f) => {
+      const followUp = f.target.followUpMs?.();
+      return followUp !== undefined && lastStart + followUp <= t;
+    });
   }
 
   /** Runs until `signal` aborts, syncing each new state of `feed`; never waits for a hung kernel call. */
@@ -342,17 +379,27 @@ export class SyncLoop {
         }
         if (due > t) {
           lastProbe = t;
-          const lost = await unlessAborted(this.#probe(), signal);
-          if (lost === ABORTED) break;
-          if (lost) dirty = true;
+          const probed = await unlessAborted(this.#probe(), signal);
+          if (probed === ABORTED) break;
+          if (probed.lost) dirty = true;
           continue;
         }
-        const families = new Set(
+        let families = new Set(
           this.#families.filter((f) => f.health.failures === 0 || f.retryAt <= t).map((f) => f.target.family),
         );
         // The first sync starts the period; it is not a periodic one.
         const first = lastPeriodic === Number.NEGATIVE_INFINITY;
         const periodic = !first && t >= lastPeriodic + this.#o.syncPeriodMs;
+        if (periodic && !dirty && this.#o.probe && !this.#followUpDue(lastStart, t)) {
+          const rest = await unlessAborted(this.#confirm(families), signal);
+          if (rest === ABORTED) break;
+          lastProbe = now();
+          if (rest.size === 0) {
+            lastPeriodic = t;
+            continue;
+          }
+          families = rest;
+        }
         lastStart = t;
         if (periodic || first) lastPeriodic = t;
         dirty = false;

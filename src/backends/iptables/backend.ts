@@ -1,8 +1,8 @@
 // The iptables backend, driven by the shared sync loop (backend-core/sync-loop.ts). Each family
 // is synced on its own: one family's failure never holds the other. A family's sync writes
 // `iptables-restore --noflush` input:
-// - a full sync (at start, every syncPeriod, after a failure, after the probe found the rules
-//   flushed) reads the tables first, rewrites every kpng chain, repairs the jumps from the
+// - a full sync (at start, at a periodic resync the probe could not confirm, after a failure,
+//   after the probe found the rules flushed) reads the tables first, rewrites every kpng chain, repairs the jumps from the
 //   built-in chains and re-creates the canary chains; at start this adopts what a previous
 //   process left, without a gap in service;
 // - a partial sync rewrites the shared chains and only the chains of services whose rules

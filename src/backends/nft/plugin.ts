@@ -144,13 +144,14 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       await lock.release();
       throw err;
     });
+    const probe = rulesProbe(tables, log);
     const backend = new NftBackend({
       runner,
       tables,
       log,
       syncPeriodMs,
       observer: node,
-      probe: new NftRulesProbe(tables),
+      probe,
       probeIntervalMs: REPAIR_CHECK_MS,
     });
     const restart = new AbortController();
@@ -170,6 +171,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
       runner.close();
+      probe.close();
       await lock.release();
     }
     if (changedTo !== undefined && !ctx.signal.aborted)
@@ -186,6 +188,12 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     ctx.log.info({ table }, "removed kpng nft tables");
   },
 };
+
+function rulesProbe(tables: readonly TableConfig[], log: Logger): NftRulesProbe {
+  return new NftRulesProbe(tables, ["nft"], (reason) =>
+    log.warn({ reason }, "restarting nft -c -i; this check goes to nft -c -f"),
+  );
+}
 
 /** The table lock, the runner and the node's addresses: to-nft without its node services. */
 async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompanion> {
@@ -205,16 +213,21 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
     nodePortCIDRs,
     hostIPs,
     async run(input, signal, observer) {
+      const probe = rulesProbe(tables, log);
       const backend = new NftBackend({
         runner,
         tables,
         log,
         syncPeriodMs: opts.syncPeriod,
         observer,
-        probe: new NftRulesProbe(tables),
+        probe,
         probeIntervalMs: REPAIR_CHECK_MS,
       });
-      await backend.run(guardServiceRanges(input, protectedAddresses, log), signal);
+      try {
+        await backend.run(guardServiceRanges(input, protectedAddresses, log), signal);
+      } finally {
+        probe.close();
+      }
     },
     async close() {
       runner.close();

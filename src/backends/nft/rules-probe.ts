@@ -8,11 +8,16 @@
 // - `service-ips` is looked up by the rule of `services`: a flushed `services` chain frees it.
 // Each is one netlink request whatever the number of Services, where listing any chain's rules
 // first fetches every set element of the table (see docs/node-services.md).
+// The checks go to one long-lived `nft -c -i` (each line its own dry-run transaction, see
+// interactive-runner.ts): starting an nft process from a large kpng twice a second per family
+// was most of an idle proxy's CPU. If that process fails, a check goes to `nft -c -f -`.
 
 import type { RulesProbe } from "../../backend-core/rules-probe.ts";
-import { execCommand } from "../../host/exec.ts";
+import { CommandFailed } from "../../host/exec.ts";
 import type { TableConfig } from "./fragment.ts";
+import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { STATIC } from "./names.ts";
+import { ExecNftRunner, type NftRunner } from "./runner.ts";
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -24,28 +29,46 @@ export function probeCommands(cfg: Pick<TableConfig, "family" | "table">): strin
 
 export class NftRulesProbe implements RulesProbe {
   readonly #tables: readonly TableConfig[];
-  readonly #command: readonly string[];
+  readonly #checks: NftRunner;
 
-  constructor(tables: readonly TableConfig[], command: readonly string[] = ["nft"]) {
+  /** `command` is the `nft` command, possibly prefixed; `onRestart` hears why `nft -c -i` was restarted. */
+  constructor(
+    tables: readonly TableConfig[],
+    command: readonly string[] = ["nft"],
+    onRestart?: (reason: string) => void,
+  ) {
     this.#tables = tables;
-    this.#command = command;
+    const dryRun = [...command, "-c"];
+    this.#checks = new InteractiveNftRunner({
+      command: dryRun,
+      fallback: new ExecNftRunner(dryRun, { timeoutMs: PROBE_TIMEOUT_MS }),
+      timeoutMs: PROBE_TIMEOUT_MS,
+      ...(onRestart === undefined ? {} : { onRestart }),
+    });
   }
 
   async intact(family: string): Promise<boolean> {
     const cfg = this.#tables.find((t) => t.family === family);
     if (!cfg) return true;
-    // One command per run: nft stops at the first refused command of a batch.
+    // One command per transaction: nft stops at the first refused command of a batch.
     for (const command of probeCommands(cfg)) {
-      const r = await execCommand([...this.#command, "-c", "-f", "-"], {
-        stdin: `${command}\n`,
-        timeoutMs: PROBE_TIMEOUT_MS,
-      });
-      if (r.signal !== null) throw new Error(`nft -c killed by ${r.signal}${r.timedOut ? " (timeout)" : ""}`);
-      // Allowed: nothing refers to the object any more. Missing: the table or object is gone.
-      if (r.code === 0 || /No such file or directory/.test(r.stderr)) return false;
-      if (!/Device or resource busy/.test(r.stderr))
-        throw new Error(`nft -c ${command} failed: ${r.stderr.trim().split("\n")[0] ?? ""}`);
+      try {
+        await this.#checks.run(`${command}\n`, command);
+      } catch (e) {
+        if (!(e instanceof CommandFailed)) throw e;
+        if (/Device or resource busy/.test(e.stderr)) continue;
+        // The table or object is gone.
+        if (/No such file or directory/.test(e.stderr)) return false;
+        throw new Error(`nft -c ${command} failed: ${e.stderr.trim().split("\n")[0] ?? e.message}`);
+      }
+      // Allowed: nothing refers to the object any more.
+      return false;
     }
     return true;
+  }
+
+  /** Stops the `nft -c -i` process. */
+  close(): void {
+    this.#checks.close?.();
   }
 }

@@ -164,6 +164,53 @@ describe("the shared sync loop", () => {
     await stop();
   });
 
+  test("with a probe, the periodic resync confirms an intact family instead of rewriting it", async () => {
+    const a = new FakeFamily("a");
+    const b = new FakeFamily("b");
+    let probes = 0;
+    const lost = new Set<string>();
+    const cannotTell = new Set<string>();
+    const loop = new SyncLoop({
+      backend: "test",
+      families: [a, b],
+      log: silentLogger,
+      syncPeriodMs: 30_000,
+      // Only the periodic resync probes here: the interval probe is out of the way.
+      probeIntervalMs: 3_600_000,
+      probe: {
+        intact: async (family) => {
+          probes++;
+          if (cannotTell.has(family)) throw new Error("timeout");
+          return !lost.has(family);
+        },
+      },
+    });
+    const feed = new ManualFeed();
+    const ac = new AbortController();
+    const running = loop.run(feed, ac.signal);
+    feed.push(1);
+    await settle();
+    await advance(30_000);
+    await advance(30_000);
+    assert.equal(a.applied.length, 1, "intact: confirmed, not rewritten");
+    assert.equal(b.applied.length, 1);
+    assert.equal(probes, 4, "each family probed at each period");
+    assert.equal(loop.health().healthy, true);
+    cannotTell.add("a");
+    lost.add("b");
+    await advance(30_000);
+    assert.deepEqual(a.applied.at(-1), { revision: 1, periodic: true, full: true }, "cannot tell: rewritten");
+    assert.deepEqual(b.applied.at(-1), { revision: 1, periodic: true, full: true }, "lost: rewritten");
+    cannotTell.clear();
+    lost.clear();
+    feed.push(2);
+    await settle();
+    await advance(30_000);
+    assert.deepEqual(a.revisions(), [1, 1, 2], "a new state is applied; the next period only confirms");
+    ac.abort();
+    await running;
+  });
+
   test(`after ${RESET_AFTER_FAILURES} failures in a row the family's own objects are deleted first`, async () => {
     const a = new FakeFamily("a");
     const { feed, stop } = start([a]);
