@@ -1,7 +1,8 @@
-// A Service's addresses for one IP family. kube-proxy runs one proxier per family, and each
-// looks only at its own family's addresses; these functions are that per-family view.
+// A Service's addresses for one IP family, canonical. kube-proxy runs one proxier per family, and
+// each looks only at its own family's addresses; these functions are that per-family view, and
+// the only place where a Service's addresses are split by family.
 
-import { familyOfAddress, parseCidr } from "../model/ip.ts";
+import { canonicalIP, familyOfAddress, parseCidr } from "../model/ip.ts";
 import type { IPFamily, Service } from "../model/kube.ts";
 
 const FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
@@ -12,11 +13,11 @@ const FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
  * older API server) falls back to spec.clusterIP when its family matches.
  */
 export function clusterIPForFamily(service: Service, family: IPFamily): string {
-  if (service.ipFamilies.length === 0) {
-    return familyOfAddress(service.clusterIP) === family ? service.clusterIP : "";
-  }
-  const ip = service.clusterIPs[service.ipFamilies.indexOf(family)] ?? "";
-  return familyOfAddress(ip) === family ? ip : "";
+  const ip =
+    service.ipFamilies.length === 0
+      ? service.clusterIP
+      : (service.clusterIPs[service.ipFamilies.indexOf(family)] ?? "");
+  return familyOfAddress(ip) === family ? canonicalIP(ip) : "";
 }
 
 /** The families in which the service has a cluster IP, primary (spec.ipFamilies order) first. */
@@ -26,7 +27,7 @@ export function servedFamilies(service: Service): IPFamily[] {
 }
 
 export function externalIPsForFamily(service: Service, family: IPFamily): string[] {
-  return service.externalIPs.filter((ip) => familyOfAddress(ip) === family);
+  return service.externalIPs.filter((ip) => familyOfAddress(ip) === family).map(canonicalIP);
 }
 
 /**
@@ -37,7 +38,7 @@ export function externalIPsForFamily(service: Service, family: IPFamily): string
 export function loadBalancerIPsForFamily(service: Service, family: IPFamily): string[] {
   return service.loadBalancerIngress
     .filter((ing) => ing.ip !== "" && ing.ipMode !== "Proxy" && familyOfAddress(ing.ip) === family)
-    .map((ing) => ing.ip);
+    .map((ing) => canonicalIP(ing.ip));
 }
 
 /** loadBalancerSourceRanges of this family, trimmed (the API lets padding through) and with host bits cleared. */
