@@ -38,7 +38,7 @@ export function familiesOf(lists: AddressLists): LocalServiceFamily[] {
 }
 
 /** `base` with the overrides applied; address lists not given keep the base's. */
-export function withOverrides(base: LocalService, over: LocalServiceOverrides): LocalService {
+function withOverrides(base: LocalService, over: LocalServiceOverrides): LocalService {
   const { clusterIPs, externalIPs, loadBalancerIPs, sourceRanges, ...rest } = over;
   const families =
     rest.families ??
@@ -49,4 +49,21 @@ export function withOverrides(base: LocalService, over: LocalServiceOverrides): 
       sourceRanges: sourceRanges ?? acrossFamilies(base, "sourceRanges"),
     });
   return { ...base, ...rest, families };
+}
+
+/** A ClusterIP service "default/web" on 203.0.113.10, without ports, with the overrides applied. */
+export function localService(over: LocalServiceOverrides = {}): LocalService {
+  const base: LocalService = {
+    namespace: "default",
+    name: "web",
+    type: "ClusterIP",
+    families: familiesOf({ clusterIPs: ["203.0.113.10"] }),
+    sessionAffinitySeconds: 0,
+    internalTrafficPolicy: "Cluster",
+    externalTrafficPolicy: "Cluster",
+    healthCheckNodePort: 0,
+    localReadyEndpoints: 0,
+    ports: [],
+  };
+  return withOverrides(base, over);
 }

@@ -7,7 +7,7 @@ import type {
   LocalState,
   LocalStateFeed,
 } from "../../../src/model/local.ts";
-import { familiesOf, type LocalServiceOverrides, withOverrides } from "../../support/local-service.ts";
+import { type LocalServiceOverrides, localService } from "../../support/local-service.ts";
 
 export function endpoint(ip: string, port: number, over: Partial<LocalEndpoint> = {}): LocalEndpoint {
   return { ip, port, local: false, ready: true, serving: true, terminating: false, ...over };
@@ -29,19 +29,12 @@ export function servicePort(over: Partial<LocalServicePort> = {}): LocalServiceP
 }
 
 export function service(name: string, over: LocalServiceOverrides = {}): LocalService {
-  const base: LocalService = {
-    namespace: "default",
+  return localService({
     name,
-    type: "ClusterIP",
-    families: familiesOf({ clusterIPs: ["198.51.100.10"] }),
-    sessionAffinitySeconds: 0,
-    internalTrafficPolicy: "Cluster",
-    externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
-    localReadyEndpoints: 0,
+    clusterIPs: ["198.51.100.10"],
     ports: [servicePort({ internalEndpoints: [endpoint("192.0.2.1", 8080)] })],
-  };
-  return withOverrides(base, over);
+    ...over,
+  });
 }
 
 export function localState(node: string, revision: number, services: readonly LocalService[]): LocalState {

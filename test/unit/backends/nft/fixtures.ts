@@ -7,7 +7,7 @@ import type {
   LocalServicePort,
   LocalState,
 } from "../../../../src/model/local.ts";
-import { familiesOf, type LocalServiceOverrides, withOverrides } from "../../../support/local-service.ts";
+import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
 
 export function ep(ip: string, port = 8080, over: Partial<LocalEndpoint> = {}): LocalEndpoint {
   return { ip, port, local: false, ready: true, serving: true, terminating: false, ...over };
@@ -29,19 +29,7 @@ export function port(over: Partial<LocalServicePort> = {}): LocalServicePort {
 }
 
 export function service(over: LocalServiceOverrides = {}): LocalService {
-  const base: LocalService = {
-    namespace: "default",
-    name: "web",
-    type: "ClusterIP",
-    families: familiesOf({ clusterIPs: ["203.0.113.10"] }),
-    sessionAffinitySeconds: 0,
-    internalTrafficPolicy: "Cluster",
-    externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
-    localReadyEndpoints: 0,
-    ports: [port()],
-  };
-  return withOverrides(base, over);
+  return localService({ ports: [port()], ...over });
 }
 
 export function state(

@@ -7,7 +7,7 @@ import type {
   LocalState,
 } from "../../../../src/model/local.ts";
 import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
-import { familiesOf, type LocalServiceOverrides, withOverrides } from "../../../support/local-service.ts";
+import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
 
 const ep = (ip: string, port: number): LocalEndpoint => ({
   ip,
@@ -31,21 +31,7 @@ const port = (overrides: Partial<LocalServicePort> = {}): LocalServicePort => ({
 });
 
 const service = (namespace: string, name: string, overrides: LocalServiceOverrides = {}): LocalService =>
-  withOverrides(
-    {
-      namespace,
-      name,
-      type: "ClusterIP",
-      families: familiesOf({ clusterIPs: ["203.0.113.10"] }),
-      sessionAffinitySeconds: 0,
-      internalTrafficPolicy: "Cluster",
-      externalTrafficPolicy: "Cluster",
-      healthCheckNodePort: 0,
-      localReadyEndpoints: 0,
-      ports: [port()],
-    },
-    overrides,
-  );
+  localService({ namespace, name, ports: [port()], ...overrides });
 
 const state = (...services: LocalService[]): LocalState => ({
   node: "node-1",
