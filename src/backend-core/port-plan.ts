@@ -18,7 +18,6 @@ import { cidrContains } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
 import {
   hasSourceRanges,
-  type LocalEndpoint,
   type LocalService,
   type LocalServiceFamily,
   type LocalServicePort,
@@ -61,10 +60,6 @@ interface AllowList {
 interface ServicePlan {
   readonly clusterIP: string;
   readonly ports: readonly PortPlan[];
-}
-
-function endpointsOf(eps: readonly LocalEndpoint[], family: IPFamily): PlanEndpoint[] {
-  return ofFamily(eps, family);
 }
 
 function sameEndpoints(a: readonly PlanEndpoint[], b: readonly PlanEndpoint[]): boolean {
@@ -115,8 +110,8 @@ function planPort(
   node: NodeAddresses,
   shared: ReturnType<typeof sharedByPorts>,
 ) {
-  const internal = endpointsOf(port.internalEndpoints, family);
-  const external = endpointsOf(port.externalEndpoints, family);
+  const internal: PlanEndpoint[] = ofFamily(port.internalEndpoints, family);
+  const external: PlanEndpoint[] = ofFamily(port.externalEndpoints, family);
   const served = port.endpointFamilies.includes(family);
   const local = svc.externalTrafficPolicy === "Local";
   const nodePort = node.nodePortCIDRs.length > 0 ? port.nodePort : 0;

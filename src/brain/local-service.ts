@@ -1,5 +1,6 @@
 // One Service and its EndpointSlices → what this node programs for it. Each family is computed
-// on its own, as kube-proxy runs one proxier per family, and the results are concatenated.
+// on its own, as kube-proxy runs one proxier per family: the addresses stay per family, the
+// endpoints of a port are concatenated.
 
 import type { EndpointSlice } from "../model/kube.ts";
 import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";

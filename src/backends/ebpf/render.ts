@@ -28,7 +28,7 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
   const groups: RenderedGroup[] = [];
   for (const port of svc.ports) {
     if (port.protocol === "SCTP") continue; // sock_addr hooks see TCP and UDP only
-    // A family the Service does not have: nothing of it is in this family (kube-proxy's per-family proxier).
+    // Only the families the Service has a cluster IP in carry it (kube-proxy's per-family proxier).
     for (const { family, clusterIP, externalIPs, loadBalancerIPs } of svc.families) {
       const base = `${port.protocol}/${port.port}/${family}`;
       const addr = (ips: readonly string[], p: number) =>

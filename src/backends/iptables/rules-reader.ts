@@ -60,8 +60,8 @@ export class IptablesRulesReader implements RulesReader {
     const drift: { object: string; expected: string; found: string }[] = [];
     for (const cfg of this.#families) {
       const rules = serviceRules(service, cfg);
-      if (rules.clusterIPs.length === 0) continue;
       const own = serviceFamily(service, cfg.family);
+      if (own === undefined || rules.clusterIPs.length === 0) continue;
       const [nat, filter] = await Promise.all([
         this.#table(cfg.family, "nat"),
         this.#table(cfg.family, "filter"),
@@ -82,9 +82,7 @@ export class IptablesRulesReader implements RulesReader {
       // The shared chains' rules for this Service: those naming its addresses or its chains.
       const mine = (rule: string) =>
         rules.clusterIPs.some((ip) => rule.includes(` ${ip}/`)) ||
-        [...(own?.externalIPs ?? []), ...(own?.loadBalancerIPs ?? [])].some((ip) =>
-          rule.includes(` ${ip}/`),
-        ) ||
+        [...own.externalIPs, ...own.loadBalancerIPs].some((ip) => rule.includes(` ${ip}/`)) ||
         [...rules.chains.keys()].some((c) => rule.endsWith(` ${c}`)) ||
         service.ports.some((p) => p.nodePort > 0 && rule.includes(`--dport ${p.nodePort} `));
       const shared: [string, SavedTable | undefined, readonly string[]][] = [
