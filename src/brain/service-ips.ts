@@ -7,6 +7,9 @@ import type { IPFamily, Service } from "../model/kube.ts";
 
 const FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
 
+/** Most Services have no external IP, LB IP or source range: one empty list serves them all. */
+const NONE: readonly string[] = Object.freeze([]);
+
 /**
  * The cluster IP of this family, or "" when the service has none in it. spec.clusterIPs is read
  * by the index of the family in spec.ipFamilies; a service without ipFamilies (written by an
@@ -26,7 +29,8 @@ export function servedFamilies(service: Service): IPFamily[] {
   return order.filter((family) => clusterIPForFamily(service, family) !== "");
 }
 
-export function externalIPsForFamily(service: Service, family: IPFamily): string[] {
+export function externalIPsForFamily(service: Service, family: IPFamily): readonly string[] {
+  if (service.externalIPs.length === 0) return NONE;
   return service.externalIPs.filter((ip) => familyOfAddress(ip) === family).map(canonicalIP);
 }
 
@@ -35,14 +39,16 @@ export function externalIPsForFamily(service: Service, family: IPFamily): string
  * balancer delivers to the node IP and node port, so the ingress IP gets no rules; hostname-only
  * ingress points have nothing to program either.
  */
-export function loadBalancerIPsForFamily(service: Service, family: IPFamily): string[] {
+export function loadBalancerIPsForFamily(service: Service, family: IPFamily): readonly string[] {
+  if (service.loadBalancerIngress.length === 0) return NONE;
   return service.loadBalancerIngress
     .filter((ing) => ing.ip !== "" && ing.ipMode !== "Proxy" && familyOfAddress(ing.ip) === family)
     .map((ing) => canonicalIP(ing.ip));
 }
 
 /** loadBalancerSourceRanges of this family, trimmed (the API lets padding through) and with host bits cleared. */
-export function sourceRangesForFamily(service: Service, family: IPFamily): string[] {
+export function sourceRangesForFamily(service: Service, family: IPFamily): readonly string[] {
+  if (service.loadBalancerSourceRanges.length === 0) return NONE;
   const out: string[] = [];
   for (const raw of service.loadBalancerSourceRanges) {
     const cidr = parseCidr(raw.trim());
