@@ -30,10 +30,9 @@ function svc(i: number, generation = 0): LocalService {
     namespace: "bench",
     name: `svc-${i}`,
     type: etpLocal ? "NodePort" : "ClusterIP",
-    clusterIPs: [ipOf(10, i)],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
+    families: [
+      { family: "IPv4", clusterIP: ipOf(10, i), externalIPs: [], loadBalancerIPs: [], sourceRanges: [] },
+    ],
     sessionAffinitySeconds: kind === 0 ? 10_800 : 0,
     internalTrafficPolicy: "Cluster",
     externalTrafficPolicy: etpLocal ? "Local" : "Cluster",

@@ -27,10 +27,9 @@ export function clusterIPService(spec: BenchServiceSpec): LocalService {
     namespace: "bench",
     name: spec.name,
     type: "ClusterIP",
-    clusterIPs: [spec.clusterIP],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
+    families: [
+      { family: "IPv4", clusterIP: spec.clusterIP, externalIPs: [], loadBalancerIPs: [], sourceRanges: [] },
+    ],
     sessionAffinitySeconds: 0,
     internalTrafficPolicy: "Cluster",
     externalTrafficPolicy: "Cluster",

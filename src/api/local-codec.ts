@@ -3,12 +3,23 @@
 // family, unlike kpng's pod name, so a dual-stack pod gives two values that never collide.
 
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import { canonicalIP, familyOf } from "../model/ip.ts";
 import type { IPFamily, Protocol as KubeProtocol, ServiceType } from "../model/kube.ts";
-import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
-import { compareEndpoints } from "../model/order.ts";
+import {
+  acrossFamilies,
+  clusterIPsOf,
+  hasSourceRanges,
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServiceFamily,
+  type LocalServicePort,
+  serviceFamily,
+} from "../model/local.ts";
+import { compareAddresses, compareEndpoints } from "../model/order.ts";
 import {
   Endpoint,
   type EndpointPortScope,
+  type IPSet,
   type PortMapping,
   Protocol,
   Service,
@@ -40,15 +51,19 @@ function encodeServiceValue(svc: LocalService): Service {
     Labels: {},
     Annotations: {},
     IPs: {
-      ClusterIPs: toIPSet(svc.clusterIPs),
-      ExternalIPs: toIPSet(svc.externalIPs),
-      LoadBalancerIPs: toIPSet(svc.loadBalancerIPs),
-      Headless: svc.clusterIPs.length === 0,
+      ClusterIPs: familySet(svc, (f) => [f.clusterIP]),
+      ExternalIPs: familySet(svc, (f) => f.externalIPs),
+      LoadBalancerIPs: familySet(svc, (f) => f.loadBalancerIPs),
+      Headless: svc.families.length === 0,
     },
-    IPFilters:
-      svc.sourceRanges.length === 0
-        ? []
-        : [{ TargetIPs: toIPSet(svc.loadBalancerIPs), SourceRanges: [...svc.sourceRanges] }],
+    IPFilters: hasSourceRanges(svc)
+      ? [
+          {
+            TargetIPs: familySet(svc, (f) => f.loadBalancerIPs),
+            SourceRanges: acrossFamilies(svc, "sourceRanges"),
+          },
+        ]
+      : [],
     MapIP: false,
     Ports: svc.ports.map(encodePort),
     ExternalTrafficToLocal: svc.externalTrafficPolicy === "Local",
@@ -59,10 +74,19 @@ function encodeServiceValue(svc: LocalService): Service {
         : undefined,
     HealthCheckNodePort: svc.healthCheckNodePort,
     LocalReadyEndpoints: svc.localReadyEndpoints,
-    ClusterIPsOrdered: [...svc.clusterIPs],
-    ExternalIPsOrdered: [...svc.externalIPs],
-    LoadBalancerIPsOrdered: [...svc.loadBalancerIPs],
+    ClusterIPsOrdered: clusterIPsOf(svc),
+    ExternalIPsOrdered: acrossFamilies(svc, "externalIPs"),
+    LoadBalancerIPsOrdered: acrossFamilies(svc, "loadBalancerIPs"),
   };
+}
+
+/** Addresses of the service's families as an IPSet: each family in address order, each address once. */
+function familySet(svc: LocalService, pick: (f: LocalServiceFamily) => readonly string[]): IPSet {
+  const sorted = (family: IPFamily) => {
+    const f = serviceFamily(svc, family);
+    return f === undefined ? [] : [...new Set(pick(f))].sort(compareAddresses);
+  };
+  return { V4: sorted("IPv4"), V6: sorted("IPv6") };
 }
 
 function encodePort(port: LocalServicePort): PortMapping {
@@ -167,16 +191,11 @@ export function decodeLocalService(service: Service, endpoints: Iterable<Endpoin
   if (!serviceTypes.has(service.Type)) throw new Error(`unknown service type "${service.Type}"`);
   const eps = [...endpoints];
   const ports = service.Ports.map((port) => decodePort(port, eps));
-  const ordered = (list: readonly string[], set: Parameters<typeof ipSetAll>[0]) =>
-    list.length > 0 ? [...list] : ipSetAll(set);
   return {
     namespace: service.Namespace,
     name: service.Name,
     type: service.Type as ServiceType,
-    clusterIPs: ordered(service.ClusterIPsOrdered, service.IPs?.ClusterIPs),
-    externalIPs: ordered(service.ExternalIPsOrdered, service.IPs?.ExternalIPs),
-    loadBalancerIPs: ordered(service.LoadBalancerIPsOrdered, service.IPs?.LoadBalancerIPs),
-    sourceRanges: service.IPFilters.flatMap((f) => f.SourceRanges),
+    families: decodeFamilies(service),
     sessionAffinitySeconds:
       service.SessionAffinity?.$case === "ClientIP" ? service.SessionAffinity.value.TimeoutSeconds : 0,
     internalTrafficPolicy: service.InternalTrafficToLocal ? "Local" : "Cluster",
@@ -187,14 +206,43 @@ export function decodeLocalService(service: Service, endpoints: Iterable<Endpoin
   };
 }
 
+/**
+ * The wire's addresses split by family, canonical: one family per cluster IP, primary first (the
+ * ordered lists carry the order; an older server sends only the sets, IPv4 first).
+ */
+function decodeFamilies(service: Service): LocalServiceFamily[] {
+  const ordered = (list: readonly string[], set: IPSet | undefined) =>
+    list.length > 0 ? list : ipSetAll(set);
+  const addressesOf = (list: readonly string[], family: IPFamily) =>
+    list.filter((ip) => familyOf(ip) === family).map(canonicalIP);
+  const externalIPs = ordered(service.ExternalIPsOrdered, service.IPs?.ExternalIPs);
+  const loadBalancerIPs = ordered(service.LoadBalancerIPsOrdered, service.IPs?.LoadBalancerIPs);
+  const sourceRanges = service.IPFilters.flatMap((f) => f.SourceRanges);
+  const families: LocalServiceFamily[] = [];
+  for (const ip of ordered(service.ClusterIPsOrdered, service.IPs?.ClusterIPs)) {
+    const family = familyOf(ip);
+    if (family === undefined) throw new Error(`cluster IP "${ip}" is not an IP address`);
+    if (families.some((f) => f.family === family)) continue;
+    families.push({
+      family,
+      clusterIP: canonicalIP(ip),
+      externalIPs: addressesOf(externalIPs, family),
+      loadBalancerIPs: addressesOf(loadBalancerIPs, family),
+      sourceRanges: sourceRanges.filter((cidr) => familyOf(cidr) === family),
+    });
+  }
+  return families;
+}
+
 function decodePort(port: PortMapping, endpoints: readonly Endpoint[]): LocalServicePort {
   const protocol = protocolFromWire.get(port.Protocol);
   if (protocol === undefined) throw new Error(`port "${port.Name}": unknown protocol ${port.Protocol}`);
   const internal: LocalEndpoint[] = [];
   const external: LocalEndpoint[] = [];
   for (const ep of endpoints) {
-    const ip = ep.IPs?.V4[0] ?? ep.IPs?.V6[0];
-    if (ip === undefined) continue;
+    const raw = ep.IPs?.V4[0] ?? ep.IPs?.V6[0];
+    if (raw === undefined) continue;
+    const ip = canonicalIP(raw);
     for (const scope of ep.PortScopes) {
       if (scope.Name !== port.Name) continue;
       const local: LocalEndpoint = {

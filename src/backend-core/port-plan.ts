@@ -14,9 +14,16 @@
 //   when a range holds one of the node's IPs (traffic the node sends to its own VIP);
 // - ClientIP session affinity.
 
-import { canonicalIP, cidrContains } from "../model/ip.ts";
+import { cidrContains } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
-import { type LocalEndpoint, type LocalService, type LocalServicePort, ofFamily } from "../model/local.ts";
+import {
+  hasSourceRanges,
+  type LocalService,
+  type LocalServiceFamily,
+  type LocalServicePort,
+  ofFamily,
+  serviceFamily,
+} from "../model/local.ts";
 import type { NodeAddresses } from "./family-settings.ts";
 
 type PlanProtocol = "tcp" | "udp" | "sctp";
@@ -55,21 +62,6 @@ interface ServicePlan {
   readonly ports: readonly PortPlan[];
 }
 
-function endpointsOf(eps: readonly LocalEndpoint[], family: IPFamily): PlanEndpoint[] {
-  const out: PlanEndpoint[] = ofFamily(eps, family);
-  // The brain's addresses are canonical already: only another spelling costs a copy.
-  for (let i = 0; i < out.length; i++) {
-    const ep = out[i] as PlanEndpoint;
-    const ip = canonicalIP(ep.ip);
-    if (ip !== ep.ip) out[i] = { ...ep, ip };
-  }
-  return out;
-}
-
-function addressesOf(ips: readonly string[], family: IPFamily): string[] {
-  return ofFamily(ips, family).map(canonicalIP);
-}
-
 function sameEndpoints(a: readonly PlanEndpoint[], b: readonly PlanEndpoint[]): boolean {
   return a.length === b.length && a.every((ep, i) => ep.ip === b[i]?.ip && ep.port === b[i]?.port);
 }
@@ -84,9 +76,9 @@ export function planService(
   node: NodeAddresses,
 ): ServicePlan | undefined {
   if (svc.type === "ExternalName") return undefined;
-  const clusterIP = ofFamily(svc.clusterIPs, family)[0];
-  if (clusterIP === undefined) return undefined;
-  const shared = sharedByPorts(svc, canonicalIP(clusterIP), family, node);
+  const addresses = serviceFamily(svc, family);
+  if (addresses === undefined) return undefined;
+  const shared = sharedByPorts(svc, addresses, node);
   return {
     clusterIP: shared.clusterIP,
     ports: svc.ports.map((port) => planPort(svc, port, family, node, shared)),
@@ -94,9 +86,8 @@ export function planService(
 }
 
 /** What every port of a Service has in common in one family. */
-function sharedByPorts(svc: LocalService, clusterIP: string, family: IPFamily, node: NodeAddresses) {
-  const externalIPs = addressesOf(svc.externalIPs, family);
-  const loadBalancerIPs = addressesOf(svc.loadBalancerIPs, family);
+function sharedByPorts(svc: LocalService, addresses: LocalServiceFamily, node: NodeAddresses) {
+  const { clusterIP, externalIPs, loadBalancerIPs } = addresses;
   const clusterMasquerade: ClusterMasquerade = node.masqueradeAll
     ? "all"
     : node.podCIDRs.length > 0
@@ -107,10 +98,7 @@ function sharedByPorts(svc: LocalService, clusterIP: string, family: IPFamily, n
     externalIPs,
     loadBalancerIPs,
     externalAddresses: [...externalIPs, ...loadBalancerIPs],
-    allowList:
-      loadBalancerIPs.length > 0 && svc.sourceRanges.length > 0
-        ? allowListOf(svc.sourceRanges, loadBalancerIPs, family, node)
-        : undefined,
+    allowList: loadBalancerIPs.length > 0 && hasSourceRanges(svc) ? allowListOf(addresses, node) : undefined,
     clusterMasquerade,
   };
 }
@@ -122,8 +110,8 @@ function planPort(
   node: NodeAddresses,
   shared: ReturnType<typeof sharedByPorts>,
 ) {
-  const internal = endpointsOf(port.internalEndpoints, family);
-  const external = endpointsOf(port.externalEndpoints, family);
+  const internal: PlanEndpoint[] = ofFamily(port.internalEndpoints, family);
+  const external: PlanEndpoint[] = ofFamily(port.externalEndpoints, family);
   const served = port.endpointFamilies.includes(family);
   const local = svc.externalTrafficPolicy === "Local";
   const nodePort = node.nodePortCIDRs.length > 0 ? port.nodePort : 0;
@@ -177,13 +165,7 @@ function planPort(
 /** One Service port in one family: everything a renderer writes down for it. */
 export type PortPlan = ReturnType<typeof planPort>;
 
-function allowListOf(
-  ranges: readonly string[],
-  loadBalancerIPs: readonly string[],
-  family: IPFamily,
-  node: NodeAddresses,
-): AllowList {
-  const sourceRanges = ofFamily(ranges, family);
+function allowListOf({ sourceRanges, loadBalancerIPs }: LocalServiceFamily, node: NodeAddresses): AllowList {
   const holdsNode = sourceRanges.some((r) => node.nodeIPs.some((ip) => cidrContains(r, ip)));
   return { sourceRanges, loadBalancerIPs: holdsNode ? loadBalancerIPs : [] };
 }

@@ -1,7 +1,7 @@
 // Structural equality of computed LocalServices: how the tracker decides that nothing changed
 // for this node, so it can keep the old object and the old revision.
 
-import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
+import type { LocalEndpoint, LocalService, LocalServiceFamily, LocalServicePort } from "../model/local.ts";
 
 function sameList<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean): boolean {
   if (a === b) return true;
@@ -41,6 +41,16 @@ function samePort(a: LocalServicePort, b: LocalServicePort): boolean {
   );
 }
 
+function sameFamily(a: LocalServiceFamily, b: LocalServiceFamily): boolean {
+  return (
+    a.family === b.family &&
+    a.clusterIP === b.clusterIP &&
+    sameList(a.externalIPs, b.externalIPs, sameValue) &&
+    sameList(a.loadBalancerIPs, b.loadBalancerIPs, sameValue) &&
+    sameList(a.sourceRanges, b.sourceRanges, sameValue)
+  );
+}
+
 export function sameLocalService(a: LocalService, b: LocalService): boolean {
   return (
     a === b ||
@@ -52,10 +62,7 @@ export function sameLocalService(a: LocalService, b: LocalService): boolean {
       a.externalTrafficPolicy === b.externalTrafficPolicy &&
       a.healthCheckNodePort === b.healthCheckNodePort &&
       a.localReadyEndpoints === b.localReadyEndpoints &&
-      sameList(a.clusterIPs, b.clusterIPs, sameValue) &&
-      sameList(a.externalIPs, b.externalIPs, sameValue) &&
-      sameList(a.loadBalancerIPs, b.loadBalancerIPs, sameValue) &&
-      sameList(a.sourceRanges, b.sourceRanges, sameValue) &&
+      sameList(a.families, b.families, sameFamily) &&
       sameList(a.ports, b.ports, samePort))
   );
 }

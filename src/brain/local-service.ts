@@ -1,9 +1,10 @@
 // One Service and its EndpointSlices → what this node programs for it. Each family is computed
-// on its own, as kube-proxy runs one proxier per family, and the results are concatenated.
+// on its own, as kube-proxy runs one proxier per family: the addresses stay per family, the
+// endpoints of a port are concatenated.
 
 import type { EndpointSlice } from "../model/kube.ts";
 import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";
-import type { LocalEndpoint, LocalService, LocalServicePort } from "../model/local.ts";
+import type { LocalEndpoint, LocalService, LocalServiceFamily, LocalServicePort } from "../model/local.ts";
 import { compareEndpoints } from "../model/order.ts";
 import { categorizeEndpoints, isLocal, type PortPolicy } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
@@ -23,9 +24,7 @@ export interface NodeView {
 
 /** What one family contributes to a service: its addresses and its merged endpoints. */
 interface FamilyView {
-  readonly family: IPFamily;
-  readonly externalIPs: readonly string[];
-  readonly loadBalancerIPs: readonly string[];
+  readonly addresses: LocalServiceFamily;
   readonly endpoints: ReadonlyMap<string, EndpointInfo[]>;
 }
 
@@ -89,7 +88,7 @@ function computePort(
   const endpointFamilies: IPFamily[] = [];
   for (const view of families) {
     const endpoints = view.endpoints.get(portKey(port.name, port.protocol)) ?? [];
-    const { internalLocal, externalLocal, portExternal, policy } = portTraffic(service, port, view);
+    const { internalLocal, externalLocal, portExternal, policy } = portTraffic(service, port, view.addresses);
     const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = categorizeEndpoints(
       endpoints,
       policy,
@@ -101,7 +100,7 @@ function computePort(
       for (const ep of externalLocal ? localEndpoints : clusterEndpoints)
         external.push(toLocal(ep, node.name));
     }
-    if (hasAnyEndpoints) endpointFamilies.push(view.family);
+    if (hasAnyEndpoints) endpointFamilies.push(view.addresses.family);
   }
   if (families.length > 1) {
     internal.sort(compareEndpoints);
@@ -163,9 +162,13 @@ export function computeLocalService(
   if (served.length === 0) return undefined;
   const serving = slicesInEffect(slices);
   const families: FamilyView[] = served.map((family) => ({
-    family,
-    externalIPs: externalIPsForFamily(service, family),
-    loadBalancerIPs: loadBalancerIPsForFamily(service, family),
+    addresses: {
+      family,
+      clusterIP: clusterIPForFamily(service, family),
+      externalIPs: externalIPsForFamily(service, family),
+      loadBalancerIPs: loadBalancerIPsForFamily(service, family),
+      sourceRanges: sourceRangesForFamily(service, family),
+    },
     endpoints: mergeEndpoints(serving, family),
   }));
   const healthChecked = service.type === "LoadBalancer" && service.externalTrafficPolicy === "Local";
@@ -173,10 +176,7 @@ export function computeLocalService(
     namespace: service.metadata.namespace,
     name: service.metadata.name,
     type: service.type,
-    clusterIPs: served.map((family) => clusterIPForFamily(service, family)),
-    externalIPs: families.flatMap((view) => view.externalIPs),
-    loadBalancerIPs: families.flatMap((view) => view.loadBalancerIPs),
-    sourceRanges: served.flatMap((family) => sourceRangesForFamily(service, family)),
+    families: families.map((view) => view.addresses),
     sessionAffinitySeconds:
       service.sessionAffinity === "ClientIP" ? service.sessionAffinityTimeoutSeconds : 0,
     internalTrafficPolicy: service.internalTrafficPolicy,

@@ -1,10 +1,14 @@
-// A Service's addresses for one IP family. kube-proxy runs one proxier per family, and each
-// looks only at its own family's addresses; these functions are that per-family view.
+// A Service's addresses for one IP family, canonical. kube-proxy runs one proxier per family, and
+// each looks only at its own family's addresses; these functions are that per-family view, and
+// the only place where a Service's addresses are split by family.
 
-import { familyOfAddress, parseCidr } from "../model/ip.ts";
+import { canonicalIP, familyOfAddress, parseCidr } from "../model/ip.ts";
 import type { IPFamily, Service } from "../model/kube.ts";
 
 const FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
+
+/** Most Services have no external IP, LB IP or source range: one empty list serves them all. */
+const NONE: readonly string[] = Object.freeze([]);
 
 /**
  * The cluster IP of this family, or "" when the service has none in it. spec.clusterIPs is read
@@ -12,11 +16,11 @@ const FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
  * older API server) falls back to spec.clusterIP when its family matches.
  */
 export function clusterIPForFamily(service: Service, family: IPFamily): string {
-  if (service.ipFamilies.length === 0) {
-    return familyOfAddress(service.clusterIP) === family ? service.clusterIP : "";
-  }
-  const ip = service.clusterIPs[service.ipFamilies.indexOf(family)] ?? "";
-  return familyOfAddress(ip) === family ? ip : "";
+  const ip =
+    service.ipFamilies.length === 0
+      ? service.clusterIP
+      : (service.clusterIPs[service.ipFamilies.indexOf(family)] ?? "");
+  return familyOfAddress(ip) === family ? canonicalIP(ip) : "";
 }
 
 /** The families in which the service has a cluster IP, primary (spec.ipFamilies order) first. */
@@ -25,8 +29,9 @@ export function servedFamilies(service: Service): IPFamily[] {
   return order.filter((family) => clusterIPForFamily(service, family) !== "");
 }
 
-export function externalIPsForFamily(service: Service, family: IPFamily): string[] {
-  return service.externalIPs.filter((ip) => familyOfAddress(ip) === family);
+export function externalIPsForFamily(service: Service, family: IPFamily): readonly string[] {
+  if (service.externalIPs.length === 0) return NONE;
+  return service.externalIPs.filter((ip) => familyOfAddress(ip) === family).map(canonicalIP);
 }
 
 /**
@@ -34,14 +39,16 @@ export function externalIPsForFamily(service: Service, family: IPFamily): string
  * balancer delivers to the node IP and node port, so the ingress IP gets no rules; hostname-only
  * ingress points have nothing to program either.
  */
-export function loadBalancerIPsForFamily(service: Service, family: IPFamily): string[] {
+export function loadBalancerIPsForFamily(service: Service, family: IPFamily): readonly string[] {
+  if (service.loadBalancerIngress.length === 0) return NONE;
   return service.loadBalancerIngress
     .filter((ing) => ing.ip !== "" && ing.ipMode !== "Proxy" && familyOfAddress(ing.ip) === family)
-    .map((ing) => ing.ip);
+    .map((ing) => canonicalIP(ing.ip));
 }
 
 /** loadBalancerSourceRanges of this family, trimmed (the API lets padding through) and with host bits cleared. */
-export function sourceRangesForFamily(service: Service, family: IPFamily): string[] {
+export function sourceRangesForFamily(service: Service, family: IPFamily): readonly string[] {
+  if (service.loadBalancerSourceRanges.length === 0) return NONE;
   const out: string[] = [];
   for (const raw of service.loadBalancerSourceRanges) {
     const cidr = parseCidr(raw.trim());

@@ -37,17 +37,26 @@ export interface LocalServicePort {
   readonly externalEndpoints: readonly LocalEndpoint[];
 }
 
+/**
+ * A Service's addresses in one IP family, canonical: what that family's rules program (kube-proxy
+ * runs one proxier per family, and each sees only these).
+ */
+export interface LocalServiceFamily {
+  readonly family: IPFamily;
+  readonly clusterIP: string;
+  readonly externalIPs: readonly string[];
+  /** Load-balancer ingress IPs with ipMode VIP or unset. */
+  readonly loadBalancerIPs: readonly string[];
+  /** loadBalancerSourceRanges of this family, trimmed and normalised. */
+  readonly sourceRanges: readonly string[];
+}
+
 export interface LocalService {
   readonly namespace: string;
   readonly name: string;
   readonly type: ServiceType;
-  /** One per family the service has, primary family first. */
-  readonly clusterIPs: readonly string[];
-  readonly externalIPs: readonly string[];
-  /** Load-balancer ingress IPs with ipMode VIP or unset. */
-  readonly loadBalancerIPs: readonly string[];
-  /** loadBalancerSourceRanges, trimmed and normalised; empty means every source is allowed. */
-  readonly sourceRanges: readonly string[];
+  /** One per family the service has a cluster IP in, primary family first. */
+  readonly families: readonly LocalServiceFamily[];
   /** ClientIP affinity timeout; 0 means no affinity. */
   readonly sessionAffinitySeconds: number;
   readonly internalTrafficPolicy: TrafficPolicy;
@@ -105,10 +114,35 @@ export function endpointString(ep: { readonly ip: string; readonly port: number 
   return ep.ip.includes(":") ? `[${ep.ip}]:${ep.port}` : `${ep.ip}:${ep.port}`;
 }
 
+/** The service's addresses in one family; undefined when it has no cluster IP there. */
+export function serviceFamily(svc: LocalService, family: IPFamily): LocalServiceFamily | undefined {
+  return svc.families.find((f) => f.family === family);
+}
+
 /**
- * The per-family view of the local model: the addresses, CIDRs or endpoints of a list that
- * belong to one family, in the list's order. A backend programming one family's table reads
- * its services through this, never by looking at the address text.
+ * Whether the service has loadBalancerSourceRanges in any family: then a family whose own list is
+ * empty allows no source at all.
+ */
+export function hasSourceRanges(svc: LocalService): boolean {
+  return svc.families.some((f) => f.sourceRanges.length > 0);
+}
+
+/** The addresses or ranges of a list over every family of the service, primary family first. */
+export function acrossFamilies(
+  svc: LocalService,
+  list: "externalIPs" | "loadBalancerIPs" | "sourceRanges",
+): string[] {
+  return svc.families.flatMap((f) => f[list]);
+}
+
+/** The service's cluster IPs, primary family first. */
+export function clusterIPsOf(svc: LocalService): string[] {
+  return svc.families.map((f) => f.clusterIP);
+}
+
+/**
+ * The addresses or CIDRs of a list that belong to one family, in the list's order: for host-side
+ * lists (node addresses, Service IP ranges). Service addresses come split by family already.
  */
 export function ofFamily<T extends string | { readonly ip: string }>(
   items: readonly T[],

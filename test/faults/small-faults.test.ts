@@ -53,7 +53,10 @@ describe("fault: smaller ones", () => {
     store.synced();
     await nextMacrotask();
     const web = tracker.state.services.get("default/web");
-    assert.deepEqual(web?.clusterIPs, ["2001:db8::a"]);
+    assert.deepEqual(
+      web?.families.map((f) => f.clusterIP),
+      ["2001:db8::a"],
+    );
     assert.deepEqual(
       web?.ports[0]?.internalEndpoints.map((e) => e.ip),
       ["2001:db8::c"],

@@ -5,8 +5,7 @@
 // the nft rules of the same process: drops (a Local policy without a local endpoint, an address
 // that no Service holds), load-balancer IPs with source ranges, SCTP.
 
-import type { IPFamily } from "../../model/kube.ts";
-import { type LocalEndpoint, type LocalService, ofFamily } from "../../model/local.ts";
+import { hasSourceRanges, type LocalEndpoint, type LocalService, ofFamily } from "../../model/local.ts";
 import { type Backend, type Frontend, MAX_BACKENDS_PER_SERVICE } from "./layout.ts";
 
 export interface RenderedGroup {
@@ -25,27 +24,24 @@ export interface RenderContext {
   readonly nodePortIPs: readonly string[];
 }
 
-const FAMILIES: readonly IPFamily[] = ["IPv4", "IPv6"];
-
 export function renderService(svc: LocalService, ctx: RenderContext): RenderedGroup[] {
   const groups: RenderedGroup[] = [];
   for (const port of svc.ports) {
     if (port.protocol === "SCTP") continue; // sock_addr hooks see TCP and UDP only
-    for (const family of FAMILIES) {
+    // Only the families the Service has a cluster IP in carry it (kube-proxy's per-family proxier).
+    for (const { family, clusterIP, externalIPs, loadBalancerIPs } of svc.families) {
       const base = `${port.protocol}/${port.port}/${family}`;
       const addr = (ips: readonly string[], p: number) =>
-        ofFamily(ips, family).map((ip) => ({ ip, port: p, protocol: port.protocol }));
-      // A family the Service does not have: nothing of it is in this family (kube-proxy's per-family proxier).
-      if (ofFamily(svc.clusterIPs, family).length === 0) continue;
+        ips.map((ip) => ({ ip, port: p, protocol: port.protocol }));
       const hasAny = port.endpointFamilies.includes(family);
-      const internal = group(`${base}/internal`, addr(svc.clusterIPs, port.port), port.internalEndpoints);
+      const internal = group(`${base}/internal`, addr([clusterIP], port.port), port.internalEndpoints);
       if (internal) groups.push(internal);
 
       const external: Frontend[] = [
-        ...addr(svc.externalIPs, port.port),
+        ...addr(externalIPs, port.port),
         // Load-balancer IPs with source ranges are filtered by the nft rules.
-        ...(svc.sourceRanges.length === 0 ? addr(svc.loadBalancerIPs, port.port) : []),
-        ...(port.nodePort > 0 ? addr(ctx.nodePortIPs, port.nodePort) : []),
+        ...(hasSourceRanges(svc) ? [] : addr(loadBalancerIPs, port.port)),
+        ...(port.nodePort > 0 ? addr(ofFamily(ctx.nodePortIPs, family), port.nodePort) : []),
       ];
       // Traffic from this node to an eTP Local address is known local: kube-proxy sends it to
       // the cluster-wide endpoints, which the internal list is.

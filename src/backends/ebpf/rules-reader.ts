@@ -28,7 +28,8 @@ function candidateFrontends(svc: LocalService, ctx: RenderContext): Frontend[] {
   for (const port of svc.ports) {
     const at = (ips: readonly string[], p: number) =>
       ips.map((ip) => ({ ip, port: p, protocol: port.protocol }));
-    out.push(...at([...svc.clusterIPs, ...svc.externalIPs, ...svc.loadBalancerIPs], port.port));
+    for (const f of svc.families)
+      out.push(...at([f.clusterIP, ...f.externalIPs, ...f.loadBalancerIPs], port.port));
     if (port.nodePort > 0) out.push(...at(ctx.nodePortIPs, port.nodePort));
   }
   return out;

@@ -6,7 +6,7 @@
 import type { FamilySettings } from "../../backend-core/family-settings.ts";
 import { parseIptablesSave, type SavedTable } from "../../host/iptables-save.ts";
 import type { IPFamily } from "../../model/kube.ts";
-import type { LocalService } from "../../model/local.ts";
+import { type LocalService, serviceFamily } from "../../model/local.ts";
 import type { RulesReader, RulesReport } from "../../plugin/rules-reader.ts";
 import { SHARED_CHAINS } from "./names.ts";
 import { serviceRules } from "./render-service.ts";
@@ -60,7 +60,8 @@ export class IptablesRulesReader implements RulesReader {
     const drift: { object: string; expected: string; found: string }[] = [];
     for (const cfg of this.#families) {
       const rules = serviceRules(service, cfg);
-      if (rules.clusterIPs.length === 0) continue;
+      const own = serviceFamily(service, cfg.family);
+      if (own === undefined || rules.clusterIPs.length === 0) continue;
       const [nat, filter] = await Promise.all([
         this.#table(cfg.family, "nat"),
         this.#table(cfg.family, "filter"),
@@ -81,7 +82,7 @@ export class IptablesRulesReader implements RulesReader {
       // The shared chains' rules for this Service: those naming its addresses or its chains.
       const mine = (rule: string) =>
         rules.clusterIPs.some((ip) => rule.includes(` ${ip}/`)) ||
-        [...service.externalIPs, ...service.loadBalancerIPs].some((ip) => rule.includes(` ${ip}/`)) ||
+        [...own.externalIPs, ...own.loadBalancerIPs].some((ip) => rule.includes(` ${ip}/`)) ||
         [...rules.chains.keys()].some((c) => rule.endsWith(` ${c}`)) ||
         service.ports.some((p) => p.nodePort > 0 && rule.includes(`--dport ${p.nodePort} `));
       const shared: [string, SavedTable | undefined, readonly string[]][] = [

@@ -61,9 +61,11 @@ export function staleEntryMatcher(state: LocalState): (e: CtEntry) => CtFilter |
       if (protocol === undefined) continue;
       const internal = p.internalEndpoints.map((e) => e.ip);
       const external = p.externalEndpoints.map((e) => e.ip);
-      for (const vip of svc.clusterIPs) allow(`${protocol} ${vip} ${p.port}`, internal);
-      for (const vip of [...svc.externalIPs, ...svc.loadBalancerIPs])
-        allow(`${protocol} ${vip} ${p.port}`, external);
+      for (const f of svc.families) {
+        allow(`${protocol} ${f.clusterIP} ${p.port}`, internal);
+        for (const vip of [...f.externalIPs, ...f.loadBalancerIPs])
+          allow(`${protocol} ${vip} ${p.port}`, external);
+      }
       if (p.nodePort > 0) allow(`${protocol} * ${p.nodePort}`, external);
     }
   }

@@ -6,7 +6,13 @@
 
 import { familyOf } from "../../model/ip.ts";
 import type { IPFamily } from "../../model/kube.ts";
-import type { LocalEndpoint, LocalService, LocalServicePort, LocalState } from "../../model/local.ts";
+import {
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServicePort,
+  type LocalState,
+  serviceFamily,
+} from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 
 type CtProtocol = "udp" | "sctp";
@@ -54,17 +60,15 @@ export function staleFilters(before: LocalState | undefined, after: LocalState):
       const keptExternal = ips(q?.externalEndpoints ?? []);
       for (const ip of ips(p.internalEndpoints)) {
         if (keptInternal.has(ip)) continue;
-        for (const vip of prev.clusterIPs) {
-          if (ctFamilyOf(vip) === ctFamilyOf(ip))
-            add({ family: ctFamilyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
-        }
+        const own = serviceFamily(prev, ctFamilyOf(ip));
+        if (own !== undefined)
+          add({ family: own.family, protocol, origDst: own.clusterIP, origDstPort: p.port, replySrc: ip });
       }
       for (const ip of ips(p.externalEndpoints)) {
         if (keptExternal.has(ip)) continue;
-        for (const vip of [...prev.externalIPs, ...prev.loadBalancerIPs]) {
-          if (ctFamilyOf(vip) === ctFamilyOf(ip))
-            add({ family: ctFamilyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
-        }
+        const own = serviceFamily(prev, ctFamilyOf(ip));
+        for (const vip of [...(own?.externalIPs ?? []), ...(own?.loadBalancerIPs ?? [])])
+          add({ family: ctFamilyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
         if (p.nodePort > 0) add({ family: ctFamilyOf(ip), protocol, origDstPort: p.nodePort, replySrc: ip });
       }
     }
@@ -74,16 +78,16 @@ export function staleFilters(before: LocalState | undefined, after: LocalState):
       if (protocol === undefined || next === undefined) continue;
       const p = findPort(prev, q);
       if (q.internalEndpoints.length > 0 && (p?.internalEndpoints.length ?? 0) === 0) {
-        for (const vip of next.clusterIPs)
-          add({ family: ctFamilyOf(vip), protocol, origDst: vip, origDstPort: q.port });
+        for (const { family, clusterIP } of next.families)
+          add({ family, protocol, origDst: clusterIP, origDstPort: q.port });
       }
       if (q.externalEndpoints.length > 0 && (p?.externalEndpoints.length ?? 0) === 0) {
-        for (const vip of [...next.externalIPs, ...next.loadBalancerIPs]) {
-          add({ family: ctFamilyOf(vip), protocol, origDst: vip, origDstPort: q.port });
+        for (const { family, externalIPs, loadBalancerIPs } of next.families) {
+          for (const vip of [...externalIPs, ...loadBalancerIPs])
+            add({ family, protocol, origDst: vip, origDstPort: q.port });
         }
         if (q.nodePort > 0) {
-          for (const family of new Set(next.clusterIPs.map(ctFamilyOf)))
-            add({ family, protocol, origDstPort: q.nodePort });
+          for (const { family } of next.families) add({ family, protocol, origDstPort: q.nodePort });
         }
       }
     }

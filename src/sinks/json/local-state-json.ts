@@ -2,6 +2,8 @@
 // document's shape and ordering are tested without a brain.
 
 import {
+  acrossFamilies,
+  clusterIPsOf,
   endpointString,
   type LocalService,
   type LocalServicePort,
@@ -23,8 +25,15 @@ export type LocalServicePortJson = Omit<LocalServicePort, "internalEndpoints" | 
   readonly externalEndpoints: readonly string[];
 };
 
-/** A service as printed: the model's service without its bookkeeping time, ports as above. */
-export type LocalServiceJson = Omit<LocalService, "endpointsChangedAt" | "ports"> & {
+/**
+ * A service as printed: the model's service without its bookkeeping time, its per-family
+ * addresses as one list each (primary family first), ports as above.
+ */
+export type LocalServiceJson = Omit<LocalService, "endpointsChangedAt" | "families" | "ports"> & {
+  readonly clusterIPs: readonly string[];
+  readonly externalIPs: readonly string[];
+  readonly loadBalancerIPs: readonly string[];
+  readonly sourceRanges: readonly string[];
   readonly ports: readonly LocalServicePortJson[];
 };
 
@@ -56,10 +65,10 @@ export function serviceToJson(s: LocalService): LocalServiceJson {
     namespace: s.namespace,
     name: s.name,
     type: s.type,
-    clusterIPs: [...s.clusterIPs],
-    externalIPs: [...s.externalIPs],
-    loadBalancerIPs: [...s.loadBalancerIPs],
-    sourceRanges: [...s.sourceRanges],
+    clusterIPs: clusterIPsOf(s),
+    externalIPs: acrossFamilies(s, "externalIPs"),
+    loadBalancerIPs: acrossFamilies(s, "loadBalancerIPs"),
+    sourceRanges: acrossFamilies(s, "sourceRanges"),
     sessionAffinitySeconds: s.sessionAffinitySeconds,
     internalTrafficPolicy: s.internalTrafficPolicy,
     externalTrafficPolicy: s.externalTrafficPolicy,

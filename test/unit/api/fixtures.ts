@@ -7,6 +7,7 @@ import type {
   LocalState,
   LocalStateFeed,
 } from "../../../src/model/local.ts";
+import { type LocalServiceOverrides, localService } from "../../support/local-service.ts";
 
 export function endpoint(ip: string, port: number, over: Partial<LocalEndpoint> = {}): LocalEndpoint {
   return { ip, port, local: false, ready: true, serving: true, terminating: false, ...over };
@@ -27,23 +28,13 @@ export function servicePort(over: Partial<LocalServicePort> = {}): LocalServiceP
   };
 }
 
-export function service(name: string, over: Partial<LocalService> = {}): LocalService {
-  return {
-    namespace: "default",
+export function service(name: string, over: LocalServiceOverrides = {}): LocalService {
+  return localService({
     name,
-    type: "ClusterIP",
     clusterIPs: ["198.51.100.10"],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
-    sessionAffinitySeconds: 0,
-    internalTrafficPolicy: "Cluster",
-    externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
-    localReadyEndpoints: 0,
     ports: [servicePort({ internalEndpoints: [endpoint("192.0.2.1", 8080)] })],
     ...over,
-  };
+  });
 }
 
 export function localState(node: string, revision: number, services: readonly LocalService[]): LocalState {

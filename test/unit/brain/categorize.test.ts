@@ -180,10 +180,9 @@ describe("sameLocalService", () => {
     namespace: "ns",
     name: "web",
     type: "ClusterIP",
-    clusterIPs: ["198.51.100.10"],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
+    families: [
+      { family: "IPv4", clusterIP: "198.51.100.10", externalIPs: [], loadBalancerIPs: [], sourceRanges: [] },
+    ],
     sessionAffinitySeconds: 0,
     internalTrafficPolicy: "Cluster",
     externalTrafficPolicy: "Cluster",
@@ -211,10 +210,7 @@ describe("sameLocalService", () => {
     namespace: "x",
     name: "x",
     type: "NodePort",
-    clusterIPs: ["198.51.100.11"],
-    externalIPs: ["192.0.2.1"],
-    loadBalancerIPs: ["192.0.2.2"],
-    sourceRanges: ["192.0.2.0/24"],
+    families: [],
     sessionAffinitySeconds: 5,
     internalTrafficPolicy: "Local",
     externalTrafficPolicy: "Local",
@@ -254,6 +250,19 @@ describe("sameLocalService", () => {
     assert.deepEqual(Object.keys(portChanges).sort(), Object.keys(port).sort());
     for (const [k, v] of Object.entries(portChanges))
       assert.equal(sameLocalService(base, { ...base, ports: [{ ...port, [k]: v }] }), false, k);
+  });
+  test("every per-family address field is compared", () => {
+    const f = base.families[0]!;
+    const familyChanges: Record<string, unknown> = {
+      family: "IPv6",
+      clusterIP: "198.51.100.11",
+      externalIPs: ["192.0.2.1"],
+      loadBalancerIPs: ["192.0.2.2"],
+      sourceRanges: ["192.0.2.0/24"],
+    };
+    assert.deepEqual(Object.keys(familyChanges).sort(), Object.keys(f).sort());
+    for (const [k, v] of Object.entries(familyChanges))
+      assert.equal(sameLocalService(base, { ...base, families: [{ ...f, [k]: v }] }), false, k);
   });
   test("every endpoint field is compared", () => {
     const e = port.internalEndpoints[0]!;

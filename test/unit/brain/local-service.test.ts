@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { computeLocalService, type NodeView } from "../../../src/brain/local-service.ts";
 import type { EndpointSlice, IPFamily, Service } from "../../../src/model/kube.ts";
+import { acrossFamilies, clusterIPsOf, type LocalServiceFamily } from "../../../src/model/local.ts";
 import { dualStack, endpointsOf, ep, slice, svc, THIS_NODE, terminating } from "./fixtures.ts";
 
 interface Expect {
@@ -10,6 +11,8 @@ interface Expect {
   readonly externalIPs?: string[];
   readonly loadBalancerIPs?: string[];
   readonly sourceRanges?: string[];
+  /** The addresses as the model holds them: per family, primary first. */
+  readonly addresses?: LocalServiceFamily[];
   readonly sessionAffinitySeconds?: number;
   readonly healthCheckNodePort?: number;
   readonly localReadyEndpoints?: number;
@@ -76,6 +79,39 @@ const rows: Row[] = [
       ipFamilies: ["IPv6", "IPv4"],
     }),
     expect: { clusterIPs: ["2001:db8::10", "198.51.100.10"] },
+  },
+  {
+    name: "dual-stack: each family holds its own addresses, canonical, primary family first",
+    service: dualStack({
+      type: "LoadBalancer",
+      clusterIP: "2001:DB8:0::10",
+      clusterIPs: ["2001:DB8:0::10", "198.51.100.10"],
+      ipFamilies: ["IPv6", "IPv4"],
+      externalIPs: ["192.0.2.5", "2001:db8:0:0::5"],
+      loadBalancerIngress: [
+        { ip: "2001:DB8::9", hostname: "", ipMode: undefined },
+        { ip: "192.0.2.9", hostname: "", ipMode: undefined },
+      ],
+      loadBalancerSourceRanges: ["192.0.2.0/24"],
+    }),
+    expect: {
+      addresses: [
+        {
+          family: "IPv6",
+          clusterIP: "2001:db8::10",
+          externalIPs: ["2001:db8::5"],
+          loadBalancerIPs: ["2001:db8::9"],
+          sourceRanges: [],
+        },
+        {
+          family: "IPv4",
+          clusterIP: "198.51.100.10",
+          externalIPs: ["192.0.2.5"],
+          loadBalancerIPs: ["192.0.2.9"],
+          sourceRanges: ["192.0.2.0/24"],
+        },
+      ],
+    },
   },
   // §1.2 per-port fields
   {
@@ -553,10 +589,11 @@ function check(row: Row): void {
   }
   assert.ok(local, "service should not be skipped");
   const port = e.port ?? 0;
-  if (e.clusterIPs) assert.deepEqual(local.clusterIPs, e.clusterIPs);
-  if (e.externalIPs) assert.deepEqual(local.externalIPs, e.externalIPs);
-  if (e.loadBalancerIPs) assert.deepEqual(local.loadBalancerIPs, e.loadBalancerIPs);
-  if (e.sourceRanges) assert.deepEqual(local.sourceRanges, e.sourceRanges);
+  if (e.clusterIPs) assert.deepEqual(clusterIPsOf(local), e.clusterIPs);
+  if (e.externalIPs) assert.deepEqual(acrossFamilies(local, "externalIPs"), e.externalIPs);
+  if (e.loadBalancerIPs) assert.deepEqual(acrossFamilies(local, "loadBalancerIPs"), e.loadBalancerIPs);
+  if (e.sourceRanges) assert.deepEqual(acrossFamilies(local, "sourceRanges"), e.sourceRanges);
+  if (e.addresses) assert.deepEqual(local.families, e.addresses);
   if (e.sessionAffinitySeconds !== undefined)
     assert.equal(local.sessionAffinitySeconds, e.sessionAffinitySeconds);
   if (e.healthCheckNodePort !== undefined) assert.equal(local.healthCheckNodePort, e.healthCheckNodePort);

@@ -2,11 +2,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { LocalService } from "../../../src/model/local.ts";
 import { type CtFilter, filterLine, staleFilters } from "../../../src/node/conntrack/stale.ts";
+import type { LocalServiceOverrides } from "../../support/local-service.ts";
 import { ep, port, service, state } from "../backends/nft/fixtures.ts";
 
 const udp = (over: Parameters<typeof port>[0] = {}) =>
   port({ name: "dns", protocol: "UDP", port: 53, ...over });
-const dns = (eps: string[], over: Partial<LocalService> = {}, nodePort = 0) =>
+const dns = (eps: string[], over: LocalServiceOverrides = {}, nodePort = 0) =>
   service({
     name: "dns",
     ports: [

@@ -53,7 +53,7 @@ describe("eBPF map writer", () => {
     assert.deepEqual(maps.calls, ["update backends 1", "update services 1", "delete backends 2"]);
     const value = decodeServiceValue(
       maps.maps.services.get(
-        encodeFrontend({ ip: moved.clusterIPs[0]!, port: 80, protocol: "TCP" }).toString("hex"),
+        encodeFrontend({ ip: moved.families[0]!.clusterIP, port: 80, protocol: "TCP" }).toString("hex"),
       )!,
     );
     assert.equal(value.count, 1);

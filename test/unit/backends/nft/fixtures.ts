@@ -7,6 +7,7 @@ import type {
   LocalServicePort,
   LocalState,
 } from "../../../../src/model/local.ts";
+import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
 
 export function ep(ip: string, port = 8080, over: Partial<LocalEndpoint> = {}): LocalEndpoint {
   return { ip, port, local: false, ready: true, serving: true, terminating: false, ...over };
@@ -27,23 +28,8 @@ export function port(over: Partial<LocalServicePort> = {}): LocalServicePort {
   };
 }
 
-export function service(over: Partial<LocalService> = {}): LocalService {
-  return {
-    namespace: "default",
-    name: "web",
-    type: "ClusterIP",
-    clusterIPs: ["203.0.113.10"],
-    externalIPs: [],
-    loadBalancerIPs: [],
-    sourceRanges: [],
-    sessionAffinitySeconds: 0,
-    internalTrafficPolicy: "Cluster",
-    externalTrafficPolicy: "Cluster",
-    healthCheckNodePort: 0,
-    localReadyEndpoints: 0,
-    ports: [port()],
-    ...over,
-  };
+export function service(over: LocalServiceOverrides = {}): LocalService {
+  return localService({ ports: [port()], ...over });
 }
 
 export function state(

@@ -7,6 +7,7 @@ import type {
   LocalState,
 } from "../../../../src/model/local.ts";
 import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
+import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
 
 const ep = (ip: string, port: number): LocalEndpoint => ({
   ip,
@@ -29,22 +30,8 @@ const port = (overrides: Partial<LocalServicePort> = {}): LocalServicePort => ({
   ...overrides,
 });
 
-const service = (namespace: string, name: string, overrides: Partial<LocalService> = {}): LocalService => ({
-  namespace,
-  name,
-  type: "ClusterIP",
-  clusterIPs: ["203.0.113.10"],
-  externalIPs: [],
-  loadBalancerIPs: [],
-  sourceRanges: [],
-  sessionAffinitySeconds: 0,
-  internalTrafficPolicy: "Cluster",
-  externalTrafficPolicy: "Cluster",
-  healthCheckNodePort: 0,
-  localReadyEndpoints: 0,
-  ports: [port()],
-  ...overrides,
-});
+const service = (namespace: string, name: string, overrides: LocalServiceOverrides = {}): LocalService =>
+  localService({ namespace, name, ports: [port()], ...overrides });
 
 const state = (...services: LocalService[]): LocalState => ({
   node: "node-1",

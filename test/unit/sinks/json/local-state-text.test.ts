@@ -9,6 +9,7 @@ import type {
 import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
 import { localStateText } from "../../../../src/sinks/json/local-state-text.ts";
 import { jsonDocument } from "../../../../src/sinks/json/write.ts";
+import { familiesOf } from "../../../support/local-service.ts";
 
 const ep = (ip: string, port: number): LocalEndpoint => ({
   ip,
@@ -34,10 +35,11 @@ function service(i: number, shape: number): LocalService {
     namespace: `ns-${i % 7}`,
     name: i % 11 === 0 ? `svc-\u00e9\\${i}` : `svc-${i}`,
     type: shape % 3 === 0 ? "NodePort" : "ClusterIP",
-    clusterIPs: shape % 2 === 0 ? [`172.30.0.${i % 250}`, "fd00::1"] : [`172.30.0.${i % 250}`],
-    externalIPs: shape % 6 === 0 ? ["192.0.2.1"] : [],
-    loadBalancerIPs: [],
-    sourceRanges: shape % 7 === 0 ? ["192.0.2.0/24", "2001:db8::/64"] : [],
+    families: familiesOf({
+      clusterIPs: shape % 2 === 0 ? [`172.30.0.${i % 250}`, "fd00::1"] : [`172.30.0.${i % 250}`],
+      externalIPs: shape % 6 === 0 ? ["192.0.2.1"] : [],
+      sourceRanges: shape % 7 === 0 ? ["192.0.2.0/24", "2001:db8::/64"] : [],
+    }),
     sessionAffinitySeconds: shape % 5 === 0 ? 10800 : 0,
     internalTrafficPolicy: "Cluster",
     externalTrafficPolicy: shape % 2 === 0 ? "Local" : "Cluster",
