@@ -10,7 +10,6 @@
 
 import type { Clock } from "../model/clock.ts";
 import { systemClock } from "../model/clock.ts";
-import { familyOf } from "../model/ip.ts";
 import type { IPFamily, Service } from "../model/kube.ts";
 import type { LocalState } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
@@ -136,7 +135,7 @@ export class ConfirmedHandover implements Handover {
       }
       for (const f of families) confirmed.add(f);
       // Every family of the Service that this backend serves.
-      const needed = new Set(service.clusterIPs.map((ip) => familyOf(ip)).filter((f) => f !== undefined));
+      const needed = new Set(service.families.map((f) => f.family));
       const done = [...needed].every((f) => confirmed.has(f) || !known.has(f));
       if (!done) continue;
       p.cancelTimer();

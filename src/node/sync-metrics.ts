@@ -6,7 +6,6 @@
 // programs both families in one write (eBPF maps) reports under an empty `ip_family`.
 
 import type { Counter } from "prom-client";
-import { familyOf } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
@@ -127,7 +126,7 @@ function setMember(set: Set<string>, key: string, member: boolean): void {
 /** Whether a family's rules hold the service: one of its cluster IPs is of the family (as kube-proxy's per-family proxiers). */
 function inFamily(family: FamilyLabel): (s: LocalService) => boolean {
   if (family === "") return () => true;
-  return (s) => s.clusterIPs.length === 0 || s.clusterIPs.some((ip) => familyOf(ip) === family);
+  return (s) => s.families.length === 0 || s.families.some((f) => f.family === family);
 }
 
 /** One family's series of one backend. */

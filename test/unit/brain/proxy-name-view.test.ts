@@ -6,6 +6,7 @@ import { test } from "node:test";
 import { ConfirmedHandover } from "../../../src/brain/handover.ts";
 import { proxyNameView } from "../../../src/brain/proxy-name-view.ts";
 import { ClusterStore } from "../../../src/brain/store.ts";
+import { familyOf } from "../../../src/model/ip.ts";
 import type { IPFamily, Service } from "../../../src/model/kube.ts";
 import type { LocalService } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
@@ -76,7 +77,11 @@ async function twoViews(services = [svc({ name: "web" })]) {
 
 /** Enough of a LocalService for the handover: its key and cluster IPs. */
 function localService(s: Service): LocalService {
-  return { namespace: s.metadata.namespace, name: s.metadata.name, clusterIPs: s.clusterIPs } as LocalService;
+  return {
+    namespace: s.metadata.namespace,
+    name: s.metadata.name,
+    families: s.clusterIPs.map((ip) => ({ family: familyOf(ip), clusterIP: ip })),
+  } as unknown as LocalService;
 }
 
 const fallbacks = async () =>
