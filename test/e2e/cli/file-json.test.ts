@@ -313,7 +313,7 @@ describe("kpng command line mistakes", () => {
       name: "a bad --listen of to-api exits 2",
       args: ["file", "--input", example, "to-api", "--listen", "ftp://x"],
       code: 2,
-      message: /--listen ftp:\/\/x: expected/,
+      message: /--listen: "ftp:\/\/x" is not tcp:\/\/host:port or unix:\/\/\/path/,
     },
     {
       name: "a missing file exits 1 and names it",
