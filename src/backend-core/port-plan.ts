@@ -17,7 +17,7 @@
 import { canonicalIP, cidrContains } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
 import { type LocalEndpoint, type LocalService, type LocalServicePort, ofFamily } from "../model/local.ts";
-import type { NodeAddresses } from "./family-settings.ts";
+import { detectsLocalTraffic, type NodeAddresses } from "./family-settings.ts";
 
 type PlanProtocol = "tcp" | "udp" | "sctp";
 
@@ -99,7 +99,7 @@ function sharedByPorts(svc: LocalService, clusterIP: string, family: IPFamily, n
   const loadBalancerIPs = addressesOf(svc.loadBalancerIPs, family);
   const clusterMasquerade: ClusterMasquerade = node.masqueradeAll
     ? "all"
-    : node.podCIDRs.length > 0
+    : detectsLocalTraffic(node)
       ? "non-pods"
       : "none";
   return {
@@ -166,6 +166,8 @@ function planPort(
      * (masqueraded) goes to the internal endpoints instead of the local external ones, as kube-proxy does.
      */
     shortCircuit: local && internal.length > 0,
+    /** With shortCircuit: pods are told apart (--detect-local-mode), so their traffic short-circuits too. */
+    shortCircuitPods: local && internal.length > 0 && detectsLocalTraffic(node),
     clusterMasquerade: shared.clusterMasquerade,
     /** ClientIP affinity timeout; 0: none. */
     affinitySeconds: svc.sessionAffinitySeconds,

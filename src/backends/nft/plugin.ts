@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { CompanionBackend, PreparedCompanion } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { watchNodeIPs } from "../../backend-core/node-ips.ts";
+import { type NodeChange, watchNode } from "../../backend-core/node-watch.ts";
 import {
   HOST_NETWORK_BINARIES,
   type HostNetwork,
@@ -13,7 +13,8 @@ import {
 } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
-import { addTrafficAddressOptions } from "../../host/traffic-addresses.ts";
+import { addTrafficAddressOptions, detectLocalMode } from "../../host/traffic-addresses.ts";
+import type { LocalStateFeed } from "../../model/local.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
@@ -45,6 +46,9 @@ const nftOptions = z.object({
     }),
   nodeportAddresses: z.string().optional().default("primary"),
   clusterCidr: z.string().optional().default(""),
+  detectLocalMode: z.string().optional().default("ClusterCIDR"),
+  podBridgeInterface: z.string().optional(),
+  podInterfaceNamePrefix: z.string().optional(),
   masqueradeAll: switchFlag,
   masqueradeBit: z.string().optional().default("14"),
   dryRun: switchFlag,
@@ -71,6 +75,9 @@ function parseNftOptions(raw: RawOptions): NftOptions {
     table: opts.tableName,
     nodePortAddresses: opts.nodeportAddresses,
     clusterCIDRs: opts.clusterCidr,
+    detectLocalMode: opts.detectLocalMode,
+    ...(opts.podBridgeInterface !== undefined && { podBridgeInterface: opts.podBridgeInterface }),
+    ...(opts.podInterfaceNamePrefix !== undefined && { podInterfaceNamePrefix: opts.podInterfaceNamePrefix }),
     masqueradeAll: opts.masqueradeAll,
     masqueradeBit: opts.masqueradeBit,
   };
@@ -88,6 +95,24 @@ const isPrimary = (settings: NftSettings) => settings.nodePortAddresses.trim() =
 async function configs(settings: NftSettings, host: HostNetwork): Promise<TableConfig[]> {
   const primary = primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
   return tableConfigs(settings, primary);
+}
+
+/**
+ * The tables for the node as its first state describes it, following what they take from the
+ * Node object ("primary" NodePorts: its IPs, as kube-proxy's nftables mode; NodeCIDR: its
+ * podCIDRs); undefined when the signal aborted first.
+ */
+async function followNode(settings: NftSettings, feed: LocalStateFeed, host: HostNetwork, signal: AbortSignal, log: Logger) {
+  const wants = { ips: isPrimary(settings), podCIDRs: detectLocalMode(settings) === "NodeCIDR" };
+  if (!wants.ips && !wants.podCIDRs) return { tables: await configs(settings, host), watch: undefined };
+  const watch = await watchNode(feed, host, signal, wants);
+  if (!watch.started) return undefined;
+  if (wants.podCIDRs && watch.podCIDRs.length === 0)
+    log.warn("--detect-local-mode NodeCIDR: the Node has no podCIDRs yet; pod traffic is not told apart until it has");
+  const primary = wants.ips
+    ? watch.ips
+    : primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
+  return { tables: tableConfigs(settings, primary, watch.podCIDRs), watch };
 }
 
 export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
@@ -108,19 +133,15 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const host = new IpCommandHost();
     const log = ctx.log.child({ component: "nft" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
-    // "primary" NodePorts answer on the Node object's IPs, as in kube-proxy's nftables mode.
-    const nodeIPs = isPrimary(opts.settings) ? await watchNodeIPs(feed, host, ctx.signal) : undefined;
-    if (nodeIPs !== undefined && nodeIPs.ips === undefined) return;
-    const tables =
-      nodeIPs?.ips === undefined
-        ? await configs(opts.settings, host)
-        : tableConfigs(opts.settings, nodeIPs.ips);
+    const followed = await followNode(opts.settings, feed, host, ctx.signal, log);
+    if (followed === undefined) return;
+    const { tables, watch } = followed;
     if (opts.dryRun) {
       // The whole ruleset is checked at once: tens of seconds at 100k Services, not one transaction's.
       const checker = new ExecNftRunner(["nft"], { timeoutMs: DRY_RUN_CHECK_TIMEOUT_MS });
       const runner = new CheckingNftRunner(checker, (text) => process.stdout.write(text));
       const backend = new NftBackend({ runner, tables, log });
-      await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(() => nodeIPs?.stop());
+      await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(() => watch?.stop());
       await runner.verify();
       return;
     }
@@ -135,7 +156,10 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       {
         tables: tables.map((t) => `${t.family} ${t.table}`),
         nodePorts: tables.flatMap((t) => t.nodePortCIDRs),
-        ...(nodeIPs && { nodeIPsFrom: nodeIPs.from === "node" ? "Node object" : "default-route interfaces" }),
+        podCIDRs: tables.flatMap((t) => t.podCIDRs),
+        ...(tables[0]?.podInterface && { podInterface: tables[0].podInterface }),
+        ...(isPrimary(opts.settings) &&
+          watch && { nodeIPsFrom: watch.ipsFrom === "node" ? "Node object" : "default-route interfaces" }),
       },
       "starting",
     );
@@ -151,7 +175,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       ),
       log: ctx.log.child({ component: "node" }),
     }).catch(async (err: unknown) => {
-      nodeIPs?.stop();
+      watch?.stop();
       runner.close();
       await lock.release();
       throw err;
@@ -166,19 +190,19 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       probeIntervalMs: REPAIR_CHECK_MS,
     });
     const restart = new AbortController();
-    let changedTo: readonly string[] | undefined;
-    void nodeIPs?.changed.then((ips) => {
-      changedTo = ips;
+    let changedTo: NodeChange | undefined;
+    void watch?.changed.then((change) => {
+      changedTo = change;
       log.error(
-        { was: nodeIPs.ips, now: ips },
-        "the node's IPs changed: exiting so that NodePorts answer on the new ones at restart",
+        { was: change.was, now: change.now },
+        `the node's ${change.field} changed: exiting so that the rules use the new ones at restart`,
       );
       restart.abort();
     });
     try {
       await backend.run(feed, AbortSignal.any([ctx.signal, restart.signal]));
     } finally {
-      nodeIPs?.stop();
+      watch?.stop();
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
       runner.close();
@@ -186,7 +210,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     }
     if (changedTo !== undefined && !ctx.signal.aborted)
       throw new Error(
-        `the node's IPs changed to ${changedTo.join(", ")}: restart to serve NodePorts on them`,
+        `the node's ${changedTo.field} changed to ${changedTo.now.join(", ")}: restart to use them`,
       );
   },
   async rulesReader(opts) {
