@@ -2,7 +2,11 @@
 // the node's own addresses, the addresses that take NodePort traffic, the pod CIDRs, the
 // masquerade options. Pure: the node's addresses are passed in.
 
-import { type PodInterface, type TrafficAddressSettings, trafficOfFamily } from "../host/traffic-addresses.ts";
+import {
+  type PodInterface,
+  type TrafficAddressSettings,
+  trafficOfFamily,
+} from "../host/traffic-addresses.ts";
 import { IP_FAMILIES } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
 

@@ -11,6 +11,7 @@
 
 import { type HostNetwork, primaryAddresses } from "../host/host-network.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
+import type { Logger } from "../observability/log.ts";
 
 /** Which of the Node's facts the rules depend on. */
 interface NodeWatchWants {
@@ -82,7 +83,8 @@ export async function watchNode(
     return { started: false, ips: [], ipsFrom: "host", podCIDRs: [], changed, stop };
   }
   // A remote feed holds a watch per listener: none is kept for facts that never come.
-  const carried = (wants.ips && state.nodeIPs !== undefined) || (wants.podCIDRs && state.nodePodCIDRs !== undefined);
+  const carried =
+    (wants.ips && state.nodeIPs !== undefined) || (wants.podCIDRs && state.nodePodCIDRs !== undefined);
   if (!carried) stop();
   const ofNode = wants.ips ? (state.nodeIPs ?? []) : [];
   const fromNode = ofNode.length > 0;
@@ -95,4 +97,30 @@ export async function watchNode(
   inUse = { ips, podCIDRs };
   check();
   return { started: true, ips, ipsFrom: fromNode ? "node" : "host", podCIDRs, changed, stop };
+}
+
+/**
+ * A signal that aborts, with a log line, when a followed fact of the Node changes; `error()` is
+ * then what the backend ends with so that it restarts with the new rules.
+ */
+export function restartOnNodeChange(
+  watch: NodeWatch | undefined,
+  log: Logger,
+): { readonly signal: AbortSignal; error(): Error | undefined } {
+  const restart = new AbortController();
+  let change: NodeChange | undefined;
+  void watch?.changed.then((c) => {
+    change = c;
+    log.error(
+      { was: c.was, now: c.now },
+      `the node's ${c.field} changed: exiting so that the rules use the new ones at restart`,
+    );
+    restart.abort();
+  });
+  return {
+    signal: restart.signal,
+    error: () =>
+      change &&
+      new Error(`the node's ${change.field} changed to ${change.now.join(", ")}: restart to use them`),
+  };
 }

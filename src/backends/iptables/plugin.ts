@@ -4,10 +4,16 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { familySettings } from "../../backend-core/family-settings.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
+import { restartOnNodeChange, watchNode } from "../../backend-core/node-watch.ts";
 import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
-import { addTrafficAddressOptions, trafficAddresses } from "../../host/traffic-addresses.ts";
+import {
+  addTrafficAddressOptions,
+  detectLocalMode,
+  type TrafficAddressSettings,
+  trafficAddresses,
+} from "../../host/traffic-addresses.ts";
 import type { IPFamily } from "../../model/kube.ts";
 import type { LocalState } from "../../model/local.ts";
 import { applySysctls, ProcSysctlFiles } from "../../node/conntrack/sysctls.ts";
@@ -38,6 +44,9 @@ const iptablesFlags = z.object({
     .default("auto"),
   nodeportAddresses: z.string().optional().default("primary"),
   clusterCidr: z.string().optional().default(""),
+  detectLocalMode: z.string().optional().default("ClusterCIDR"),
+  podBridgeInterface: z.string().optional(),
+  podInterfaceNamePrefix: z.string().optional(),
   masqueradeAll: switchFlag,
   masqueradeBit: z.string().optional().default("14"),
   localhostNodeports: switchFlag,
@@ -46,7 +55,7 @@ const iptablesFlags = z.object({
   canaryInterval: durationFlag(100, "use 0.1s or more").optional().default(2000),
 });
 
-type IptablesFlags = {
+type IptablesFlags = TrafficAddressSettings & {
   readonly nodePortAddresses: string;
   readonly clusterCIDRs: string;
   readonly masqueradeAll: boolean;
@@ -62,21 +71,23 @@ type IptablesFlags = {
 /** Pure: the typed options, or a UsageError naming the flag. */
 export function parseIptablesOptions(raw: RawOptions): IptablesFlags {
   const f = parseOptionsWith(iptablesFlags, raw);
+  const traffic: TrafficAddressSettings = {
+    nodePortAddresses: f.nodeportAddresses,
+    clusterCIDRs: f.clusterCidr,
+    detectLocalMode: f.detectLocalMode,
+    ...(f.podBridgeInterface !== undefined && { podBridgeInterface: f.podBridgeInterface }),
+    ...(f.podInterfaceNamePrefix !== undefined && { podInterfaceNamePrefix: f.podInterfaceNamePrefix }),
+    masqueradeAll: f.masqueradeAll,
+    masqueradeBit: f.masqueradeBit,
+  };
   try {
     // The node's own addresses are read later; checking the flags needs none.
-    trafficAddresses(
-      {
-        nodePortAddresses: f.nodeportAddresses,
-        clusterCIDRs: f.clusterCidr,
-        masqueradeAll: false,
-        masqueradeBit: f.masqueradeBit,
-      },
-      [],
-    );
+    trafficAddresses(traffic, []);
   } catch (e) {
     throw new UsageError((e as Error).message);
   }
   return {
+    ...traffic,
     nodePortAddresses: f.nodeportAddresses,
     clusterCIDRs: f.clusterCidr,
     masqueradeAll: f.masqueradeAll,
@@ -136,10 +147,24 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
   async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const interfaces = await host.interfaces();
-    const families = familySettings(opts, primaryAddresses(await host.defaultRouteInterfaces(), interfaces));
     const runner = await runnerFor(opts.mode);
     const log = ctx.log.child({ component: "iptables" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
+    // NodeCIDR: the pod CIDRs are the Node's, from the first state on.
+    const nodeCIDR = detectLocalMode(opts) === "NodeCIDR";
+    const watch = nodeCIDR
+      ? await watchNode(feed, host, ctx.signal, { ips: false, podCIDRs: true })
+      : undefined;
+    if (watch?.started === false) return;
+    if (nodeCIDR && watch?.podCIDRs.length === 0)
+      log.warn(
+        "--detect-local-mode NodeCIDR: the Node has no podCIDRs yet; pod traffic is not told apart until it has",
+      );
+    const families = familySettings(
+      opts,
+      primaryAddresses(await host.defaultRouteInterfaces(), interfaces),
+      watch?.podCIDRs,
+    );
     if (opts.localhostNodePorts && !opts.dryRun)
       await applySysctls([ROUTE_LOCALNET], new ProcSysctlFiles(), log);
     const settings = {
@@ -151,10 +176,20 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
     };
     if (opts.dryRun) {
       const backend = new IptablesBackend(settings);
-      await withFirstState(feed, ctx.signal, (state) => dryRun(state, backend, runner));
+      await withFirstState(feed, ctx.signal, (state) => dryRun(state, backend, runner)).finally(() =>
+        watch?.stop(),
+      );
       return;
     }
-    log.info({ variant: runner.variant, nodePorts: families.flatMap((f) => f.nodePortCIDRs) }, "starting");
+    log.info(
+      {
+        variant: runner.variant,
+        nodePorts: families.flatMap((f) => f.nodePortCIDRs),
+        podCIDRs: families.flatMap((f) => f.podCIDRs),
+        ...(families[0]?.podInterface && { podInterface: families[0].podInterface }),
+      },
+      "starting",
+    );
     // Health, metrics, healthCheckNodePorts and conntrack cleanup are the node services'; a
     // flush of the rules is noticed by the backend's probe (the shared sync loop runs it).
     const node = await NodeServices.start(opts.node, {
@@ -166,14 +201,21 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
         interfaces.flatMap((i) => i.addresses.map((a) => a.ip)),
       ),
       log: ctx.log.child({ component: "node" }),
+    }).catch((err: unknown) => {
+      watch?.stop();
+      throw err;
     });
     const backend = new IptablesBackend({ ...settings, observer: node });
+    const restart = restartOnNodeChange(watch, log);
     try {
-      await backend.run(feed, ctx.signal);
+      await backend.run(feed, AbortSignal.any([ctx.signal, restart.signal]));
     } finally {
+      watch?.stop();
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
     }
+    const changed = restart.error();
+    if (changed !== undefined && !ctx.signal.aborted) throw changed;
   },
   async rulesReader(opts) {
     const host = new IpCommandHost();

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { CompanionBackend, PreparedCompanion } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { type NodeChange, watchNode } from "../../backend-core/node-watch.ts";
+import { restartOnNodeChange, watchNode } from "../../backend-core/node-watch.ts";
 import {
   HOST_NETWORK_BINARIES,
   type HostNetwork,
@@ -102,13 +102,22 @@ async function configs(settings: NftSettings, host: HostNetwork): Promise<TableC
  * Node object ("primary" NodePorts: its IPs, as kube-proxy's nftables mode; NodeCIDR: its
  * podCIDRs); undefined when the signal aborted first.
  */
-async function followNode(settings: NftSettings, feed: LocalStateFeed, host: HostNetwork, signal: AbortSignal, log: Logger) {
-  const wants = { ips: isPrimary(settings), podCIDRs: detectLocalMode(settings) === "NodeCIDR" };
+async function followNode(
+  settings: NftSettings,
+  feed: LocalStateFeed,
+  host: HostNetwork,
+  signal: AbortSignal,
+  log: Logger,
+  nodeIPs = isPrimary(settings),
+) {
+  const wants = { ips: nodeIPs, podCIDRs: detectLocalMode(settings) === "NodeCIDR" };
   if (!wants.ips && !wants.podCIDRs) return { tables: await configs(settings, host), watch: undefined };
   const watch = await watchNode(feed, host, signal, wants);
   if (!watch.started) return undefined;
   if (wants.podCIDRs && watch.podCIDRs.length === 0)
-    log.warn("--detect-local-mode NodeCIDR: the Node has no podCIDRs yet; pod traffic is not told apart until it has");
+    log.warn(
+      "--detect-local-mode NodeCIDR: the Node has no podCIDRs yet; pod traffic is not told apart until it has",
+    );
   const primary = wants.ips
     ? watch.ips
     : primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
@@ -189,16 +198,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       probe: new NftRulesProbe(tables),
       probeIntervalMs: REPAIR_CHECK_MS,
     });
-    const restart = new AbortController();
-    let changedTo: NodeChange | undefined;
-    void watch?.changed.then((change) => {
-      changedTo = change;
-      log.error(
-        { was: change.was, now: change.now },
-        `the node's ${change.field} changed: exiting so that the rules use the new ones at restart`,
-      );
-      restart.abort();
-    });
+    const restart = restartOnNodeChange(watch, log);
     try {
       await backend.run(feed, AbortSignal.any([ctx.signal, restart.signal]));
     } finally {
@@ -208,10 +208,8 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       runner.close();
       await lock.release();
     }
-    if (changedTo !== undefined && !ctx.signal.aborted)
-      throw new Error(
-        `the node's ${changedTo.field} changed to ${changedTo.now.join(", ")}: restart to use them`,
-      );
+    const changed = restart.error();
+    if (changed !== undefined && !ctx.signal.aborted) throw changed;
   },
   async rulesReader(opts) {
     return new NftRulesReader(await configs(opts.settings, new IpCommandHost()));
@@ -241,16 +239,28 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
     nodePortCIDRs,
     hostIPs,
     async run(input, signal, observer) {
+      const feed = guardServiceRanges(input, protectedAddresses, log);
+      // NodePorts stay on the addresses read above; the Node's podCIDRs are followed (NodeCIDR).
+      const followed = await followNode(opts.settings, feed, host, signal, log, false);
+      if (followed === undefined) return;
+      const rules = followed.tables;
       const backend = new NftBackend({
         runner,
-        tables,
+        tables: rules,
         log,
         syncPeriodMs: opts.syncPeriod,
         observer,
-        probe: new NftRulesProbe(tables),
+        probe: new NftRulesProbe(rules),
         probeIntervalMs: REPAIR_CHECK_MS,
       });
-      await backend.run(guardServiceRanges(input, protectedAddresses, log), signal);
+      const restart = restartOnNodeChange(followed.watch, log);
+      try {
+        await backend.run(feed, AbortSignal.any([signal, restart.signal]));
+      } finally {
+        followed.watch?.stop();
+      }
+      const changed = restart.error();
+      if (changed !== undefined && !signal.aborted) throw changed;
     },
     async close() {
       runner.close();
