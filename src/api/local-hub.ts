@@ -11,7 +11,13 @@ import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts
 import { serviceChanges } from "../model/local-changes.ts";
 import type { Frame } from "./frames.ts";
 import { GrpcStatus } from "./grpc-stream.ts";
-import { type LocalDelta, localChangeFrames, localFullFrames, type NodeFacts, nodeFactsOf } from "./local-diff.ts";
+import {
+  type LocalDelta,
+  localChangeFrames,
+  localFullFrames,
+  type NodeFacts,
+  nodeFactsOf,
+} from "./local-diff.ts";
 import type { Revisioned } from "./revision-session.ts";
 import { isValidNodeName, StreamRejection } from "./stream-rejection.ts";
 
