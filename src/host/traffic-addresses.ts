@@ -50,6 +50,30 @@ export function addTrafficAddressOptions(cmd: Command): void {
     .option("--masquerade-bit <bit>", "the bit (0-31) of the packet mark that asks for masquerade", "14");
 }
 
+/** The options addTrafficAddressOptions declares, as a backend's options parser reads them. */
+interface TrafficFlags {
+  readonly nodeportAddresses: string;
+  readonly clusterCidr: string;
+  readonly detectLocalMode: string;
+  readonly podBridgeInterface?: string | undefined;
+  readonly podInterfaceNamePrefix?: string | undefined;
+  readonly masqueradeAll: boolean;
+  readonly masqueradeBit: string;
+}
+
+/** The settings of parsed traffic flags (unchecked: trafficAddresses checks them). */
+export function trafficSettingsOf(f: TrafficFlags): TrafficAddressSettings {
+  return {
+    nodePortAddresses: f.nodeportAddresses,
+    clusterCIDRs: f.clusterCidr,
+    detectLocalMode: f.detectLocalMode,
+    ...(f.podBridgeInterface !== undefined && { podBridgeInterface: f.podBridgeInterface }),
+    ...(f.podInterfaceNamePrefix !== undefined && { podInterfaceNamePrefix: f.podInterfaceNamePrefix }),
+    masqueradeAll: f.masqueradeAll,
+    masqueradeBit: f.masqueradeBit,
+  };
+}
+
 /** The canonical CIDRs of a comma list; throws an Error naming the flag when one is malformed. */
 function parseCIDRList(text: string, flag: string): string[] {
   return text

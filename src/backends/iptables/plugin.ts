@@ -13,6 +13,7 @@ import {
   detectLocalMode,
   type TrafficAddressSettings,
   trafficAddresses,
+  trafficSettingsOf,
 } from "../../host/traffic-addresses.ts";
 import type { IPFamily } from "../../model/kube.ts";
 import type { LocalState } from "../../model/local.ts";
@@ -71,15 +72,7 @@ type IptablesFlags = TrafficAddressSettings & {
 /** Pure: the typed options, or a UsageError naming the flag. */
 export function parseIptablesOptions(raw: RawOptions): IptablesFlags {
   const f = parseOptionsWith(iptablesFlags, raw);
-  const traffic: TrafficAddressSettings = {
-    nodePortAddresses: f.nodeportAddresses,
-    clusterCIDRs: f.clusterCidr,
-    detectLocalMode: f.detectLocalMode,
-    ...(f.podBridgeInterface !== undefined && { podBridgeInterface: f.podBridgeInterface }),
-    ...(f.podInterfaceNamePrefix !== undefined && { podInterfaceNamePrefix: f.podInterfaceNamePrefix }),
-    masqueradeAll: f.masqueradeAll,
-    masqueradeBit: f.masqueradeBit,
-  };
+  const traffic = trafficSettingsOf(f);
   try {
     // The node's own addresses are read later; checking the flags needs none.
     trafficAddresses(traffic, []);
@@ -88,8 +81,6 @@ export function parseIptablesOptions(raw: RawOptions): IptablesFlags {
   }
   return {
     ...traffic,
-    nodePortAddresses: f.nodeportAddresses,
-    clusterCIDRs: f.clusterCidr,
     masqueradeAll: f.masqueradeAll,
     masqueradeBit: f.masqueradeBit,
     localhostNodePorts: f.localhostNodeports,

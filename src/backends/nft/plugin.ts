@@ -13,7 +13,11 @@ import {
 } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
-import { addTrafficAddressOptions, detectLocalMode } from "../../host/traffic-addresses.ts";
+import {
+  addTrafficAddressOptions,
+  detectLocalMode,
+  trafficSettingsOf,
+} from "../../host/traffic-addresses.ts";
 import type { LocalStateFeed } from "../../model/local.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
@@ -71,16 +75,7 @@ const DRY_RUN_CHECK_TIMEOUT_MS = 10 * 60_000;
 /** Checks every to-nft flag, including the address lists, before anything starts. */
 function parseNftOptions(raw: RawOptions): NftOptions {
   const opts = parseOptionsWith(nftOptions, raw);
-  const settings: NftSettings = {
-    table: opts.tableName,
-    nodePortAddresses: opts.nodeportAddresses,
-    clusterCIDRs: opts.clusterCidr,
-    detectLocalMode: opts.detectLocalMode,
-    ...(opts.podBridgeInterface !== undefined && { podBridgeInterface: opts.podBridgeInterface }),
-    ...(opts.podInterfaceNamePrefix !== undefined && { podInterfaceNamePrefix: opts.podInterfaceNamePrefix }),
-    masqueradeAll: opts.masqueradeAll,
-    masqueradeBit: opts.masqueradeBit,
-  };
+  const settings: NftSettings = { table: opts.tableName, ...trafficSettingsOf(opts) };
   try {
     // The node's own addresses are read later; checking the flags needs none.
     tableConfigs(settings, []);

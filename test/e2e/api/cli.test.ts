@@ -71,7 +71,11 @@ describe("kpng file … to-api  +  kpng local --api … / kpng api --api …", (
       run(["local", "--api", `unix://${socket}`, ...dryRun]),
     ]);
     assert.match(inProcess, /198\.51\.100\.8 \. 8080[\s\S]*198\.51\.100\.40 \. 8080/);
-    assert.match(inProcess, /add element ip kpng nodeport-ips \{ 192\.0\.2\.11\/32 \}/, "node-1's InternalIP");
+    assert.match(
+      inProcess,
+      /add element ip kpng nodeport-ips \{ 192\.0\.2\.11\/32 \}/,
+      "node-1's InternalIP",
+    );
     assert.match(inProcess, /add element ip kpng pod-cidrs \{ 198\.51\.100\.0\/28 \}/, "node-1's podCIDR");
     assert.equal(remote, inProcess);
   });

@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type Frame, opItemsOf } from "../../../src/api/frames.ts";
-import { OpItem } from "../../../src/api/gen/api/localv1/api.ts";
 import {
   fullDelta,
   localChangeFrames,
@@ -9,20 +7,9 @@ import {
   type NodeFacts,
 } from "../../../src/api/local-diff.ts";
 import { LocalStateDecoder } from "../../../src/client/decoder.ts";
-import type { WireChangeSet, WireOp } from "../../../src/client/watch.ts";
+import type { WireChangeSet } from "../../../src/client/watch.ts";
 import type { LocalService } from "../../../src/model/local.ts";
-import { endpoint, service, servicePort } from "../api/fixtures.ts";
-
-/** Frames as the client receives them. */
-function wireOps(frames: readonly Frame[]): WireOp[] {
-  return frames.flatMap(opItemsOf).map((item) => {
-    const op = OpItem.decode(item).Op;
-    if (op?.$case === "Set")
-      return { op: "set", set: op.value.Ref!.Set, path: op.value.Ref!.Path, bytes: op.value.Bytes };
-    if (op?.$case === "Delete") return { op: "delete", set: op.value.Set, path: op.value.Path };
-    throw new Error("unexpected op");
-  });
-}
+import { endpoint, service, servicePort, wireOps } from "../api/fixtures.ts";
 
 /** What the server would send to go from `before` to `after`, as the client receives it. */
 function changeSet(before: LocalService[], after: LocalService[], reset = false): WireChangeSet {
