@@ -54,33 +54,56 @@ export interface ServiceValue {
   readonly flags: number;
 }
 
-const DOTTED_QUAD = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
-function writeAddress(buf: Buffer, ip: string): 4 | 6 {
-  // The local state's addresses are canonical; dotted quads (most of them) skip the parser.
-  const quad = DOTTED_QUAD.exec(ip);
-  if (quad !== null) {
-    for (let i = 0; i < 4; i++) buf[i] = Number(quad[i + 1]);
-    return 4;
+/**
+ * Writes an address into `buf` at `off` (16 bytes: IPv4 in the first 4, the rest zeroed) and
+ * returns its family (4 or 6). The local state's addresses are canonical; dotted quads (most of
+ * them) are read character by character, without a parser or a regular expression.
+ */
+function writeAddress(buf: Buffer, off: number, ip: string): 4 | 6 {
+  let octet = 0;
+  let digits = 0;
+  let at = off;
+  for (let i = 0; i < ip.length; i++) {
+    const c = ip.charCodeAt(i);
+    if (c >= 48 && c <= 57 && digits < 3) {
+      octet = octet * 10 + (c - 48);
+      digits++;
+    } else if (c === 46 && digits > 0 && octet <= 255 && at < off + 3) {
+      buf[at++] = octet;
+      octet = 0;
+      digits = 0;
+    } else {
+      return writeParsed(buf, off, ip);
+    }
   }
-  const bytes = ipaddr.parse(ip).toByteArray();
-  for (let i = 0; i < bytes.length; i++) buf[i] = bytes[i]!;
-  return bytes.length === 4 ? 4 : 6;
+  if (digits === 0 || octet > 255 || at !== off + 3) return writeParsed(buf, off, ip);
+  buf[at] = octet;
+  for (let i = off + 4; i < off + 16; i++) buf[i] = 0;
+  return 4;
 }
 
-/** A zeroed buffer from Node's pool: millions of small keys would otherwise each be an allocation. */
-const zeroed = (size: number): Buffer => Buffer.allocUnsafe(size).fill(0);
+function writeParsed(buf: Buffer, off: number, ip: string): 4 | 6 {
+  const bytes = ipaddr.parse(ip).toByteArray();
+  buf.fill(0, off, off + 16);
+  for (let i = 0; i < bytes.length; i++) buf[off + i] = bytes[i]!;
+  return bytes.length === 4 ? 4 : 6;
+}
 
 function readAddress(buf: Buffer, family: number): string {
   if (family === 4) return ipaddr.fromByteArray([...buf.subarray(0, 4)]).toString();
   return ipaddr.fromByteArray([...buf.subarray(0, 16)]).toString();
 }
 
+/** Writes a frontend's key (MAPS.services.key bytes) into `buf` at `off`. */
+export function writeFrontend(buf: Buffer, off: number, f: Frontend): void {
+  buf[off + 19] = writeAddress(buf, off, f.ip);
+  buf.writeUInt16BE(f.port, off + 16);
+  buf[off + 18] = PROTOCOLS[f.protocol] ?? 0;
+}
+
 export function encodeFrontend(f: Frontend): Buffer {
-  const b = zeroed(MAPS.services.key);
-  b[19] = writeAddress(b, f.ip);
-  b.writeUInt16BE(f.port, 16);
-  b[18] = PROTOCOLS[f.protocol] ?? 0;
+  const b = Buffer.allocUnsafe(MAPS.services.key);
+  writeFrontend(b, 0, f);
   return b;
 }
 
@@ -92,13 +115,18 @@ export function decodeFrontend(b: Buffer): Frontend {
   };
 }
 
+/** Writes a frontend's value (MAPS.services.value bytes) into `buf` at `off`. */
+export function writeServiceValue(buf: Buffer, off: number, v: ServiceValue): void {
+  buf.writeUInt32LE(v.id, off);
+  buf.writeUInt16LE(v.count, off + 4);
+  buf.writeUInt16LE(v.gen, off + 6);
+  buf.writeUInt32LE(v.affinitySeconds, off + 8);
+  buf.writeUInt32LE(v.flags, off + 12);
+}
+
 export function encodeServiceValue(v: ServiceValue): Buffer {
-  const b = zeroed(MAPS.services.value);
-  b.writeUInt32LE(v.id, 0);
-  b.writeUInt16LE(v.count, 4);
-  b.writeUInt16LE(v.gen, 6);
-  b.writeUInt32LE(v.affinitySeconds, 8);
-  b.writeUInt32LE(v.flags, 12);
+  const b = Buffer.allocUnsafe(MAPS.services.value);
+  writeServiceValue(b, 0, v);
   return b;
 }
 
@@ -118,11 +146,16 @@ interface Slot {
   readonly index: number;
 }
 
+/** Writes a slot's key (MAPS.backends.key bytes) into `buf` at `off`. */
+export function writeSlot(buf: Buffer, off: number, id: number, gen: number, index: number): void {
+  buf.writeUInt32LE(id, off);
+  buf.writeUInt16LE(gen, off + 4);
+  buf.writeUInt16LE(index, off + 6);
+}
+
 export function encodeSlot(s: Slot): Buffer {
-  const b = zeroed(MAPS.backends.key);
-  b.writeUInt32LE(s.id, 0);
-  b.writeUInt16LE(s.gen, 4);
-  b.writeUInt16LE(s.index, 6);
+  const b = Buffer.allocUnsafe(MAPS.backends.key);
+  writeSlot(b, 0, s.id, s.gen, s.index);
   return b;
 }
 
@@ -130,10 +163,16 @@ export function decodeSlot(b: Buffer): Slot {
   return { id: b.readUInt32LE(0), gen: b.readUInt16LE(4), index: b.readUInt16LE(6) };
 }
 
+/** Writes a backend's value (MAPS.backends.value bytes) into `buf` at `off`. */
+export function writeBackend(buf: Buffer, off: number, be: Backend): void {
+  buf[off + 18] = writeAddress(buf, off, be.ip);
+  buf.writeUInt16BE(be.port, off + 16);
+  buf[off + 19] = 0;
+}
+
 export function encodeBackend(be: Backend): Buffer {
-  const b = zeroed(MAPS.backends.value);
-  b[18] = writeAddress(b, be.ip);
-  b.writeUInt16BE(be.port, 16);
+  const b = Buffer.allocUnsafe(MAPS.backends.value);
+  writeBackend(b, 0, be);
   return b;
 }
 
