@@ -7,7 +7,8 @@
 //                connections from the node work); "companion" when nft holds its rules. CPU is
 //                kpng's (user and system: map syscalls are system time) and the children's (nft,
 //                bpftool); wall minus all CPU is time spent waiting (for a core, for I/O);
-//   change       one endpoint change at that size: local state to map (render + write), p50/p99,
+//   change       one endpoint change at that size: local state to map (render + write), p50/p99
+//                of wall time and of the main thread's CPU time (their gap: waiting for a core),
 //                with the GC pauses that fell inside the measured changes.
 // The Services live in the brain's persistent map, so a change costs what it costs in kpng.
 // Needs root and build/kpng.bpf.o (npm run build:bpf).
@@ -176,7 +177,7 @@ for (const n of SIZES) {
       for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, ms: e.duration });
     });
     gcs.observe({ entryTypes: ["gc"] });
-    const changes: { start: number; ms: number }[] = [];
+    const changes: { start: number; ms: number; cpuMs: number }[] = [];
     // The first rounds warm the JIT up and are not counted.
     for (let r = -WARMUP; r < CHANGES; r++) {
       const i = ((((r + WARMUP) * 7919) % n) + n) % n;
@@ -185,8 +186,10 @@ for (const n of SIZES) {
       log.record(state.revision + 1, new Set([key]));
       state = { ...state, revision: state.revision + 1, services };
       const c0 = performance.now();
+      const u0 = process.threadCpuUsage();
       const report = await backend.sync(state);
-      if (r >= 0) changes.push({ start: c0, ms: performance.now() - c0 });
+      const u = process.threadCpuUsage(u0);
+      if (r >= 0) changes.push({ start: c0, ms: performance.now() - c0, cpuMs: (u.user + u.system) / 1000 });
       if (process.env.KPNG_BENCH_TRACE) console.log(`change ${r}: ${(performance.now() - c0).toFixed(3)} ms`);
       // One Service changed: its list goes to fresh slots, nothing else is written.
       if (report.backendsWritten !== ENDPOINTS) throw new Error(`wrote ${report.backendsWritten} slots`);
@@ -198,11 +201,14 @@ for (const n of SIZES) {
       changes.some((c) => g.start >= c.start && g.start < c.start + c.ms),
     );
     const ms = changes.map((c) => c.ms);
+    const cpuMs = changes.map((c) => c.cpuMs);
     changeRows.push([
       String(n),
       quantile(ms, 0.5).toFixed(3),
       quantile(ms, 0.99).toFixed(3),
       Math.max(...ms).toFixed(3),
+      quantile(cpuMs, 0.5).toFixed(3),
+      quantile(cpuMs, 0.99).toFixed(3),
       String(inChanges.length),
       inChanges.length === 0 ? "-" : Math.max(...inChanges.map((g) => g.ms)).toFixed(3),
       load(),
@@ -239,6 +245,8 @@ console.log(
       "change p50 ms",
       "change p99 ms",
       "max ms",
+      "CPU p50 ms",
+      "CPU p99 ms",
       "GC pauses in changes",
       "longest GC ms",
       "load avg",

@@ -55,15 +55,18 @@ interface ServicePlan {
   readonly ports: readonly PortPlan[];
 }
 
-function endpointsOf(eps: readonly LocalEndpoint[], family: IPFamily): PlanEndpoint[] {
-  const out: PlanEndpoint[] = ofFamily(eps, family);
+function endpointsOf(eps: readonly LocalEndpoint[], family: IPFamily): readonly PlanEndpoint[] {
+  const list: readonly PlanEndpoint[] = ofFamily(eps, family);
   // The brain's addresses are canonical already: only another spelling costs a copy.
-  for (let i = 0; i < out.length; i++) {
-    const ep = out[i] as PlanEndpoint;
+  let out: PlanEndpoint[] | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const ep = list[i] as PlanEndpoint;
     const ip = canonicalIP(ep.ip);
-    if (ip !== ep.ip) out[i] = { ...ep, ip };
+    if (ip === ep.ip) continue;
+    out ??= [...list];
+    out[i] = { ...ep, ip };
   }
-  return out;
+  return out ?? list;
 }
 
 function addressesOf(ips: readonly string[], family: IPFamily): string[] {

@@ -53,6 +53,17 @@ export class WriteBatch {
     return this.#count++;
   }
 
+  /**
+   * Room for `count` more entries, one after the other (count ≤ the capacity): the index of the
+   * first. Writes what is pending first when they would not fit.
+   */
+  reserve(count: number): number {
+    if (this.#count + count > this.#capacity) this.flush();
+    const first = this.#count;
+    this.#count += count;
+    return first;
+  }
+
   /** Writes what is pending (the `first` batch before it). */
   flush(): void {
     this.#first?.flush();

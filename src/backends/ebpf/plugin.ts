@@ -91,7 +91,10 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       if (settings.dryRun) {
         await withFirstState(feed, ctx.signal, async (state) => {
           for (const [key, svc] of state.services) {
-            const groups = renderService(svc, { nodePortIPs: [] });
+            const groups = renderService(svc, { nodePortIPs: [] }).map((g) => ({
+              ...g,
+              backends: g.backends.map(({ ip, port }) => ({ ip, port })),
+            }));
             process.stdout.write(`${JSON.stringify({ service: key, groups })}\n`);
           }
         });

@@ -32,11 +32,11 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
   for (const port of svc.ports) {
     if (port.protocol === "SCTP") continue; // sock_addr hooks see TCP and UDP only
     for (const family of FAMILIES) {
+      // A family the Service does not have: nothing of it is in this family (kube-proxy's per-family proxier).
+      if (ofFamily(svc.clusterIPs, family).length === 0) continue;
       const base = `${port.protocol}/${port.port}/${family}`;
       const addr = (ips: readonly string[], p: number) =>
         ofFamily(ips, family).map((ip) => ({ ip, port: p, protocol: port.protocol }));
-      // A family the Service does not have: nothing of it is in this family (kube-proxy's per-family proxier).
-      if (ofFamily(svc.clusterIPs, family).length === 0) continue;
       const hasAny = port.endpointFamilies.includes(family);
       const internal = group(`${base}/internal`, addr(svc.clusterIPs, port.port), port.internalEndpoints);
       if (internal) groups.push(internal);
@@ -60,9 +60,10 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
         eps: readonly LocalEndpoint[],
       ): RenderedGroup | undefined {
         if (frontends.length === 0) return undefined;
-        const backends = ofFamily(eps, family)
-          .slice(0, MAX_BACKENDS_PER_SERVICE)
-          .map((e) => ({ ip: e.ip, port: e.port }));
+        // The endpoints themselves serve as backends (address and port): no copy per endpoint.
+        const inFamily: readonly Backend[] = ofFamily(eps, family);
+        const backends =
+          inFamily.length > MAX_BACKENDS_PER_SERVICE ? inFamily.slice(0, MAX_BACKENDS_PER_SERVICE) : inFamily;
         // Endpoints that exist but a policy excludes: the packet goes on unchanged, nft drops it.
         if (backends.length === 0 && hasAny) return undefined;
         return {

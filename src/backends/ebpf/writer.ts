@@ -102,7 +102,8 @@ export class MapWriter {
       for (let index = 0; index < values.length; index++) orphans.addSlot(id, gen, index);
     }
     orphans.deleteFrom(this.#maps, "backends");
-    const report = this.#apply(services, adopted);
+    const empty = adopted.byFrontend.size === 0;
+    const report = this.#apply(services, empty ? undefined : adopted);
     if (adopted.byFrontend.size === 0 && adopted.slots.size === 0) return report;
     // Whatever no Service claimed is stale.
     const live = new Set<string>();
@@ -177,7 +178,7 @@ export class MapWriter {
       const now: Programmed[] = [];
       for (const g of groups ?? []) {
         const frontends = packFrontends(g.frontends);
-        let prev = old.find((p) => p.name === g.name);
+        let prev = old.length === 0 ? undefined : old.find((p) => p.name === g.name);
         if (prev === undefined && adopted !== undefined) prev = claim(adopted, g.name, frontends);
         const backends = packBackends(g);
         const same =
@@ -189,11 +190,10 @@ export class MapWriter {
         const gen = prev === undefined || same ? (prev?.gen ?? 0) : (prev.gen + 1) & 0xffff;
         const count = backends.length / BACKEND;
         if (!same) {
-          for (let index = 0; index < count; index++) {
-            const i = slots.next();
-            writeSlot(slots.keys, i * SLOT, id, gen, index);
-            backends.copy(slots.values, i * BACKEND, index * BACKEND, (index + 1) * BACKEND);
-          }
+          const first = slots.reserve(count);
+          for (let index = 0; index < count; index++)
+            writeSlot(slots.keys, (first + index) * SLOT, id, gen, index);
+          backends.copy(slots.values, first * BACKEND);
           if (prev !== undefined) dropSlots(prev);
         }
         writeServiceValue(value, 0, {
