@@ -8,8 +8,9 @@
 //                kpng's (user and system: map syscalls are system time) and the children's (nft,
 //                bpftool); wall minus all CPU is time spent waiting (for a core, for I/O);
 //   change       one endpoint change at that size: local state to map (render + write), p50/p99
-//                of wall time and of the main thread's CPU time (their gap: waiting for a core),
-//                with the GC pauses that fell inside the measured changes.
+//                of wall time and of CPU time (getrusage's user + system, which the kernel keeps
+//                exact for the whole process; their gap is time waiting for a core), with the GC
+//                pauses that fell inside the measured changes.
 // The Services live in the brain's persistent map, so a change costs what it costs in kpng.
 // Needs root and build/kpng.bpf.o (npm run build:bpf).
 //   node --expose-gc bench/ebpf-sync.ts [--quick] [--sizes=10000,100000] [--changes=200] [--no-companion]
@@ -185,11 +186,12 @@ for (const n of SIZES) {
       services = services.set(key, svc(i, r + WARMUP + 1, ENDPOINTS));
       log.record(state.revision + 1, new Set([key]));
       state = { ...state, revision: state.revision + 1, services };
+      const cpu0 = process.cpuUsage();
       const c0 = performance.now();
-      const u0 = process.threadCpuUsage();
       const report = await backend.sync(state);
-      const u = process.threadCpuUsage(u0);
-      if (r >= 0) changes.push({ start: c0, ms: performance.now() - c0, cpuMs: (u.user + u.system) / 1000 });
+      const ms = performance.now() - c0;
+      const cpu = process.cpuUsage(cpu0);
+      if (r >= 0) changes.push({ start: c0, ms, cpuMs: (cpu.user + cpu.system) / 1000 });
       if (process.env.KPNG_BENCH_TRACE) console.log(`change ${r}: ${(performance.now() - c0).toFixed(3)} ms`);
       // One Service changed: its list goes to fresh slots, nothing else is written.
       if (report.backendsWritten !== ENDPOINTS) throw new Error(`wrote ${report.backendsWritten} slots`);
