@@ -65,14 +65,19 @@ function feedOf(state: LocalState): LocalStateFeed {
   };
 }
 
-/** An observer that records when the first sync succeeded (or throws on a failure). */
-function firstSync(): { observer: SyncObserver; done: Promise<number> } {
+/** An observer that records when (and at which process CPU time) the first sync succeeded. */
+function firstSync(): { observer: SyncObserver; done: Promise<number>; cpu: Promise<NodeJS.CpuUsage> } {
   const { promise, resolve, reject } = Promise.withResolvers<number>();
+  const cpu = Promise.withResolvers<NodeJS.CpuUsage>();
   return {
     done: promise,
+    cpu: cpu.promise,
     observer: {
       ...NO_OBSERVER,
-      synced: async () => resolve(performance.now()),
+      synced: async () => {
+        cpu.resolve(process.cpuUsage());
+        resolve(performance.now());
+      },
       failed: () => reject(new Error("the first sync failed")),
     },
   };
@@ -153,6 +158,8 @@ for (const n of SIZES) {
     const mapsAt = await Promise.race([maps.done, timedOut]);
     const nftAt = netns === undefined ? undefined : await Promise.race([nft.done, timedOut]);
     const cpu = process.cpuUsage(cpu0);
+    const atMaps = await maps.cpu;
+    const mapsCpuSeconds = (atMaps.user + atMaps.system - cpu0.user - cpu0.system) / 1e6;
     const childCpu = childrenCpuSeconds() - child1;
     const wall = (nftAt ?? mapsAt) - t1;
     stop.abort();
@@ -162,7 +169,7 @@ for (const n of SIZES) {
     coldRows.push([
       String(n),
       `${s(t1 - t0)} (${attachChildCpu.toFixed(2)})`,
-      s(mapsAt - t1),
+      `${s(mapsAt - t1)} (${mapsCpuSeconds.toFixed(2)})`,
       s(mapsAt - t0),
       nftAt === undefined ? "-" : s(nftAt - t0),
       `${(cpu.user / 1e6).toFixed(2)} + ${(cpu.system / 1e6).toFixed(2)}`,
@@ -191,6 +198,8 @@ for (const n of SIZES) {
       const report = await backend.sync(state);
       const ms = performance.now() - c0;
       const cpu = process.cpuUsage(cpu0);
+      const atMaps = await maps.cpu;
+      const mapsCpuSeconds = (atMaps.user + atMaps.system - cpu0.user - cpu0.system) / 1e6;
       if (r >= 0) changes.push({ start: c0, ms, cpuMs: (cpu.user + cpu.system) / 1000 });
       if (process.env.KPNG_BENCH_TRACE) console.log(`change ${r}: ${(performance.now() - c0).toFixed(3)} ms`);
       // One Service changed: its list goes to fresh slots, nothing else is written.
@@ -227,7 +236,7 @@ console.log(
     [
       "services",
       "load+attach s (bpftool CPU)",
-      "maps write s",
+      "maps write s (kpng CPU)",
       "maps programmed s",
       "companion programmed s",
       "kpng CPU s (user + sys)",
