@@ -198,8 +198,6 @@ for (const n of SIZES) {
       const report = await backend.sync(state);
       const ms = performance.now() - c0;
       const cpu = process.cpuUsage(cpu0);
-      const atMaps = await maps.cpu;
-      const mapsCpuSeconds = (atMaps.user + atMaps.system - cpu0.user - cpu0.system) / 1e6;
       if (r >= 0) changes.push({ start: c0, ms, cpuMs: (cpu.user + cpu.system) / 1000 });
       if (process.env.KPNG_BENCH_TRACE) console.log(`change ${r}: ${(performance.now() - c0).toFixed(3)} ms`);
       // One Service changed: its list goes to fresh slots, nothing else is written.

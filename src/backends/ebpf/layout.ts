@@ -139,12 +139,6 @@ export function writeServiceValue(buf: Buffer, off: number, v: ServiceValue): vo
   u32le(buf, off + 12, v.flags);
 }
 
-export function encodeServiceValue(v: ServiceValue): Buffer {
-  const b = Buffer.allocUnsafe(MAPS.services.value);
-  writeServiceValue(b, 0, v);
-  return b;
-}
-
 export function decodeServiceValue(b: Buffer): ServiceValue {
   return {
     id: b.readUInt32LE(0),
@@ -184,12 +178,6 @@ export function writeBackend(buf: Buffer, off: number, be: Backend): void {
   buf[off + 16] = be.port >>> 8;
   buf[off + 17] = be.port & 0xff;
   buf[off + 19] = 0;
-}
-
-export function encodeBackend(be: Backend): Buffer {
-  const b = Buffer.allocUnsafe(MAPS.backends.value);
-  writeBackend(b, 0, be);
-  return b;
 }
 
 export function decodeBackend(b: Buffer): Backend {
