@@ -33,7 +33,7 @@ import { NO_OBSERVER, type SyncObserver } from "../src/node/sync-observer.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { mountBpf } from "../tools/netns/bpf-mounts.ts";
 import { childrenCpuSeconds } from "./lib/child-cpu.ts";
-import { openBenchNetns, quantile } from "./lib/nft-netns.ts";
+import { BENCH_TABLE, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 import { svc } from "./lib/services.ts";
 import { flagValue, sizesFlag, table } from "./lib/table.ts";
 
@@ -136,16 +136,7 @@ for (const n of SIZES) {
     if (netns !== undefined) {
       const companion = new NftBackend({
         runner: netns.runner,
-        tables: [
-          {
-            family: "ip",
-            table: "kpng",
-            nodePortCIDRs: ["192.0.2.1/32"],
-            podCIDRs: ["10.0.0.0/8"],
-            masqueradeAll: false,
-            nodeIPs: ["192.0.2.1"],
-          },
-        ],
+        tables: [BENCH_TABLE],
         log: silentLogger,
         observer: nft.observer,
       });

@@ -2,6 +2,7 @@
 // it, synthetic addresses, and quantiles. Lives in lib/ so that `npm run bench` does not run it.
 
 import { spawnSync } from "node:child_process";
+import type { TableConfig } from "../../src/backends/nft/fragment.ts";
 import { InteractiveNftRunner } from "../../src/backends/nft/interactive-runner.ts";
 import { ExecNftRunner } from "../../src/backends/nft/runner.ts";
 
@@ -11,6 +12,16 @@ export interface BenchNetns {
   readonly runner: InteractiveNftRunner;
   close(): void;
 }
+
+/** The one IPv4 table the nft benchmarks program: a node at 192.0.2.1, pods in 10.0.0.0/8. */
+export const BENCH_TABLE: TableConfig = {
+  family: "ip",
+  table: "kpng",
+  nodePortCIDRs: ["192.0.2.1/32"],
+  podCIDRs: ["10.0.0.0/8"],
+  masqueradeAll: false,
+  nodeIPs: ["192.0.2.1"],
+};
 
 /** Creates the namespace, or says why it cannot and returns undefined (it needs root). */
 export function openBenchNetns(bench: string): BenchNetns | undefined {
