@@ -13,16 +13,6 @@ export interface BenchNetns {
   close(): void;
 }
 
-/** The one IPv4 table the nft benchmarks program: a node at 192.0.2.1, pods in 10.0.0.0/8. */
-export const BENCH_TABLE: TableConfig = {
-  family: "ip",
-  table: "kpng",
-  nodePortCIDRs: ["192.0.2.1/32"],
-  podCIDRs: ["10.0.0.0/8"],
-  masqueradeAll: false,
-  nodeIPs: ["192.0.2.1"],
-};
-
 /** Creates the namespace, or says why it cannot and returns undefined (it needs root). */
 export function openBenchNetns(bench: string): BenchNetns | undefined {
   if (process.getuid?.() !== 0) {
@@ -53,3 +43,13 @@ export function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
 }
+
+/** The IPv4 table every nft benchmark programs: NodePorts on 192.0.2.1, pods in 10.0.0.0/8. */
+export const BENCH_TABLE: TableConfig = {
+  family: "ip",
+  table: "kpng",
+  nodePortCIDRs: ["192.0.2.1/32"],
+  podCIDRs: ["10.0.0.0/8"],
+  masqueradeAll: false,
+  nodeIPs: ["192.0.2.1"],
+};
