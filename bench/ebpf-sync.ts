@@ -1,31 +1,50 @@
 // eBPF backend programming time, with the real kernel maps and programs on a private bpffs and
-// cgroup (under /run, removed afterwards):
-//   cold    N ClusterIP Services × 10 endpoints from a local state to programmed maps: bpftool
-//           creates the maps and loads and attaches the programs, then every Service is rendered
-//           and written with batch syscalls; wall time and the process's peak RSS;
-//   change  one endpoint change at that size: local state to map (render + write), p50/p99.
+// cgroup (under /run, removed afterwards) and the nft companion in a private network namespace:
+//   load+attach  bpftool creates the maps, loads the programs and attaches them;
+//   cold         N ClusterIP Services × 10 endpoints from a local state, run as `to-ebpf` runs
+//                them: the maps' sync loop first, the nft companion once the maps hold the state.
+//                "maps" is when the maps hold every Service (from the start of load+attach: when
+//                connections from the node work); "companion" when nft holds its rules. CPU is
+//                kpng's (user and system: map syscalls are system time) and the children's (nft,
+//                bpftool); wall minus all CPU is time spent waiting (for a core, for I/O);
+//   change       one endpoint change at that size: local state to map (render + write), p50/p99
+//                of wall time and of CPU time (getrusage's user + system, which the kernel keeps
+//                exact for the whole process; their gap is time waiting for a core), with the GC
+//                pauses that fell inside the measured changes.
+// The Services live in the brain's persistent map, so a change costs what it costs in kpng.
 // Needs root and build/kpng.bpf.o (npm run build:bpf).
-//   node bench/ebpf-sync.ts [--quick] [--sizes=10000,100000] [--changes=200]
+//   node --expose-gc bench/ebpf-sync.ts [--quick] [--sizes=10000,100000] [--changes=200] [--no-companion]
 
 import { existsSync } from "node:fs";
+import { loadavg } from "node:os";
+import { PerformanceObserver } from "node:perf_hooks";
 import { resourceUsage } from "node:process";
 import { fileURLToPath } from "node:url";
+import { SyncLoop } from "../src/backend-core/sync-loop.ts";
 import { EbpfBackend } from "../src/backends/ebpf/backend.ts";
 import { PinnedMaps } from "../src/backends/ebpf/maps.ts";
+import { untilFirstOutcome } from "../src/backends/ebpf/plugin.ts";
 import { BpftoolLoader } from "../src/backends/ebpf/programs.ts";
-import type { LocalService, LocalState } from "../src/model/local.ts";
+import { NftBackend } from "../src/backends/nft/backend.ts";
+import type { LocalService, LocalState, LocalStateFeed } from "../src/model/local.ts";
 import { ServiceChangeLog } from "../src/model/local-changes.ts";
+import { PersistentMap } from "../src/model/persistent-map.ts";
+import { NO_OBSERVER, type SyncObserver } from "../src/node/sync-observer.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { mountBpf } from "../tools/netns/bpf-mounts.ts";
-import { quantile } from "./lib/nft-netns.ts";
+import { childrenCpuSeconds } from "./lib/child-cpu.ts";
+import { BENCH_TABLE, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 import { svc } from "./lib/services.ts";
 import { flagValue, sizesFlag, table } from "./lib/table.ts";
 
 const quick = process.argv.includes("--quick");
 const SIZES = sizesFlag(quick ? [1000] : [10_000, 100_000]);
 const CHANGES = Number(flagValue("changes") ?? (quick ? 20 : 200));
+const COMPANION = !process.argv.includes("--no-companion");
 const ENDPOINTS = 10;
 const WARMUP = 20;
+/** The companion at 100k takes tens of seconds in nft; a cold start never takes longer than this. */
+const COLD_DEADLINE_MS = 600_000;
 const OBJECT = fileURLToPath(new URL("../build/kpng.bpf.o", import.meta.url));
 
 if (process.getuid?.() !== 0 || !existsSync(OBJECT)) {
@@ -33,9 +52,42 @@ if (process.getuid?.() !== 0 || !existsSync(OBJECT)) {
   process.exit(0);
 }
 
-const rows: string[][] = [];
+const s = (ms: number) => (ms / 1000).toFixed(2);
+const load = () => loadavg()[0]!.toFixed(1);
+
+/** Delivers one state to every subscriber, as the brain's feed does at start. */
+function feedOf(state: LocalState): LocalStateFeed {
+  return {
+    subscribe(listener) {
+      void listener(state);
+      return () => {};
+    },
+  };
+}
+
+/** An observer that records when (and at which process CPU time) the first sync succeeded. */
+function firstSync(): { observer: SyncObserver; done: Promise<number>; cpu: Promise<NodeJS.CpuUsage> } {
+  const { promise, resolve, reject } = Promise.withResolvers<number>();
+  const cpu = Promise.withResolvers<NodeJS.CpuUsage>();
+  return {
+    done: promise,
+    cpu: cpu.promise,
+    observer: {
+      ...NO_OBSERVER,
+      synced: async () => {
+        cpu.resolve(process.cpuUsage());
+        resolve(performance.now());
+      },
+      failed: () => reject(new Error("the first sync failed")),
+    },
+  };
+}
+
+const coldRows: string[][] = [];
+const changeRows: string[][] = [];
 for (const n of SIZES) {
   const mounts = await mountBpf();
+  const netns = COMPANION ? openBenchNetns("ebpf-sync") : undefined;
   const loader = new BpftoolLoader({
     bpfRoot: mounts.bpfRoot,
     cgroupRoot: mounts.clients,
@@ -45,10 +97,12 @@ for (const n of SIZES) {
     affinityEntries: 65_536,
     reverseEntries: 65_536,
   });
+  const stop = new AbortController();
   try {
     const log = new ServiceChangeLog();
-    const services = new Map<string, LocalService>();
-    for (let i = 0; i < n; i++) services.set(`bench/svc-${i}`, svc(i, 0, ENDPOINTS));
+    const editor = PersistentMap.empty<LocalService>().edit();
+    for (let i = 0; i < n; i++) editor.set(`bench/svc-${i}`, svc(i, 0, ENDPOINTS));
+    let services = editor.done();
     log.record(1, new Set(services.keys()));
     let state: LocalState = { node: "bench", revision: 1, services, serviceCIDRs: [], changeLog: log };
     const backend = new EbpfBackend({
@@ -58,44 +112,110 @@ for (const n of SIZES) {
       log: silentLogger,
     });
     globalThis.gc?.();
+    const loadBefore = load();
     const t0 = performance.now();
+    const child0 = childrenCpuSeconds();
     // Maps created, programs loaded and attached (bpftool); the sync's own check then finds them.
     await loader.ensure();
     const t1 = performance.now();
-    const cpu0 = process.cpuUsage();
-    const cold = await backend.sync(state);
-    const t2 = performance.now();
-    const cpu = process.cpuUsage(cpu0);
-    const rssMiB = resourceUsage().maxRSS / 1024;
+    const attachChildCpu = childrenCpuSeconds() - child0;
 
-    const changes: number[] = [];
+    const cpu0 = process.cpuUsage();
+    const child1 = childrenCpuSeconds();
+    const feed = feedOf(state);
+    const maps = firstSync();
+    const nft = firstSync();
+    const ordered = untilFirstOutcome(maps.observer, stop.signal);
+    const mapsLoop = new SyncLoop({
+      backend: "ebpf",
+      families: [backend.asFamily()],
+      log: silentLogger,
+      observer: ordered.observer,
+    });
+    const running = [mapsLoop.run(feed, stop.signal)];
+    if (netns !== undefined) {
+      const companion = new NftBackend({
+        runner: netns.runner,
+        tables: [BENCH_TABLE],
+        log: silentLogger,
+        observer: nft.observer,
+      });
+      running.push(ordered.first.then(() => companion.run(feed, stop.signal)));
+    }
+    const deadline = AbortSignal.timeout(COLD_DEADLINE_MS);
+    const timedOut = new Promise<never>((_, reject) =>
+      deadline.addEventListener("abort", () => reject(new Error("cold start past the deadline"))),
+    );
+    const mapsAt = await Promise.race([maps.done, timedOut]);
+    const nftAt = netns === undefined ? undefined : await Promise.race([nft.done, timedOut]);
+    const cpu = process.cpuUsage(cpu0);
+    const atMaps = await maps.cpu;
+    const mapsCpuSeconds = (atMaps.user + atMaps.system - cpu0.user - cpu0.system) / 1e6;
+    const childCpu = childrenCpuSeconds() - child1;
+    const wall = (nftAt ?? mapsAt) - t1;
+    stop.abort();
+    await Promise.all(running);
+    const rssMiB = resourceUsage().maxRSS / 1024;
+    const kpngCpu = (cpu.user + cpu.system) / 1e6;
+    coldRows.push([
+      String(n),
+      `${s(t1 - t0)} (${attachChildCpu.toFixed(2)})`,
+      `${s(mapsAt - t1)} (${mapsCpuSeconds.toFixed(2)})`,
+      s(mapsAt - t0),
+      nftAt === undefined ? "-" : s(nftAt - t0),
+      `${(cpu.user / 1e6).toFixed(2)} + ${(cpu.system / 1e6).toFixed(2)}`,
+      childCpu.toFixed(2),
+      s(Math.max(0, wall - 1000 * (kpngCpu + childCpu))),
+      rssMiB.toFixed(0),
+      `${loadBefore}→${load()}`,
+    ]);
+
+    // One endpoint change after another, each straight from the local state to the maps.
+    const gcPauses: { start: number; ms: number }[] = [];
+    const gcs = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) gcPauses.push({ start: e.startTime, ms: e.duration });
+    });
+    gcs.observe({ entryTypes: ["gc"] });
+    const changes: { start: number; ms: number; cpuMs: number }[] = [];
     // The first rounds warm the JIT up and are not counted.
     for (let r = -WARMUP; r < CHANGES; r++) {
       const i = ((((r + WARMUP) * 7919) % n) + n) % n;
       const key = `bench/svc-${i}`;
-      const next = new Map(state.services);
-      next.set(key, svc(i, r + WARMUP + 1, ENDPOINTS));
+      services = services.set(key, svc(i, r + WARMUP + 1, ENDPOINTS));
       log.record(state.revision + 1, new Set([key]));
-      state = { ...state, revision: state.revision + 1, services: next };
+      state = { ...state, revision: state.revision + 1, services };
+      const cpu0 = process.cpuUsage();
       const c0 = performance.now();
       const report = await backend.sync(state);
-      if (r >= 0) changes.push(performance.now() - c0);
-      if (process.env.KPNG_BENCH_TRACE) console.log(`change ${r}: ${changes.at(-1)?.toFixed(3)} ms`);
+      const ms = performance.now() - c0;
+      const cpu = process.cpuUsage(cpu0);
+      if (r >= 0) changes.push({ start: c0, ms, cpuMs: (cpu.user + cpu.system) / 1000 });
+      if (process.env.KPNG_BENCH_TRACE) console.log(`change ${r}: ${(performance.now() - c0).toFixed(3)} ms`);
       // One Service changed: its list goes to fresh slots, nothing else is written.
       if (report.backendsWritten !== ENDPOINTS) throw new Error(`wrote ${report.backendsWritten} slots`);
     }
-    rows.push([
+    // Entries are delivered after the pause: let them arrive.
+    await new Promise((r) => setTimeout(r, 50));
+    gcs.disconnect();
+    const inChanges = gcPauses.filter((g) =>
+      changes.some((c) => g.start >= c.start && g.start < c.start + c.ms),
+    );
+    const ms = changes.map((c) => c.ms);
+    const cpuMs = changes.map((c) => c.cpuMs);
+    changeRows.push([
       String(n),
-      String(cold.backendsWritten),
-      ((t1 - t0) / 1000).toFixed(2),
-      ((t2 - t1) / 1000).toFixed(2),
-      ((cpu.user + cpu.system) / 1e6).toFixed(2),
-      ((t2 - t0) / 1000).toFixed(2),
-      rssMiB.toFixed(0),
-      quantile(changes, 0.5).toFixed(3),
-      quantile(changes, 0.99).toFixed(3),
+      quantile(ms, 0.5).toFixed(3),
+      quantile(ms, 0.99).toFixed(3),
+      Math.max(...ms).toFixed(3),
+      quantile(cpuMs, 0.5).toFixed(3),
+      quantile(cpuMs, 0.99).toFixed(3),
+      String(inChanges.length),
+      inChanges.length === 0 ? "-" : Math.max(...inChanges.map((g) => g.ms)).toFixed(3),
+      load(),
     ]);
   } finally {
+    stop.abort();
+    netns?.close();
     await loader.remove();
     await mounts.destroy();
   }
@@ -104,15 +224,33 @@ console.log(
   table(
     [
       "services",
-      "backend slots",
-      "load+attach (s)",
-      "render+write (s)",
-      "render+write CPU (s)",
-      "cold total (s)",
-      "peak RSS (MiB)",
-      "change p50 (ms)",
-      "change p99 (ms)",
+      "load+attach s (bpftool CPU)",
+      "maps write s (kpng CPU)",
+      "maps programmed s",
+      "companion programmed s",
+      "kpng CPU s (user + sys)",
+      "children CPU s",
+      "waiting s",
+      "peak RSS MiB",
+      "load avg",
     ],
-    rows,
+    coldRows,
+  ),
+);
+console.log();
+console.log(
+  table(
+    [
+      "services",
+      "change p50 ms",
+      "change p99 ms",
+      "max ms",
+      "CPU p50 ms",
+      "CPU p99 ms",
+      "GC pauses in changes",
+      "longest GC ms",
+      "load avg",
+    ],
+    changeRows,
   ),
 );

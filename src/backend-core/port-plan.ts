@@ -110,8 +110,8 @@ function planPort(
   node: NodeAddresses,
   shared: ReturnType<typeof sharedByPorts>,
 ) {
-  const internal: PlanEndpoint[] = ofFamily(port.internalEndpoints, family);
-  const external: PlanEndpoint[] = ofFamily(port.externalEndpoints, family);
+  const internal: readonly PlanEndpoint[] = ofFamily(port.internalEndpoints, family);
+  const external: readonly PlanEndpoint[] = ofFamily(port.externalEndpoints, family);
   const served = port.endpointFamilies.includes(family);
   const local = svc.externalTrafficPolicy === "Local";
   const nodePort = node.nodePortCIDRs.length > 0 ? port.nodePort : 0;

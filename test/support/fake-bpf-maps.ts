@@ -1,7 +1,9 @@
 // In-memory BPF hash maps behind the eBPF backend's map interface. Like the kernel's: a map has a
 // maximum number of entries (a write past it fails with E2BIG, having written what fit), a batch
-// is applied entry by entry, and a test can make the next writes fail.
+// (keys and values packed, as the syscall takes them) is applied entry by entry, and a test can
+// make the next writes fail.
 
+import { MAPS } from "../../src/backends/ebpf/layout.ts";
 import { type LbMaps, MapWriteError } from "../../src/backends/ebpf/maps.ts";
 
 type Name = "services" | "backends";
@@ -19,25 +21,27 @@ export class FakeBpfMaps implements LbMaps {
     this.capacity = { services: capacity.services ?? 1_000_000, backends: capacity.backends ?? 1_000_000 };
   }
 
-  update(map: Name, entries: readonly (readonly [Buffer, Buffer])[]): void {
-    if (entries.length === 0) return;
-    this.calls.push(`update ${map} ${entries.length}`);
+  update(map: Name, keys: Buffer, values: Buffer, count: number): void {
+    if (count === 0) return;
+    this.calls.push(`update ${map} ${count}`);
     if (this.failNextWrites > 0) {
       this.failNextWrites--;
       throw new MapWriteError(map, 5, "Input/output error");
     }
+    const { key, value } = MAPS[map];
     const m = this.maps[map];
-    for (const [k, v] of entries) {
-      const hex = k.toString("hex");
+    for (let i = 0; i < count; i++) {
+      const hex = keys.toString("hex", i * key, (i + 1) * key);
       if (!m.has(hex) && m.size >= this.capacity[map]) throw new MapWriteError(map, E2BIG, "map full");
-      m.set(hex, Buffer.from(v));
+      m.set(hex, Buffer.from(values.subarray(i * value, (i + 1) * value)));
     }
   }
 
-  delete(map: Name, keys: readonly Buffer[]): void {
-    if (keys.length === 0) return;
-    this.calls.push(`delete ${map} ${keys.length}`);
-    for (const k of keys) this.maps[map].delete(k.toString("hex"));
+  delete(map: Name, keys: Buffer, count: number): void {
+    if (count === 0) return;
+    this.calls.push(`delete ${map} ${count}`);
+    const { key } = MAPS[map];
+    for (let i = 0; i < count; i++) this.maps[map].delete(keys.toString("hex", i * key, (i + 1) * key));
   }
 
   get(map: Name, key: Buffer): Buffer | undefined {

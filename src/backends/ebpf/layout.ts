@@ -54,33 +54,71 @@ export interface ServiceValue {
   readonly flags: number;
 }
 
-const DOTTED_QUAD = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
-function writeAddress(buf: Buffer, ip: string): 4 | 6 {
-  // The local state's addresses are canonical; dotted quads (most of them) skip the parser.
-  const quad = DOTTED_QUAD.exec(ip);
-  if (quad !== null) {
-    for (let i = 0; i < 4; i++) buf[i] = Number(quad[i + 1]);
-    return 4;
+/**
+ * Writes an address into `buf` at `off` (16 bytes: IPv4 in the first 4, the rest zeroed) and
+ * returns its family (4 or 6). The local state's addresses are canonical; dotted quads (most of
+ * them) are read character by character, without a parser or a regular expression.
+ */
+function writeAddress(buf: Buffer, off: number, ip: string): 4 | 6 {
+  let octet = 0;
+  let digits = 0;
+  let at = off;
+  for (let i = 0; i < ip.length; i++) {
+    const c = ip.charCodeAt(i);
+    if (c >= 48 && c <= 57 && digits < 3) {
+      octet = octet * 10 + (c - 48);
+      digits++;
+    } else if (c === 46 && digits > 0 && octet <= 255 && at < off + 3) {
+      buf[at++] = octet;
+      octet = 0;
+      digits = 0;
+    } else {
+      return writeParsed(buf, off, ip);
+    }
   }
-  const bytes = ipaddr.parse(ip).toByteArray();
-  for (let i = 0; i < bytes.length; i++) buf[i] = bytes[i]!;
-  return bytes.length === 4 ? 4 : 6;
+  if (digits === 0 || octet > 255 || at !== off + 3) return writeParsed(buf, off, ip);
+  buf[at] = octet;
+  for (let i = off + 4; i < off + 16; i++) buf[i] = 0;
+  return 4;
 }
 
-/** A zeroed buffer from Node's pool: millions of small keys would otherwise each be an allocation. */
-const zeroed = (size: number): Buffer => Buffer.allocUnsafe(size).fill(0);
+function writeParsed(buf: Buffer, off: number, ip: string): 4 | 6 {
+  const bytes = ipaddr.parse(ip).toByteArray();
+  buf.fill(0, off, off + 16);
+  for (let i = 0; i < bytes.length; i++) buf[off + i] = bytes[i]!;
+  return bytes.length === 4 ? 4 : 6;
+}
 
 function readAddress(buf: Buffer, family: number): string {
   if (family === 4) return ipaddr.fromByteArray([...buf.subarray(0, 4)]).toString();
   return ipaddr.fromByteArray([...buf.subarray(0, 16)]).toString();
 }
 
+// Byte stores rather than Buffer's write methods: millions of entries at a cold start, and the
+// offsets are the writer's own (within the batch buffers it made).
+function u16le(buf: Buffer, off: number, v: number): void {
+  buf[off] = v & 0xff;
+  buf[off + 1] = (v >>> 8) & 0xff;
+}
+
+function u32le(buf: Buffer, off: number, v: number): void {
+  buf[off] = v & 0xff;
+  buf[off + 1] = (v >>> 8) & 0xff;
+  buf[off + 2] = (v >>> 16) & 0xff;
+  buf[off + 3] = (v >>> 24) & 0xff;
+}
+
+/** Writes a frontend's key (MAPS.services.key bytes) into `buf` at `off`. */
+export function writeFrontend(buf: Buffer, off: number, f: Frontend): void {
+  buf[off + 19] = writeAddress(buf, off, f.ip);
+  buf[off + 16] = f.port >>> 8;
+  buf[off + 17] = f.port & 0xff;
+  buf[off + 18] = PROTOCOLS[f.protocol] ?? 0;
+}
+
 export function encodeFrontend(f: Frontend): Buffer {
-  const b = zeroed(MAPS.services.key);
-  b[19] = writeAddress(b, f.ip);
-  b.writeUInt16BE(f.port, 16);
-  b[18] = PROTOCOLS[f.protocol] ?? 0;
+  const b = Buffer.allocUnsafe(MAPS.services.key);
+  writeFrontend(b, 0, f);
   return b;
 }
 
@@ -92,14 +130,13 @@ export function decodeFrontend(b: Buffer): Frontend {
   };
 }
 
-export function encodeServiceValue(v: ServiceValue): Buffer {
-  const b = zeroed(MAPS.services.value);
-  b.writeUInt32LE(v.id, 0);
-  b.writeUInt16LE(v.count, 4);
-  b.writeUInt16LE(v.gen, 6);
-  b.writeUInt32LE(v.affinitySeconds, 8);
-  b.writeUInt32LE(v.flags, 12);
-  return b;
+/** Writes a frontend's value (MAPS.services.value bytes) into `buf` at `off`. */
+export function writeServiceValue(buf: Buffer, off: number, v: ServiceValue): void {
+  u32le(buf, off, v.id);
+  u16le(buf, off + 4, v.count);
+  u16le(buf, off + 6, v.gen);
+  u32le(buf, off + 8, v.affinitySeconds);
+  u32le(buf, off + 12, v.flags);
 }
 
 export function decodeServiceValue(b: Buffer): ServiceValue {
@@ -118,11 +155,16 @@ interface Slot {
   readonly index: number;
 }
 
+/** Writes a slot's key (MAPS.backends.key bytes) into `buf` at `off`. */
+export function writeSlot(buf: Buffer, off: number, id: number, gen: number, index: number): void {
+  u32le(buf, off, id);
+  u16le(buf, off + 4, gen);
+  u16le(buf, off + 6, index);
+}
+
 export function encodeSlot(s: Slot): Buffer {
-  const b = zeroed(MAPS.backends.key);
-  b.writeUInt32LE(s.id, 0);
-  b.writeUInt16LE(s.gen, 4);
-  b.writeUInt16LE(s.index, 6);
+  const b = Buffer.allocUnsafe(MAPS.backends.key);
+  writeSlot(b, 0, s.id, s.gen, s.index);
   return b;
 }
 
@@ -130,11 +172,12 @@ export function decodeSlot(b: Buffer): Slot {
   return { id: b.readUInt32LE(0), gen: b.readUInt16LE(4), index: b.readUInt16LE(6) };
 }
 
-export function encodeBackend(be: Backend): Buffer {
-  const b = zeroed(MAPS.backends.value);
-  b[18] = writeAddress(b, be.ip);
-  b.writeUInt16BE(be.port, 16);
-  return b;
+/** Writes a backend's value (MAPS.backends.value bytes) into `buf` at `off`. */
+export function writeBackend(buf: Buffer, off: number, be: Backend): void {
+  buf[off + 18] = writeAddress(buf, off, be.ip);
+  buf[off + 16] = be.port >>> 8;
+  buf[off + 17] = be.port & 0xff;
+  buf[off + 19] = 0;
 }
 
 export function decodeBackend(b: Buffer): Backend {

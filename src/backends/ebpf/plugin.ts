@@ -91,7 +91,10 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       if (settings.dryRun) {
         await withFirstState(feed, ctx.signal, async (state) => {
           for (const [key, svc] of state.services) {
-            const groups = renderService(svc, { nodePortIPs: [] });
+            const groups = renderService(svc, { nodePortIPs: [] }).map((g) => ({
+              ...g,
+              backends: g.backends.map(({ ip, port }) => ({ ip, port })),
+            }));
             process.stdout.write(`${JSON.stringify({ service: key, groups })}\n`);
           }
         });
@@ -113,7 +116,8 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           healthCheckAddresses: healthCheckAddresses(nft.nodePortCIDRs, nft.hostIPs),
           log: ctx.log.child({ component: "node" }),
         });
-        const [toEbpf, toNft] = jointObservers(node, 2) as [SyncObserver, SyncObserver];
+        const [joint, toNft] = jointObservers(node, 2) as [SyncObserver, SyncObserver];
+        const maps = untilFirstOutcome(joint, ctx.signal);
         const ebpf = new EbpfBackend({
           loader,
           openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
@@ -125,11 +129,14 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           families: [ebpf.asFamily()],
           log,
           syncPeriodMs: settings.syncPeriodMs,
-          observer: toEbpf,
+          observer: maps.observer,
           probe: new EbpfProbe(loader, log),
           probeIntervalMs: REPAIR_CHECK_MS,
         });
-        await Promise.all([loop.run(feed, ctx.signal), nft.run(feed, ctx.signal, toNft)]);
+        await Promise.all([
+          loop.run(feed, ctx.signal),
+          maps.first.then(() => (ctx.signal.aborted ? undefined : nft.run(feed, ctx.signal, toNft))),
+        ]);
       } finally {
         // Graceful stop: programs stay attached, maps and rules stay in place.
         await node?.close();
@@ -191,4 +198,33 @@ export function jointObservers(target: SyncObserver, n: number): SyncObserver[] 
     },
     failed: () => target.failed(),
   }));
+}
+
+/**
+ * `target` as an observer, and a promise settled at its first sync outcome (synced or failed) or
+ * when `signal` aborts. The companion starts once the maps hold the first state: its first render
+ * is seconds of work on the one thread at 100k Services and would otherwise delay the maps, which
+ * are what connections from the node need.
+ */
+export function untilFirstOutcome(
+  target: SyncObserver,
+  signal: AbortSignal,
+): { readonly observer: SyncObserver; readonly first: Promise<void> } {
+  const { promise, resolve } = Promise.withResolvers<void>();
+  if (signal.aborted) resolve();
+  else signal.addEventListener("abort", () => resolve(), { once: true });
+  return {
+    first: promise,
+    observer: {
+      queued: (state) => target.queued(state),
+      async synced(o) {
+        resolve();
+        await target.synced(o);
+      },
+      failed() {
+        resolve();
+        target.failed();
+      },
+    },
+  };
 }

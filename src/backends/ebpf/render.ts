@@ -56,9 +56,10 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
         eps: readonly LocalEndpoint[],
       ): RenderedGroup | undefined {
         if (frontends.length === 0) return undefined;
-        const backends = ofFamily(eps, family)
-          .slice(0, MAX_BACKENDS_PER_SERVICE)
-          .map((e) => ({ ip: e.ip, port: e.port }));
+        // The endpoints themselves serve as backends (address and port): no copy per endpoint.
+        const inFamily: readonly Backend[] = ofFamily(eps, family);
+        const backends =
+          inFamily.length > MAX_BACKENDS_PER_SERVICE ? inFamily.slice(0, MAX_BACKENDS_PER_SERVICE) : inFamily;
         // Endpoints that exist but a policy excludes: the packet goes on unchanged, nft drops it.
         if (backends.length === 0 && hasAny) return undefined;
         return {

@@ -3,31 +3,46 @@
 // (id, gen+1, i) first, then each frontend's value is replaced by one that names the new slots,
 // and only then are the old slots deleted. A connect therefore sees the old list or the new one,
 // never half of either (the program re-reads the frontend if its slot vanished in between).
+// Entries are encoded straight into reused batch buffers (map-batch.ts); the slots' batch always
+// reaches the kernel before the frontends' batch that names them.
 //
 // A full sync (the first one, or after a failure or a repair) starts by reading what the maps
 // hold, so a restarted kpng adopts the pinned maps: entries that are already right stay, and
 // Services keep resolving throughout.
 
 import {
-  type Backend,
-  decodeBackend,
-  decodeFrontend,
   decodeServiceValue,
   decodeSlot,
-  encodeBackend,
-  encodeFrontend,
-  encodeServiceValue,
-  encodeSlot,
+  type Frontend,
+  MAPS,
   type ServiceValue,
   SVC_REJECT,
+  writeBackend,
+  writeFrontend,
+  writeServiceValue,
+  writeSlot,
 } from "./layout.ts";
+import { DeleteList, WriteBatch } from "./map-batch.ts";
 import type { LbMaps } from "./maps.ts";
 import type { RenderedGroup } from "./render.ts";
 
+const FRONTEND = MAPS.services.key;
+const VALUE = MAPS.services.value;
+const SLOT = MAPS.backends.key;
+const BACKEND = MAPS.backends.value;
+const EMPTY = Buffer.alloc(0);
+
+/** One group as the maps hold it: its frontends' keys and its backend list, packed. */
 interface Programmed {
-  readonly group: RenderedGroup;
+  readonly name: string;
   readonly id: number;
   readonly gen: number;
+  /** The frontends' keys, FRONTEND bytes each. */
+  readonly frontends: Buffer;
+  /** The backend list's values in slot order, BACKEND bytes each. */
+  readonly backends: Buffer;
+  readonly reject: boolean;
+  readonly affinitySeconds: number;
 }
 
 /** What one write did, for logs, metrics and tests. */
@@ -39,23 +54,30 @@ export interface WriteReport {
   readonly backendsDeleted: number;
 }
 
-/** What the maps held when they were read: frontends by id, and each slot list. */
+/** What the maps held when they were read: frontends by key, and each slot list. */
 interface Adopted {
   readonly byFrontend: Map<string, ServiceValue>;
   readonly frontends: Map<number, Buffer[]>;
-  readonly slots: Map<string, Backend[]>;
+  readonly slots: Map<string, Buffer[]>;
   readonly claimed: Set<number>;
 }
 
 const slotList = (id: number, gen: number) => `${id}/${gen}`;
+/** A key as a Map or Set key: one byte per character. */
+const keyString = (packed: Buffer, at: number, size: number) => packed.toString("latin1", at, at + size);
 
 export class MapWriter {
   readonly #maps: LbMaps;
-  #services = new Map<string, Map<string, Programmed>>();
+  readonly #slots: WriteBatch;
+  readonly #frontends: WriteBatch;
+  readonly #value = Buffer.alloc(VALUE);
+  #services = new Map<string, readonly Programmed[]>();
   #nextId = 1;
 
-  constructor(maps: LbMaps) {
+  constructor(maps: LbMaps, batchEntries?: number) {
     this.#maps = maps;
+    this.#slots = new WriteBatch(maps, "backends", undefined, batchEntries);
+    this.#frontends = new WriteBatch(maps, "services", this.#slots, batchEntries);
   }
 
   /** Services currently programmed. */
@@ -71,39 +93,44 @@ export class MapWriter {
     const adopted = this.#read();
     this.#services = new Map();
     // Slots no frontend names (a write that failed half-way) go first: they may fill the map.
-    const orphans: Buffer[] = [];
-    const named = new Set([...adopted.byFrontend.values()].map((v) => slotList(v.id, v.gen)));
-    for (const [k] of this.#maps.entries("backends")) {
-      const s = decodeSlot(k);
-      if (!named.has(slotList(s.id, s.gen))) orphans.push(k);
+    const orphans = new DeleteList(SLOT);
+    const named = new Set<string>();
+    for (const v of adopted.byFrontend.values()) named.add(slotList(v.id, v.gen));
+    for (const [list, values] of adopted.slots) {
+      if (named.has(list)) continue;
+      const [id, gen] = list.split("/").map(Number) as [number, number];
+      for (let index = 0; index < values.length; index++) orphans.addSlot(id, gen, index);
     }
-    this.#maps.delete("backends", orphans);
-    const report = this.#apply(services, adopted);
+    orphans.deleteFrom(this.#maps, "backends");
+    const empty = adopted.byFrontend.size === 0;
+    const report = this.#apply(services, empty ? undefined : adopted);
     if (adopted.byFrontend.size === 0 && adopted.slots.size === 0) return report;
     // Whatever no Service claimed is stale.
     const live = new Set<string>();
     const liveSlots = new Set<string>();
     for (const groups of this.#services.values()) {
-      for (const p of groups.values()) {
+      for (const p of groups) {
         liveSlots.add(slotList(p.id, p.gen));
-        for (const f of p.group.frontends) live.add(encodeFrontend(f).toString("hex"));
+        for (let at = 0; at < p.frontends.length; at += FRONTEND)
+          live.add(keyString(p.frontends, at, FRONTEND));
       }
     }
-    const staleFrontends = [...adopted.byFrontend.keys()]
-      .filter((h) => !live.has(h))
-      .map((h) => Buffer.from(h, "hex"));
-    this.#maps.delete("services", staleFrontends);
-    const staleSlots: Buffer[] = [];
-    for (const [list, backends] of adopted.slots) {
-      if (liveSlots.has(list)) continue;
-      const [id, gen] = list.split("/").map(Number) as [number, number];
-      for (let index = 0; index < backends.length; index++) staleSlots.push(encodeSlot({ id, gen, index }));
+    const staleFrontends = new DeleteList(FRONTEND);
+    for (const k of adopted.byFrontend.keys()) {
+      if (!live.has(k)) staleFrontends.addString(k);
     }
-    this.#maps.delete("backends", staleSlots);
+    staleFrontends.deleteFrom(this.#maps, "services");
+    const staleSlots = new DeleteList(SLOT);
+    for (const [list, values] of adopted.slots) {
+      if (liveSlots.has(list) || !named.has(list)) continue;
+      const [id, gen] = list.split("/").map(Number) as [number, number];
+      for (let index = 0; index < values.length; index++) staleSlots.addSlot(id, gen, index);
+    }
+    staleSlots.deleteFrom(this.#maps, "backends");
     return {
       ...report,
-      frontendsDeleted: report.frontendsDeleted + staleFrontends.length,
-      backendsDeleted: report.backendsDeleted + staleSlots.length + orphans.length,
+      frontendsDeleted: report.frontendsDeleted + staleFrontends.count,
+      backendsDeleted: report.backendsDeleted + staleSlots.count + orphans.count,
     };
   }
 
@@ -116,83 +143,115 @@ export class MapWriter {
     changes: Iterable<[string, readonly RenderedGroup[] | undefined]>,
     adopted: Adopted | undefined,
   ): WriteReport {
-    const backendWrites: [Buffer, Buffer][] = [];
-    const frontendWrites: [Buffer, Buffer][] = [];
-    const frontendDeletes = new Map<string, Buffer>();
-    const backendDeletes: Buffer[] = [];
-    const next = new Map<string, Map<string, Programmed> | undefined>();
+    const slots = this.#slots;
+    const fronts = this.#frontends;
+    slots.reset();
+    fronts.reset();
+    const value = this.#value;
+    const frontendDeletes = new Map<string, number>();
+    const slotDeletes = new DeleteList(SLOT);
+    const written: (readonly Programmed[])[] = [];
     let services = 0;
 
     const dropSlots = (p: Programmed) => {
-      for (let index = 0; index < p.group.backends.length; index++)
-        backendDeletes.push(encodeSlot({ id: p.id, gen: p.gen, index }));
+      for (let index = 0; index < p.backends.length / BACKEND; index++)
+        slotDeletes.addSlot(p.id, p.gen, index);
+    };
+    const dropFrontends = (packed: Buffer, except?: ReadonlySet<string>) => {
+      for (let at = 0; at < packed.length; at += FRONTEND) {
+        const k = keyString(packed, at, FRONTEND);
+        if (except === undefined || !except.has(k)) frontendDeletes.set(k, 1);
+      }
+    };
+    const writeFrontends = (packed: Buffer, except?: ReadonlySet<string>) => {
+      for (let at = 0; at < packed.length; at += FRONTEND) {
+        if (except?.has(keyString(packed, at, FRONTEND))) continue;
+        const i = fronts.next();
+        packed.copy(fronts.keys, i * FRONTEND, at, at + FRONTEND);
+        value.copy(fronts.values, i * VALUE);
+      }
     };
 
     for (const [key, groups] of changes) {
       services++;
-      const old = new Map(this.#services.get(key));
-      const now = new Map<string, Programmed>();
+      const old = this.#services.get(key) ?? [];
+      const now: Programmed[] = [];
       for (const g of groups ?? []) {
-        let prev = old.get(g.name);
-        old.delete(g.name);
-        if (prev === undefined && adopted !== undefined) prev = claim(adopted, g);
-        const same = prev !== undefined && sameList(prev.group, g);
+        const frontends = packFrontends(g.frontends);
+        let prev = old.length === 0 ? undefined : old.find((p) => p.name === g.name);
+        if (prev === undefined && adopted !== undefined) prev = claim(adopted, g.name, frontends);
+        const backends = packBackends(g);
+        const same =
+          prev !== undefined &&
+          prev.reject === g.reject &&
+          prev.affinitySeconds === g.affinitySeconds &&
+          prev.backends.equals(backends);
         const id = prev?.id ?? this.#nextId++;
         const gen = prev === undefined || same ? (prev?.gen ?? 0) : (prev.gen + 1) & 0xffff;
+        const count = backends.length / BACKEND;
         if (!same) {
-          for (const [index, be] of g.backends.entries()) {
-            backendWrites.push([encodeSlot({ id, gen, index }), encodeBackend(be)]);
-          }
+          const first = slots.reserve(count);
+          for (let index = 0; index < count; index++)
+            writeSlot(slots.keys, (first + index) * SLOT, id, gen, index);
+          backends.copy(slots.values, first * BACKEND);
           if (prev !== undefined) dropSlots(prev);
         }
-        const value = encodeServiceValue({
+        writeServiceValue(value, 0, {
           id,
           gen,
-          count: g.backends.length,
+          count,
           affinitySeconds: g.affinitySeconds,
           flags: g.reject ? SVC_REJECT : 0,
         });
         if (prev === undefined) {
-          for (const f of g.frontends) frontendWrites.push([encodeFrontend(f), value]);
-        } else {
-          const before = new Set(prev.group.frontends.map((f) => encodeFrontend(f).toString("hex")));
-          for (const f of g.frontends) {
-            const k = encodeFrontend(f);
-            const had = before.delete(k.toString("hex"));
-            if (!same || !had) frontendWrites.push([k, value]);
-          }
-          for (const hex of before) frontendDeletes.set(hex, Buffer.from(hex, "hex"));
+          writeFrontends(frontends);
+        } else if (!prev.frontends.equals(frontends)) {
+          const before = keySet(prev.frontends);
+          // Every frontend names the new list; one that already named this one stays as it is.
+          writeFrontends(frontends, same ? before : undefined);
+          dropFrontends(prev.frontends, keySet(frontends));
+        } else if (!same) {
+          writeFrontends(frontends);
         }
-        now.set(g.name, { group: g, id, gen });
+        now.push({
+          name: g.name,
+          id,
+          gen,
+          frontends,
+          backends,
+          reject: g.reject,
+          affinitySeconds: g.affinitySeconds,
+        });
       }
-      for (const p of old.values()) {
-        for (const f of p.group.frontends) {
-          const k = encodeFrontend(f);
-          frontendDeletes.set(k.toString("hex"), k);
-        }
+      for (const p of old) {
+        if (now.some((q) => q.name === p.name)) continue;
+        dropFrontends(p.frontends);
         dropSlots(p);
       }
-      next.set(key, groups === undefined ? undefined : now);
+      if (groups === undefined) this.#services.delete(key);
+      else this.#services.set(key, now);
+      written.push(now);
     }
     // A frontend that moved to another group or Service in this write is rewritten, not deleted.
-    if (frontendDeletes.size > 0) for (const [k] of frontendWrites) frontendDeletes.delete(k.toString("hex"));
-
-    // Commit the bookkeeping before writing: if a write fails, the caller runs a full sync,
-    // which re-reads the maps.
-    for (const [key, groups] of next) {
-      if (groups === undefined) this.#services.delete(key);
-      else this.#services.set(key, groups);
+    if (frontendDeletes.size > 0) {
+      for (const now of written)
+        for (const p of now)
+          for (let at = 0; at < p.frontends.length; at += FRONTEND)
+            frontendDeletes.delete(keyString(p.frontends, at, FRONTEND));
     }
-    this.#maps.update("backends", backendWrites);
-    this.#maps.update("services", frontendWrites);
-    this.#maps.delete("services", [...frontendDeletes.values()]);
-    this.#maps.delete("backends", backendDeletes);
+    // The bookkeeping is already the new state: if a write fails, the caller runs a full sync,
+    // which re-reads the maps.
+    fronts.flush();
+    const deletes = new DeleteList(FRONTEND, Math.max(1, frontendDeletes.size));
+    for (const k of frontendDeletes.keys()) deletes.addString(k);
+    deletes.deleteFrom(this.#maps, "services");
+    slotDeletes.deleteFrom(this.#maps, "backends");
     return {
       services,
-      frontendsWritten: frontendWrites.length,
-      frontendsDeleted: frontendDeletes.size,
-      backendsWritten: backendWrites.length,
-      backendsDeleted: backendDeletes.length,
+      frontendsWritten: fronts.added,
+      frontendsDeleted: deletes.count,
+      backendsWritten: slots.added,
+      backendsDeleted: slotDeletes.count,
     };
   }
 
@@ -201,48 +260,61 @@ export class MapWriter {
     const frontends = new Map<number, Buffer[]>();
     for (const [k, v] of this.#maps.entries("services")) {
       const value = decodeServiceValue(v);
-      byFrontend.set(k.toString("hex"), value);
-      frontends.set(value.id, [...(frontends.get(value.id) ?? []), Buffer.from(k)]);
+      byFrontend.set(keyString(k, 0, FRONTEND), value);
+      const list = frontends.get(value.id);
+      if (list === undefined) frontends.set(value.id, [Buffer.from(k)]);
+      else list.push(Buffer.from(k));
       if (value.id >= this.#nextId) this.#nextId = value.id + 1;
     }
-    const slots = new Map<string, Backend[]>();
+    const slots = new Map<string, Buffer[]>();
     for (const [k, v] of this.#maps.entries("backends")) {
       const s = decodeSlot(k);
       const list = slotList(s.id, s.gen);
-      const backends = slots.get(list) ?? [];
-      backends[s.index] = decodeBackend(v);
-      slots.set(list, backends);
+      const values = slots.get(list) ?? [];
+      values[s.index] = Buffer.from(v);
+      slots.set(list, values);
       if (s.id >= this.#nextId) this.#nextId = s.id + 1;
     }
     return { byFrontend, frontends, slots, claimed: new Set() };
   }
 }
 
-/** The adopted list a group's first frontend uses, as if this process had written it. */
-function claim(adopted: Adopted, g: RenderedGroup): Programmed | undefined {
-  const first = g.frontends[0];
-  if (first === undefined) return undefined;
-  const value = adopted.byFrontend.get(encodeFrontend(first).toString("hex"));
-  if (value === undefined || adopted.claimed.has(value.id)) return undefined;
-  adopted.claimed.add(value.id);
-  const backends = adopted.slots.get(slotList(value.id, value.gen)) ?? [];
-  // A list with holes (a write that failed half-way) is not the list the value names: rewrite it.
-  const complete = backends.length === value.count && backends.every((b) => b !== undefined);
-  return {
-    id: value.id,
-    gen: value.gen,
-    group: {
-      name: g.name,
-      frontends: (adopted.frontends.get(value.id) ?? []).map(decodeFrontend),
-      backends: complete ? backends : [],
-      reject: (value.flags & SVC_REJECT) !== 0,
-      affinitySeconds: complete ? value.affinitySeconds : -1,
-    },
-  };
+function packFrontends(frontends: readonly Frontend[]): Buffer {
+  const packed = Buffer.allocUnsafe(frontends.length * FRONTEND);
+  for (let i = 0; i < frontends.length; i++) writeFrontend(packed, i * FRONTEND, frontends[i]!);
+  return packed;
 }
 
-function sameList(a: RenderedGroup, b: RenderedGroup): boolean {
-  if (a.reject !== b.reject || a.affinitySeconds !== b.affinitySeconds) return false;
-  if (a.backends.length !== b.backends.length) return false;
-  return a.backends.every((x, i) => x.ip === b.backends[i]!.ip && x.port === b.backends[i]!.port);
+function packBackends(g: RenderedGroup): Buffer {
+  if (g.backends.length === 0) return EMPTY;
+  const packed = Buffer.allocUnsafe(g.backends.length * BACKEND);
+  for (let i = 0; i < g.backends.length; i++) writeBackend(packed, i * BACKEND, g.backends[i]!);
+  return packed;
+}
+
+function keySet(packed: Buffer): Set<string> {
+  const out = new Set<string>();
+  for (let at = 0; at < packed.length; at += FRONTEND) out.add(keyString(packed, at, FRONTEND));
+  return out;
+}
+
+/** The adopted list a group's first frontend uses, as if this process had written it. */
+function claim(adopted: Adopted, name: string, frontends: Buffer): Programmed | undefined {
+  if (frontends.length === 0) return undefined;
+  const value = adopted.byFrontend.get(keyString(frontends, 0, FRONTEND));
+  if (value === undefined || adopted.claimed.has(value.id)) return undefined;
+  adopted.claimed.add(value.id);
+  const values = adopted.slots.get(slotList(value.id, value.gen)) ?? [];
+  // A list with holes (a write that failed half-way) is not the list the value names: rewrite it.
+  let complete = values.length === value.count;
+  for (let i = 0; complete && i < values.length; i++) complete = values[i] !== undefined;
+  return {
+    name,
+    id: value.id,
+    gen: value.gen,
+    frontends: Buffer.concat(adopted.frontends.get(value.id) ?? []),
+    backends: complete ? Buffer.concat(values) : EMPTY,
+    reject: (value.flags & SVC_REJECT) !== 0,
+    affinitySeconds: complete ? value.affinitySeconds : -1,
+  };
 }

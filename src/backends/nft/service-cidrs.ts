@@ -10,7 +10,7 @@ import { STATIC } from "./names.ts";
 import type { NftOp } from "./ops.ts";
 
 /** The ranges of one table's family, in the order the local state gives them. */
-export function serviceCIDRsOfFamily(cidrs: readonly string[], family: NftFamily): string[] {
+export function serviceCIDRsOfFamily(cidrs: readonly string[], family: NftFamily): readonly string[] {
   return ofFamily(cidrs, ipFamilyOfNft(family));
 }
 

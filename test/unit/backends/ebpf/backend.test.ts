@@ -6,12 +6,13 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { EbpfBackend } from "../../../../src/backends/ebpf/backend.ts";
 import { listFrontends } from "../../../../src/backends/ebpf/list.ts";
-import { jointObservers } from "../../../../src/backends/ebpf/plugin.ts";
+import { jointObservers, untilFirstOutcome } from "../../../../src/backends/ebpf/plugin.ts";
 import type { ProgramLoader } from "../../../../src/backends/ebpf/programs.ts";
 import type { SyncObserver, SyncOutcome } from "../../../../src/node/sync-observer.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
 import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
+import { settle } from "../../../support/settle.ts";
 import { ep, manyServices, port, service, state } from "../nft/fixtures.ts";
 
 class FakeLoader implements ProgramLoader {
@@ -125,5 +126,47 @@ describe("joint observers (eBPF and nft on one node services)", () => {
     assert.deepEqual(seen, [1]);
     await a.synced(at(2));
     assert.deepEqual(seen, [1, 2]);
+  });
+});
+
+describe("the companion waits for the maps' first sync", () => {
+  const settled = async (p: Promise<void>) => {
+    let done = false;
+    void p.then(() => {
+      done = true;
+    });
+    await settle(1);
+    return done;
+  };
+  const target = (seen: string[]): SyncObserver => ({
+    queued: () => seen.push("queued"),
+    synced: async () => {
+      seen.push("synced");
+    },
+    failed: () => seen.push("failed"),
+  });
+
+  test("not before the maps are synced; then at once, and the node services still hear of it", async () => {
+    const seen: string[] = [];
+    const { observer, first } = untilFirstOutcome(target(seen), new AbortController().signal);
+    observer.queued(state([], 1));
+    assert.equal(await settled(first), false);
+    await observer.synced({ state: state([], 1), full: true, durationMs: 1 });
+    assert.equal(await settled(first), true);
+    assert.deepEqual(seen, ["queued", "synced"]);
+  });
+
+  test("a failed first sync (a full map) starts the companion too", async () => {
+    const { observer, first } = untilFirstOutcome(target([]), new AbortController().signal);
+    observer.failed();
+    assert.equal(await settled(first), true);
+  });
+
+  test("a stop before the first sync does not leave the companion waiting forever", async () => {
+    const stop = new AbortController();
+    const { first } = untilFirstOutcome(target([]), stop.signal);
+    assert.equal(await settled(first), false);
+    stop.abort();
+    assert.equal(await settled(first), true);
   });
 });

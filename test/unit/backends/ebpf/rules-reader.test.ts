@@ -41,7 +41,7 @@ test("maps the backend wrote: every frontend of the Service is reported, without
 
 test("a frontend removed from kpng_svc is a drift naming what the backend would write", async () => {
   const maps = programmed(web);
-  maps.delete("services", [encodeFrontend({ ip: "192.0.2.1", port: 30080, protocol: "TCP" })]);
+  maps.delete("services", encodeFrontend({ ip: "192.0.2.1", port: 30080, protocol: "TCP" }), 1);
   const report = await read(maps, web);
   assert.deepEqual(report.drift, [
     { object: "bpf 192.0.2.1:30080/TCP", expected: "198.51.100.2:8080 198.51.100.3:8080", found: "" },
@@ -51,7 +51,7 @@ test("a frontend removed from kpng_svc is a drift naming what the backend would 
 test("a backend slot removed from kpng_be is a drift: the frontend names a missing slot", async () => {
   const maps = programmed(web);
   const [slot] = [...maps.entries("backends")][0]!;
-  maps.delete("backends", [slot]);
+  maps.delete("backends", slot, 1);
   const report = await read(maps, web);
   // The cluster IP and the NodePort have lists of their own: the first list written lost a slot.
   assert.deepEqual(report.drift, [
@@ -88,7 +88,7 @@ test("a slot past the list's count is reported as stray", async () => {
   const id = value.readUInt32LE(0);
   const gen = value.readUInt16LE(6);
   const [[, be]] = [...maps.entries("backends")] as [[Buffer, Buffer]];
-  maps.update("backends", [[encodeSlot({ id, gen, index: 2 }), be]]);
+  maps.update("backends", encodeSlot({ id, gen, index: 2 }), be, 1);
   const report = await read(maps, web);
   assert.deepEqual(report.drift, [
     {

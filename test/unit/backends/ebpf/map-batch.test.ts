@@ -1,0 +1,110 @@
+// Batched map writes: entries packed into reused buffers, written each time they fill. Whatever
+// the batch size, a frontend reaches the kernel only after every slot of the list it names, and
+// a Service's list goes into one batch whole.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { listFrontends } from "../../../../src/backends/ebpf/list.ts";
+import { DeleteList, WriteBatch } from "../../../../src/backends/ebpf/map-batch.ts";
+import { renderService } from "../../../../src/backends/ebpf/render.ts";
+import { MapWriter } from "../../../../src/backends/ebpf/writer.ts";
+import type { LocalService } from "../../../../src/model/local.ts";
+import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
+import { ep, manyServices, port } from "../nft/fixtures.ts";
+
+const ctx = { nodePortIPs: [] };
+const rendered = (services: readonly LocalService[]) =>
+  services.map((s): [string, ReturnType<typeof renderService>] => [
+    `${s.namespace}/${s.name}`,
+    renderService(s, ctx),
+  ]);
+
+/** Fake maps that check, after every frontend write, that each frontend names a complete list. */
+class CheckedMaps extends FakeBpfMaps {
+  violations: string[] = [];
+  override update(map: "services" | "backends", keys: Buffer, values: Buffer, count: number): void {
+    super.update(map, keys, values, count);
+    if (map !== "services") return;
+    for (const f of listFrontends(this))
+      if (f.backends.includes("?")) this.violations.push(`${f.address}: ${f.backends.join(",")}`);
+  }
+}
+
+describe("eBPF batched map writes", () => {
+  test("small batches: slots are written before the frontends that name them, in every batch", () => {
+    const maps = new CheckedMaps();
+    const writer = new MapWriter(maps, 7);
+    const report = writer.fullSync(rendered(manyServices(40)));
+    assert.equal(report.backendsWritten, 80);
+    assert.equal(report.frontendsWritten, 40);
+    assert.deepEqual(maps.violations, []);
+    // Batches of at most 7 entries, each syscall as large as the buffers allow.
+    assert.ok(maps.calls.every((c) => Number(c.split(" ")[2]) <= 7));
+    assert.ok(maps.calls.filter((c) => c.startsWith("update backends")).length >= 80 / 7);
+    assert.equal(listFrontends(maps).length, 40);
+  });
+
+  test("a Service's list goes into one batch whole: a list that does not fit starts the next one", () => {
+    const maps = new FakeBpfMaps();
+    const three = [ep("198.51.100.2"), ep("198.51.100.3"), ep("198.51.100.4")];
+    const services = manyServices(3).map((s) => ({ ...s, ports: [port({ internalEndpoints: three })] }));
+    new MapWriter(maps, 5).fullSync(rendered(services));
+    assert.deepEqual(
+      maps.calls.filter((c) => c.startsWith("update backends")),
+      ["update backends 3", "update backends 3", "update backends 3"],
+    );
+  });
+
+  test("the buffers are reused: a second write after a big one writes only its own entries", () => {
+    const maps = new FakeBpfMaps();
+    const writer = new MapWriter(maps, 8);
+    writer.fullSync(rendered(manyServices(20)));
+    maps.calls.length = 0;
+    const changed = manyServices(20)[5]!;
+    const report = writer.update(
+      rendered([{ ...changed, ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] }]),
+    );
+    assert.equal(report.backendsWritten, 1);
+    assert.deepEqual(maps.calls, ["update backends 1", "update services 1", "delete backends 2"]);
+  });
+
+  test("a full map half-way through small batches: no frontend names an incomplete list", () => {
+    const maps = new CheckedMaps({ backends: 25 });
+    assert.throws(
+      () => new MapWriter(maps, 4).fullSync(rendered(manyServices(30))),
+      (e: Error & { full?: boolean }) => e.full === true,
+    );
+    assert.deepEqual(maps.violations, []);
+    for (const f of listFrontends(maps)) assert.equal(f.backends.length, 2);
+  });
+
+  test("a write batch flushes the batch it depends on first, and counts what it added", () => {
+    const maps = new FakeBpfMaps();
+    const slots = new WriteBatch(maps, "backends", undefined, 4);
+    const fronts = new WriteBatch(maps, "services", slots, 4);
+    slots.keys.fill(1, 0, 8);
+    slots.values.fill(0, 0, 20);
+    slots.next();
+    fronts.keys.fill(2, 0, 20);
+    fronts.values.fill(0, 0, 16);
+    fronts.next();
+    fronts.flush();
+    assert.deepEqual(maps.calls, ["update backends 1", "update services 1"]);
+    assert.equal(slots.added, 1);
+    slots.reset();
+    assert.equal(slots.added, 0);
+  });
+
+  test("a delete list grows past its first buffer and deletes every key in one call", () => {
+    const maps = new FakeBpfMaps();
+    const writer = new MapWriter(maps);
+    writer.fullSync(rendered(manyServices(100)));
+    const list = new DeleteList(8, 2);
+    for (let id = 1; id <= 101; id++) for (let index = 0; index < 2; index++) list.addSlot(id, 0, index);
+    assert.equal(list.count, 202);
+    maps.calls.length = 0;
+    list.deleteFrom(maps, "backends");
+    assert.deepEqual(maps.calls, ["delete backends 202"]);
+    assert.equal(maps.maps.backends.size, 0);
+  });
+});
