@@ -43,7 +43,7 @@ export class MapWriteError extends Error {
 /** Entries per batch syscall: bounded so one call never holds a huge buffer. */
 const BATCH = 10_000;
 
-export function mapPinPath(bpfRoot: string, map: LbMapName | "affinity" | "reverse"): string {
+export function mapPinPath(bpfRoot: string, map: keyof typeof MAPS): string {
   return join(bpfRoot, "kpng", "maps", MAPS[map].name);
 }
 
