@@ -74,6 +74,24 @@ describe("eBPF backend", { skip }, () => {
         endpoints: [on("web-1"), on("web-2")],
       },
       {
+        name: "itp-remote",
+        clusterIP: "203.0.113.14",
+        ports: http,
+        internalTrafficPolicy: "Local",
+        endpoints: [{ ip: topo.pod("web-2").ipv4!, node: "node-2" }],
+      },
+      ...(["192.0.2.0/24", "198.18.0.0/15"] as const).map(
+        (range, i): TestService => ({
+          name: `lb-${i}`,
+          type: "LoadBalancer",
+          clusterIP: `203.0.113.2${i}`,
+          ports: [{ ...http[0]!, nodePort: 30090 + i }],
+          loadBalancerIP: `203.0.113.20${i}`,
+          sourceRanges: [range],
+          endpoints: [on("web-1")],
+        }),
+      ),
+      {
         name: "web6",
         clusterIP: "2001:db8:2::10",
         ports: http,
@@ -226,6 +244,18 @@ describe("eBPF backend", { skip }, () => {
     // A pod's 127.0.0.1 is its own: nothing listens on 30080 in the client pod.
     const [pod] = await fromClient(tcp("127.0.0.1", 30080, 2000), 1);
     assert.equal(pod && outcome(pod), "refused");
+  });
+
+  test("what the programs pass on meets the node's nft rules: iTP Local drop, LB source ranges", async () => {
+    const fromNode = (req: ProbeRequest) => probeFrom(env.topology.node, [req], { cgroup: mounts.clients });
+    // iTP Local without an endpoint on this node: dropped, as kube-proxy does (no answer).
+    const [itp] = await fromNode(tcp("203.0.113.14", 80, 1000));
+    assert.equal(itp && outcome(itp), "timeout");
+    // The node's own address is inside the first LB's ranges: DNAT in the output hook.
+    const [allowed] = await fromNode(tcp("203.0.113.200", 80, 2000));
+    assert.equal(allowed && outcome(allowed), "web-1");
+    const [denied] = await fromNode(tcp("203.0.113.201", 80, 1000));
+    assert.equal(denied && outcome(denied), "timeout");
   });
 
   test("IPv6 ClusterIP is balanced", async () => {
