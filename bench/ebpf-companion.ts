@@ -14,6 +14,7 @@ import type { TableConfig } from "../src/backends/nft/fragment.ts";
 import type { NftRunner } from "../src/backends/nft/runner.ts";
 import type { LocalService } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
+import { BENCH_TABLE } from "./lib/nft-netns.ts";
 import { svc } from "./lib/services.ts";
 import { sizesFlag, table } from "./lib/table.ts";
 
@@ -21,15 +22,7 @@ const SIZES = sizesFlag([10_000, 100_000]);
 const APPLY = !process.argv.includes("--no-apply");
 const ENDPOINTS = 10;
 
-const FULL: TableConfig = {
-  family: "ip",
-  table: "kpng",
-  nodePortCIDRs: ["192.0.2.1/32"],
-  podCIDRs: ["10.0.0.0/8"],
-  masqueradeAll: false,
-  nodeIPs: ["192.0.2.1"],
-};
-const COMPANION: TableConfig = { ...FULL, socketBalanced: true };
+const COMPANION: TableConfig = { ...BENCH_TABLE, socketBalanced: true };
 
 /** Service i: one in ten NodePort, one in ten NodePort eTP Local, the rest ClusterIP. */
 function mixed(i: number): LocalService {
@@ -114,7 +107,7 @@ async function main(): Promise<void> {
     for (const n of SIZES) {
       const services = new Map(Array.from({ length: n }, (_, i) => [`bench/svc-${i}`, mixed(i)] as const));
       for (const [name, cfg] of [
-        ["to-nft (all)", FULL],
+        ["to-nft (all)", BENCH_TABLE],
         ["to-ebpf companion", COMPANION],
       ] as const) {
         let text = await coldStartText(cfg, services);

@@ -8,7 +8,7 @@
 import { NftBackend } from "../src/backends/nft/backend.ts";
 import type { LocalEndpoint, LocalService } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
-import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
+import { BENCH_TABLE, ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 import { quick, table } from "./lib/table.ts";
 
 const N = quick ? 1000 : 10_000;
@@ -60,16 +60,7 @@ async function main(): Promise<void> {
   try {
     const backend = new NftBackend({
       runner: netns.runner,
-      tables: [
-        {
-          family: "ip",
-          table: "kpng",
-          nodePortCIDRs: ["192.0.2.1/32"],
-          podCIDRs: ["10.0.0.0/8"],
-          masqueradeAll: false,
-          nodeIPs: ["192.0.2.1"],
-        },
-      ],
+      tables: [BENCH_TABLE],
       log: silentLogger,
     });
     let services = new Map(Array.from({ length: N }, (_, i) => [`bench/svc-${i}`, svc(i)]));

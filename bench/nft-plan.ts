@@ -10,6 +10,7 @@ import type { LocalService } from "../src/model/local.ts";
 import { ServiceChangeLog } from "../src/model/local-changes.ts";
 import { PersistentMap } from "../src/model/persistent-map.ts";
 import { silentLogger } from "../src/observability/log.ts";
+import { BENCH_TABLE } from "./lib/nft-netns.ts";
 import { svc } from "./lib/services.ts";
 
 const quick = process.argv.includes("--quick");
@@ -51,16 +52,7 @@ for (const n of SIZES) {
   const runner = new CountingRunner();
   const backend = new NftBackend({
     runner,
-    tables: [
-      {
-        family: "ip",
-        table: "kpng",
-        nodePortCIDRs: ["192.0.2.1/32"],
-        podCIDRs: ["10.0.0.0/8"],
-        masqueradeAll: false,
-        nodeIPs: ["192.0.2.1"],
-      },
-    ],
+    tables: [BENCH_TABLE],
     log: silentLogger,
   });
   const log = new ServiceChangeLog();

@@ -9,9 +9,8 @@
 
 import { spawn, spawnSync } from "node:child_process";
 import { NftBackend } from "../src/backends/nft/backend.ts";
-import type { TableConfig } from "../src/backends/nft/fragment.ts";
 import { silentLogger } from "../src/observability/log.ts";
-import { ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
+import { BENCH_TABLE, ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 import { stateOf, svc } from "./lib/services.ts";
 
 const quick = process.argv.includes("--quick");
@@ -29,15 +28,6 @@ const MAX_STATEMENTS = maxArg ? Number(maxArg.slice("--max-statements=".length))
 const skipUpstream = process.argv.includes("--no-upstream");
 /** The kube-proxy-shaped load is quadratic in the kernel; give up past this. */
 const UPSTREAM_TIMEOUT_MS = 120_000;
-
-const CFG: TableConfig = {
-  family: "ip",
-  table: "kpng",
-  nodePortCIDRs: ["192.0.2.1/32"],
-  podCIDRs: ["10.0.0.0/8"],
-  masqueradeAll: false,
-  nodeIPs: ["192.0.2.1"],
-};
 
 /** A ruleset in the shape upstream kube-proxy writes (names and rules of the same form). */
 function upstreamShaped(n: number): string {
@@ -119,7 +109,7 @@ async function main(): Promise<void> {
       const services = Array.from({ length: n }, (_, i) => svc(i));
       const backend = new NftBackend({
         runner,
-        tables: [CFG],
+        tables: [BENCH_TABLE],
         log: silentLogger,
         ...(MAX_STATEMENTS ? { maxStatementsPerTransaction: MAX_STATEMENTS } : {}),
       });

@@ -2,6 +2,7 @@
 // it, synthetic addresses, and quantiles. Lives in lib/ so that `npm run bench` does not run it.
 
 import { spawnSync } from "node:child_process";
+import type { TableConfig } from "../../src/backends/nft/fragment.ts";
 import { InteractiveNftRunner } from "../../src/backends/nft/interactive-runner.ts";
 import { ExecNftRunner } from "../../src/backends/nft/runner.ts";
 
@@ -42,3 +43,13 @@ export function quantile(xs: readonly number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
 }
+
+/** The IPv4 table every nft benchmark programs: NodePorts on 192.0.2.1, pods in 10.0.0.0/8. */
+export const BENCH_TABLE: TableConfig = {
+  family: "ip",
+  table: "kpng",
+  nodePortCIDRs: ["192.0.2.1/32"],
+  podCIDRs: ["10.0.0.0/8"],
+  masqueradeAll: false,
+  nodeIPs: ["192.0.2.1"],
+};
