@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { renderContext } from "../../../../src/backends/ebpf/plugin.ts";
+import { Command } from "commander";
+import { ebpfPlugin, renderContext } from "../../../../src/backends/ebpf/plugin.ts";
+import { nftCompanion } from "../../../../src/backends/nft/plugin.ts";
 
 const HOST = ["127.0.0.1", "::1", "192.0.2.1", "2001:db8::1", "198.51.100.7"];
 
@@ -42,3 +44,15 @@ for (const r of rows) {
     assert.deepEqual(ctx.nodePortIPs, r.want);
   });
 }
+
+test("--no-localhost-nodeports turns localhost NodePorts off; on by default, as kube-proxy's iptables mode", () => {
+  const parse = (argv: string[]) => {
+    const plugin = ebpfPlugin(nftCompanion);
+    const cmd = new Command().exitOverride();
+    plugin.addOptions(cmd);
+    cmd.parse(argv, { from: "user" });
+    return plugin.parseOptions(cmd.opts()).localhostNodePorts;
+  };
+  assert.equal(parse([]), true);
+  assert.equal(parse(["--no-localhost-nodeports"]), false);
+});
