@@ -117,6 +117,18 @@ export class BpftoolLoader implements ProgramLoader {
     if (reload) {
       // Unpinning does not detach: programs attached now keep running until replaced below.
       rmSync(join(this.#dir, "progs"), { recursive: true, force: true });
+      // The node's namespace, before the programs that read it: a failed write leaves the
+      // programs unpinned, so the next sync comes back here. It never changes while kpng runs.
+      await this.#run([
+        "map",
+        "update",
+        "pinned",
+        mapPinPath(this.#s.bpfRoot, "node"),
+        "key",
+        ...bytes(0, 4),
+        "value",
+        ...bytes(ownNetns(), 8),
+      ]);
       const reuse = MAP_KEYS.flatMap((m) => [
         "map",
         "name",
@@ -127,16 +139,6 @@ export class BpftoolLoader implements ProgramLoader {
       await this.#run(["prog", "loadall", this.#s.object, join(this.#dir, "progs"), ...reuse]);
       done.push("loaded programs");
     }
-    await this.#run([
-      "map",
-      "update",
-      "pinned",
-      mapPinPath(this.#s.bpfRoot, "node"),
-      "key",
-      ...bytes(0, 4),
-      "value",
-      ...bytes(ownNetns(), 8),
-    ]);
     const attached = reload ? new Map<string, Attached>() : await this.#attached();
     for (const hook of HOOKS) {
       if (attached.get(SHOWN_AS[hook])?.name === programName(hook)) continue;
