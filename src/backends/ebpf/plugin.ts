@@ -115,6 +115,12 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       const nft = await external.prepare(opts.companion, ctx);
       const render = renderContext(nft, opts.localhostNodePorts);
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
+      if (opts.loader.cgroupRoot !== defaultCgroupRoot())
+        // The companion leaves the node's own TCP and UDP to the programs (docs/ebpf.md).
+        log.warn(
+          { cgroupRoot: opts.loader.cgroupRoot },
+          "--cgroup-root is not the host's cgroup root: node processes outside it reach only SCTP Services and load-balancer IPs with source ranges (the nft rules); other TCP and UDP Service addresses are not translated for them",
+        );
       let node: NodeServices | undefined;
       try {
         node = await NodeServices.start(settings.node, {
