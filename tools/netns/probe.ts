@@ -21,6 +21,8 @@ export interface ProbeRequest {
   readonly localAddress?: string;
   /** Bind the client socket to this source port. */
   readonly localPort?: number;
+  /** UDP: send with sendto() on an unconnected socket (no connect()); errors come from the send. */
+  readonly unconnected?: boolean;
 }
 
 export type ProbeFailure = "refused" | "timeout" | "unreachable" | "reset" | "closed" | "other";
@@ -33,8 +35,10 @@ export type ProbeResult =
       /** The answer parsed as an echo reply, when it is one. */
       readonly reply: EchoReply | undefined;
       readonly ms: number;
-      /** TCP: the peer address the client's socket reports (getpeername). */
+      /** TCP: the peer address the client's socket reports (getpeername); UDP: where the answer came from. */
       readonly peer?: string;
+      /** UDP: the port the answer came from (recvmsg's source address). */
+      readonly peerPort?: number;
     }
   | { readonly ok: false; readonly failure: ProbeFailure; readonly message: string; readonly ms: number };
 
@@ -157,14 +161,24 @@ function probeUdp(req: ProbeRequest): Promise<ProbeResult> {
         ms: elapsed(),
       });
     }, timeout(req));
-    socket.on("message", (msg) => finish(answered(msg.toString("utf8").split("\n")[0] ?? "", elapsed())));
+    socket.on("message", (msg, from) => {
+      const r = answered(msg.toString("utf8").split("\n")[0] ?? "", elapsed());
+      finish(r.ok ? { ...r, peer: from.address, peerPort: from.port } : r);
+    });
     // A connected UDP socket receives ICMP errors (port unreachable → ECONNREFUSED) as socket
     // errors, which is what lets a UDP reject be told apart from a drop.
     socket.on("error", (err: NodeJS.ErrnoException) => {
       finish({ ok: false, failure: classifyError(err.code), message: err.message, ms: elapsed() });
     });
     const send = (): void => {
-      socket.connect(req.port, req.host, () => socket.send("probe\n"));
+      if (req.unconnected !== true) {
+        socket.connect(req.port, req.host, () => socket.send("probe\n"));
+        return;
+      }
+      socket.send("probe\n", req.port, req.host, (err) => {
+        const code = (err as NodeJS.ErrnoException | null)?.code;
+        if (err) finish({ ok: false, failure: classifyError(code), message: err.message, ms: elapsed() });
+      });
     };
     if (req.localAddress !== undefined || req.localPort !== undefined) {
       socket.bind({ address: req.localAddress, port: req.localPort ?? 0 }, send);

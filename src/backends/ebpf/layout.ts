@@ -11,7 +11,12 @@ export const MAPS = {
   backends: { name: "kpng_be", type: "hash", key: 8, value: 20, noPrealloc: true },
   affinity: { name: "kpng_aff", type: "lru_hash", key: 16, value: 28, noPrealloc: false },
   reverse: { name: "kpng_rev", type: "lru_hash", key: 32, value: 20, noPrealloc: false },
+  /** One entry: the inode of the node's network namespace (localhost NodePorts are the node's). */
+  node: { name: "kpng_node", type: "array", key: 4, value: 8, noPrealloc: false },
 } as const;
+
+/** Every map, in the order the loader creates and pins them. */
+export const MAP_KEYS = ["services", "backends", "affinity", "reverse", "node"] as const;
 
 /** The cgroup hooks, each with the program (pinned under `<bpf-root>/kpng/progs/`) attached to it. */
 export const HOOKS = [

@@ -50,7 +50,7 @@ export class MapWriteError extends Error {
 /** Entries per batch syscall: large enough that the syscalls' own cost vanishes, bounded for reads. */
 export const BATCH = 16_384;
 
-export function mapPinPath(bpfRoot: string, map: LbMapName | "affinity" | "reverse"): string {
+export function mapPinPath(bpfRoot: string, map: keyof typeof MAPS): string {
   return join(bpfRoot, "kpng", "maps", MAPS[map].name);
 }
 

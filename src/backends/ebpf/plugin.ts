@@ -22,7 +22,7 @@ import { openPinnedMaps } from "./list.ts";
 import { PinnedMaps } from "./maps.ts";
 import { EbpfProbe } from "./probe.ts";
 import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
-import { renderService } from "./render.ts";
+import { type RenderContext, renderService } from "./render.ts";
 import { EbpfRulesReader } from "./rules-reader.ts";
 
 const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
@@ -36,10 +36,13 @@ const ebpfOptions = z.object({
   bpfObject: z.string().min(1).default(DEFAULT_OBJECT),
   bpfMapServices: count(1024, 16_777_216).default(262_144),
   bpfMapBackends: count(1024, 67_108_864).default(2_097_152),
+  localhostNodeports: z.boolean().optional().default(true),
 });
 
 interface EbpfOptions<O> {
   readonly loader: LoaderSettings;
+  /** IPv4 NodePorts on 127.0.0.1 for the node's own sockets (kube-proxy's iptables.localhostNodePorts). */
+  readonly localhostNodePorts: boolean;
   /** The companion's options (nft: node addresses, node services, sync period). */
   readonly companion: O;
 }
@@ -76,6 +79,10 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
         .option("--bpf-root <dir>", "the bpffs mount; kpng pins under <dir>/kpng/", "/sys/fs/bpf")
         .option("--cgroup-root <dir>", "the cgroup v2 tree whose sockets are balanced (default: the host's)")
         .option("--bpf-object <file>", "the compiled programs (npm run build:bpf)", DEFAULT_OBJECT)
+        .option(
+          "--no-localhost-nodeports",
+          "do not balance the node's connections to 127.0.0.1:<nodePort> (served by default where --nodeport-addresses holds 127.0.0.1, as kube-proxy's iptables mode)",
+        )
         .option("--bpf-map-services <n>", "entries of the frontend map (address, port, protocol)", "262144")
         .option(
           "--bpf-map-backends <n>",
@@ -83,7 +90,11 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           "2097152",
         );
     },
-    parseOptions: (raw) => ({ loader: parseLoaderOptions(raw), companion: external.parseOptions(raw) }),
+    parseOptions: (raw) => ({
+      loader: parseLoaderOptions(raw),
+      localhostNodePorts: parseOptionsWith(ebpfOptions, raw).localhostNodeports,
+      companion: external.parseOptions(raw),
+    }),
     async run(feed, opts, ctx) {
       const log = ctx.log.child({ component: "ebpf" });
       const settings = external.settings(opts.companion);
@@ -105,8 +116,14 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       const problems = startupProblems(opts.loader);
       if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
       const nft = await external.prepare(opts.companion, ctx);
-      const render = renderContext(nft);
+      const render = renderContext(nft, opts.localhostNodePorts);
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
+      if (opts.loader.cgroupRoot !== defaultCgroupRoot())
+        // The companion leaves the node's own TCP and UDP to the programs (docs/ebpf.md).
+        log.warn(
+          { cgroupRoot: opts.loader.cgroupRoot },
+          "--cgroup-root is not the host's cgroup root: node processes outside it reach only SCTP Services and load-balancer IPs with source ranges (the nft rules); other TCP and UDP Service addresses are not translated for them",
+        );
       let node: NodeServices | undefined;
       try {
         node = await NodeServices.start(settings.node, {
@@ -147,7 +164,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       const nft = await external.inspect(opts.companion);
       return new EbpfRulesReader({
         openMaps: () => openPinnedMaps(opts.loader.bpfRoot),
-        render: renderContext(nft),
+        render: renderContext(nft, opts.localhostNodePorts),
         bpfRoot: opts.loader.bpfRoot,
         companion: nft.rules,
       });
@@ -160,13 +177,22 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
   };
 }
 
-/** The node's addresses that serve NodePorts: those in the companion's NodePort CIDRs. */
-function renderContext(nft: {
-  readonly hostIPs: readonly string[];
-  readonly nodePortCIDRs: readonly string[];
-}) {
-  return { nodePortIPs: nft.hostIPs.filter((ip) => inAny(ip, nft.nodePortCIDRs)) };
+/**
+ * The node's addresses that serve NodePorts: those in the companion's NodePort CIDRs. Loopback
+ * addresses only as kube-proxy's iptables mode allows: 127.0.0.1 with localhost NodePorts on and
+ * inside the NodePort CIDRs; never ::1.
+ */
+export function renderContext(
+  nft: { readonly hostIPs: readonly string[]; readonly nodePortCIDRs: readonly string[] },
+  localhostNodePorts: boolean,
+): RenderContext {
+  const nodePortIPs = nft.hostIPs.filter((ip) => !isLoopback(ip) && inAny(ip, nft.nodePortCIDRs));
+  if (localhostNodePorts && inAny(LOCALHOST, nft.nodePortCIDRs)) nodePortIPs.push(LOCALHOST);
+  return { nodePortIPs };
 }
+
+const LOCALHOST = "127.0.0.1";
+const isLoopback = (ip: string) => ipaddr.parse(ip).range() === "loopback";
 
 function inAny(ip: string, cidrs: readonly string[]): boolean {
   const addr = ipaddr.parse(ip);

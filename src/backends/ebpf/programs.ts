@@ -4,10 +4,10 @@
 // it restarts. `ensure` is idempotent: on a restart it finds everything in place and changes
 // nothing; after someone removed a pin or detached a program it puts back only what is missing.
 
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { execCommand } from "../../host/exec.ts";
-import { HOOKS, type Hook, MAPS, programName } from "./layout.ts";
+import { HOOKS, type Hook, MAP_KEYS, MAPS, programName } from "./layout.ts";
 import { mapPinPath } from "./maps.ts";
 
 export interface ProgramLoader {
@@ -45,6 +45,18 @@ const SHOWN_AS: Readonly<Record<Hook, string>> = {
   getpeername6: "cgroup_inet6_getpeername",
 };
 
+/** The inode of kpng's own network namespace: the node's. */
+function ownNetns(): bigint {
+  return statSync("/proc/self/ns/net", { bigint: true }).ino;
+}
+
+/** A number as bpftool reads a key or value: its bytes, little-endian (the programs' host order). */
+function bytes(n: number | bigint, size: number): string[] {
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64LE(BigInt(n));
+  return [...b.subarray(0, size)].map(String);
+}
+
 interface Attached {
   readonly id: number;
   readonly attach_type: string;
@@ -76,8 +88,9 @@ export class BpftoolLoader implements ProgramLoader {
       backends: this.#s.backendEntries,
       affinity: this.#s.affinityEntries,
       reverse: this.#s.reverseEntries,
+      node: 1,
     };
-    for (const m of ["services", "backends", "affinity", "reverse"] as const) {
+    for (const m of MAP_KEYS) {
       const path = mapPinPath(this.#s.bpfRoot, m);
       if (existsSync(path)) continue;
       const d = MAPS[m];
@@ -104,7 +117,19 @@ export class BpftoolLoader implements ProgramLoader {
     if (reload) {
       // Unpinning does not detach: programs attached now keep running until replaced below.
       rmSync(join(this.#dir, "progs"), { recursive: true, force: true });
-      const reuse = (["services", "backends", "affinity", "reverse"] as const).flatMap((m) => [
+      // The node's namespace, before the programs that read it: a failed write leaves the
+      // programs unpinned, so the next sync comes back here. It never changes while kpng runs.
+      await this.#run([
+        "map",
+        "update",
+        "pinned",
+        mapPinPath(this.#s.bpfRoot, "node"),
+        "key",
+        ...bytes(0, 4),
+        "value",
+        ...bytes(ownNetns(), 8),
+      ]);
+      const reuse = MAP_KEYS.flatMap((m) => [
         "map",
         "name",
         MAPS[m].name,
@@ -134,7 +159,7 @@ export class BpftoolLoader implements ProgramLoader {
 
   async check(): Promise<string[]> {
     const problems: string[] = [];
-    for (const m of ["services", "backends", "affinity", "reverse"] as const) {
+    for (const m of MAP_KEYS) {
       if (!existsSync(mapPinPath(this.#s.bpfRoot, m))) problems.push(`map ${MAPS[m].name} not pinned`);
     }
     for (const hook of HOOKS) if (!existsSync(this.#progPin(hook))) problems.push(`${hook} not pinned`);

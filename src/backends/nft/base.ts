@@ -103,12 +103,26 @@ function staticChains(cfg: TableConfig): StaticChain[] {
       rules: [`ct state new jump ${STATIC.clusterIPsCheck}`],
     },
     { name: "nat-prerouting", hook: base("nat", "prerouting", -100), rules: [`jump ${STATIC.services}`] },
-    { name: "nat-output", hook: base("nat", "output", -100), rules: [`jump ${STATIC.services}`] },
+    { name: "nat-output", hook: base("nat", "output", -100), rules: natOutputRules(cfg) },
     {
       name: "nat-postrouting",
       hook: base("nat", "postrouting", 100),
       rules: [`jump ${STATIC.masquerading}`],
     },
+  ];
+}
+
+/**
+ * What the node's own packets meet before routing. With socket balancing, TCP and UDP to a
+ * Service address were connected to an endpoint in the socket already; what reaches this hook
+ * with a Service address is what the programs pass on: SCTP, and load-balancer IPs with source
+ * ranges (their filter runs in filter-output first). The drops stay in the filter chains.
+ */
+function natOutputRules(cfg: TableConfig): string[] {
+  if (cfg.socketBalanced !== true) return [`jump ${STATIC.services}`];
+  return [
+    `meta l4proto sctp jump ${STATIC.services}`,
+    `${cfg.family} daddr . meta l4proto . th dport @${STATIC.firewallIPs} jump ${STATIC.services}`,
   ];
 }
 

@@ -61,4 +61,10 @@ export const EMPTY_FRAGMENT: Fragment = {
 export interface TableConfig extends NodeAddresses {
   readonly family: NftFamily;
   readonly table: string;
+  /**
+   * The node's own TCP and UDP is balanced in its sockets (to-ebpf's cgroup programs): the table
+   * then holds the paths of traffic from other machines, and of the node's traffic only what the
+   * programs pass on unchanged (drops, SCTP, load-balancer IPs with source ranges).
+   */
+  readonly socketBalanced?: boolean;
 }

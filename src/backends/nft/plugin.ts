@@ -219,10 +219,22 @@ function rulesProbe(tables: readonly TableConfig[], log: Logger): NftRulesProbe 
   );
 }
 
+/**
+ * The companion's tables: the node's own TCP and UDP is balanced in its sockets by the other
+ * backend, so they hold the paths of traffic from other machines (and what the sockets pass on).
+ */
+async function companionConfigs(settings: NftSettings, host: HostNetwork): Promise<TableConfig[]> {
+  return (await configs(settings, host)).map(socketBalanced);
+}
+
+function socketBalanced(table: TableConfig): TableConfig {
+  return { ...table, socketBalanced: true };
+}
+
 /** The table lock, the runner and the node's addresses: to-nft without its node services. */
 async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompanion> {
   const host = new IpCommandHost();
-  const tables = await configs(opts.settings, host);
+  const tables = await companionConfigs(opts.settings, host);
   const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
   const protectedAddresses = await readProtectedAddresses(host);
   // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
@@ -241,7 +253,7 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
       // NodePorts stay on the addresses read above; the Node's podCIDRs are followed (NodeCIDR).
       const followed = await followNode(opts.settings, feed, host, signal, log, false);
       if (followed === undefined) return;
-      const rules = followed.tables;
+      const rules = followed.tables.map(socketBalanced);
       const probe = rulesProbe(rules, log);
       const backend = new NftBackend({
         runner,
@@ -278,7 +290,7 @@ export const nftCompanion: CompanionBackend<NftOptions> = {
   prepare: (o, ctx) => prepareNft(o, ctx.log.child({ component: "nft" })),
   async inspect(o) {
     const host = new IpCommandHost();
-    const tables = await configs(o.settings, host);
+    const tables = await companionConfigs(o.settings, host);
     const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
     return {
       nodePortCIDRs: tables.flatMap((t) => t.nodePortCIDRs),

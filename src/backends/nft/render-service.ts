@@ -75,6 +75,16 @@ export function serviceFragment(svc: LocalService, cfg: TableConfig): Fragment {
 }
 
 /**
+ * Whether the node's own traffic to this port goes through the rules: always, unless the
+ * node's sockets are balanced by to-ebpf's programs, which pass on only SCTP and load-balancer
+ * IPs with source ranges. Rules only that traffic needs (the eTP Local short-circuit of the
+ * node's sources, hairpin masquerade of a pod on this node reaching itself) are left out then.
+ */
+function nodeTrafficInRules(p: PortPlan, cfg: TableConfig): boolean {
+  return cfg.socketBalanced !== true || p.protocol === "sctp" || p.allowList !== undefined;
+}
+
+/**
  * Sends `<address> . proto . port` (or `proto . nodePort` without an address) to the shared pick
  * chain for this protocol and endpoint count, and lists the endpoints as `<address> . port . i`
  * (or `nodePort . i`) in the protocol's endpoints map.
@@ -99,7 +109,7 @@ function pickFrom(
   const values: string[] = [];
   for (const ep of endpoints) {
     values.push(`${ep.ip} . ${ep.port}`);
-    if (mayHairpin(ep)) c.hairpins.add(ep.ip);
+    if (mayHairpin(ep) && nodeTrafficInRules(p, cfg)) c.hairpins.add(ep.ip);
   }
   if (!c.groups.has(id)) c.groups.set(id, { set, prefix: groupPrefix, values });
 }
@@ -198,8 +208,10 @@ function externalChainStatements(
   if (p.masqueradeExternal) rules.push(`jump ${STATIC.markForMasquerade}`);
   else if (p.shortCircuit && internalChain !== undefined) {
     if (p.shortCircuitPods) rules.push(`${podTraffic(cfg, false)} goto ${internalChain}`);
-    rules.push(`fib saddr type local jump ${STATIC.markForMasquerade}`);
-    rules.push(`fib saddr type local goto ${internalChain}`);
+    if (nodeTrafficInRules(p, cfg)) {
+      rules.push(`fib saddr type local jump ${STATIC.markForMasquerade}`);
+      rules.push(`fib saddr type local goto ${internalChain}`);
+    }
   }
   if (externalEndpointsChain !== undefined) rules.push(`goto ${externalEndpointsChain}`);
   return rules;
@@ -218,7 +230,7 @@ function balanceStatements(
   const picks: string[] = [];
   const n = endpoints.length;
   endpoints.forEach((ep, i) => {
-    if (mayHairpin(ep)) c.hairpins.add(ep.ip);
+    if (mayHairpin(ep) && nodeTrafficInRules(p, cfg)) c.hairpins.add(ep.ip);
     const dnat = `meta l4proto ${p.protocol} dnat to ${endpointString(ep)}`;
     let update = "";
     if (affinitySeconds > 0) {

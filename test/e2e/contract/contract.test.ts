@@ -335,6 +335,8 @@ function contract(backend: BackendUnderTest): void {
       await eventually(
         async () => [...(await names("client", tcp("203.0.113.10", 80), 10))].join() === "web-3",
         "the restarted kpng to apply the new endpoints",
+        // A restart is a cold start beside 300 probes: as generous as the first one on a loaded machine.
+        60_000,
       );
       const results = await load;
       assert.deepEqual(

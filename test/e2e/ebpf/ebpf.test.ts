@@ -52,6 +52,46 @@ describe("eBPF backend", { skip }, () => {
         endpoints: [on("web-1"), on("web-2")],
       },
       {
+        name: "dns6",
+        clusterIP: "2001:db8:2::18",
+        ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
+        endpoints: [
+          { ip: topo.pod("web-1").ipv6!, node: "node-1" },
+          { ip: topo.pod("web-2").ipv6!, node: "node-1" },
+        ],
+      },
+      {
+        name: "dns-empty",
+        clusterIP: "203.0.113.19",
+        ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
+        endpoints: [],
+      },
+      {
+        name: "np",
+        type: "NodePort",
+        clusterIP: "203.0.113.11",
+        ports: [{ ...http[0]!, nodePort: 30080 }],
+        endpoints: [on("web-1"), on("web-2")],
+      },
+      {
+        name: "itp-remote",
+        clusterIP: "203.0.113.14",
+        ports: http,
+        internalTrafficPolicy: "Local",
+        endpoints: [{ ip: topo.pod("web-2").ipv4!, node: "node-2" }],
+      },
+      ...(["192.0.2.0/24", "198.18.0.0/15"] as const).map(
+        (range, i): TestService => ({
+          name: `lb-${i}`,
+          type: "LoadBalancer",
+          clusterIP: `203.0.113.2${i}`,
+          ports: [{ ...http[0]!, nodePort: 30090 + i }],
+          loadBalancerIP: `203.0.113.20${i}`,
+          sourceRanges: [range],
+          endpoints: [on("web-1")],
+        }),
+      ),
+      {
         name: "web6",
         clusterIP: "2001:db8:2::10",
         ports: http,
@@ -100,8 +140,9 @@ describe("eBPF backend", { skip }, () => {
         ...flags,
         "--node-name",
         "node-1",
+        // Loopback too: 127.0.0.1 serves NodePorts to the node's own sockets (::1 never, as kube-proxy).
         "--nodeport-addresses",
-        "192.0.2.1/32,2001:db8::1/128",
+        "192.0.2.1/32,2001:db8::1/128,127.0.0.0/8,::1/128",
         "--cluster-cidr",
         "198.51.100.0/24,2001:db8:1::/64",
         "--min-sync-period",
@@ -159,6 +200,64 @@ describe("eBPF backend", { skip }, () => {
   test("UDP is balanced", async () => {
     const seen = await names({ proto: "udp", host: "203.0.113.18", port: 53, timeoutMs: 1000 }, 20);
     assert.deepEqual([...seen].sort(), ["web-1", "web-2"]);
+  });
+
+  for (const [family, address] of [
+    ["IPv4", "203.0.113.18"],
+    ["IPv6", "2001:db8:2::18"],
+  ] as const) {
+    test(`unconnected UDP (sendto) over ${family} is balanced, and the replies come from the Service address`, async () => {
+      const results = await fromClient(
+        { proto: "udp", host: address, port: 53, timeoutMs: 1000, unconnected: true },
+        20,
+      );
+      assert.deepEqual([...new Set(results.map(outcome))].sort(), ["web-1", "web-2"]);
+      for (const r of results) {
+        // recvmsg, translated back by the recvmsg programs: the endpoint's address never shows.
+        assert.ok(r.ok);
+        assert.deepEqual([r.peer, r.peerPort], [address, 53]);
+      }
+    });
+  }
+
+  test("unconnected UDP to a Service without endpoints fails at once (ECONNREFUSED from sendto)", async () => {
+    const [r] = await fromClient(
+      { proto: "udp", host: "203.0.113.19", port: 53, timeoutMs: 2000, unconnected: true },
+      1,
+    );
+    assert.equal(r && outcome(r), "refused");
+    assert.ok(r && r.ms < 500, `took ${r?.ms} ms`);
+  });
+
+  test("localhost NodePort: the node's 127.0.0.1:<nodePort> is balanced; a pod's own loopback and ::1 are not", async () => {
+    const fromNode = (req: ProbeRequest, n: number) =>
+      probeFrom(
+        env.topology.node,
+        Array.from({ length: n }, () => req),
+        { concurrency: 4, cgroup: mounts.clients },
+      );
+    const seen = new Set((await fromNode(tcp("127.0.0.1", 30080), 20)).map(outcome));
+    assert.deepEqual([...seen].sort(), ["web-1", "web-2"]);
+    // kube-proxy never serves NodePorts on ::1: nothing listens there on the node.
+    const [v6] = await fromNode(tcp("::1", 30080, 2000), 1);
+    assert.equal(v6 && outcome(v6), "refused");
+    // A pod's 127.0.0.1 is its own: nothing listens on 30080 in the client pod.
+    const [pod] = await fromClient(tcp("127.0.0.1", 30080, 2000), 1);
+    assert.equal(pod && outcome(pod), "refused");
+  });
+
+  test("what the programs pass on meets the node's nft rules: iTP Local drop, LB source ranges", async () => {
+    const fromNode = (req: ProbeRequest) => probeFrom(env.topology.node, [req], { cgroup: mounts.clients });
+    // iTP Local without an endpoint on this node: dropped, as kube-proxy does (no answer).
+    const [itp] = await fromNode(tcp("203.0.113.14", 80, 1000));
+    assert.equal(itp && outcome(itp), "timeout");
+    // The node's own address is inside the first LB's ranges: DNAT in the output hook.
+    const [allowed] = await fromNode(tcp("203.0.113.200", 80, 2000));
+    assert.equal(allowed && outcome(allowed), "web-1");
+    const [denied] = await fromNode(tcp("203.0.113.201", 80, 1000));
+    assert.equal(denied && outcome(denied), "timeout");
+    // The test's cgroup is a sub-tree: kpng says what node processes outside it lose.
+    assert.match(kpng?.stderr() ?? "", /--cgroup-root is not the host's cgroup root/);
   });
 
   test("IPv6 ClusterIP is balanced", async () => {

@@ -8,6 +8,7 @@
 #include <linux/bpf.h>
 #include <linux/in.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -104,6 +105,42 @@ struct {
 	__type(value, struct rev_val);
 } kpng_rev SEC(".maps");
 
+// The node's network namespace, by inode (kpng writes its own): localhost NodePorts are the
+// node's, a pod's 127.0.0.1 is its own. Read through CO-RE: only the fields named here.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} kpng_node SEC(".maps");
+
+struct ns_common {
+	unsigned int inum;
+} __attribute__((preserve_access_index));
+
+struct net {
+	struct ns_common ns;
+} __attribute__((preserve_access_index));
+
+struct nsproxy {
+	struct net *net_ns;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	struct nsproxy *nsproxy;
+} __attribute__((preserve_access_index));
+
+static __always_inline int in_node_netns(void)
+{
+	__u32 zero = 0;
+	__u64 *node = bpf_map_lookup_elem(&kpng_node, &zero);
+	if (!node || *node == 0)
+		return 0;
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	unsigned int inum = BPF_CORE_READ(task, nsproxy, net_ns, ns.inum);
+	return inum == *node;
+}
+
 static __always_inline int same_be(const struct be_val *a, const struct be_val *b)
 {
 	const __u64 *x = (const __u64 *)a->addr, *y = (const __u64 *)b->addr;
@@ -186,6 +223,9 @@ static __always_inline int forward4(struct bpf_sock_addr *ctx, int reverse)
 	struct svc_key key = { .port = (__u16)ctx->user_port, .proto = proto, .family = 4 };
 	__u32 ip = ctx->user_ip4;
 	__builtin_memcpy(key.addr, &ip, 4);
+	// 127.0.0.0/8 frontends are localhost NodePorts: the node's loopback only.
+	if (key.addr[0] == 127 && !in_node_netns())
+		return 1;
 	struct be_val be = {};
 	int r = pick(&key, &be, ctx);
 	if (r < 0)

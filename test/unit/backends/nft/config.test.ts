@@ -120,3 +120,24 @@ test("--masquerade-bit (kube-proxy's masqueradeBit) sets the mark the masquerade
     /--masquerade-bit: "32" is not a bit/,
   );
 });
+
+test("beside socket balancing, the node's own packets meet only the rules for what the programs pass on", () => {
+  const [v4] = tableConfigs(settings, []);
+  assert.ok(v4);
+  const chainRules = (cfg: typeof v4, chain: string) =>
+    skeletonOps(cfg).flatMap((op) => (op.kind === "rule" && op.chain === chain ? [op.rule] : []));
+  assert.deepEqual(chainRules(v4, "nat-output"), ["jump services"]);
+  const balanced = { ...v4, socketBalanced: true };
+  assert.deepEqual(chainRules(balanced, "nat-output"), [
+    "meta l4proto sctp jump services",
+    "ip daddr . meta l4proto . th dport @firewall-ips jump services",
+  ]);
+  // The drops (Local policies, unallocated Service IPs, source ranges) stay for the node's packets.
+  assert.deepEqual(chainRules(balanced, "filter-output"), chainRules(v4, "filter-output"));
+  assert.deepEqual(
+    chainRules(balanced, "filter-output-post-dnat"),
+    chainRules(v4, "filter-output-post-dnat"),
+  );
+  // Traffic from other machines is served exactly as by to-nft.
+  assert.deepEqual(chainRules(balanced, "nat-prerouting"), chainRules(v4, "nat-prerouting"));
+});

@@ -289,6 +289,47 @@ const cases: Case[] = [
       assert.match(rules(f, "pick-udp-2")?.[1] ?? "", /^meta l4proto udp dnat ip to .* map @endpoints-udp$/);
     },
   },
+  {
+    name: "beside socket balancing: no eTP Local short-circuit of the node's sources, no hairpin elements",
+    run: () => {
+      const local = ep("198.51.100.2", 8080, { local: true });
+      const p = port({
+        nodePort: 30080,
+        internalEndpoints: [local, ep("198.51.100.3")],
+        externalEndpoints: [local],
+      });
+      const f = serviceFragment(service({ type: "NodePort", externalTrafficPolicy: "Local", ports: [p] }), {
+        ...V4,
+        socketBalanced: true,
+      });
+      // Pods of other nodes still short-circuit; this node's own sockets never reach the rules.
+      assert.deepEqual(rules(f, EXT), [`ip saddr @pod-cidrs goto ${INT}`, `goto ${XEP}`]);
+      assert.deepEqual(el(f, "hairpin-endpoints"), {});
+      assert.equal(el(f, "service-nodeports")["tcp . 30080"], `goto ${EXT}`);
+    },
+  },
+  {
+    name: "beside socket balancing: what the programs pass on (SCTP, LB IPs with source ranges) keeps its node rules",
+    run: () => {
+      const local = ep("198.51.100.2", 8080, { local: true });
+      const cfg = { ...V4, socketBalanced: true };
+      const sctp = serviceFragment(
+        service({ ports: [port({ protocol: "SCTP", port: 9, internalEndpoints: [local] })] }),
+        cfg,
+      );
+      assert.deepEqual(Object.keys(el(sctp, "hairpin-endpoints")), ["198.51.100.2 . 198.51.100.2"]);
+      const lb = serviceFragment(
+        service({
+          type: "LoadBalancer",
+          loadBalancerIPs: ["203.0.113.200"],
+          sourceRanges: ["192.0.2.0/24"],
+          ports: [port({ internalEndpoints: [local], externalEndpoints: [local] })],
+        }),
+        cfg,
+      );
+      assert.deepEqual(Object.keys(el(lb, "hairpin-endpoints")), ["198.51.100.2 . 198.51.100.2"]);
+    },
+  },
 ];
 
 for (const c of cases) test(c.name, c.run);
