@@ -7,7 +7,7 @@
 import type { Frame } from "./frames.ts";
 
 /** Bytes of full-state frames held by default: ~30 full states of 10k services × 10 endpoints. */
-export const DEFAULT_FULL_STATE_BYTES = 256 * 2 ** 20;
+const DEFAULT_FULL_STATE_BYTES = 256 * 2 ** 20;
 
 interface Held {
   readonly revision: number;
