@@ -58,6 +58,7 @@ async function listOnce(services: number): Promise<ListRun> {
       upsert: (object) => store.upsert(object),
       delete: (kind, key) => store.delete(kind, key),
       replace: (kind, objects) => store.replace(kind, objects),
+      startList: (kind) => store.startList(kind),
       synced: () => {
         store.synced();
         markSynced();
