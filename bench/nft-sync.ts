@@ -3,7 +3,8 @@
 //   - latency of one endpoint change at the largest size up to 10k (p50/p99 over 100 changes);
 // each beside `nft -f` loading a ruleset shaped like upstream kube-proxy's nftables mode (one
 // chain per service and per endpoint, `numgen … vmap { … }`, the same dispatch maps, one
-// transaction). Needs root.
+// transaction). The cold start also prints this process's CPU (user + system: the backend's
+// planning and rendering, not nft's) and its peak RSS. Needs root.
 //   node bench/nft-sync.ts [--quick] [--sizes=1000,10000] [--max-statements=N] [--no-upstream]
 // KPNG_BENCH_TRACE=1 also prints each change's latency.
 
@@ -114,9 +115,15 @@ async function main(): Promise<void> {
         ...(MAX_STATEMENTS ? { maxStatementsPerTransaction: MAX_STATEMENTS } : {}),
       });
       let current = stateOf(services, 1);
+      global.gc?.();
+      const cpu = process.cpuUsage();
       const start = performance.now();
       const report = await backend.sync(current);
       const ours = performance.now() - start;
+      const used = process.cpuUsage(cpu);
+      const cpuS = ((used.user + used.system) / 1e6).toFixed(2);
+      // Peak so far: the largest size runs last, so this is its own peak.
+      const rssMiB = (process.resourceUsage().maxRSS / 1024).toFixed(0);
       if (n === CHANGE_AT) {
         // The backend never syncs again sooner than --min-sync-period (1 s) after the cold start.
         await new Promise((r) => setTimeout(r, 1000));
@@ -148,7 +155,7 @@ async function main(): Promise<void> {
       const upstream = skipUpstream ? Number.NaN : await timeNft(ns, upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
       nftSync(ns, ["delete", "table", "ip", "kube-proxy"]);
       rows.unshift([
-        `cold start ${n / 1000}k services (${report.texts.length} tx)`,
+        `cold start ${n / 1000}k services (${report.texts.length} tx; this process: ${cpuS} s CPU, peak RSS ${rssMiB} MiB)`,
         fmt(ours),
         fmt(upstream),
       ]);

@@ -5,6 +5,7 @@
 import type { ClusterView } from "../model/global.ts";
 import type { EndpointSlice, Node, Service, ServiceCIDR } from "../model/kube.ts";
 import { deleteFrame, type Frame, sameBytes, type WireValue, wireValue } from "./frames.ts";
+import { FullStateCache } from "./full-state-cache.ts";
 import { Set as WireSet } from "./gen/api/localv1/api.ts";
 import {
   encodeEndpointInfos,
@@ -117,6 +118,8 @@ interface LogEntry {
 interface GlobalHubOptions {
   readonly maxLogRevisions?: number;
   readonly maxLogEntries?: number;
+  /** Where encoded full states are kept and shared; the server shares one between its hubs. */
+  readonly fullStates?: FullStateCache;
 }
 
 /** Shared by every globalv1 stream; one per server. */
@@ -131,9 +134,13 @@ export class GlobalStates {
   readonly #maxRevisions: number;
   readonly #maxEntries: number;
   readonly #nextRevision: () => number;
+  readonly #fullStates: FullStateCache;
+  /** One key per flavor: each flavor's full state is encoded once per revision. */
+  readonly #flavorKeys: Readonly<Record<GlobalFlavor, object>> = { kpng: {}, objects: {} };
 
   constructor(store: ClusterView, nextRevision: () => number, options: GlobalHubOptions = {}) {
     this.#store = store;
+    this.#fullStates = options.fullStates ?? new FullStateCache();
     this.#nextRevision = nextRevision;
     this.#maxRevisions = options.maxLogRevisions ?? 256;
     this.#maxEntries = options.maxLogEntries ?? 50_000;
@@ -156,11 +163,13 @@ export class GlobalStates {
       onChange: (l) => this.onChange(l),
       framesSince: (rev) => this.framesSince(rev, flavor),
       allFrames: () =>
-        changeFrames(
-          this.#units.keys(),
-          () => undefined,
-          (k) => this.#units.get(k),
-          flavor,
+        this.#fullStates.frames(this.#flavorKeys[flavor], this.#revision ?? 0, () =>
+          changeFrames(
+            this.#units.keys(),
+            () => undefined,
+            (k) => this.#units.get(k),
+            flavor,
+          ),
         ),
     };
   }
@@ -235,6 +244,7 @@ export class GlobalStates {
       }
     }
     this.#revision = revision;
+    for (const key of Object.values(this.#flavorKeys)) this.#fullStates.forget(key);
     for (const l of [...this.#listeners]) l();
   }
 

@@ -10,6 +10,7 @@ import { isServiceProxyName } from "../brain/selection.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import type { Frame } from "./frames.ts";
+import { FullStateCache } from "./full-state-cache.ts";
 import { GrpcStatus } from "./grpc-stream.ts";
 import {
   type LocalDelta,
@@ -52,9 +53,30 @@ export interface HubOptions {
   readonly maxNodes?: number;
   /** The revision counter; the server shares one between all its states. */
   readonly nextRevision?: () => number;
+  /** Where encoded full states are kept and shared; the server shares one between its hubs. */
+  readonly fullStates?: FullStateCache;
+  /** Encodes a whole local state (tests count the calls). */
+  readonly encodeFullState?: FullStateEncoder;
 }
 
+/** The Set ops of a whole local state. */
+export type FullStateEncoder = (
+  services: ReadonlyMap<string, LocalService>,
+  serviceCIDRs: readonly string[],
+  node?: NodeFacts,
+) => Frame[];
+
 type RevisionSource = () => number;
+
+const DEFAULT_LOG_REVISIONS = 256;
+const DEFAULT_LOG_ENTRIES = 50_000;
+
+interface NodeStatesOptions {
+  readonly maxRevisions?: number;
+  readonly maxEntries?: number;
+  readonly fullStates?: FullStateCache;
+  readonly encode?: FullStateEncoder;
+}
 
 export class NodeStates implements Revisioned {
   readonly nodeName: string;
@@ -73,24 +95,26 @@ export class NodeStates implements Revisioned {
    */
   #computed = new Map<number, Frame[] | undefined>();
   /**
-   * The full state's frames, while a stream still holds them: most of their bytes are shared
-   * with other nodes, but a node's own segments are not, and 1,000 nodes keeping theirs after
-   * the first sync would hold about a full copy of every node's state.
+   * The full state's frames, shared by the streams that start from this revision. Bounded: most
+   * of their bytes are shared with other nodes, but a node's own segments are not, and 1,000
+   * nodes keeping theirs after the first sync would hold about a full copy of every node's state.
    */
-  #full: WeakRef<Frame[]> | undefined;
+  readonly #fullStates: FullStateCache;
+  readonly #encodeFull: FullStateEncoder;
 
   constructor(
     nodeName: string,
     nextRevision: RevisionSource,
-    maxRevisions: number,
-    maxEntries: number,
+    options: NodeStatesOptions = {},
     serviceProxyName?: string,
   ) {
     this.nodeName = nodeName;
     this.serviceProxyName = serviceProxyName;
     this.#nextRevision = nextRevision;
-    this.#maxRevisions = maxRevisions;
-    this.#maxEntries = maxEntries;
+    this.#maxRevisions = options.maxRevisions ?? DEFAULT_LOG_REVISIONS;
+    this.#maxEntries = options.maxEntries ?? DEFAULT_LOG_ENTRIES;
+    this.#fullStates = options.fullStates ?? new FullStateCache();
+    this.#encodeFull = options.encode ?? localFullFrames;
   }
 
   /** Undefined until the brain has delivered this node's first state. */
@@ -111,13 +135,11 @@ export class NodeStates implements Revisioned {
   }
 
   allFrames(): Frame[] {
-    let frames = this.#full?.deref();
-    if (frames === undefined) {
-      const state = this.#current?.state;
-      frames = localFullFrames(state?.services ?? new Map(), state?.serviceCIDRs, nodeFactsOf(state));
-      this.#full = new WeakRef(frames);
-    }
-    return frames;
+    const current = this.#current;
+    if (current === undefined) return this.#encodeFull(new Map(), []);
+    return this.#fullStates.frames(this, current.revision, () =>
+      this.#encodeFull(current.state.services, current.state.serviceCIDRs, nodeFactsOf(current.state)),
+    );
   }
 
   /** Calls the listener after each new state. */
@@ -157,7 +179,7 @@ export class NodeStates implements Revisioned {
     }
     this.#current = { revision, state };
     this.#computed = new Map();
-    this.#full = undefined;
+    this.#fullStates.forget(this);
     for (const listener of [...this.#listeners]) listener();
   }
 
@@ -218,16 +240,20 @@ interface HubEntry {
 export class LocalStateHub {
   readonly #feedOf: LocalFeedFactory;
   readonly #nodes = new Map<string, HubEntry>();
-  readonly #options: Required<Omit<HubOptions, "nextRevision">>;
+  readonly #options: Required<Omit<HubOptions, "nextRevision" | "fullStates" | "encodeFullState">>;
   readonly #nextRevision: () => number;
+  readonly #fullStates: FullStateCache;
+  readonly #encodeFull: FullStateEncoder;
 
   constructor(feedOf: LocalFeedFactory, options: HubOptions = {}) {
     this.#feedOf = feedOf;
     let revision = 0;
     this.#nextRevision = options.nextRevision ?? (() => ++revision);
+    this.#fullStates = options.fullStates ?? new FullStateCache();
+    this.#encodeFull = options.encodeFullState ?? localFullFrames;
     this.#options = {
-      maxLogRevisions: options.maxLogRevisions ?? 256,
-      maxLogEntries: options.maxLogEntries ?? 50_000,
+      maxLogRevisions: options.maxLogRevisions ?? DEFAULT_LOG_REVISIONS,
+      maxLogEntries: options.maxLogEntries ?? DEFAULT_LOG_ENTRIES,
       idleNodeMs: options.idleNodeMs ?? 5 * 60_000,
       maxNodes: options.maxNodes ?? DEFAULT_MAX_NODES,
     };
@@ -267,8 +293,12 @@ export class LocalStateHub {
       const states = new NodeStates(
         nodeName,
         this.#nextRevision,
-        this.#options.maxLogRevisions,
-        this.#options.maxLogEntries,
+        {
+          maxRevisions: this.#options.maxLogRevisions,
+          maxEntries: this.#options.maxLogEntries,
+          fullStates: this.#fullStates,
+          encode: this.#encodeFull,
+        },
         serviceProxyName,
       );
       const unsubscribe = feed.subscribe((state) => states.push(state));

@@ -6,6 +6,7 @@ import { chmod, rm } from "node:fs/promises";
 import { type HostPort, joinHostPort, splitHostPort } from "../lib/host-port.ts";
 import type { ClusterView } from "../model/global.ts";
 import type { Logger } from "../observability/log.ts";
+import { FullStateCache } from "./full-state-cache.ts";
 import { GlobalWatchReq } from "./gen/api/globalv1/api.ts";
 import { WatchReq } from "./gen/api/localv1/api.ts";
 import { type GlobalFlavor, GlobalStates } from "./global-hub.ts";
@@ -76,11 +77,12 @@ export class ApiServer {
       maxStreamsPerConnection: options.maxStreamsPerConnection,
     });
     const nextRevision = () => ++this.#revision;
-    this.#hub = new LocalStateHub(options.localFeed, { ...options.hub, nextRevision });
+    const fullStates = options.hub?.fullStates ?? new FullStateCache();
+    this.#hub = new LocalStateHub(options.localFeed, { ...options.hub, nextRevision, fullStates });
     this.#global =
       options.globalStore === undefined
         ? undefined
-        : new GlobalStates(options.globalStore, nextRevision, options.hub);
+        : new GlobalStates(options.globalStore, nextRevision, { ...options.hub, fullStates });
     const log = options.log;
     this.#server.addMethod("/localv1.Sets/Watch", {
       decode: (b) => WatchReq.decode(b),

@@ -4,7 +4,13 @@
 
 import { isDeepStrictEqual } from "node:util";
 import { type Clock, systemClock } from "../model/clock.ts";
-import type { ClusterChange, ClusterSink, ClusterView } from "../model/global.ts";
+import {
+  type ClusterChange,
+  type ClusterSink,
+  type ClusterView,
+  gatheringList,
+  type ListWriter,
+} from "../model/global.ts";
 import {
   type EndpointSlice,
   type KubeKind,
@@ -190,6 +196,16 @@ export class ClusterStore implements ClusterSink, ClusterView {
     for (const key of [...this.#keysOf(kind)]) {
       if (!listed.has(key)) this.delete(kind, key);
     }
+  }
+
+  /**
+   * The first list of a kind before sync goes into the maps page by page as it arrives (nobody
+   * sees the store before sync, and an abandoned list is replaced by the next); any other list is
+   * gathered and replaces the kind at once, so a relist is one consistent change.
+   */
+  startList(kind: KubeKind): ListWriter<KubeObject> {
+    if (this.#synced || this.#sizeOf(kind) !== 0) return gatheringList(this, kind);
+    return { add: (objects) => this.#load(kind, objects), commit: () => {} };
   }
 
   synced(): void {

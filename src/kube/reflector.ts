@@ -6,6 +6,7 @@
 
 import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "../lib/backoff.ts";
 import { sleep } from "../lib/sleep.ts";
+import { gatheringList, type ListWriter } from "../model/global.ts";
 import type { KubeKind, KubeObject } from "../model/kube.ts";
 import { objectKey } from "../model/kube.ts";
 import type { ParseResult } from "../model/validate.ts";
@@ -37,6 +38,11 @@ export interface ReflectorSink<K extends string, T> {
   upsert(object: T): void;
   delete(kind: K, key: string): void;
   replace(kind: K, objects: readonly T[]): void;
+  /**
+   * A (re)list taken page by page as the pages arrive; a sink without it gets one replace()
+   * with every object once the list is complete.
+   */
+  startList?(kind: K): ListWriter<T>;
 }
 
 export interface ResourceSpec<K extends string = KubeKind, T extends Keyed = KubeObject> {
@@ -357,15 +363,19 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
     return JSON.parse(Buffer.concat(chunks).toString("utf8"));
   }
 
-  /** Lists every page into one consistent snapshot, replaces the kind in the sink, returns its RV. */
+  /**
+   * Lists every page into one consistent snapshot, each page handed to the sink as it arrives,
+   * then replaces the kind in the sink; returns the list's resourceVersion.
+   */
   async #list(reason: string): Promise<string> {
     relistsTotal.inc({ resource: this.#spec.resource, reason });
     let restarts = 0;
     for (;;) {
       const limit = restarts >= this.#timings.maxContinueRestarts ? 0 : this.#timings.pageSize;
-      // Each page is parsed as it arrives, so only the parsed objects (what the sink keeps) add
-      // up over the list, never every raw object of it at once (50k raw pods are hundreds of MiB).
-      const items: ParseResult<T>[] = [];
+      // Each page is parsed and handed on as it arrives, so neither a page's raw objects nor
+      // the list's parsed ones are gathered here (50k raw pods are hundreds of MiB).
+      const known = new Map<string, T>();
+      const writer = this.#sink.startList?.(this.#spec.kind) ?? gatheringList(this.#sink, this.#spec.kind);
       let resourceVersion = "";
       let token = "";
       try {
@@ -379,7 +389,8 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
           };
           markActivity(this.#spec.resource);
           if (!Array.isArray(page.items)) throw new Error("list response has no items array");
-          for (const raw of page.items) items.push(this.#spec.parse(raw));
+          const objects = this.#parsePage(page.items, known);
+          this.#deliver(() => writer.add(objects));
           resourceVersion = String(page.metadata?.resourceVersion ?? "");
           token = typeof page.metadata?.continue === "string" ? page.metadata.continue : "";
         } while (token !== "");
@@ -394,26 +405,35 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
         throw err;
       }
       if (resourceVersion === "") throw new Error("list response has no metadata.resourceVersion");
-      this.#replace(items);
-      this.#log.info({ objects: this.#known.size, resourceVersion, reason }, "listed");
+      this.#known = known;
+      this.#delivered = true;
+      this.#deliver(() => writer.commit());
+      this.#log.info({ objects: known.size, resourceVersion, reason }, "listed");
       return resourceVersion;
     }
   }
 
-  #replace(items: readonly ParseResult<T>[]): void {
-    const known = new Map<string, T>();
-    for (const result of items) {
+  /**
+   * A page's valid objects, also recorded in `known`. An invalid one is skipped (logged and
+   * counted); its last valid copy, if any, is kept in its place.
+   */
+  #parsePage(items: readonly unknown[], known: Map<string, T>): T[] {
+    const objects: T[] = [];
+    for (const raw of items) {
+      const result = this.#spec.parse(raw);
       if (result.ok) {
         known.set(objectKey(result.value.metadata), result.value);
+        objects.push(result.value);
         continue;
       }
       reportInvalidObject(this.#log, "kube", result);
       const previous = this.#known.get(result.name);
-      if (previous) known.set(result.name, previous);
+      if (previous) {
+        known.set(result.name, previous);
+        objects.push(previous);
+      }
     }
-    this.#known = known;
-    this.#delivered = true;
-    this.#deliver(() => this.#sink.replace(this.#spec.kind, [...known.values()]));
+    return objects;
   }
 
   /** Sink exceptions are bugs elsewhere; they must not stop the stream for everything else. */

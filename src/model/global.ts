@@ -11,10 +11,36 @@ export interface ClusterSink {
   /** Replaces every object of a kind, as after a (re)list: objects missing from the list are deleted. */
   replace(kind: KubeKind, objects: readonly KubeObject[]): void;
   /**
+   * A list taken page by page as the pages arrive, for a source that reads in pages; without it,
+   * such a source gathers the pages and calls replace().
+   */
+  startList?(kind: KubeKind): ListWriter<KubeObject>;
+  /**
    * Every kind the source watches has been listed at least once. Nothing is computed for a node
    * before this; a source calls it once, after its first complete read.
    */
   synced(): void;
+}
+
+/** One list on its way into a sink: `add` for each page, `commit` once the last page is in. */
+export interface ListWriter<T> {
+  add(objects: readonly T[]): void;
+  /** Replaces the kind with everything added; a list never committed is replaced by the next. */
+  commit(): void;
+}
+
+/** A ListWriter that gathers the pages and replaces the kind at the end. */
+export function gatheringList<K extends string, T>(
+  sink: { replace(kind: K, objects: readonly T[]): void },
+  kind: K,
+): ListWriter<T> {
+  const all: T[] = [];
+  return {
+    add: (objects) => {
+      for (const object of objects) all.push(object);
+    },
+    commit: () => sink.replace(kind, all),
+  };
 }
 
 /** A source of cluster objects: the Kubernetes API, a file, or another brain's global API. */

@@ -22,7 +22,7 @@ import { parseListing } from "./adopt.ts";
 import { excerptTransaction } from "./failure-excerpt.ts";
 import type { TableConfig } from "./fragment.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
-import { renderScript } from "./ops.ts";
+import { type NftScript, renderScript } from "./ops.ts";
 import { NftError, type NftRunner } from "./runner.ts";
 import { packTransactions } from "./transaction.ts";
 
@@ -142,32 +142,44 @@ export class NftBackend {
       this.#mirrors.set(cfg.family, mirror);
     }
     const plan = mirror.plan(state, this.#now());
+    const texts: string[] = [];
     const txs = packTransactions(plan.units, cfg.family, cfg.table, this.#maxStatements);
+    // While nft parses and commits one transaction, the next is rendered; each is still applied
+    // only after the previous one succeeded, and the first failure ends the sync (the mirror is
+    // then forgotten, and the next sync starts from a listing of what the kernel holds).
     const cleanup =
       plan.deletions.length > 0 ? renderScript(plan.deletions, cfg.family, cfg.table) : undefined;
-    if (cleanup !== undefined) txs.unshift(cleanup);
-    const texts: string[] = [];
-    for (const tx of txs) {
-      try {
-        await this.#runner.run(tx.text, tx.line);
-        texts.push(tx.text);
-      } catch (e) {
-        if (tx === cleanup) cleanupFailures.inc({ ip_family: ipFamilyOfNft(cfg.family) });
-        const stderr = e instanceof NftError ? e.stderr : String(e);
-        throw new FamilySyncError(`nft transaction failed: ${messageOf(e)}`, {
-          cause: e,
-          repeatKey: stderr,
-          fields: {
-            table: cfg.table,
-            stderr: stderr.slice(0, 2000),
-            transaction: excerptTransaction(tx.text, stderr),
-          },
-        });
-      }
+    let next = cleanup ?? txs.next().value;
+    while (next !== undefined) {
+      const tx = next;
+      const applying = this.#apply(cfg, tx, tx === cleanup);
+      // Rendering may throw while nft runs: the failure reported is then the render's.
+      applying.catch(() => {});
+      next = txs.next().value;
+      await applying;
+      texts.push(tx.text);
     }
     // Not awaited: the next transaction queues behind it anyway.
     void this.#runner.prepare?.();
     return { full, texts };
+  }
+
+  async #apply(cfg: TableConfig, tx: NftScript, cleanup: boolean): Promise<void> {
+    try {
+      await this.#runner.run(tx.text, tx.line);
+    } catch (e) {
+      if (cleanup) cleanupFailures.inc({ ip_family: ipFamilyOfNft(cfg.family) });
+      const stderr = e instanceof NftError ? e.stderr : String(e);
+      throw new FamilySyncError(`nft transaction failed: ${messageOf(e)}`, {
+        cause: e,
+        repeatKey: stderr,
+        fields: {
+          table: cfg.table,
+          stderr: stderr.slice(0, 2000),
+          transaction: excerptTransaction(tx.text, stderr),
+        },
+      });
+    }
   }
 }
 

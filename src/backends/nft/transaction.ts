@@ -40,28 +40,29 @@ function unitSize(u: Unit): number {
   return u.ops.length + u.elements.length;
 }
 
-/** Packs units (already in phase order) into transactions of at most `limit` statements each. */
-export function packTransactions(
+/**
+ * Packs units (already in phase order) into transactions of at most `limit` statements each,
+ * each rendered only when asked for: a caller rendering the next while nft applies the previous
+ * holds one or two transactions' text at a time, whatever the size of the table.
+ */
+export function* packTransactions(
   units: readonly Unit[],
   family: NftFamily,
   table: string,
   limit: number,
-): NftScript[] {
-  const out: NftScript[] = [];
-  let chunk: Unit[] = [];
+): Generator<NftScript> {
+  let start = 0;
   let size = 0;
-  for (const u of units) {
-    const s = unitSize(u);
-    if (chunk.length > 0 && size + s > limit) {
-      out.push(renderTransaction(chunk, family, table));
-      chunk = [];
+  for (let i = 0; i < units.length; i++) {
+    const s = unitSize(units[i]!);
+    if (i > start && size + s > limit) {
+      yield renderTransaction(units.slice(start, i), family, table);
+      start = i;
       size = 0;
     }
-    chunk.push(u);
     size += s;
   }
-  if (chunk.length > 0) out.push(renderTransaction(chunk, family, table));
-  return out;
+  if (start < units.length) yield renderTransaction(units.slice(start), family, table);
 }
 
 /**

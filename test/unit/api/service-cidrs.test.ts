@@ -38,20 +38,19 @@ describe("Service ranges on the wire", () => {
         let r = 0;
         return () => ++r;
       })(),
-      10,
-      1000,
+      { maxRevisions: 10, maxEntries: 1000 },
     );
     hub.push(s1);
     assert.deepEqual(rangeOps(hub.allFrames()), ["set service-cidrs 198.51.100.0/24,2001:db8:1::/112"]);
     assert.equal(ops(hub.allFrames())[0]!.set, WireSet.ServiceCIDRsSet);
-    const empty = new NodeStates("n2", () => 1, 10, 1000);
+    const empty = new NodeStates("n2", () => 1, { maxRevisions: 10, maxEntries: 1000 });
     empty.push(localState("n2", 1, [web]));
     assert.deepEqual(rangeOps(empty.allFrames()), []);
   });
 
   test("a change of ranges alone is a change set of its own; resume from before it gets it", () => {
     let r = 0;
-    const hub = new NodeStates("n1", () => ++r, 10, 1000);
+    const hub = new NodeStates("n1", () => ++r, { maxRevisions: 10, maxEntries: 1000 });
     hub.push(s1);
     const first = hub.revision!;
     const s2 = { ...s1, revision: 2, serviceCIDRs: ["198.51.100.0/24"] };
@@ -77,7 +76,7 @@ describe("Service ranges on the wire", () => {
 
   test("the client library decodes them; a Reset without them clears them", () => {
     let r = 0;
-    const hub = new NodeStates("n1", () => ++r, 10, 1000);
+    const hub = new NodeStates("n1", () => ++r, { maxRevisions: 10, maxEntries: 1000 });
     hub.push(s1);
     const decoder = new LocalStateDecoder("n1");
     const full: WireChangeSet = { reset: true, ops: ops(hub.allFrames()), instanceId: "i", revision: 1 };

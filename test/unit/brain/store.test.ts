@@ -239,6 +239,29 @@ describe("ClusterStore change batching", () => {
     );
   });
 
+  test("a first list page by page is the same as one replace; a later list is one replace at commit", async () => {
+    const objects = [svc({ name: "a" }), svc({ name: "b" }), svc({ name: "c" })];
+    const paged = new ClusterStore();
+    const list = paged.startList("Service");
+    list.add(objects.slice(0, 2));
+    assert.deepEqual(served(paged), ["a", "b"], "a first list goes in as its pages arrive");
+    list.add(objects.slice(2));
+    list.commit();
+    const whole = new ClusterStore();
+    whole.replace("Service", objects);
+    assert.deepEqual(served(paged), served(whole));
+
+    const { store, batches } = await syncedStore(objects);
+    const relist = store.startList("Service");
+    relist.add([svc({ name: "a" })]);
+    assert.deepEqual(served(store), ["a", "b", "c"], "a relist changes nothing before its last page");
+    relist.add([svc({ name: "c" })]);
+    relist.commit();
+    await nextMacrotask();
+    assert.deepEqual(served(store), ["a", "c"]);
+    assert.deepEqual([...(batches[0]?.services ?? [])], ["ns/b"]);
+  });
+
   test("an unsubscribed listener hears nothing more", async () => {
     const { store } = await syncedStore([]);
     let calls = 0;

@@ -77,6 +77,27 @@ describe("reflector", () => {
     assert.equal(watch.get("timeoutSeconds"), "300");
   });
 
+  it("hands each list page to a sink that takes pages before asking for the next", async () => {
+    for (const n of ["a", "b", "c", "d", "e"]) api.create(service(n));
+    const pages: string[][] = [];
+    let commits = 0;
+    sink.startList = () => ({
+      add: (objects) => pages.push(objects.map((o) => o.metadata.name)),
+      commit: () => commits++,
+    });
+    const inSinkAtRequest: number[] = [];
+    const transport = new HookedTransport(transportTo(api.url), (path) => {
+      if (path.startsWith("/api/v1/services?") && !path.includes("watch="))
+        inSinkAtRequest.push(pages.flat().length);
+    });
+    const reflector = startReflector({ transport, timings: { pageSize: 2, inactivityTimeoutMs: 30_000 } });
+    await reflector.listed;
+    assert.deepEqual(pages, [["a", "b"], ["c", "d"], ["e"]]);
+    assert.deepEqual(inSinkAtRequest, [0, 2, 4]);
+    assert.equal(commits, 1);
+    assert.deepEqual(sink.calls, [], "no replace: the pages were the list");
+  });
+
   it("asks for a random watch timeout between min and 2×min seconds", async () => {
     const reflector = new Reflector(SERVICES!, sink, {
       transport: transportTo(api.url),

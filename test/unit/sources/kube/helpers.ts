@@ -12,6 +12,8 @@ export class RecordingSink implements ClusterSink {
   syncedCount = 0;
   /** Throws from upsert for objects with this name, as a buggy consumer would. */
   throwOnName: string | undefined;
+  /** Set by a test that takes lists page by page; unset, lists arrive as one replace. */
+  startList?: ClusterSink["startList"];
 
   upsert(object: KubeObject): void {
     const key = objectKey(object.metadata);
