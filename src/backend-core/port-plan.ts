@@ -17,7 +17,6 @@
 import { cidrContains } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
 import {
-  hasSourceRanges,
   type LocalService,
   type LocalServiceFamily,
   type LocalServicePort,
@@ -78,7 +77,7 @@ export function planService(
   if (svc.type === "ExternalName") return undefined;
   const addresses = serviceFamily(svc, family);
   if (addresses === undefined) return undefined;
-  const shared = sharedByPorts(svc, addresses, node);
+  const shared = sharedByPorts(addresses, node);
   return {
     clusterIP: shared.clusterIP,
     ports: svc.ports.map((port) => planPort(svc, port, family, node, shared)),
@@ -86,7 +85,7 @@ export function planService(
 }
 
 /** What every port of a Service has in common in one family. */
-function sharedByPorts(svc: LocalService, addresses: LocalServiceFamily, node: NodeAddresses) {
+function sharedByPorts(addresses: LocalServiceFamily, node: NodeAddresses) {
   const { clusterIP, externalIPs, loadBalancerIPs } = addresses;
   const clusterMasquerade: ClusterMasquerade = node.masqueradeAll
     ? "all"
@@ -98,7 +97,11 @@ function sharedByPorts(svc: LocalService, addresses: LocalServiceFamily, node: N
     externalIPs,
     loadBalancerIPs,
     externalAddresses: [...externalIPs, ...loadBalancerIPs],
-    allowList: loadBalancerIPs.length > 0 && hasSourceRanges(svc) ? allowListOf(addresses, node) : undefined,
+    // Each family is checked by its own ranges: without any, every source may reach the LB IPs.
+    allowList:
+      loadBalancerIPs.length > 0 && addresses.sourceRanges.length > 0
+        ? allowListOf(addresses, node)
+        : undefined,
     clusterMasquerade,
   };
 }

@@ -46,13 +46,18 @@ export function loadBalancerIPsForFamily(service: Service, family: IPFamily): re
     .map((ing) => canonicalIP(ing.ip));
 }
 
-/** loadBalancerSourceRanges of this family, trimmed (the API lets padding through) and with host bits cleared. */
+/**
+ * loadBalancerSourceRanges of this family, trimmed (the API lets padding through) and with host
+ * bits cleared; none when one of them is zero-length (0.0.0.0/0, ::/0), which allows any source.
+ */
 export function sourceRangesForFamily(service: Service, family: IPFamily): readonly string[] {
   if (service.loadBalancerSourceRanges.length === 0) return NONE;
   const out: string[] = [];
   for (const raw of service.loadBalancerSourceRanges) {
     const cidr = parseCidr(raw.trim());
-    if (cidr !== undefined && cidr.family === family && !out.includes(cidr.text)) out.push(cidr.text);
+    if (cidr === undefined || cidr.family !== family) continue;
+    if (cidr.text.endsWith("/0")) return NONE;
+    if (!out.includes(cidr.text)) out.push(cidr.text);
   }
   return out;
 }

@@ -124,8 +124,8 @@ export function serviceFamily(svc: LocalService, family: IPFamily): LocalService
 }
 
 /**
- * Whether the service has loadBalancerSourceRanges in any family: then a family whose own list is
- * empty allows no source at all.
+ * Whether the service has loadBalancerSourceRanges in any family. Each family is checked by its own
+ * list only: a family without ranges allows every source (kube-proxy's per-family proxiers).
  */
 export function hasSourceRanges(svc: LocalService): boolean {
   return svc.families.some((f) => f.sourceRanges.length > 0);

@@ -5,7 +5,7 @@
 // the nft rules of the same process: drops (a Local policy without a local endpoint, an address
 // that no Service holds), load-balancer IPs with source ranges, SCTP.
 
-import { hasSourceRanges, type LocalEndpoint, type LocalService, ofFamily } from "../../model/local.ts";
+import { type LocalEndpoint, type LocalService, ofFamily } from "../../model/local.ts";
 import { type Backend, type Frontend, MAX_BACKENDS_PER_SERVICE } from "./layout.ts";
 
 export interface RenderedGroup {
@@ -29,7 +29,7 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
   for (const port of svc.ports) {
     if (port.protocol === "SCTP") continue; // sock_addr hooks see TCP and UDP only
     // Only the families the Service has a cluster IP in carry it (kube-proxy's per-family proxier).
-    for (const { family, clusterIP, externalIPs, loadBalancerIPs } of svc.families) {
+    for (const { family, clusterIP, externalIPs, loadBalancerIPs, sourceRanges } of svc.families) {
       const base = `${port.protocol}/${port.port}/${family}`;
       const addr = (ips: readonly string[], p: number) =>
         ips.map((ip) => ({ ip, port: p, protocol: port.protocol }));
@@ -40,7 +40,7 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
       const external: Frontend[] = [
         ...addr(externalIPs, port.port),
         // Load-balancer IPs with source ranges are filtered by the nft rules.
-        ...(hasSourceRanges(svc) ? [] : addr(loadBalancerIPs, port.port)),
+        ...(sourceRanges.length > 0 ? [] : addr(loadBalancerIPs, port.port)),
         ...(port.nodePort > 0 ? addr(ofFamily(ctx.nodePortIPs, family), port.nodePort) : []),
       ];
       // Traffic from this node to an eTP Local address is known local: kube-proxy sends it to

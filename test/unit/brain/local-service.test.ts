@@ -166,6 +166,14 @@ const rows: Row[] = [
     expect: { sourceRanges: ["203.0.113.0/24"] },
   },
   {
+    name: "a zero-length source range (0.0.0.0/0) allows any source of its family: no ranges",
+    service: dualStack({
+      type: "LoadBalancer",
+      loadBalancerSourceRanges: ["203.0.113.0/24", "0.0.0.0/0", "2001:db8::/48"],
+    }),
+    expect: { sourceRanges: ["2001:db8::/48"] },
+  },
+  {
     name: "source ranges of an unserved family are dropped",
     service: svc({ loadBalancerSourceRanges: ["2001:db8::/48"] }),
     expect: { sourceRanges: [] },
