@@ -108,7 +108,7 @@ for (const n of SIZES) {
     const backend = new EbpfBackend({
       loader,
       openMaps: () => new PinnedMaps(mounts.bpfRoot),
-      render: { nodePortIPs: [] },
+      render: { nodePortIPs: { IPv4: [], IPv6: [] } },
       log: silentLogger,
     });
     globalThis.gc?.();

@@ -6,7 +6,7 @@
 // --quick: 1k services, 20 changes of each kind.
 
 import { NftBackend } from "../src/backends/nft/backend.ts";
-import type { LocalEndpoint, LocalService } from "../src/model/local.ts";
+import { type LocalEndpoint, type LocalService, withFamilyEndpoints } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { BENCH_TABLE, ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 import { quick, table } from "./lib/table.ts";
@@ -39,7 +39,7 @@ function svc(i: number, generation = 0): LocalService {
     healthCheckNodePort: 0,
     localReadyEndpoints: etpLocal ? 1 : 0,
     ports: [
-      {
+      withFamilyEndpoints({
         name: "http",
         protocol: "TCP",
         port: 80,
@@ -48,7 +48,7 @@ function svc(i: number, generation = 0): LocalService {
         endpointFamilies: ["IPv4"],
         internalEndpoints: eps,
         externalEndpoints: etpLocal ? eps.slice(0, 1) : eps,
-      },
+      }),
     ],
   };
 }

@@ -21,7 +21,6 @@ import {
   type LocalService,
   type LocalServiceFamily,
   type LocalServicePort,
-  ofFamily,
   serviceFamily,
 } from "../model/local.ts";
 import { detectsLocalTraffic, type NodeAddresses } from "./family-settings.ts";
@@ -110,8 +109,8 @@ function planPort(
   node: NodeAddresses,
   shared: ReturnType<typeof sharedByPorts>,
 ) {
-  const internal: readonly PlanEndpoint[] = ofFamily(port.internalEndpoints, family);
-  const external: readonly PlanEndpoint[] = ofFamily(port.externalEndpoints, family);
+  const { internal, external }: { internal: readonly PlanEndpoint[]; external: readonly PlanEndpoint[] } =
+    port.endpointsByFamily[family];
   const served = port.endpointFamilies.includes(family);
   const local = svc.externalTrafficPolicy === "Local";
   const nodePort = node.nodePortCIDRs.length > 0 ? port.nodePort : 0;

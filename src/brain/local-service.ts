@@ -1,11 +1,17 @@
 // One Service and its EndpointSlices → what this node programs for it. Each family is computed
-// on its own, as kube-proxy runs one proxier per family: the addresses stay per family, the
-// endpoints of a port are concatenated.
+// on its own, as kube-proxy runs one proxier per family: the addresses and the endpoints stay per
+// family, and a port's flat endpoint lists join its families' lists.
 
 import type { EndpointSlice } from "../model/kube.ts";
 import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";
-import type { LocalEndpoint, LocalService, LocalServiceFamily, LocalServicePort } from "../model/local.ts";
-import { compareEndpoints } from "../model/order.ts";
+import {
+  type FamilyEndpoints,
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServiceFamily,
+  type LocalServicePort,
+  NO_FAMILY_ENDPOINTS,
+} from "../model/local.ts";
 import { categorizeEndpoints, isLocal, type PortPolicy } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
 import { slicesInEffect } from "./fallback.ts";
@@ -83,8 +89,10 @@ function computePort(
   node: NodeView,
 ): LocalServicePort {
   const zone = node.labels[LABEL_ZONE] ?? "";
-  const internal: LocalEndpoint[] = [];
-  const external: LocalEndpoint[] = [];
+  const byFamily: Record<IPFamily, FamilyEndpoints> = {
+    IPv4: NO_FAMILY_ENDPOINTS,
+    IPv6: NO_FAMILY_ENDPOINTS,
+  };
   const endpointFamilies: IPFamily[] = [];
   for (const view of families) {
     const endpoints = view.endpoints.get(portKey(port.name, port.protocol)) ?? [];
@@ -95,17 +103,19 @@ function computePort(
       node.name,
       zone,
     );
+    const internal: LocalEndpoint[] = [];
+    const external: LocalEndpoint[] = [];
     for (const ep of internalLocal ? localEndpoints : clusterEndpoints) internal.push(toLocal(ep, node.name));
     if (portExternal) {
       for (const ep of externalLocal ? localEndpoints : clusterEndpoints)
         external.push(toLocal(ep, node.name));
     }
+    if (internal.length + external.length > 0) byFamily[view.addresses.family] = { internal, external };
     if (hasAnyEndpoints) endpointFamilies.push(view.addresses.family);
   }
-  if (families.length > 1) {
-    internal.sort(compareEndpoints);
-    external.sort(compareEndpoints);
-  }
+  // Each family's lists are in address order, and the one order puts IPv4 before IPv6: the flat
+  // lists are the two families' lists one after the other (the same arrays when one is empty).
+  const { IPv4: v4, IPv6: v6 } = byFamily;
   return {
     name: port.name,
     protocol: port.protocol,
@@ -113,9 +123,15 @@ function computePort(
     nodePort: port.nodePort,
     hasEndpoints: endpointFamilies.length > 0,
     endpointFamilies,
-    internalEndpoints: internal,
-    externalEndpoints: external,
+    internalEndpoints: concatenated(v4.internal, v6.internal),
+    externalEndpoints: concatenated(v4.external, v6.external),
+    endpointsByFamily: byFamily,
   };
+}
+
+function concatenated<T>(first: readonly T[], second: readonly T[]): readonly T[] {
+  if (second.length === 0) return first;
+  return first.length === 0 ? second : [...first, ...second];
 }
 
 /** Unique IPs of local, ready endpoints over every port: what a healthCheckNodePort reports. */

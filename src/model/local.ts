@@ -34,6 +34,36 @@ export interface LocalServicePort {
   readonly internalEndpoints: readonly LocalEndpoint[];
   /** Where this node sends NodePort, LoadBalancer and externalIP traffic; sorted by ip then port. */
   readonly externalEndpoints: readonly LocalEndpoint[];
+  /**
+   * The same endpoints split by IP family, each list in the order above: what one family's rules
+   * program. A port whose endpoints are all of one family shares the two lists above.
+   */
+  readonly endpointsByFamily: Readonly<Record<IPFamily, FamilyEndpoints>>;
+}
+
+/** A port's endpoints in one IP family. */
+export interface FamilyEndpoints {
+  readonly internal: readonly LocalEndpoint[];
+  readonly external: readonly LocalEndpoint[];
+}
+
+/** The endpoints of a family that has none: one object shared by every port. */
+export const NO_FAMILY_ENDPOINTS: FamilyEndpoints = Object.freeze({
+  internal: Object.freeze([]),
+  external: Object.freeze([]),
+});
+
+/**
+ * The port with `endpointsByFamily` (re)computed from its flat lists: for a producer that reads
+ * the flat lists back (the wire decoder) and for hand-written ports.
+ */
+export function withFamilyEndpoints(port: Omit<LocalServicePort, "endpointsByFamily">): LocalServicePort {
+  const split = (family: IPFamily): FamilyEndpoints => {
+    const internal = ofFamily(port.internalEndpoints, family);
+    const external = ofFamily(port.externalEndpoints, family);
+    return internal.length + external.length === 0 ? NO_FAMILY_ENDPOINTS : { internal, external };
+  };
+  return { ...port, endpointsByFamily: { IPv4: split("IPv4"), IPv6: split("IPv6") } };
 }
 
 /**

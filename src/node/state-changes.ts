@@ -30,6 +30,7 @@ function withoutEndpoints(s: LocalService): string {
       ...p,
       internalEndpoints: [],
       externalEndpoints: [],
+      endpointsByFamily: undefined,
       hasEndpoints: false,
       endpointFamilies: [],
     })),

@@ -18,8 +18,14 @@ export interface LocalStateJson {
   readonly services: readonly LocalServiceJson[];
 }
 
-/** A port as printed: the model's port with each endpoint as an "ip:port" string. */
-export type LocalServicePortJson = Omit<LocalServicePort, "internalEndpoints" | "externalEndpoints"> & {
+/**
+ * A port as printed: the model's port with each endpoint as an "ip:port" string, the flat lists
+ * only (the per-family split is the same endpoints).
+ */
+export type LocalServicePortJson = Omit<
+  LocalServicePort,
+  "internalEndpoints" | "externalEndpoints" | "endpointsByFamily"
+> & {
   /** "ip:port" strings, IPv4 before IPv6, each family in address order. */
   readonly internalEndpoints: readonly string[];
   readonly externalEndpoints: readonly string[];

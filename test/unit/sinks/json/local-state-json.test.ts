@@ -1,10 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type {
-  LocalEndpoint,
-  LocalService,
-  LocalServicePort,
-  LocalState,
+import {
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServicePort,
+  type LocalState,
+  withFamilyEndpoints,
 } from "../../../../src/model/local.ts";
 import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
 import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
@@ -18,17 +19,18 @@ const ep = (ip: string, port: number): LocalEndpoint => ({
   terminating: false,
 });
 
-const port = (overrides: Partial<LocalServicePort> = {}): LocalServicePort => ({
-  name: "http",
-  protocol: "TCP",
-  port: 80,
-  nodePort: 0,
-  hasEndpoints: true,
-  endpointFamilies: ["IPv4"],
-  internalEndpoints: [],
-  externalEndpoints: [],
-  ...overrides,
-});
+const port = (overrides: Partial<LocalServicePort> = {}): LocalServicePort =>
+  withFamilyEndpoints({
+    name: "http",
+    protocol: "TCP",
+    port: 80,
+    nodePort: 0,
+    hasEndpoints: true,
+    endpointFamilies: ["IPv4"],
+    internalEndpoints: [],
+    externalEndpoints: [],
+    ...overrides,
+  });
 
 const service = (namespace: string, name: string, overrides: LocalServiceOverrides = {}): LocalService =>
   localService({ namespace, name, ports: [port()], ...overrides });
