@@ -63,7 +63,7 @@ class TextRunner implements NftRunner {
 async function coldStartText(cfg: TableConfig, services: ReadonlyMap<string, LocalService>): Promise<string> {
   const runner = new TextRunner();
   const backend = new NftBackend({ runner, tables: [cfg], log: silentLogger });
-  await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: [] });
+  await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: { IPv4: [], IPv6: [] } });
   return runner.texts.join("");
 }
 

@@ -63,7 +63,7 @@ async function main(): Promise<void> {
       log: silentLogger,
     });
     let services = new Map(Array.from({ length: N }, (_, i) => [`bench/svc-${i}`, svc(i)]));
-    await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: [] });
+    await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: { IPv4: [], IPv6: [] } });
     await new Promise((r) => setTimeout(r, 1000)); // --min-sync-period after the cold start
     const latencies: number[][] = KINDS.map(() => []);
     for (let k = 0; k < ROUNDS * KINDS.length; k++) {
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
       services = new Map(services);
       services.set(`bench/svc-${i}`, svc(i, (k % 2) + 1));
       const t0 = performance.now();
-      await backend.sync({ node: "bench", revision: k + 2, services, serviceCIDRs: [] });
+      await backend.sync({ node: "bench", revision: k + 2, services, serviceCIDRs: { IPv4: [], IPv6: [] } });
       latencies[kind]!.push(performance.now() - t0);
     }
     const share = `${(100 / EVERY).toFixed(1)}%`;

@@ -66,6 +66,6 @@ export function stateOf(services: LocalService[], revision: number): LocalState 
     node: "bench",
     revision,
     services: new Map(services.map((s) => [`bench/${s.name}`, s])),
-    serviceCIDRs: [],
+    serviceCIDRs: { IPv4: [], IPv6: [] },
   };
 }

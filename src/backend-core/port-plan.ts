@@ -17,6 +17,7 @@
 import { cidrContains } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
 import {
+  familyEndpoints,
   hasSourceRanges,
   type LocalService,
   type LocalServiceFamily,
@@ -110,7 +111,7 @@ function planPort(
   shared: ReturnType<typeof sharedByPorts>,
 ) {
   const { internal, external }: { internal: readonly PlanEndpoint[]; external: readonly PlanEndpoint[] } =
-    port.endpointsByFamily[family];
+    familyEndpoints(port, family);
   const served = port.endpointFamilies.includes(family);
   const local = svc.externalTrafficPolicy === "Local";
   const nodePort = node.nodePortCIDRs.length > 0 ? port.nodePort : 0;

@@ -4,14 +4,7 @@
 
 import type { EndpointSlice } from "../model/kube.ts";
 import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";
-import {
-  type FamilyEndpoints,
-  type LocalEndpoint,
-  type LocalService,
-  type LocalServiceFamily,
-  type LocalServicePort,
-  NO_FAMILY_ENDPOINTS,
-} from "../model/local.ts";
+import type { LocalEndpoint, LocalService, LocalServiceFamily, LocalServicePort } from "../model/local.ts";
 import { categorizeEndpoints, isLocal, type PortPolicy } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
 import { slicesInEffect } from "./fallback.ts";
@@ -89,12 +82,11 @@ function computePort(
   node: NodeView,
 ): LocalServicePort {
   const zone = node.labels[LABEL_ZONE] ?? "";
-  const byFamily: Record<IPFamily, FamilyEndpoints> = {
-    IPv4: NO_FAMILY_ENDPOINTS,
-    IPv6: NO_FAMILY_ENDPOINTS,
-  };
+  const internal: Record<IPFamily, readonly LocalEndpoint[]> = { IPv4: NO_ENDPOINTS, IPv6: NO_ENDPOINTS };
+  const external: Record<IPFamily, readonly LocalEndpoint[]> = { IPv4: NO_ENDPOINTS, IPv6: NO_ENDPOINTS };
   const endpointFamilies: IPFamily[] = [];
   for (const view of families) {
+    const family = view.addresses.family;
     const endpoints = view.endpoints.get(portKey(port.name, port.protocol)) ?? [];
     const { internalLocal, externalLocal, portExternal, policy } = portTraffic(service, port, view.addresses);
     const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = categorizeEndpoints(
@@ -103,19 +95,13 @@ function computePort(
       node.name,
       zone,
     );
-    const internal: LocalEndpoint[] = [];
-    const external: LocalEndpoint[] = [];
-    for (const ep of internalLocal ? localEndpoints : clusterEndpoints) internal.push(toLocal(ep, node.name));
-    if (portExternal) {
-      for (const ep of externalLocal ? localEndpoints : clusterEndpoints)
-        external.push(toLocal(ep, node.name));
-    }
-    if (internal.length + external.length > 0) byFamily[view.addresses.family] = { internal, external };
-    if (hasAnyEndpoints) endpointFamilies.push(view.addresses.family);
+    const toThisNode = (ep: EndpointInfo) => toLocal(ep, node.name);
+    internal[family] = (internalLocal ? localEndpoints : clusterEndpoints).map(toThisNode);
+    if (portExternal) external[family] = (externalLocal ? localEndpoints : clusterEndpoints).map(toThisNode);
+    if (hasAnyEndpoints) endpointFamilies.push(family);
   }
-  // Each family's lists are in address order, and the one order puts IPv4 before IPv6: the flat
-  // lists are the two families' lists one after the other (the same arrays when one is empty).
-  const { IPv4: v4, IPv6: v6 } = byFamily;
+  // Each family's list is in address order, and the one order puts IPv4 before IPv6: the flat
+  // lists are the two families' lists one after the other, split where the IPv4 ones end.
   return {
     name: port.name,
     protocol: port.protocol,
@@ -123,15 +109,18 @@ function computePort(
     nodePort: port.nodePort,
     hasEndpoints: endpointFamilies.length > 0,
     endpointFamilies,
-    internalEndpoints: concatenated(v4.internal, v6.internal),
-    externalEndpoints: concatenated(v4.external, v6.external),
-    endpointsByFamily: byFamily,
+    internalEndpoints: joined(internal),
+    externalEndpoints: joined(external),
+    internalIPv4Count: internal.IPv4.length,
+    externalIPv4Count: external.IPv4.length,
   };
 }
 
-function concatenated<T>(first: readonly T[], second: readonly T[]): readonly T[] {
-  if (second.length === 0) return first;
-  return first.length === 0 ? second : [...first, ...second];
+const NO_ENDPOINTS: readonly LocalEndpoint[] = [];
+
+function joined({ IPv4, IPv6 }: Record<IPFamily, readonly LocalEndpoint[]>): readonly LocalEndpoint[] {
+  if (IPv6.length === 0) return IPv4;
+  return IPv4.length === 0 ? IPv6 : [...IPv4, ...IPv6];
 }
 
 /** Unique IPs of local, ready endpoints over every port: what a healthCheckNodePort reports. */

@@ -6,7 +6,7 @@
 // that no Service holds), load-balancer IPs with source ranges, SCTP.
 
 import type { IPFamily } from "../../model/kube.ts";
-import { hasSourceRanges, type LocalService } from "../../model/local.ts";
+import { familyEndpoints, hasSourceRanges, type LocalService } from "../../model/local.ts";
 import { type Backend, type Frontend, MAX_BACKENDS_PER_SERVICE } from "./layout.ts";
 
 export interface RenderedGroup {
@@ -38,7 +38,7 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
       const addr = (ips: readonly string[], p: number) =>
         ips.map((ip) => ({ ip, port: p, protocol: port.protocol }));
       const hasAny = port.endpointFamilies.includes(family);
-      const endpoints = port.endpointsByFamily[family];
+      const endpoints = familyEndpoints(port, family);
       const internal = group(`${base}/internal`, addr([clusterIP], port.port), endpoints.internal);
       if (internal) groups.push(internal);
 

@@ -3,6 +3,7 @@
 
 import {
   acrossFamilies,
+  allServiceCIDRs,
   clusterIPsOf,
   endpointString,
   type LocalService,
@@ -20,11 +21,11 @@ export interface LocalStateJson {
 
 /**
  * A port as printed: the model's port with each endpoint as an "ip:port" string, the flat lists
- * only (the per-family split is the same endpoints).
+ * only (their IPv4 counts are where the lists split by family, which the addresses say).
  */
 export type LocalServicePortJson = Omit<
   LocalServicePort,
-  "internalEndpoints" | "externalEndpoints" | "endpointsByFamily"
+  "internalEndpoints" | "externalEndpoints" | "internalIPv4Count" | "externalIPv4Count"
 > & {
   /** "ip:port" strings, IPv4 before IPv6, each family in address order. */
   readonly internalEndpoints: readonly string[];
@@ -53,7 +54,7 @@ export function localStateToJson(state: LocalState): LocalStateJson {
   return {
     node: state.node,
     revision: state.revision,
-    serviceCIDRs: [...state.serviceCIDRs],
+    serviceCIDRs: [...allServiceCIDRs(state.serviceCIDRs)],
     services: services.map(serviceToJson),
   };
 }

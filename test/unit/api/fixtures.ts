@@ -46,7 +46,7 @@ export function localState(node: string, revision: number, services: readonly Lo
     node,
     revision,
     services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
-    serviceCIDRs: [],
+    serviceCIDRs: { IPv4: [], IPv6: [] },
   };
 }
 
@@ -70,7 +70,7 @@ export class FakeBrain {
     const services = new Map(prev.services);
     for (const s of set) services.set(`${s.namespace}/${s.name}`, s);
     for (const k of remove) services.delete(k);
-    const next = { node, revision: prev.revision + 1, services, serviceCIDRs: [] };
+    const next = { node, revision: prev.revision + 1, services, serviceCIDRs: { IPv4: [], IPv6: [] } };
     this.push(next);
     return next;
   }

@@ -5,7 +5,12 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { computeLocalService } from "../../../src/brain/local-service.ts";
 import type { EndpointSlice, Service } from "../../../src/model/kube.ts";
-import { endpointString, withFamilyEndpoints } from "../../../src/model/local.ts";
+import {
+  endpointString,
+  type FamilyEndpoints,
+  familyEndpoints,
+  withFamilyEndpoints,
+} from "../../../src/model/local.ts";
 import { dualStack, ep, slice, svc, THIS_NODE } from "./fixtures.ts";
 
 interface Row {
@@ -99,13 +104,14 @@ describe("endpoints split per family", () => {
       const port = local?.ports[0];
       assert.ok(port);
       for (const family of ["IPv4", "IPv6"] as const) {
-        const got = port.endpointsByFamily[family];
+        const got: FamilyEndpoints = familyEndpoints(port, family);
         const want = row[family] ?? {};
         assert.deepEqual(got.internal.map(endpointString), want.internal ?? [], `${family} internal`);
         assert.deepEqual(got.external.map(endpointString), want.external ?? [], `${family} external`);
       }
       // The flat lists are the two families joined, IPv4 first: what the dump and the wire carry.
-      const { IPv4, IPv6 } = port.endpointsByFamily;
+      const IPv4 = familyEndpoints(port, "IPv4");
+      const IPv6 = familyEndpoints(port, "IPv6");
       assert.deepEqual(port.internalEndpoints, [...IPv4.internal, ...IPv6.internal]);
       assert.deepEqual(port.externalEndpoints, [...IPv4.external, ...IPv6.external]);
       // A decoder that reads the flat lists back splits them the same way.
@@ -115,7 +121,7 @@ describe("endpoints split per family", () => {
   test("a single-family port shares its lists with the flat ones: no copy per port", () => {
     const port = computeLocalService(svc(), [slice([ep(A)])], THIS_NODE)?.ports[0];
     assert.ok(port);
-    assert.equal(port.endpointsByFamily.IPv4.internal, port.internalEndpoints);
-    assert.equal(port.endpointsByFamily.IPv4.external, port.externalEndpoints);
+    assert.equal(familyEndpoints(port, "IPv4").internal, port.internalEndpoints);
+    assert.equal(familyEndpoints(port, "IPv4").external, port.externalEndpoints);
   });
 });

@@ -6,6 +6,7 @@ import {
   type LocalService,
   type LocalServicePort,
   type LocalState,
+  splitServiceCIDRs,
   withFamilyEndpoints,
 } from "../../../../src/model/local.ts";
 import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
@@ -42,7 +43,7 @@ export function state(
     node: "node-1",
     revision,
     services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
-    serviceCIDRs,
+    serviceCIDRs: splitServiceCIDRs(serviceCIDRs),
   };
 }
 

@@ -5,6 +5,7 @@ import {
   type LocalService,
   type LocalServicePort,
   type LocalState,
+  splitServiceCIDRs,
   withFamilyEndpoints,
 } from "../../../../src/model/local.ts";
 import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
@@ -39,7 +40,7 @@ const state = (...services: LocalService[]): LocalState => ({
   node: "node-1",
   revision: 7,
   services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
-  serviceCIDRs: [],
+  serviceCIDRs: { IPv4: [], IPv6: [] },
 });
 
 describe("localStateToJson", () => {
@@ -49,7 +50,10 @@ describe("localStateToJson", () => {
   });
 
   test("the Service IP ranges are carried in the local state's order", () => {
-    const doc = localStateToJson({ ...state(), serviceCIDRs: ["198.51.100.0/24", "2001:db8:5::/112"] });
+    const doc = localStateToJson({
+      ...state(),
+      serviceCIDRs: splitServiceCIDRs(["198.51.100.0/24", "2001:db8:5::/112"]),
+    });
     assert.deepEqual(doc.serviceCIDRs, ["198.51.100.0/24", "2001:db8:5::/112"]);
   });
 

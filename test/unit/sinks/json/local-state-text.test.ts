@@ -5,6 +5,7 @@ import {
   type LocalService,
   type LocalServicePort,
   type LocalState,
+  splitServiceCIDRs,
   withFamilyEndpoints,
 } from "../../../../src/model/local.ts";
 import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
@@ -59,7 +60,7 @@ const state = (count: number, serviceCIDRs: string[] = []): LocalState => {
     const s = service(i, (i * 7) % 13);
     services.set(`${s.namespace}/${s.name}`, s);
   }
-  return { node: 'node-"1"', revision: 3, services, serviceCIDRs };
+  return { node: 'node-"1"', revision: 3, services, serviceCIDRs: splitServiceCIDRs(serviceCIDRs) };
 };
 
 describe("localStateText: the local state document in pieces", () => {
