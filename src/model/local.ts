@@ -81,16 +81,18 @@ export function withFamilyEndpoints(
 ): LocalServicePort {
   const ordered = (list: readonly LocalEndpoint[]) => {
     const v4 = ofFamily(list, "IPv4");
-    return v4 === list || v4.length === 0 ? list : [...v4, ...ofFamily(list, "IPv6")];
+    const v6 = ofFamily(list, "IPv6");
+    const inOrder = list.every((ep, i) => ep === (i < v4.length ? v4[i] : v6[i - v4.length]));
+    return { list: inOrder ? list : [...v4, ...v6], ipv4Count: v4.length };
   };
-  const internalEndpoints = ordered(port.internalEndpoints);
-  const externalEndpoints = ordered(port.externalEndpoints);
+  const internal = ordered(port.internalEndpoints);
+  const external = ordered(port.externalEndpoints);
   return {
     ...port,
-    internalEndpoints,
-    externalEndpoints,
-    internalIPv4Count: ofFamily(internalEndpoints, "IPv4").length,
-    externalIPv4Count: ofFamily(externalEndpoints, "IPv4").length,
+    internalEndpoints: internal.list,
+    externalEndpoints: external.list,
+    internalIPv4Count: internal.ipv4Count,
+    externalIPv4Count: external.ipv4Count,
   };
 }
 

@@ -124,4 +124,34 @@ describe("endpoints split per family", () => {
     assert.equal(familyEndpoints(port, "IPv4").internal, port.internalEndpoints);
     assert.equal(familyEndpoints(port, "IPv4").external, port.externalEndpoints);
   });
+
+  test("a port built by hand with IPv6 first is put in family order, each family's order kept", () => {
+    const at = (ip: string) => ({
+      ip,
+      port: 80,
+      local: false,
+      ready: true,
+      serving: true,
+      terminating: false,
+    });
+    const port = withFamilyEndpoints({
+      name: "",
+      protocol: "TCP",
+      port: 80,
+      nodePort: 0,
+      hasEndpoints: true,
+      endpointFamilies: ["IPv4", "IPv6"],
+      internalEndpoints: [at(V6B), at(B), at(V6A), at(A)],
+      externalEndpoints: [],
+    });
+    assert.deepEqual(
+      port.internalEndpoints.map((e) => e.ip),
+      [B, A, V6B, V6A],
+    );
+    assert.deepEqual(
+      familyEndpoints(port, "IPv6").internal.map((e) => e.ip),
+      [V6B, V6A],
+    );
+    assert.deepEqual(familyEndpoints(port, "IPv4").external, []);
+  });
 });
