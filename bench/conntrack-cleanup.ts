@@ -38,7 +38,7 @@ function dns(i: number, endpointIPs: readonly string[]): LocalService {
 const both = (i: number) => [ipOf(11, 2 * i), ipOf(11, 2 * i + 1)];
 
 function stateOf(services: Map<string, LocalService>, revision: number): LocalState {
-  return { node: "bench", revision, services, serviceCIDRs: [] };
+  return { node: "bench", revision, services, serviceCIDRs: { IPv4: [], IPv6: [] } };
 }
 
 const ns = openBenchNetns("conntrack");

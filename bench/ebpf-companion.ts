@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { NftBackend } from "../src/backends/nft/backend.ts";
 import type { TableConfig } from "../src/backends/nft/fragment.ts";
 import type { NftRunner } from "../src/backends/nft/runner.ts";
-import type { LocalService } from "../src/model/local.ts";
+import { type LocalService, withFamilyEndpoints } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { BENCH_TABLE } from "./lib/nft-netns.ts";
 import { svc } from "./lib/services.ts";
@@ -37,13 +37,13 @@ function mixed(i: number): LocalService {
     type: kind === 1 || etpLocal ? "NodePort" : "ClusterIP",
     externalTrafficPolicy: etpLocal ? "Local" : "Cluster",
     ports: [
-      {
+      withFamilyEndpoints({
         ...port,
         nodePort: kind === 1 || etpLocal ? 30000 + (i % 2768) : 0,
         internalEndpoints: eps,
         // eTP Local: only the endpoint on this node serves external traffic.
         externalEndpoints: etpLocal ? [{ ...eps[0]!, local: true }] : eps,
-      },
+      }),
     ],
   };
 }
@@ -63,7 +63,7 @@ class TextRunner implements NftRunner {
 async function coldStartText(cfg: TableConfig, services: ReadonlyMap<string, LocalService>): Promise<string> {
   const runner = new TextRunner();
   const backend = new NftBackend({ runner, tables: [cfg], log: silentLogger });
-  await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: [] });
+  await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: { IPv4: [], IPv6: [] } });
   return runner.texts.join("");
 }
 

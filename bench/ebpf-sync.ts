@@ -104,11 +104,17 @@ for (const n of SIZES) {
     for (let i = 0; i < n; i++) editor.set(`bench/svc-${i}`, svc(i, 0, ENDPOINTS));
     let services = editor.done();
     log.record(1, new Set(services.keys()));
-    let state: LocalState = { node: "bench", revision: 1, services, serviceCIDRs: [], changeLog: log };
+    let state: LocalState = {
+      node: "bench",
+      revision: 1,
+      services,
+      serviceCIDRs: { IPv4: [], IPv6: [] },
+      changeLog: log,
+    };
     const backend = new EbpfBackend({
       loader,
       openMaps: () => new PinnedMaps(mounts.bpfRoot),
-      render: { nodePortIPs: [] },
+      render: { nodePortIPs: { IPv4: [], IPv6: [] } },
       log: silentLogger,
     });
     globalThis.gc?.();

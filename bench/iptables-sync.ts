@@ -213,7 +213,7 @@ async function measure(variant: Variant, n: number): Promise<string[][]> {
       const i = (k * 97) % n;
       const next = new Map(current.services);
       next.set(`bench/svc-${i}`, svc(i, (k % 2) + 1));
-      current = { node: "bench", revision: k + 2, services: next, serviceCIDRs: [] };
+      current = { node: "bench", revision: k + 2, services: next, serviceCIDRs: { IPv4: [], IPv6: [] } };
       const t = performance.now();
       const report = await backend.sync(current);
       if (report.full) throw new Error("expected a partial sync");

@@ -6,7 +6,7 @@
 // --quick: 1k services, 20 changes of each kind.
 
 import { NftBackend } from "../src/backends/nft/backend.ts";
-import type { LocalEndpoint, LocalService } from "../src/model/local.ts";
+import { type LocalEndpoint, type LocalService, withFamilyEndpoints } from "../src/model/local.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { BENCH_TABLE, ipOf, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 import { quick, table } from "./lib/table.ts";
@@ -39,7 +39,7 @@ function svc(i: number, generation = 0): LocalService {
     healthCheckNodePort: 0,
     localReadyEndpoints: etpLocal ? 1 : 0,
     ports: [
-      {
+      withFamilyEndpoints({
         name: "http",
         protocol: "TCP",
         port: 80,
@@ -48,7 +48,7 @@ function svc(i: number, generation = 0): LocalService {
         endpointFamilies: ["IPv4"],
         internalEndpoints: eps,
         externalEndpoints: etpLocal ? eps.slice(0, 1) : eps,
-      },
+      }),
     ],
   };
 }
@@ -63,7 +63,7 @@ async function main(): Promise<void> {
       log: silentLogger,
     });
     let services = new Map(Array.from({ length: N }, (_, i) => [`bench/svc-${i}`, svc(i)]));
-    await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: [] });
+    await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: { IPv4: [], IPv6: [] } });
     await new Promise((r) => setTimeout(r, 1000)); // --min-sync-period after the cold start
     const latencies: number[][] = KINDS.map(() => []);
     for (let k = 0; k < ROUNDS * KINDS.length; k++) {
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
       services = new Map(services);
       services.set(`bench/svc-${i}`, svc(i, (k % 2) + 1));
       const t0 = performance.now();
-      await backend.sync({ node: "bench", revision: k + 2, services, serviceCIDRs: [] });
+      await backend.sync({ node: "bench", revision: k + 2, services, serviceCIDRs: { IPv4: [], IPv6: [] } });
       latencies[kind]!.push(performance.now() - t0);
     }
     const share = `${(100 / EVERY).toFixed(1)}%`;

@@ -61,7 +61,13 @@ for (const n of SIZES) {
   let services = editor.done();
   const before = heapMB();
   let t = cpuMs();
-  await backend.sync({ node: "bench", revision: 1, services, serviceCIDRs: [], changeLog: log });
+  await backend.sync({
+    node: "bench",
+    revision: 1,
+    services,
+    serviceCIDRs: { IPv4: [], IPv6: [] },
+    changeLog: log,
+  });
   const cold = cpuMs() - t;
   const kept = heapMB() - before;
   const coldBytes = runner.bytes;
@@ -72,7 +78,13 @@ for (const n of SIZES) {
     services = services.set(key, svc(i, k + 1, ENDPOINTS));
     log.record(k + 2, new Set([key]));
     t = performance.now();
-    await backend.sync({ node: "bench", revision: k + 2, services, serviceCIDRs: [], changeLog: log });
+    await backend.sync({
+      node: "bench",
+      revision: k + 2,
+      services,
+      serviceCIDRs: { IPv4: [], IPv6: [] },
+      changeLog: log,
+    });
     changes.push(performance.now() - t);
   }
   rows.push([

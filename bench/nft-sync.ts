@@ -133,7 +133,7 @@ async function main(): Promise<void> {
           // As the brain builds a new state: a copy of the last map with the changed service.
           const services = new Map(current.services);
           services.set(`bench/svc-${i}`, svc(i, (k % 2) + 1));
-          current = { node: "bench", revision: k + 2, services, serviceCIDRs: [] };
+          current = { node: "bench", revision: k + 2, services, serviceCIDRs: { IPv4: [], IPv6: [] } };
           const t0 = performance.now();
           await backend.sync(current);
           latencies.push(performance.now() - t0);

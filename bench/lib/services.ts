@@ -2,7 +2,7 @@
 // as many as asked), on addresses from ipOf, and the local state holding them.
 
 import type { Protocol } from "../../src/model/kube.ts";
-import type { LocalService, LocalState } from "../../src/model/local.ts";
+import { type LocalService, type LocalState, withFamilyEndpoints } from "../../src/model/local.ts";
 import { ipOf } from "./nft-netns.ts";
 
 export interface BenchServiceSpec {
@@ -36,14 +36,14 @@ export function clusterIPService(spec: BenchServiceSpec): LocalService {
     healthCheckNodePort: 0,
     localReadyEndpoints: 0,
     ports: [
-      {
+      withFamilyEndpoints({
         ...spec.port,
         nodePort: 0,
         hasEndpoints: eps.length > 0,
         endpointFamilies: eps.length > 0 ? ["IPv4"] : [],
         internalEndpoints: eps,
         externalEndpoints: eps,
-      },
+      }),
     ],
   };
 }
@@ -66,6 +66,6 @@ export function stateOf(services: LocalService[], revision: number): LocalState 
     node: "bench",
     revision,
     services: new Map(services.map((s) => [`bench/${s.name}`, s])),
-    serviceCIDRs: [],
+    serviceCIDRs: { IPv4: [], IPv6: [] },
   };
 }

@@ -14,6 +14,7 @@ import {
   type LocalServiceFamily,
   type LocalServicePort,
   serviceFamily,
+  withFamilyEndpoints,
 } from "../model/local.ts";
 import { compareAddresses, compareEndpoints } from "../model/order.ts";
 import {
@@ -260,7 +261,7 @@ function decodePort(port: PortMapping, endpoints: readonly Endpoint[]): LocalSer
   const families: IPFamily[] = [];
   if (port.HasIPv4Endpoints) families.push("IPv4");
   if (port.HasIPv6Endpoints) families.push("IPv6");
-  return {
+  return withFamilyEndpoints({
     name: port.Name,
     protocol,
     port: port.Port,
@@ -269,5 +270,5 @@ function decodePort(port: PortMapping, endpoints: readonly Endpoint[]): LocalSer
     endpointFamilies: families,
     internalEndpoints: internal.sort(compareEndpoints),
     externalEndpoints: external.sort(compareEndpoints),
-  };
+  });
 }

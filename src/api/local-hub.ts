@@ -7,7 +7,13 @@
 // again, and a client's old revision must never be mistaken for the new tracker's.
 
 import { isServiceProxyName } from "../brain/selection.ts";
-import type { LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
+import {
+  allServiceCIDRs,
+  type LocalService,
+  type LocalState,
+  type LocalStateFeed,
+  type ServiceCIDRsByFamily,
+} from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import type { Frame } from "./frames.ts";
 import { FullStateCache } from "./full-state-cache.ts";
@@ -33,7 +39,7 @@ interface LogEntry {
   /** The value each changed service had before this revision (undefined: it did not exist). */
   readonly previous: ReadonlyMap<string, LocalService | undefined>;
   /** The Service IP ranges before this revision. */
-  readonly previousServiceCIDRs: readonly string[];
+  readonly previousServiceCIDRs: ServiceCIDRsByFamily;
   /** The Node's facts before this revision. */
   readonly previousNode: NodeFacts | undefined;
 }
@@ -138,7 +144,11 @@ export class NodeStates implements Revisioned {
     const current = this.#current;
     if (current === undefined) return this.#encodeFull(new Map(), []);
     return this.#fullStates.frames(this, current.revision, () =>
-      this.#encodeFull(current.state.services, current.state.serviceCIDRs, nodeFactsOf(current.state)),
+      this.#encodeFull(
+        current.state.services,
+        allServiceCIDRs(current.state.serviceCIDRs),
+        nodeFactsOf(current.state),
+      ),
     );
   }
 
@@ -199,8 +209,8 @@ export class NodeStates implements Revisioned {
     }
     const services = current.state.services;
     const serviceCIDRs = {
-      before: this.#log[start]!.previousServiceCIDRs,
-      after: current.state.serviceCIDRs,
+      before: allServiceCIDRs(this.#log[start]!.previousServiceCIDRs),
+      after: allServiceCIDRs(current.state.serviceCIDRs),
     };
     const node = { before: this.#log[start]!.previousNode, after: nodeFactsOf(current.state) };
     return {

@@ -17,10 +17,10 @@
 import { cidrContains } from "../model/ip.ts";
 import type { IPFamily } from "../model/kube.ts";
 import {
+  familyEndpoints,
   type LocalService,
   type LocalServiceFamily,
   type LocalServicePort,
-  ofFamily,
   serviceFamily,
 } from "../model/local.ts";
 import { detectsLocalTraffic, type NodeAddresses } from "./family-settings.ts";
@@ -113,8 +113,8 @@ function planPort(
   node: NodeAddresses,
   shared: ReturnType<typeof sharedByPorts>,
 ) {
-  const internal: readonly PlanEndpoint[] = ofFamily(port.internalEndpoints, family);
-  const external: readonly PlanEndpoint[] = ofFamily(port.externalEndpoints, family);
+  const { internal, external }: { internal: readonly PlanEndpoint[]; external: readonly PlanEndpoint[] } =
+    familyEndpoints(port, family);
   const served = port.endpointFamilies.includes(family);
   const local = svc.externalTrafficPolicy === "Local";
   const nodePort = node.nodePortCIDRs.length > 0 ? port.nodePort : 0;

@@ -17,7 +17,7 @@
 import { Backoff } from "../lib/backoff.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
-import { type FamilyLabel, SyncMetrics } from "../node/sync-metrics.ts";
+import { SyncMetrics } from "../node/sync-metrics.ts";
 import { NO_OBSERVER, type SyncObserver } from "../node/sync-observer.ts";
 import type { Logger } from "../observability/log.ts";
 import { counter, gauge } from "../observability/metrics.ts";
@@ -104,7 +104,7 @@ export interface SyncReport {
 }
 
 /** The `ip_family` label of a family's metrics. */
-function familyLabel(f: BackendFamily): FamilyLabel {
+function familyLabel(f: BackendFamily): IPFamily | "" {
   return f.ipFamilies.length === 1 ? (f.ipFamilies[0] as IPFamily) : "";
 }
 

@@ -1,11 +1,10 @@
 // One Service and its EndpointSlices → what this node programs for it. Each family is computed
-// on its own, as kube-proxy runs one proxier per family: the addresses stay per family, the
-// endpoints of a port are concatenated.
+// on its own, as kube-proxy runs one proxier per family: the addresses and the endpoints stay per
+// family, and a port's flat endpoint lists join its families' lists.
 
 import type { EndpointSlice } from "../model/kube.ts";
 import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServiceFamily, LocalServicePort } from "../model/local.ts";
-import { compareEndpoints } from "../model/order.ts";
 import { categorizeEndpoints, isLocal, type PortPolicy } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
 import { slicesInEffect } from "./fallback.ts";
@@ -83,10 +82,11 @@ function computePort(
   node: NodeView,
 ): LocalServicePort {
   const zone = node.labels[LABEL_ZONE] ?? "";
-  const internal: LocalEndpoint[] = [];
-  const external: LocalEndpoint[] = [];
+  const internal: Record<IPFamily, readonly LocalEndpoint[]> = { IPv4: NO_ENDPOINTS, IPv6: NO_ENDPOINTS };
+  const external: Record<IPFamily, readonly LocalEndpoint[]> = { IPv4: NO_ENDPOINTS, IPv6: NO_ENDPOINTS };
   const endpointFamilies: IPFamily[] = [];
   for (const view of families) {
+    const family = view.addresses.family;
     const endpoints = view.endpoints.get(portKey(port.name, port.protocol)) ?? [];
     const { internalLocal, externalLocal, portExternal, policy } = portTraffic(service, port, view.addresses);
     const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = categorizeEndpoints(
@@ -95,17 +95,13 @@ function computePort(
       node.name,
       zone,
     );
-    for (const ep of internalLocal ? localEndpoints : clusterEndpoints) internal.push(toLocal(ep, node.name));
-    if (portExternal) {
-      for (const ep of externalLocal ? localEndpoints : clusterEndpoints)
-        external.push(toLocal(ep, node.name));
-    }
-    if (hasAnyEndpoints) endpointFamilies.push(view.addresses.family);
+    const toThisNode = (ep: EndpointInfo) => toLocal(ep, node.name);
+    internal[family] = (internalLocal ? localEndpoints : clusterEndpoints).map(toThisNode);
+    if (portExternal) external[family] = (externalLocal ? localEndpoints : clusterEndpoints).map(toThisNode);
+    if (hasAnyEndpoints) endpointFamilies.push(family);
   }
-  if (families.length > 1) {
-    internal.sort(compareEndpoints);
-    external.sort(compareEndpoints);
-  }
+  // Each family's list is in address order, and the one order puts IPv4 before IPv6: the flat
+  // lists are the two families' lists one after the other, split where the IPv4 ones end.
   return {
     name: port.name,
     protocol: port.protocol,
@@ -113,9 +109,18 @@ function computePort(
     nodePort: port.nodePort,
     hasEndpoints: endpointFamilies.length > 0,
     endpointFamilies,
-    internalEndpoints: internal,
-    externalEndpoints: external,
+    internalEndpoints: joined(internal),
+    externalEndpoints: joined(external),
+    internalIPv4Count: internal.IPv4.length,
+    externalIPv4Count: external.IPv4.length,
   };
+}
+
+const NO_ENDPOINTS: readonly LocalEndpoint[] = [];
+
+function joined({ IPv4, IPv6 }: Record<IPFamily, readonly LocalEndpoint[]>): readonly LocalEndpoint[] {
+  if (IPv6.length === 0) return IPv4;
+  return IPv4.length === 0 ? IPv6 : [...IPv4, ...IPv6];
 }
 
 /** Unique IPs of local, ready endpoints over every port: what a healthCheckNodePort reports. */

@@ -5,7 +5,7 @@
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
 import { LABEL_ZONE, type Node, type Service } from "../model/kube.ts";
-import type { LocalService, LocalState } from "../model/local.ts";
+import { type LocalService, type LocalState, NO_SERVICE_CIDRS, splitServiceCIDRs } from "../model/local.ts";
 import { ServiceChangeLog } from "../model/local-changes.ts";
 import { PersistentMap } from "../model/persistent-map.ts";
 import { sameLocalService, sameStrings } from "./local-equal.ts";
@@ -24,6 +24,8 @@ export class LocalStateTracker implements SeedSource {
   /** Shared with the store's other trackers: a new node starts from a sibling's state. */
   readonly #seeds: TrackerSeeds;
   #state: LocalState;
+  /** The store's merged Service IP ranges that #state holds split by family. */
+  #ranges: readonly string[] = [];
   #services: PersistentMap<LocalService> = PersistentMap.empty();
   readonly #changeLog = new ServiceChangeLog();
   /** This node's zone label as last computed with: a change of it recomputes everything. */
@@ -41,7 +43,7 @@ export class LocalStateTracker implements SeedSource {
       nodeEligible: false,
       nodeIPs: [],
       nodePodCIDRs: [],
-      serviceCIDRs: [],
+      serviceCIDRs: NO_SERVICE_CIDRS,
       changeLog: this.#changeLog,
     };
   }
@@ -113,8 +115,9 @@ export class LocalStateTracker implements SeedSource {
     const nodeEligible = known !== undefined && known.beingDeleted !== true;
     const nodeIPs = this.#nodeIPs(known);
     const nodePodCIDRs = this.#nodePodCIDRs(known);
-    const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#state.serviceCIDRs;
-    const rangesChanged = !sameStrings(ranges, this.#state.serviceCIDRs);
+    const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#ranges;
+    const rangesChanged = !sameStrings(ranges, this.#ranges);
+    this.#ranges = ranges;
     if (changed.size > 0 || fromNothing || rangesChanged) {
       const revision = this.#state.revision + 1;
       if (!fromNothing) this.#changeLog.record(revision, changed);
@@ -125,7 +128,7 @@ export class LocalStateTracker implements SeedSource {
         nodeEligible,
         nodeIPs,
         nodePodCIDRs,
-        serviceCIDRs: rangesChanged ? ranges : this.#state.serviceCIDRs,
+        serviceCIDRs: rangesChanged ? splitServiceCIDRs(ranges) : this.#state.serviceCIDRs,
         changeLog: this.#changeLog,
       };
     } else if (

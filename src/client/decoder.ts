@@ -6,7 +6,14 @@
 import { isDeepStrictEqual } from "node:util";
 import { Endpoint, NodeInfo, Service, ServiceCIDRs, Set as WireSet } from "../api/gen/api/localv1/api.ts";
 import { decodeLocalService } from "../api/local-codec.ts";
-import type { LocalService, LocalState } from "../model/local.ts";
+import {
+  allServiceCIDRs,
+  type LocalService,
+  type LocalState,
+  NO_SERVICE_CIDRS,
+  type ServiceCIDRsByFamily,
+  splitServiceCIDRs,
+} from "../model/local.ts";
 import { ServiceChangeLog } from "../model/local-changes.ts";
 import { PersistentMap } from "../model/persistent-map.ts";
 import type { WireChangeSet } from "./watch.ts";
@@ -21,7 +28,7 @@ export class LocalStateDecoder {
   #held = new Map<string, Held>();
   #services: PersistentMap<LocalService> = PersistentMap.empty();
   readonly #changeLog = new ServiceChangeLog();
-  #serviceCIDRs: readonly string[] = [];
+  #serviceCIDRs: ServiceCIDRsByFamily = NO_SERVICE_CIDRS;
   /** The Node's facts; undefined until the server sends them (an older server never does). */
   #nodeInfo: NodeInfo | undefined;
   #revision = 0;
@@ -44,7 +51,7 @@ export class LocalStateDecoder {
   /** Applies one change set; returns the same LocalState object's content when nothing changed. */
   apply(changeSet: WireChangeSet): { state: LocalState; changed: boolean } {
     const dirty = new Set<string>();
-    let serviceCIDRs = this.#serviceCIDRs;
+    let serviceCIDRs = allServiceCIDRs(this.#serviceCIDRs);
     let nodeInfo = this.#nodeInfo;
     if (changeSet.reset) {
       for (const key of this.#held.keys()) dirty.add(key);
@@ -78,8 +85,8 @@ export class LocalStateDecoder {
     const next = this.#services.edit();
     const changedKeys = new Set<string>();
     let changed = false;
-    if (!isDeepStrictEqual(serviceCIDRs, this.#serviceCIDRs)) {
-      this.#serviceCIDRs = serviceCIDRs;
+    if (!isDeepStrictEqual(serviceCIDRs, allServiceCIDRs(this.#serviceCIDRs))) {
+      this.#serviceCIDRs = splitServiceCIDRs(serviceCIDRs);
       changed = true;
     }
     if (!isDeepStrictEqual(nodeInfo, this.#nodeInfo)) {

@@ -3,7 +3,13 @@
 // handlers as "forget everything": the sink compares with what it already gave them and
 // reports only the real difference, deletes included.
 
-import type { LocalEndpoint, LocalService, LocalState, LocalStateFeed } from "../model/local.ts";
+import {
+  allServiceCIDRs,
+  type LocalEndpoint,
+  type LocalService,
+  type LocalState,
+  type LocalStateFeed,
+} from "../model/local.ts";
 import { changedServiceKeys } from "../model/local-changes.ts";
 
 export interface IncrementalHandlers {
@@ -38,7 +44,7 @@ export function incrementalSink(feed: LocalStateFeed, handlers: IncrementalHandl
   let previousState: LocalState | undefined;
   let previousCIDRs: readonly string[] = [];
   return feed.subscribe(async (state) => {
-    const cidrs = state.serviceCIDRs;
+    const cidrs = allServiceCIDRs(state.serviceCIDRs);
     if (cidrs.length !== previousCIDRs.length || cidrs.some((c, i) => c !== previousCIDRs[i])) {
       await handlers.setServiceCIDRs?.(cidrs);
       previousCIDRs = cidrs;

@@ -6,7 +6,14 @@
 // so this runs here rather than in the brain.
 
 import { cidrContains } from "../model/ip.ts";
-import type { LocalState, LocalStateFeed } from "../model/local.ts";
+import {
+  allServiceCIDRs,
+  type LocalState,
+  type LocalStateFeed,
+  NO_SERVICE_CIDRS,
+  type ServiceCIDRsByFamily,
+  splitServiceCIDRs,
+} from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
 import { counter } from "../observability/metrics.ts";
 import { type IpCommandHost, primaryAddresses } from "./host-network.ts";
@@ -62,12 +69,12 @@ export function guardServiceRanges(
   protect: ProtectedAddresses,
   log: Logger,
 ): LocalStateFeed {
-  let lastInput: readonly string[] | undefined;
-  let lastKept: readonly string[] = [];
+  let lastInput: ServiceCIDRsByFamily | undefined;
+  let lastKept: ServiceCIDRsByFamily = NO_SERVICE_CIDRS;
   let lastRefused = "";
   const guard = (state: LocalState): LocalState => {
     if (state.serviceCIDRs !== lastInput) {
-      const { kept, refused } = checkServiceRanges(state.serviceCIDRs, protect);
+      const { kept, refused } = checkServiceRanges(allServiceCIDRs(state.serviceCIDRs), protect);
       const key = refused.map((r) => r.range).join(",");
       if (key !== lastRefused) {
         for (const r of refused) {
@@ -80,7 +87,7 @@ export function guardServiceRanges(
       }
       lastRefused = key;
       lastInput = state.serviceCIDRs;
-      lastKept = refused.length === 0 ? state.serviceCIDRs : kept;
+      lastKept = refused.length === 0 ? state.serviceCIDRs : splitServiceCIDRs(kept);
     }
     return lastKept === state.serviceCIDRs ? state : { ...state, serviceCIDRs: lastKept };
   };

@@ -34,6 +34,66 @@ export interface LocalServicePort {
   readonly internalEndpoints: readonly LocalEndpoint[];
   /** Where this node sends NodePort, LoadBalancer and externalIP traffic; sorted by ip then port. */
   readonly externalEndpoints: readonly LocalEndpoint[];
+  /**
+   * How many of internalEndpoints are IPv4: the one order puts them first and the IPv6 ones after,
+   * so this is where the list splits by family (see familyEndpoints).
+   */
+  readonly internalIPv4Count: number;
+  /** How many of externalEndpoints are IPv4 (the first ones). */
+  readonly externalIPv4Count: number;
+}
+
+/** A port's endpoints in one IP family: what that family's rules program. */
+export interface FamilyEndpoints {
+  readonly internal: readonly LocalEndpoint[];
+  readonly external: readonly LocalEndpoint[];
+}
+
+const NO_ENDPOINTS: readonly LocalEndpoint[] = Object.freeze([]);
+
+/** The part of a list, IPv4 first, that holds one family: the list itself when it holds only that family. */
+function familyPart<T>(list: readonly T[], ipv4Count: number, family: IPFamily): readonly T[] {
+  if (family === "IPv4") {
+    if (ipv4Count === list.length) return list;
+    return ipv4Count === 0 ? (NO_ENDPOINTS as readonly T[]) : list.slice(0, ipv4Count);
+  }
+  if (ipv4Count === 0) return list;
+  return ipv4Count === list.length ? (NO_ENDPOINTS as readonly T[]) : list.slice(ipv4Count);
+}
+
+/**
+ * The port's endpoints in one family, split where the brain counted: no copy for a port whose
+ * endpoints are all of one family (nearly every port).
+ */
+export function familyEndpoints(port: LocalServicePort, family: IPFamily): FamilyEndpoints {
+  return {
+    internal: familyPart(port.internalEndpoints, port.internalIPv4Count, family),
+    external: familyPart(port.externalEndpoints, port.externalIPv4Count, family),
+  };
+}
+
+/**
+ * The port with its lists put in family order (IPv4 first, each family's order kept) and their
+ * IPv4 counts set: for a producer that builds the flat lists itself (the wire decoder, tests).
+ */
+export function withFamilyEndpoints(
+  port: Omit<LocalServicePort, "internalIPv4Count" | "externalIPv4Count">,
+): LocalServicePort {
+  const ordered = (list: readonly LocalEndpoint[]) => {
+    const v4 = ofFamily(list, "IPv4");
+    const v6 = ofFamily(list, "IPv6");
+    const inOrder = list.every((ep, i) => ep === (i < v4.length ? v4[i] : v6[i - v4.length]));
+    return { list: inOrder ? list : [...v4, ...v6], ipv4Count: v4.length };
+  };
+  const internal = ordered(port.internalEndpoints);
+  const external = ordered(port.externalEndpoints);
+  return {
+    ...port,
+    internalEndpoints: internal.list,
+    externalEndpoints: external.list,
+    internalIPv4Count: internal.ipv4Count,
+    externalIPv4Count: external.ipv4Count,
+  };
 }
 
 /**
@@ -100,15 +160,36 @@ export interface LocalState {
    */
   readonly nodePodCIDRs?: readonly string[];
   /**
-   * The cluster's Service IP ranges, both families: IPv4 first, then by address; none inside
-   * another. A packet to an address in them that no service holds is dropped. Empty when unknown.
+   * The cluster's Service IP ranges per family, each by address; none inside another. A packet to
+   * an address in them that no service holds is dropped. Empty when unknown.
    */
-  readonly serviceCIDRs: readonly string[];
+  readonly serviceCIDRs: ServiceCIDRsByFamily;
   /**
    * The producer's record of which services each revision changed, shared by all its states:
    * `changedServiceKeys` uses it to diff two states in O(changed). Absent: diff by comparing.
    */
   readonly changeLog?: ServiceChangeLog;
+}
+
+/** Service IP ranges split by family: what one family's rules drop. */
+export interface ServiceCIDRsByFamily {
+  readonly IPv4: readonly string[];
+  readonly IPv6: readonly string[];
+}
+
+export const NO_SERVICE_CIDRS: ServiceCIDRsByFamily = Object.freeze({ IPv4: [], IPv6: [] });
+
+/** The ranges split by family, each in the list's order: for producers of a local state. */
+export function splitServiceCIDRs(cidrs: readonly string[]): ServiceCIDRsByFamily {
+  return cidrs.length === 0
+    ? NO_SERVICE_CIDRS
+    : { IPv4: ofFamily(cidrs, "IPv4"), IPv6: ofFamily(cidrs, "IPv6") };
+}
+
+/** Every range, IPv4 first: the one list the wire and the dump carry. */
+export function allServiceCIDRs(cidrs: ServiceCIDRsByFamily): readonly string[] {
+  if (cidrs.IPv6.length === 0) return cidrs.IPv4;
+  return cidrs.IPv4.length === 0 ? cidrs.IPv6 : [...cidrs.IPv4, ...cidrs.IPv6];
 }
 
 /** "ip:port", with IPv6 addresses in brackets. */

@@ -30,6 +30,8 @@ function withoutEndpoints(s: LocalService): string {
       ...p,
       internalEndpoints: [],
       externalEndpoints: [],
+      internalIPv4Count: 0,
+      externalIPv4Count: 0,
       hasEndpoints: false,
       endpointFamilies: [],
     })),

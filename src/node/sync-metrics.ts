@@ -13,9 +13,6 @@ import { counter, gauge, histogram } from "../observability/metrics.ts";
 import { stateChanges } from "./state-changes.ts";
 import type { SyncOutcome } from "./sync-observer.ts";
 
-/** kube-proxy's `ip_family` value; "" for a write that programs both families at once. */
-export type FamilyLabel = IPFamily | "";
-
 /** 1 ms doubling 15 times (up to about 16 s), as kube-proxy's sync histograms. */
 const SYNC_BUCKETS = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
 
@@ -124,14 +121,14 @@ function setMember(set: Set<string>, key: string, member: boolean): void {
 }
 
 /** Whether a family's rules hold the service: one of its cluster IPs is of the family (as kube-proxy's per-family proxiers). */
-function inFamily(family: FamilyLabel): (s: LocalService) => boolean {
+function inFamily(family: IPFamily | ""): (s: LocalService) => boolean {
   if (family === "") return () => true;
   return (s) => s.families.length === 0 || s.families.some((f) => f.family === family);
 }
 
 /** One family's series of one backend. */
 class FamilySeries {
-  readonly labels: { readonly backend: string; readonly ip_family: FamilyLabel };
+  readonly labels: { readonly backend: string; readonly ip_family: IPFamily | "" };
   readonly #keep: (s: LocalService) => boolean;
   readonly #failures: Counter;
   readonly #now: () => number;
@@ -142,7 +139,7 @@ class FamilySeries {
   readonly #noLocalInternal = new Set<string>();
   readonly #noLocalExternal = new Set<string>();
 
-  constructor(backend: string, family: FamilyLabel, failures: Counter, now: () => number) {
+  constructor(backend: string, family: IPFamily | "", failures: Counter, now: () => number) {
     this.labels = { backend, ip_family: family };
     this.#keep = inFamily(family);
     this.#failures = failures;
@@ -204,16 +201,19 @@ class FamilySeries {
   }
 }
 
-/** The sync metrics of one backend, one series per family it programs. */
+/**
+ * The sync metrics of one backend, one series per family it programs, labelled with kube-proxy's
+ * `ip_family` value, or "" for a write that programs both families at once.
+ */
 export class SyncMetrics {
-  readonly #families: ReadonlyMap<FamilyLabel, FamilySeries>;
+  readonly #families: ReadonlyMap<IPFamily | "", FamilySeries>;
 
-  constructor(mode: string, families: readonly FamilyLabel[], now: () => number = Date.now) {
+  constructor(mode: string, families: readonly (IPFamily | "")[], now: () => number = Date.now) {
     const failures = failureCounter(mode);
     this.#families = new Map(families.map((f) => [f, new FamilySeries(mode, f, failures, now)]));
   }
 
-  #series(family: FamilyLabel): FamilySeries {
+  #series(family: IPFamily | ""): FamilySeries {
     const s = this.#families.get(family);
     if (s === undefined) throw new Error(`no sync metrics for family "${family}"`);
     return s;
@@ -225,11 +225,11 @@ export class SyncMetrics {
   }
 
   /** One family's sync succeeded, taking `durationMs` of its own. */
-  synced(family: FamilyLabel, o: SyncOutcome): void {
+  synced(family: IPFamily | "", o: SyncOutcome): void {
     this.#series(family).synced(o);
   }
 
-  failed(family: FamilyLabel): void {
+  failed(family: IPFamily | ""): void {
     this.#series(family).failed();
   }
 }

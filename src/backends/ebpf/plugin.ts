@@ -4,12 +4,12 @@
 // `kpng cleanup ebpf` removes both.
 
 import { fileURLToPath } from "node:url";
-import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import type { CompanionBackend } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
 import { SyncLoop } from "../../backend-core/sync-loop.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
+import { nodePortAddresses } from "../../host/node-port-addresses.ts";
 import type { LocalState } from "../../model/local.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
@@ -22,7 +22,7 @@ import { openPinnedMaps } from "./list.ts";
 import { PinnedMaps } from "./maps.ts";
 import { EbpfProbe } from "./probe.ts";
 import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
-import { type RenderContext, renderService } from "./render.ts";
+import { NO_NODE_PORTS, type RenderContext, renderService } from "./render.ts";
 import { EbpfRulesReader } from "./rules-reader.ts";
 
 const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
@@ -102,7 +102,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       if (settings.dryRun) {
         await withFirstState(feed, ctx.signal, async (state) => {
           for (const [key, svc] of state.services) {
-            const groups = renderService(svc, { nodePortIPs: [] }).map((g) => ({
+            const groups = renderService(svc, NO_NODE_PORTS).map((g) => ({
               ...g,
               backends: g.backends.map(({ ip, port }) => ({ ip, port })),
             }));
@@ -177,29 +177,12 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
   };
 }
 
-/**
- * The node's addresses that serve NodePorts: those in the companion's NodePort CIDRs. Loopback
- * addresses only as kube-proxy's iptables mode allows: 127.0.0.1 with localhost NodePorts on and
- * inside the NodePort CIDRs; never ::1.
- */
+/** What the renderer needs of the node: the addresses that serve NodePorts, per family. */
 export function renderContext(
   nft: { readonly hostIPs: readonly string[]; readonly nodePortCIDRs: readonly string[] },
   localhostNodePorts: boolean,
 ): RenderContext {
-  const nodePortIPs = nft.hostIPs.filter((ip) => !isLoopback(ip) && inAny(ip, nft.nodePortCIDRs));
-  if (localhostNodePorts && inAny(LOCALHOST, nft.nodePortCIDRs)) nodePortIPs.push(LOCALHOST);
-  return { nodePortIPs };
-}
-
-const LOCALHOST = "127.0.0.1";
-const isLoopback = (ip: string) => ipaddr.parse(ip).range() === "loopback";
-
-function inAny(ip: string, cidrs: readonly string[]): boolean {
-  const addr = ipaddr.parse(ip);
-  return cidrs.some((c) => {
-    const [net, bits] = ipaddr.parseCIDR(c);
-    return net.kind() === addr.kind() && addr.match(net, bits);
-  });
+  return { nodePortIPs: nodePortAddresses(nft.hostIPs, nft.nodePortCIDRs, localhostNodePorts) };
 }
 
 /**

@@ -5,7 +5,8 @@
 // the nft rules of the same process: drops (a Local policy without a local endpoint, an address
 // that no Service holds), load-balancer IPs with source ranges, SCTP.
 
-import { type LocalEndpoint, type LocalService, ofFamily } from "../../model/local.ts";
+import type { IPFamily } from "../../model/kube.ts";
+import { familyEndpoints, type LocalService } from "../../model/local.ts";
 import { type Backend, type Frontend, MAX_BACKENDS_PER_SERVICE } from "./layout.ts";
 
 export interface RenderedGroup {
@@ -20,9 +21,12 @@ export interface RenderedGroup {
 }
 
 export interface RenderContext {
-  /** This node's addresses that serve NodePorts (already filtered by --nodeport-addresses). */
-  readonly nodePortIPs: readonly string[];
+  /** This node's addresses that serve NodePorts (already filtered by --nodeport-addresses), per family. */
+  readonly nodePortIPs: Readonly<Record<IPFamily, readonly string[]>>;
 }
+
+/** A node without NodePort addresses (dry runs, tests). */
+export const NO_NODE_PORTS: RenderContext = { nodePortIPs: { IPv4: [], IPv6: [] } };
 
 export function renderService(svc: LocalService, ctx: RenderContext): RenderedGroup[] {
   const groups: RenderedGroup[] = [];
@@ -34,32 +38,33 @@ export function renderService(svc: LocalService, ctx: RenderContext): RenderedGr
       const addr = (ips: readonly string[], p: number) =>
         ips.map((ip) => ({ ip, port: p, protocol: port.protocol }));
       const hasAny = port.endpointFamilies.includes(family);
-      const internal = group(`${base}/internal`, addr([clusterIP], port.port), port.internalEndpoints);
+      const endpoints = familyEndpoints(port, family);
+      const internal = group(`${base}/internal`, addr([clusterIP], port.port), endpoints.internal);
       if (internal) groups.push(internal);
 
       const external: Frontend[] = [
         ...addr(externalIPs, port.port),
         // Load-balancer IPs with source ranges are filtered by the nft rules.
         ...(sourceRanges.length > 0 ? [] : addr(loadBalancerIPs, port.port)),
-        ...(port.nodePort > 0 ? addr(ofFamily(ctx.nodePortIPs, family), port.nodePort) : []),
+        ...(port.nodePort > 0 ? addr(ctx.nodePortIPs[family], port.nodePort) : []),
       ];
       // Traffic from this node to an eTP Local address is known local: kube-proxy sends it to
       // the cluster-wide endpoints, which the internal list is.
-      const endpoints =
-        svc.externalTrafficPolicy === "Local" ? port.internalEndpoints : port.externalEndpoints;
-      const ext = group(`${base}/external`, external, endpoints);
+      const ext = group(
+        `${base}/external`,
+        external,
+        svc.externalTrafficPolicy === "Local" ? endpoints.internal : endpoints.external,
+      );
       if (ext) groups.push(ext);
 
       function group(
         name: string,
         frontends: readonly Frontend[],
-        eps: readonly LocalEndpoint[],
+        eps: readonly Backend[],
       ): RenderedGroup | undefined {
         if (frontends.length === 0) return undefined;
         // The endpoints themselves serve as backends (address and port): no copy per endpoint.
-        const inFamily: readonly Backend[] = ofFamily(eps, family);
-        const backends =
-          inFamily.length > MAX_BACKENDS_PER_SERVICE ? inFamily.slice(0, MAX_BACKENDS_PER_SERVICE) : inFamily;
+        const backends = eps.length > MAX_BACKENDS_PER_SERVICE ? eps.slice(0, MAX_BACKENDS_PER_SERVICE) : eps;
         // Endpoints that exist but a policy excludes: the packet goes on unchanged, nft drops it.
         if (backends.length === 0 && hasAny) return undefined;
         return {

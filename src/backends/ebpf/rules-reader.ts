@@ -30,7 +30,7 @@ function candidateFrontends(svc: LocalService, ctx: RenderContext): Frontend[] {
       ips.map((ip) => ({ ip, port: p, protocol: port.protocol }));
     for (const f of svc.families)
       out.push(...at([f.clusterIP, ...f.externalIPs, ...f.loadBalancerIPs], port.port));
-    if (port.nodePort > 0) out.push(...at(ctx.nodePortIPs, port.nodePort));
+    if (port.nodePort > 0) out.push(...at([...ctx.nodePortIPs.IPv4, ...ctx.nodePortIPs.IPv6], port.nodePort));
   }
   return out;
 }

@@ -355,7 +355,7 @@ export class IptablesBackend {
         f.cache.delete(key);
         sharedChanged = true;
       }
-    const cidrs = state.serviceCIDRs.join(",");
+    const cidrs = state.serviceCIDRs[f.cfg.family].join(",");
     if (cidrs !== f.serviceCIDRs) sharedChanged = true;
     f.serviceCIDRs = cidrs;
     return { changed, sharedChanged };
@@ -377,7 +377,7 @@ export class IptablesBackend {
       : staticRules(
           f.cfg,
           [...f.cache.values()].map((s) => s.rules),
-          state.serviceCIDRs,
+          state.serviceCIDRs[f.cfg.family],
         );
     const sharedChains = reuseShared
       ? (f.appliedShared ?? new Map<string, string>())

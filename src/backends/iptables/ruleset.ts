@@ -7,7 +7,6 @@ import type { FamilySettings } from "../../backend-core/family-settings.ts";
 import { MASQUERADE_MARK } from "../../backend-core/masquerade.ts";
 import { hostCIDR } from "../../model/ip.ts";
 import type { IPFamily } from "../../model/kube.ts";
-import { ofFamily } from "../../model/local.ts";
 import { LOCALHOST_V4, SHARED_CHAINS } from "./names.ts";
 import { podTrafficMatches } from "./pod-traffic.ts";
 import type { ServiceRules } from "./render-service.ts";
@@ -63,6 +62,7 @@ function loopback(family: IPFamily): string {
 export function staticRules(
   cfg: FamilySettings,
   services: Iterable<ServiceRules>,
+  /** The cluster's Service IP ranges of this family. */
   serviceCIDRs: readonly string[] = [],
 ): { readonly nat: string[]; readonly filter: string[] } {
   const natServices: string[] = [];
@@ -100,8 +100,7 @@ export function staticRules(
     filterServices.push(`-A ${SHARED_CHAINS.services} -d ${hostCIDR(ip)} -j REJECT`);
   // Then any other address of the cluster's Service ranges: allocated to no Service, dropped
   // here rather than routed on. Only new connections reach this chain.
-  for (const range of ofFamily(serviceCIDRs, cfg.family))
-    filterServices.push(`-A ${SHARED_CHAINS.services} -d ${range} -j DROP`);
+  for (const range of serviceCIDRs) filterServices.push(`-A ${SHARED_CHAINS.services} -d ${range} -j DROP`);
   const mark = cfg.masqueradeMark ?? MASQUERADE_MARK;
   const nat = [
     ...natServices,

@@ -4,6 +4,7 @@
 // keeps unchanged services identical), chain by chain and element by element, so a sync costs
 // O(what changed), never O(table).
 
+import { ipFamilyOfNft } from "../../model/ip.ts";
 import type { LocalService, LocalState } from "../../model/local.ts";
 import { changedServiceKeys } from "../../model/local-changes.ts";
 import type { AdoptedTable } from "./adopt.ts";
@@ -15,7 +16,7 @@ import { HairpinEndpoints } from "./hairpins.ts";
 import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
 import { addressType, type NftOp, type SetDeclaration } from "./ops.ts";
 import { serviceFragment } from "./render-service.ts";
-import { serviceCIDROps, serviceCIDRsOfFamily } from "./service-cidrs.ts";
+import { serviceCIDROps } from "./service-cidrs.ts";
 import { type ElementOp, PHASE, type Phase, type Unit } from "./transaction.ts";
 
 /** A chain or set that is no longer used is flushed at once and deleted this long after. */
@@ -167,7 +168,7 @@ export class TableMirror {
     const touched: ElementState[] = [];
     const unshared = new Set<string>();
     if (this.#fresh) units.push({ phase: PHASE.skeleton, ops: skeletonOps(this.#cfg), elements: [] });
-    const ranges = serviceCIDRsOfFamily(state.serviceCIDRs, this.#cfg.family);
+    const ranges = state.serviceCIDRs[ipFamilyOfNft(this.#cfg.family)];
     if (this.#fresh || !equalRules(ranges, this.#serviceCIDRs)) {
       units.push({ phase: PHASE.skeleton, ops: serviceCIDROps(ranges), elements: [] });
       this.#serviceCIDRs = ranges;
@@ -203,21 +204,19 @@ export class TableMirror {
     // At most one deletion transaction per delay period: under a steady stream of changes,
     // something expires at every sync, and a second nft run per sync would double its cost.
     if (now - this.#lastDeletion < STALE_DELETE_DELAY_MS) return out;
-    for (const name of this.#staleChains) {
-      const since = this.#chains.get(name)?.staleSince;
-      if (since !== undefined && now - since >= STALE_DELETE_DELAY_MS) {
-        out.push({ verb: "delete", kind: "chain", name });
-        this.#chains.delete(name);
-        this.#staleChains.delete(name);
-      }
-    }
     // Sets after chains: the stale chains were the last rules that referred to them.
-    for (const name of this.#staleSets) {
-      const since = this.#sets.get(name)?.staleSince;
-      if (since !== undefined && now - since >= STALE_DELETE_DELAY_MS) {
-        out.push({ verb: "delete", kind: "set", name });
-        this.#sets.delete(name);
-        this.#staleSets.delete(name);
+    const kinds = [
+      ["chain", this.#staleChains, this.#chains],
+      ["set", this.#staleSets, this.#sets],
+    ] as const;
+    for (const [kind, stale, objects] of kinds) {
+      for (const name of stale) {
+        const since = objects.get(name)?.staleSince;
+        if (since !== undefined && now - since >= STALE_DELETE_DELAY_MS) {
+          out.push({ verb: "delete", kind, name });
+          objects.delete(name);
+          stale.delete(name);
+        }
       }
     }
     const expired = this.#hairpins.expired(now, STALE_DELETE_DELAY_MS);

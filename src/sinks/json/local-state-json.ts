@@ -3,6 +3,7 @@
 
 import {
   acrossFamilies,
+  allServiceCIDRs,
   clusterIPsOf,
   endpointString,
   type LocalService,
@@ -18,8 +19,14 @@ export interface LocalStateJson {
   readonly services: readonly LocalServiceJson[];
 }
 
-/** A port as printed: the model's port with each endpoint as an "ip:port" string. */
-export type LocalServicePortJson = Omit<LocalServicePort, "internalEndpoints" | "externalEndpoints"> & {
+/**
+ * A port as printed: the model's port with each endpoint as an "ip:port" string, the flat lists
+ * only (their IPv4 counts are where the lists split by family, which the addresses say).
+ */
+export type LocalServicePortJson = Omit<
+  LocalServicePort,
+  "internalEndpoints" | "externalEndpoints" | "internalIPv4Count" | "externalIPv4Count"
+> & {
   /** "ip:port" strings, IPv4 before IPv6, each family in address order. */
   readonly internalEndpoints: readonly string[];
   readonly externalEndpoints: readonly string[];
@@ -47,7 +54,7 @@ export function localStateToJson(state: LocalState): LocalStateJson {
   return {
     node: state.node,
     revision: state.revision,
-    serviceCIDRs: [...state.serviceCIDRs],
+    serviceCIDRs: [...allServiceCIDRs(state.serviceCIDRs)],
     services: services.map(serviceToJson),
   };
 }

@@ -71,7 +71,11 @@ test("a node's own LocalService shares the frames of the endpoints it sees like 
     ports: [servicePort({ internalEndpoints: ips.map((ip) => endpoint(ip, 8080)) })],
   });
   const onNode = service("web", {
-    ports: [servicePort({ internalEndpoints: ips.map((ip, i) => endpoint(ip, 8080, { local: i === 1 })) })],
+    ports: [
+      servicePort({
+        internalEndpoints: ips.map((ip, i) => endpoint(ip, 8080, { local: i === 1 })),
+      }),
+    ],
   });
   const a = encodedService(elsewhere);
   const b = encodedService(onNode);

@@ -3,12 +3,13 @@
 import { type Frame, opItemsOf } from "../../../src/api/frames.ts";
 import { OpItem } from "../../../src/api/gen/api/localv1/api.ts";
 import type { WireOp } from "../../../src/client/watch.ts";
-import type {
-  LocalEndpoint,
-  LocalService,
-  LocalServicePort,
-  LocalState,
-  LocalStateFeed,
+import {
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServicePort,
+  type LocalState,
+  type LocalStateFeed,
+  withFamilyEndpoints,
 } from "../../../src/model/local.ts";
 import { type LocalServiceOverrides, localService } from "../../support/local-service.ts";
 
@@ -18,7 +19,7 @@ export function endpoint(ip: string, port: number, over: Partial<LocalEndpoint> 
 
 export function servicePort(over: Partial<LocalServicePort> = {}): LocalServicePort {
   const internal = over.internalEndpoints ?? [];
-  return {
+  return withFamilyEndpoints({
     name: "http",
     protocol: "TCP",
     port: 80,
@@ -28,7 +29,7 @@ export function servicePort(over: Partial<LocalServicePort> = {}): LocalServiceP
     internalEndpoints: internal,
     externalEndpoints: internal,
     ...over,
-  };
+  });
 }
 
 export function service(name: string, over: LocalServiceOverrides = {}): LocalService {
@@ -45,7 +46,7 @@ export function localState(node: string, revision: number, services: readonly Lo
     node,
     revision,
     services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
-    serviceCIDRs: [],
+    serviceCIDRs: { IPv4: [], IPv6: [] },
   };
 }
 
@@ -69,7 +70,7 @@ export class FakeBrain {
     const services = new Map(prev.services);
     for (const s of set) services.set(`${s.namespace}/${s.name}`, s);
     for (const k of remove) services.delete(k);
-    const next = { node, revision: prev.revision + 1, services, serviceCIDRs: [] };
+    const next = { node, revision: prev.revision + 1, services, serviceCIDRs: { IPv4: [], IPv6: [] } };
     this.push(next);
     return next;
   }

@@ -10,7 +10,11 @@ import { endpoint, service, servicePort } from "./fixtures.ts";
 
 const shared = (i: number) =>
   service(`s${String(i).padStart(3, "0")}`, {
-    ports: [servicePort({ internalEndpoints: [0, 1, 2].map((e) => endpoint(`192.0.2.${e + 1}`, 8000 + i)) })],
+    ports: [
+      servicePort({
+        internalEndpoints: [0, 1, 2].map((e) => endpoint(`192.0.2.${e + 1}`, 8000 + i)),
+      }),
+    ],
   });
 
 /** A node's own version of service i: its endpoint is local. */

@@ -2,6 +2,9 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Service } from "../../../src/api/gen/api/localv1/api.ts";
 import { decodeLocalService, encodeLocalService } from "../../../src/api/local-codec.ts";
+import { computeLocalService } from "../../../src/brain/local-service.ts";
+import { familyEndpoints } from "../../../src/model/local.ts";
+import { dualStack as dualStackSpec, ep, slice, THIS_NODE } from "../brain/fixtures.ts";
 import { service } from "./fixtures.ts";
 
 const dualStack = service("web", {
@@ -61,5 +64,31 @@ describe("local codec: addresses per family", () => {
       ClusterIPsOrdered: ["nope"],
     });
     assert.throws(() => decodeLocalService(wire, []), /cluster IP "nope" is not an IP address/);
+  });
+});
+
+describe("local codec: endpoints per family", () => {
+  test("the decoder rebuilds the brain's ports, each family's endpoints where the brain put them", () => {
+    const computed = computeLocalService(
+      dualStackSpec({
+        type: "NodePort",
+        ports: [{ name: "http", protocol: "TCP", port: 80, nodePort: 30080 }],
+      }),
+      [slice([ep("203.0.113.2"), ep("203.0.113.1", { node: THIS_NODE.name })]), slice([ep("2001:db8::1")])],
+      THIS_NODE,
+    );
+    assert.ok(computed);
+    const { service: wire, endpoints } = encodeLocalService(computed);
+    const decoded = decodeLocalService(wire, endpoints.values());
+    assert.deepEqual(decoded.ports, computed.ports);
+    const port = decoded.ports[0]!;
+    assert.deepEqual(
+      familyEndpoints(port, "IPv4").internal.map((e) => e.ip),
+      ["203.0.113.1", "203.0.113.2"],
+    );
+    assert.deepEqual(
+      familyEndpoints(port, "IPv6").external.map((e) => e.ip),
+      ["2001:db8::1"],
+    );
   });
 });

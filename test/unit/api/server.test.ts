@@ -156,7 +156,9 @@ describe("localv1 watch, read by a kpng-style client (protos loaded at run time)
           service("c"),
           service("a", {
             ports: [
-              servicePort({ internalEndpoints: [endpoint("192.0.2.2", 8080), endpoint("192.0.2.3", 8080)] }),
+              servicePort({
+                internalEndpoints: [endpoint("192.0.2.2", 8080), endpoint("192.0.2.3", 8080)],
+              }),
             ],
           }),
         ],

@@ -12,7 +12,7 @@ import { ClusterStore } from "../../../src/brain/store.ts";
 import { LocalStateDecoder } from "../../../src/client/decoder.ts";
 import type { WireChangeSet } from "../../../src/client/watch.ts";
 import type { ServiceCIDR } from "../../../src/model/kube.ts";
-import type { LocalState } from "../../../src/model/local.ts";
+import { type LocalState, splitServiceCIDRs } from "../../../src/model/local.ts";
 import { GlobalChangeApplier } from "../../../src/sources/api/api-source.ts";
 import { localState, service, wireOps } from "./fixtures.ts";
 
@@ -25,7 +25,10 @@ const rangeOps = (frames: readonly Frame[]) =>
       o.op === "set" ? `set ${o.path} ${ServiceCIDRs.decode(o.bytes).CIDRs.join(",")}` : `delete ${o.path}`,
     );
 
-const withRanges = (s: LocalState, serviceCIDRs: string[]): LocalState => ({ ...s, serviceCIDRs });
+const withRanges = (s: LocalState, serviceCIDRs: string[]): LocalState => ({
+  ...s,
+  serviceCIDRs: splitServiceCIDRs(serviceCIDRs),
+});
 
 describe("Service ranges on the wire", () => {
   const web = service("web");
@@ -53,13 +56,13 @@ describe("Service ranges on the wire", () => {
     const hub = new NodeStates("n1", () => ++r, { maxRevisions: 10, maxEntries: 1000 });
     hub.push(s1);
     const first = hub.revision!;
-    const s2 = { ...s1, revision: 2, serviceCIDRs: ["198.51.100.0/24"] };
+    const s2 = { ...withRanges(s1, ["198.51.100.0/24"]), revision: 2 };
     hub.push(s2);
     assert.notEqual(hub.revision, first);
     assert.deepEqual(rangeOps(hub.framesSince(first)!), ["set service-cidrs 198.51.100.0/24"]);
     assert.equal(ops(hub.framesSince(first)!).length, 1, "services are not resent");
     const second = hub.revision!;
-    hub.push({ ...s2, revision: 3, serviceCIDRs: [] });
+    hub.push({ ...s2, revision: 3, serviceCIDRs: { IPv4: [], IPv6: [] } });
     assert.deepEqual(rangeOps(hub.framesSince(second)!), ["delete service-cidrs"]);
     // Resuming from the first revision: the ranges are those of now.
     assert.deepEqual(rangeOps(hub.framesSince(first)!), ["delete service-cidrs"]);
@@ -82,10 +85,11 @@ describe("Service ranges on the wire", () => {
     const full: WireChangeSet = { reset: true, ops: ops(hub.allFrames()), instanceId: "i", revision: 1 };
     const a = decoder.apply(full);
     assert.equal(a.changed, true);
-    assert.deepEqual(a.state.serviceCIDRs, ["198.51.100.0/24", "2001:db8:1::/112"]);
+    // Split per family again, as the brain hands them over.
+    assert.deepEqual(a.state.serviceCIDRs, { IPv4: ["198.51.100.0/24"], IPv6: ["2001:db8:1::/112"] });
     assert.equal(a.state.services.size, 1);
     const first = hub.revision!;
-    hub.push({ ...s1, revision: 2, serviceCIDRs: ["203.0.113.0/24"] });
+    hub.push({ ...withRanges(s1, ["203.0.113.0/24"]), revision: 2 });
     const b = decoder.apply({
       reset: false,
       ops: ops(hub.framesSince(first)!),
@@ -93,7 +97,7 @@ describe("Service ranges on the wire", () => {
       revision: 2,
     });
     assert.equal(b.changed, true);
-    assert.deepEqual(b.state.serviceCIDRs, ["203.0.113.0/24"]);
+    assert.deepEqual(b.state.serviceCIDRs, { IPv4: ["203.0.113.0/24"], IPv6: [] });
     assert.equal(
       b.state.services.get("default/web"),
       a.state.services.get("default/web"),
@@ -105,7 +109,7 @@ describe("Service ranges on the wire", () => {
       instanceId: "i",
       revision: 3,
     });
-    assert.deepEqual(c.state.serviceCIDRs, []);
+    assert.deepEqual(c.state.serviceCIDRs, { IPv4: [], IPv6: [] });
   });
 });
 

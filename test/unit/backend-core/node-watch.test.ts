@@ -38,7 +38,7 @@ const stateWith = (nodeIPs?: readonly string[], nodePodCIDRs?: readonly string[]
   node: "n1",
   revision: 1,
   services: new Map(),
-  serviceCIDRs: [],
+  serviceCIDRs: { IPv4: [], IPv6: [] },
   ...(nodeIPs && { nodeIPs }),
   ...(nodePodCIDRs && { nodePodCIDRs }),
 });

@@ -77,7 +77,13 @@ const ROWS: readonly Row[] = [
     docs: "internalTrafficPolicy Local with no local endpoint drops ClusterIP traffic (endpoints exist elsewhere)",
     svc: service({
       internalTrafficPolicy: "Local",
-      ports: [port({ internalEndpoints: [], externalEndpoints: [remote], endpointFamilies: ["IPv4"] })],
+      ports: [
+        port({
+          internalEndpoints: [],
+          externalEndpoints: [remote],
+          endpointFamilies: ["IPv4"],
+        }),
+      ],
     }),
     expect: { internal: [], noEndpoints: "drop" },
   },
@@ -112,7 +118,13 @@ const ROWS: readonly Row[] = [
       type: "LoadBalancer",
       externalTrafficPolicy: "Local",
       loadBalancerIPs: ["203.0.113.200"],
-      ports: [port({ nodePort: 30080, internalEndpoints: [local, remote], externalEndpoints: [local] })],
+      ports: [
+        port({
+          nodePort: 30080,
+          internalEndpoints: [local, remote],
+          externalEndpoints: [local],
+        }),
+      ],
     }),
     expect: {
       masqueradeExternal: false,
@@ -133,7 +145,10 @@ const ROWS: readonly Row[] = [
   },
   {
     docs: "externalTrafficPolicy Cluster with no endpoint in the family rejects external traffic",
-    svc: service({ type: "NodePort", ports: [port({ nodePort: 30080, internalEndpoints: [] })] }),
+    svc: service({
+      type: "NodePort",
+      ports: [port({ nodePort: 30080, internalEndpoints: [] })],
+    }),
     expect: { servesExternal: false, noEndpoints: "reject" },
   },
   {

@@ -70,7 +70,11 @@ async function twoViews(services = [svc({ name: "web" })]) {
     const services = new Map(
       [...view.serviceKeys()].map((k) => [k, localService(view.service(k)!)] as const),
     );
-    handover.programmed(name, { node: "n1", revision, services, serviceCIDRs: [] }, families);
+    handover.programmed(
+      name,
+      { node: "n1", revision, services, serviceCIDRs: { IPv4: [], IPv6: [] } },
+      families,
+    );
   };
   return { clock, store, plain, legacy, told, synced };
 }

@@ -45,38 +45,59 @@ describe("Service IP ranges in the local state", () => {
       serviceCIDR("more", ["203.0.113.0/24"]),
     ]);
     assert.equal(tracker.state.revision, 1);
-    assert.deepEqual(tracker.state.serviceCIDRs, ["198.51.100.0/24", "203.0.113.0/24", "2001:db8:1::/112"]);
+    // Split per family by the brain: each family's rules take their own list as it is.
+    assert.deepEqual(tracker.state.serviceCIDRs, {
+      IPv4: ["198.51.100.0/24", "203.0.113.0/24"],
+      IPv6: ["2001:db8:1::/112"],
+    });
   });
 
   test("no ServiceCIDR: no ranges", async () => {
     const { tracker } = await tracked([svc()]);
-    assert.deepEqual(tracker.state.serviceCIDRs, []);
+    assert.deepEqual(tracker.state.serviceCIDRs, { IPv4: [], IPv6: [] });
   });
 
-  const rows: { name: string; edit: (s: ClusterStore) => void; bump: number; want: string[] }[] = [
+  const rows: {
+    name: string;
+    edit: (s: ClusterStore) => void;
+    bump: number;
+    want: { IPv4: string[]; IPv6: string[] };
+  }[] = [
     {
       name: "a new range bumps the revision",
       edit: (s) => s.upsert(serviceCIDR("more", ["203.0.113.0/24"])),
       bump: 1,
-      want: ["198.51.100.0/24", "203.0.113.0/24"],
+      want: { IPv4: ["198.51.100.0/24", "203.0.113.0/24"], IPv6: [] },
+    },
+    {
+      name: "an IPv6 range goes to the IPv6 list alone",
+      edit: (s) => s.upsert(serviceCIDR("v6", ["2001:db8:1::/112"])),
+      bump: 1,
+      want: { IPv4: ["198.51.100.0/24"], IPv6: ["2001:db8:1::/112"] },
+    },
+    {
+      name: "a dual-stack ServiceCIDR gives each family its range",
+      edit: (s) => s.upsert(serviceCIDR("kubernetes", ["198.51.100.0/24", "2001:db8:2::/112"])),
+      bump: 1,
+      want: { IPv4: ["198.51.100.0/24"], IPv6: ["2001:db8:2::/112"] },
     },
     {
       name: "removing the last range bumps it and empties the list",
       edit: (s) => s.delete("ServiceCIDR", "kubernetes"),
       bump: 1,
-      want: [],
+      want: { IPv4: [], IPv6: [] },
     },
     {
       name: "a range inside a known one changes nothing",
       edit: (s) => s.upsert(serviceCIDR("inside", ["198.51.100.128/25"])),
       bump: 0,
-      want: ["198.51.100.0/24"],
+      want: { IPv4: ["198.51.100.0/24"], IPv6: [] },
     },
     {
       name: "a relist with the same objects changes nothing",
       edit: (s) => s.replace("ServiceCIDR", [serviceCIDR("kubernetes", ["198.51.100.0/24"])]),
       bump: 0,
-      want: ["198.51.100.0/24"],
+      want: { IPv4: ["198.51.100.0/24"], IPv6: [] },
     },
     {
       name: "a range labelled for another proxy is not ours",
@@ -85,7 +106,7 @@ describe("Service IP ranges in the local state", () => {
           serviceCIDR("theirs", ["203.0.113.0/24"], { "service.kubernetes.io/service-proxy-name": "x" }),
         ),
       bump: 0,
-      want: ["198.51.100.0/24"],
+      want: { IPv4: ["198.51.100.0/24"], IPv6: [] },
     },
   ];
   for (const row of rows) {
@@ -105,7 +126,7 @@ describe("Service IP ranges in the local state", () => {
     const { tracker, apply } = await tracked([serviceCIDR("kubernetes", ["198.51.100.0/24"])], {
       serviceCIDRs: ["2001:db8:1::/112", "203.0.113.0/24"],
     });
-    assert.deepEqual(tracker.state.serviceCIDRs, ["203.0.113.0/24", "2001:db8:1::/112"]);
+    assert.deepEqual(tracker.state.serviceCIDRs, { IPv4: ["203.0.113.0/24"], IPv6: ["2001:db8:1::/112"] });
     const before = tracker.state;
     const after = await apply((s) => s.upsert(serviceCIDR("more", ["192.0.2.0/24"])));
     assert.equal(after, before);

@@ -66,7 +66,9 @@ describe("LocalService → wire → LocalService", () => {
     const a = service("a");
     const b = service("b");
     const first = decoder.apply(changeSet([], [a, b], true)).state;
-    const b2 = service("b", { ports: [servicePort({ internalEndpoints: [endpoint("192.0.2.9", 80)] })] });
+    const b2 = service("b", {
+      ports: [servicePort({ internalEndpoints: [endpoint("192.0.2.9", 80)] })],
+    });
     const second = decoder.apply(changeSet([a, b], [a, b2])).state;
     assert.equal(second.services.get("default/a"), first.services.get("default/a"));
     assert.notEqual(second.services.get("default/b"), first.services.get("default/b"));
@@ -95,7 +97,9 @@ describe("LocalService → wire → LocalService", () => {
     const two = service("a", {
       ports: [servicePort({ internalEndpoints: [endpoint("192.0.2.1", 80), endpoint("192.0.2.2", 80)] })],
     });
-    const one = service("a", { ports: [servicePort({ internalEndpoints: [endpoint("192.0.2.2", 80)] })] });
+    const one = service("a", {
+      ports: [servicePort({ internalEndpoints: [endpoint("192.0.2.2", 80)] })],
+    });
     decoder.apply(changeSet([], [two], true));
     assert.deepEqual(decoder.apply(changeSet([two], [one])).state.services.get("default/a"), one);
     assert.equal(decoder.apply(changeSet([one], [])).state.services.size, 0);

@@ -38,7 +38,9 @@ function recorder(): { handlers: IncrementalHandlers; calls: string[] } {
 }
 
 const withEndpoints = (name: string, ...ips: string[]): LocalService =>
-  service(name, { ports: [servicePort({ internalEndpoints: ips.map((ip) => endpoint(ip, 8080)) })] });
+  service(name, {
+    ports: [servicePort({ internalEndpoints: ips.map((ip) => endpoint(ip, 8080)) })],
+  });
 
 describe("incremental sink", () => {
   const a = withEndpoints("a", "192.0.2.1", "192.0.2.2");
@@ -85,7 +87,9 @@ describe("incremental sink", () => {
       services: [
         service("a", {
           ports: [
-            servicePort({ internalEndpoints: [endpoint("192.0.2.1", 9090), endpoint("192.0.2.9", 8080)] }),
+            servicePort({
+              internalEndpoints: [endpoint("192.0.2.1", 9090), endpoint("192.0.2.9", 8080)],
+            }),
           ],
         }),
         b,

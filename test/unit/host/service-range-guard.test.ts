@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { checkServiceRanges, guardServiceRanges } from "../../../src/host/service-range-guard.ts";
-import type { LocalState } from "../../../src/model/local.ts";
+import { type LocalState, splitServiceCIDRs } from "../../../src/model/local.ts";
 import { capturingLogger } from "../../faults/support.ts";
 
 const node = { nodeIPs: ["192.0.2.1", "2001:db8::1"], gateways: ["192.0.2.254", "fe80::1"] };
@@ -41,15 +41,15 @@ describe("Service IP ranges against the node's own addresses", () => {
       node: "n",
       revision,
       services: new Map(),
-      serviceCIDRs,
+      serviceCIDRs: splitServiceCIDRs(serviceCIDRs),
     });
     const bad = ["192.0.2.0/24", "198.51.100.0/24"];
     push(state(bad, 1));
     push(state(bad, 2));
     const safe = state(["198.51.100.0/24"], 3);
     push(safe);
-    assert.deepEqual(seen[0]?.serviceCIDRs, ["198.51.100.0/24"]);
-    assert.deepEqual(seen[1]?.serviceCIDRs, ["198.51.100.0/24"]);
+    assert.deepEqual(seen[0]?.serviceCIDRs, { IPv4: ["198.51.100.0/24"], IPv6: [] });
+    assert.deepEqual(seen[1]?.serviceCIDRs, { IPv4: ["198.51.100.0/24"], IPv6: [] });
     assert.equal(seen[2], safe);
     assert.equal(lines.filter((l) => l.level === 40 && l.range === "192.0.2.0/24").length, 1);
   });

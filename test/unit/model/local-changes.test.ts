@@ -10,7 +10,13 @@ function state(
   services: Record<string, LocalService>,
   changeLog?: ServiceChangeLog,
 ): LocalState {
-  return { node: "n1", revision, services: new Map(Object.entries(services)), serviceCIDRs: [], changeLog };
+  return {
+    node: "n1",
+    revision,
+    services: new Map(Object.entries(services)),
+    serviceCIDRs: { IPv4: [], IPv6: [] },
+    changeLog,
+  };
 }
 
 describe("ServiceChangeLog", () => {

@@ -92,7 +92,11 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
     {
       name: "TCP needs nothing",
       before: [service({ ports: [port()] })],
-      after: [service({ ports: [port({ internalEndpoints: [ep("198.51.100.3")], externalEndpoints: [] })] })],
+      after: [
+        service({
+          ports: [port({ internalEndpoints: [ep("198.51.100.3")], externalEndpoints: [] })],
+        }),
+      ],
       want: [],
     },
     {

@@ -67,7 +67,14 @@ describe("ConntrackCleaner", () => {
       return service({
         name: "dns",
         clusterIPs: ["203.0.113.10", "2001:db8::10"],
-        ports: [port({ protocol: "UDP", port: 53, internalEndpoints: eps, externalEndpoints: eps })],
+        ports: [
+          port({
+            protocol: "UDP",
+            port: 53,
+            internalEndpoints: eps,
+            externalEndpoints: eps,
+          }),
+        ],
       });
     };
     c.cleanup(state([dual(["198.51.100.2", "2001:db8::2"])]));
@@ -137,7 +144,13 @@ describe("conntrack after a restart", () => {
     return service({
       name: "dns",
       ports: [
-        port({ protocol: "UDP", port: 53, nodePort: 30053, internalEndpoints: eps, externalEndpoints: eps }),
+        port({
+          protocol: "UDP",
+          port: 53,
+          nodePort: 30053,
+          internalEndpoints: eps,
+          externalEndpoints: eps,
+        }),
       ],
     });
   };

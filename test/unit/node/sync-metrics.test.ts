@@ -15,7 +15,10 @@ describe("stateChanges", () => {
   test("added, removed, endpoints changed, service fields changed", () => {
     assert.deepEqual(stateChanges(undefined, state([a, b])), { services: 2, endpoints: 2 });
     assert.deepEqual(stateChanges(state([a, b]), state([a])), { services: 1, endpoints: 1 });
-    const a2 = service({ name: "a", ports: [port({ internalEndpoints: [ep("198.51.100.9")] })] });
+    const a2 = service({
+      name: "a",
+      ports: [port({ internalEndpoints: [ep("198.51.100.9")] })],
+    });
     assert.deepEqual(stateChanges(state([a]), state([a2])), { services: 0, endpoints: 1 });
     const a3 = service({ name: "a", clusterIPs: ["203.0.113.99"] });
     assert.deepEqual(stateChanges(state([a]), state([a3])), { services: 1, endpoints: 0 });
@@ -80,8 +83,14 @@ describe("SyncMetrics (kube-proxy names)", () => {
     assert.equal(await pending("service"), 0);
     assert.equal(await pending("endpoint"), 0);
     // Two states before the next sync change a's endpoints twice: one service pending.
-    const a2 = service({ name: "a", ports: [port({ internalEndpoints: [ep("198.51.100.9")] })] });
-    const a3 = service({ name: "a", ports: [port({ internalEndpoints: [ep("198.51.100.10")] })] });
+    const a2 = service({
+      name: "a",
+      ports: [port({ internalEndpoints: [ep("198.51.100.9")] })],
+    });
+    const a3 = service({
+      name: "a",
+      ports: [port({ internalEndpoints: [ep("198.51.100.10")] })],
+    });
     m.queued(state([a2, b], 2));
     const s3 = state([a3, b], 3);
     m.queued(s3);

@@ -37,7 +37,7 @@ function setup(maps = new FakeBpfMaps()) {
   const backend = new EbpfBackend({
     loader,
     openMaps: () => maps,
-    render: { nodePortIPs: [] },
+    render: { nodePortIPs: { IPv4: [], IPv6: [] } },
     log: silentLogger,
   });
   return { loader, maps, backend };
@@ -51,7 +51,10 @@ describe("eBPF backend sync loop", () => {
     assert.equal(loader.ensured, 1);
     assert.equal(listFrontends(maps).length, 50);
     const services = manyServices(50);
-    services[3] = { ...services[3]!, ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] };
+    services[3] = {
+      ...services[3]!,
+      ports: [port({ internalEndpoints: [ep("10.9.9.9")] })],
+    };
     const next = await backend.sync(state(services, 2));
     assert.equal(next.full, false);
     assert.equal(next.services, 50); // no change log in this state: every key is compared…
@@ -63,7 +66,9 @@ describe("eBPF backend sync loop", () => {
     const { loader, maps, backend } = setup();
     await backend.sync(state([service()], 1));
     maps.failNextWrites = 1;
-    const changed = service({ ports: [port({ internalEndpoints: [ep("198.51.100.4")] })] });
+    const changed = service({
+      ports: [port({ internalEndpoints: [ep("198.51.100.4")] })],
+    });
     await assert.rejects(backend.sync(state([changed], 2)));
     assert.match(backend.problem ?? "", /Input\/output error/);
     const again = await backend.sync(state([changed], 2));

@@ -12,7 +12,7 @@ import type { LocalService } from "../../../../src/model/local.ts";
 import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
 import { ep, manyServices, port } from "../nft/fixtures.ts";
 
-const ctx = { nodePortIPs: [] };
+const ctx = { nodePortIPs: { IPv4: [], IPv6: [] } };
 const rendered = (services: readonly LocalService[]) =>
   services.map((s): [string, ReturnType<typeof renderService>] => [
     `${s.namespace}/${s.name}`,
@@ -47,7 +47,10 @@ describe("eBPF batched map writes", () => {
   test("a Service's list goes into one batch whole: a list that does not fit starts the next one", () => {
     const maps = new FakeBpfMaps();
     const three = [ep("198.51.100.2"), ep("198.51.100.3"), ep("198.51.100.4")];
-    const services = manyServices(3).map((s) => ({ ...s, ports: [port({ internalEndpoints: three })] }));
+    const services = manyServices(3).map((s) => ({
+      ...s,
+      ports: [port({ internalEndpoints: three })],
+    }));
     new MapWriter(maps, 5).fullSync(rendered(services));
     assert.deepEqual(
       maps.calls.filter((c) => c.startsWith("update backends")),

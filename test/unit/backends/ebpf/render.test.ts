@@ -7,7 +7,7 @@ import { type RenderedGroup, renderService } from "../../../../src/backends/ebpf
 import type { LocalService } from "../../../../src/model/local.ts";
 import { ep, port, service } from "../nft/fixtures.ts";
 
-const ctx = { nodePortIPs: ["192.0.2.1", "2001:db8::1"] };
+const ctx = { nodePortIPs: { IPv4: ["192.0.2.1"], IPv6: ["2001:db8::1"] } };
 const brief = (g: RenderedGroup) => ({
   name: g.name,
   frontends: g.frontends.map((f) => `${f.ip}:${f.port}/${f.protocol}`),

@@ -12,7 +12,7 @@ import type { RulesReader } from "../../../../src/plugin/rules-reader.ts";
 import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
 import { ep, port, service } from "../nft/fixtures.ts";
 
-const render = { nodePortIPs: ["192.0.2.1"] };
+const render = { nodePortIPs: { IPv4: ["192.0.2.1"], IPv6: [] } };
 const web = service({ ports: [port({ nodePort: 30080 })] });
 
 /** Maps as the backend programs `services`. */

@@ -11,7 +11,7 @@ import type { LocalService } from "../../../../src/model/local.ts";
 import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
 import { ep, manyServices, port, service } from "../nft/fixtures.ts";
 
-const ctx = { nodePortIPs: ["192.0.2.1"] };
+const ctx = { nodePortIPs: { IPv4: ["192.0.2.1"], IPv6: [] } };
 const rendered = (services: readonly LocalService[]): [string, RenderedGroup[]][] =>
   services.map((s) => [`${s.namespace}/${s.name}`, renderService(s, ctx)]);
 const listing = (maps: FakeBpfMaps) =>
@@ -25,7 +25,11 @@ describe("eBPF map writer", () => {
     new MapWriter(maps).fullSync(
       rendered([
         service(),
-        service({ name: "empty", clusterIPs: ["203.0.113.17"], ports: [port({ internalEndpoints: [] })] }),
+        service({
+          name: "empty",
+          clusterIPs: ["203.0.113.17"],
+          ports: [port({ internalEndpoints: [] })],
+        }),
       ]),
     );
     assert.deepEqual(listing(maps), [

@@ -69,7 +69,10 @@ test("a partial sync rewrites only the changed service's chains (the shared ones
   assert.doesNotMatch(v4, /-I |-D /, "no jump repairs in a partial sync");
   assert.doesNotMatch(v4, /\*filter/, "the filter table did not change");
   // Down to one endpoint: no hairpin chain any more; it is deleted by a restore of its own after.
-  const single = service({ ...services[7], ports: [port({ internalEndpoints: [ep("10.1.0.7")] })] });
+  const single = service({
+    ...services[7],
+    ports: [port({ internalEndpoints: [ep("10.1.0.7")] })],
+  });
   const again = await backend.sync(
     state(
       services.map((s, i) => (i === 7 ? single : s)),
@@ -246,7 +249,10 @@ test("many chains to write go in several nat restores: each service whole, the d
     assert.deepEqual(split.rules("IPv4", "nat", chain), one.rules("IPv4", "nat", chain));
   // A partial sync of one service stays one restore (its unused hairpin chain goes in another).
   const before = split.restores.length;
-  const changed = service({ ...services[4], ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] });
+  const changed = service({
+    ...services[4],
+    ports: [port({ internalEndpoints: [ep("10.9.9.9")] })],
+  });
   await backend.sync(
     state(
       services.map((s, i) => (i === 4 ? changed : s)),
@@ -270,7 +276,10 @@ test("a changed service whose dispatch lines change rewrites the dispatch chain;
   );
   assert.match(report.texts[0] ?? "", /^:KPNG-SERVICES /m);
   assert.ok(ipt.rules("IPv4", "nat", "KPNG-SERVICES")?.some((r) => r.includes("--dport 8443")));
-  const eps = service({ ...moved, ports: [port({ port: 8443, internalEndpoints: [ep("10.9.9.9")] })] });
+  const eps = service({
+    ...moved,
+    ports: [port({ port: 8443, internalEndpoints: [ep("10.9.9.9")] })],
+  });
   const again = await backend.sync(
     state(
       services.map((s, i) => (i === 1 ? eps : s)),

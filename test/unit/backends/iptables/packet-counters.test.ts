@@ -45,7 +45,11 @@ test("counters are read at scrape time and before each IPv4 sync; a rewrite rest
       name: "np",
       type: "NodePort",
       ports: [
-        port({ nodePort: 30080, internalEndpoints: [ep(endpoint)], externalEndpoints: [ep(endpoint)] }),
+        port({
+          nodePort: 30080,
+          internalEndpoints: [ep(endpoint)],
+          externalEndpoints: [ep(endpoint)],
+        }),
       ],
     });
   await backend.sync(state([np("10.1.0.1")]));

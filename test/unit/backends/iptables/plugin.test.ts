@@ -14,7 +14,11 @@ const nodePortService = service({
   name: "np",
   type: "NodePort",
   ports: [
-    port({ nodePort: 30080, internalEndpoints: [ep("10.1.0.1")], externalEndpoints: [ep("10.1.0.1")] }),
+    port({
+      nodePort: 30080,
+      internalEndpoints: [ep("10.1.0.1")],
+      externalEndpoints: [ep("10.1.0.1")],
+    }),
   ],
 });
 

@@ -89,7 +89,9 @@ test("no endpoints anywhere rejects; endpoints elsewhere but none allowed here d
   assert.equal(none.chains.size, 0);
   assert.match(none.filterServices[0] ?? "", /-d 203\.0\.113\.10\/32 -p tcp -m tcp --dport 80 .*-j REJECT$/);
   const local = serviceRules(
-    service({ ports: [port({ internalEndpoints: [], endpointFamilies: ["IPv4"], hasEndpoints: true })] }),
+    service({
+      ports: [port({ internalEndpoints: [], endpointFamilies: ["IPv4"], hasEndpoints: true })],
+    }),
     V4,
   );
   assert.match(local.filterServices[0] ?? "", /-j DROP$/);

@@ -79,7 +79,10 @@ test("one endpoint change among many services replaces one map element and adds 
   ]);
   const changed = services.slice();
   const old = changed[7]!;
-  changed[7] = { ...old, ports: [port({ internalEndpoints: [here("10.1.0.7"), here("10.3.0.7")] })] };
+  changed[7] = {
+    ...old,
+    ports: [port({ internalEndpoints: [here("10.1.0.7"), here("10.3.0.7")] })],
+  };
   const report = await backend.sync(state(changed, 2));
   assert.equal(report.texts.length, 1);
   // No chain is written: the kernel commits map elements without re-validating chains.

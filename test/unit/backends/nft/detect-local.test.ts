@@ -58,7 +58,12 @@ const etpLocal = () =>
   service({
     type: "NodePort",
     externalTrafficPolicy: "Local",
-    ports: [port({ nodePort: 30080, externalEndpoints: [ep("198.51.100.2", 8080, { local: true })] })],
+    ports: [
+      port({
+        nodePort: 30080,
+        externalEndpoints: [ep("198.51.100.2", 8080, { local: true })],
+      }),
+    ],
   });
 
 interface Row {

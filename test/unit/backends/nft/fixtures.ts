@@ -1,11 +1,13 @@
 // Builders for local states in the nft backend tests: a readable default plus overrides.
 
 import type { TableConfig } from "../../../../src/backends/nft/fragment.ts";
-import type {
-  LocalEndpoint,
-  LocalService,
-  LocalServicePort,
-  LocalState,
+import {
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServicePort,
+  type LocalState,
+  splitServiceCIDRs,
+  withFamilyEndpoints,
 } from "../../../../src/model/local.ts";
 import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
 
@@ -15,7 +17,7 @@ export function ep(ip: string, port = 8080, over: Partial<LocalEndpoint> = {}): 
 
 export function port(over: Partial<LocalServicePort> = {}): LocalServicePort {
   const eps = over.internalEndpoints ?? [ep("198.51.100.2"), ep("198.51.100.3")];
-  return {
+  return withFamilyEndpoints({
     name: "http",
     protocol: "TCP",
     port: 80,
@@ -25,7 +27,7 @@ export function port(over: Partial<LocalServicePort> = {}): LocalServicePort {
     internalEndpoints: eps,
     externalEndpoints: eps,
     ...over,
-  };
+  });
 }
 
 export function service(over: LocalServiceOverrides = {}): LocalService {
@@ -41,7 +43,7 @@ export function state(
     node: "node-1",
     revision,
     services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
-    serviceCIDRs,
+    serviceCIDRs: splitServiceCIDRs(serviceCIDRs),
   };
 }
 

@@ -239,7 +239,11 @@ const cases: Case[] = [
     name: "dual-stack: each family's table gets its own cluster IP and endpoints only",
     run: () => {
       const eps = [ep("198.51.100.2"), ep("2001:db8:1::2")];
-      const p = port({ internalEndpoints: eps, externalEndpoints: eps, endpointFamilies: ["IPv4", "IPv6"] });
+      const p = port({
+        internalEndpoints: eps,
+        externalEndpoints: eps,
+        endpointFamilies: ["IPv4", "IPv6"],
+      });
       const svc = service({ clusterIPs: ["203.0.113.10", "2001:db8:96::a"], ports: [p] });
       const f6 = serviceFragment(svc, V6);
       assert.deepEqual(el(f6, "service-ips"), { "2001:db8:96::a . tcp . 80": "goto pick-tcp-1" });
@@ -314,7 +318,9 @@ const cases: Case[] = [
       const local = ep("198.51.100.2", 8080, { local: true });
       const cfg = { ...V4, socketBalanced: true };
       const sctp = serviceFragment(
-        service({ ports: [port({ protocol: "SCTP", port: 9, internalEndpoints: [local] })] }),
+        service({
+          ports: [port({ protocol: "SCTP", port: 9, internalEndpoints: [local] })],
+        }),
         cfg,
       );
       assert.deepEqual(Object.keys(el(sctp, "hairpin-endpoints")), ["198.51.100.2 . 198.51.100.2"]);

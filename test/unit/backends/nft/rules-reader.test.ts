@@ -78,7 +78,9 @@ test("a missing element, a stale no-endpoint element and a changed endpoint are 
   const kernel = kernelOf();
   kernel.elements.get("service-ips")?.clear();
   kernel.elements.set("no-endpoint-services", new Map([["203.0.113.10 . tcp . 80", "goto reject-chain"]]));
-  const moved = service({ ports: [port({ internalEndpoints: [ep("198.51.100.2"), ep("198.51.100.9")] })] });
+  const moved = service({
+    ports: [port({ internalEndpoints: [ep("198.51.100.2"), ep("198.51.100.9")] })],
+  });
   const report = await new NftRulesReader([CFG], kernel).read(moved);
   const objects = report.drift.map((d) => d.object);
   assert.ok(objects.includes("ip kpng service-ips 203.0.113.10 . tcp . 80"), objects.join("\n"));

@@ -6,7 +6,9 @@ import { describe, test } from "node:test";
 import { NftBackend } from "../../../../src/backends/nft/backend.ts";
 import { skeletonOps } from "../../../../src/backends/nft/base.ts";
 import { renderOp } from "../../../../src/backends/nft/ops.ts";
-import { serviceCIDROps, serviceCIDRsOfFamily } from "../../../../src/backends/nft/service-cidrs.ts";
+import { serviceCIDROps } from "../../../../src/backends/nft/service-cidrs.ts";
+import { ipFamilyOfNft } from "../../../../src/model/ip.ts";
+import { splitServiceCIDRs } from "../../../../src/model/local.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { FakeNft } from "../../../support/fake-nft.ts";
 import { service, state, V4, V6 } from "./fixtures.ts";
@@ -58,7 +60,7 @@ describe("Service range rules", () => {
   for (const row of rows) {
     test(row.name, () => {
       assert.deepEqual(
-        serviceCIDROps(serviceCIDRsOfFamily(row.cidrs, row.family)).map((op) =>
+        serviceCIDROps(splitServiceCIDRs(row.cidrs)[ipFamilyOfNft(row.family)]).map((op) =>
           renderOp(op, row.family, "kpng"),
         ),
         row.want,

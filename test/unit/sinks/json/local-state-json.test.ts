@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type {
-  LocalEndpoint,
-  LocalService,
-  LocalServicePort,
-  LocalState,
+import {
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServicePort,
+  type LocalState,
+  splitServiceCIDRs,
+  withFamilyEndpoints,
 } from "../../../../src/model/local.ts";
 import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
 import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
@@ -18,17 +20,18 @@ const ep = (ip: string, port: number): LocalEndpoint => ({
   terminating: false,
 });
 
-const port = (overrides: Partial<LocalServicePort> = {}): LocalServicePort => ({
-  name: "http",
-  protocol: "TCP",
-  port: 80,
-  nodePort: 0,
-  hasEndpoints: true,
-  endpointFamilies: ["IPv4"],
-  internalEndpoints: [],
-  externalEndpoints: [],
-  ...overrides,
-});
+const port = (overrides: Partial<LocalServicePort> = {}): LocalServicePort =>
+  withFamilyEndpoints({
+    name: "http",
+    protocol: "TCP",
+    port: 80,
+    nodePort: 0,
+    hasEndpoints: true,
+    endpointFamilies: ["IPv4"],
+    internalEndpoints: [],
+    externalEndpoints: [],
+    ...overrides,
+  });
 
 const service = (namespace: string, name: string, overrides: LocalServiceOverrides = {}): LocalService =>
   localService({ namespace, name, ports: [port()], ...overrides });
@@ -37,7 +40,7 @@ const state = (...services: LocalService[]): LocalState => ({
   node: "node-1",
   revision: 7,
   services: new Map(services.map((s) => [`${s.namespace}/${s.name}`, s])),
-  serviceCIDRs: [],
+  serviceCIDRs: { IPv4: [], IPv6: [] },
 });
 
 describe("localStateToJson", () => {
@@ -47,7 +50,10 @@ describe("localStateToJson", () => {
   });
 
   test("the Service IP ranges are carried in the local state's order", () => {
-    const doc = localStateToJson({ ...state(), serviceCIDRs: ["198.51.100.0/24", "2001:db8:5::/112"] });
+    const doc = localStateToJson({
+      ...state(),
+      serviceCIDRs: splitServiceCIDRs(["198.51.100.0/24", "2001:db8:5::/112"]),
+    });
     assert.deepEqual(doc.serviceCIDRs, ["198.51.100.0/24", "2001:db8:5::/112"]);
   });
 

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import type {
-  LocalEndpoint,
-  LocalService,
-  LocalServicePort,
-  LocalState,
+import {
+  type LocalEndpoint,
+  type LocalService,
+  type LocalServicePort,
+  type LocalState,
+  splitServiceCIDRs,
+  withFamilyEndpoints,
 } from "../../../../src/model/local.ts";
 import { localStateToJson } from "../../../../src/sinks/json/local-state-json.ts";
 import { localStateText } from "../../../../src/sinks/json/local-state-text.ts";
@@ -21,16 +23,18 @@ const ep = (ip: string, port: number): LocalEndpoint => ({
 });
 
 function service(i: number, shape: number): LocalService {
-  const ports: LocalServicePort[] = Array.from({ length: shape % 3 }, (_, p) => ({
-    name: p === 0 ? "" : `p-"${p}"`,
-    protocol: p % 2 === 0 ? "TCP" : "UDP",
-    port: 80 + p,
-    nodePort: shape % 5 === 0 ? 30000 + p : 0,
-    hasEndpoints: shape % 4 !== 0,
-    endpointFamilies: shape % 4 === 0 ? [] : shape % 2 === 0 ? ["IPv4", "IPv6"] : ["IPv4"],
-    internalEndpoints: Array.from({ length: shape % 4 }, (_, e) => ep(`10.0.${i % 250}.${e}`, 8080)),
-    externalEndpoints: shape % 2 === 0 ? [ep("2001:db8::1", 8080)] : [],
-  }));
+  const ports: LocalServicePort[] = Array.from({ length: shape % 3 }, (_, p) =>
+    withFamilyEndpoints({
+      name: p === 0 ? "" : `p-"${p}"`,
+      protocol: p % 2 === 0 ? "TCP" : "UDP",
+      port: 80 + p,
+      nodePort: shape % 5 === 0 ? 30000 + p : 0,
+      hasEndpoints: shape % 4 !== 0,
+      endpointFamilies: shape % 4 === 0 ? [] : shape % 2 === 0 ? ["IPv4", "IPv6"] : ["IPv4"],
+      internalEndpoints: Array.from({ length: shape % 4 }, (_, e) => ep(`10.0.${i % 250}.${e}`, 8080)),
+      externalEndpoints: shape % 2 === 0 ? [ep("2001:db8::1", 8080)] : [],
+    }),
+  );
   return {
     namespace: `ns-${i % 7}`,
     name: i % 11 === 0 ? `svc-\u00e9\\${i}` : `svc-${i}`,
@@ -56,7 +60,7 @@ const state = (count: number, serviceCIDRs: string[] = []): LocalState => {
     const s = service(i, (i * 7) % 13);
     services.set(`${s.namespace}/${s.name}`, s);
   }
-  return { node: 'node-"1"', revision: 3, services, serviceCIDRs };
+  return { node: 'node-"1"', revision: 3, services, serviceCIDRs: splitServiceCIDRs(serviceCIDRs) };
 };
 
 describe("localStateText: the local state document in pieces", () => {

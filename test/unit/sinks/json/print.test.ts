@@ -18,7 +18,7 @@ class ManualFeed implements LocalStateFeed {
     };
   }
   async push(revision: number): Promise<void> {
-    await this.listener?.({ node: "n", revision, services: new Map(), serviceCIDRs: [] });
+    await this.listener?.({ node: "n", revision, services: new Map(), serviceCIDRs: { IPv4: [], IPv6: [] } });
   }
 }
 
