@@ -6,7 +6,8 @@
 //              nft processes it ran;
 //   change     one EndpointSlice change: from the test API server writing the watch MODIFIED to
 //              kpng's log line saying the rules are applied (p50/p99 over --changes), and the CPU
-//              kpng and nft spent per change over the whole run of changes; the changes start
+//              kpng and its children (nft, conntrack) spent per change over the whole run of
+//              changes; the changes start
 //              once kpng has settled after its first ruleset (see CHANGE_SETTLE_CPU);
 //   dataplane  first-packet latency through the rules: new TCP connections (connect + first line)
 //              and UDP request/response from a client pod to different Services' cluster IPs;
@@ -211,7 +212,7 @@ interface ChangeRun {
   readonly ms: number[];
   /** kpng's own CPU over the whole run of changes, divided by the changes. */
   readonly kpngCpuMsPerChange: number;
-  /** nft's (the long-lived `nft -i` and any `nft -f`) likewise. */
+  /** Its children's likewise: the long-lived `nft -i`, the probe's `nft -c -i`, `conntrack -R` batches. */
   readonly nftCpuMsPerChange: number;
   readonly gc: GcPauses;
   /** How long kpng took to quieten after its first ruleset. */
@@ -528,7 +529,7 @@ function report(
           "p99 ms",
           "max ms",
           "kpng CPU ms/change",
-          "nft CPU ms/change",
+          "nft+conntrack CPU ms/change",
           "settled s",
           ...(TRACE_GC ? ["GCs", "GC pauses ms", "longest GC ms"] : []),
         ],
