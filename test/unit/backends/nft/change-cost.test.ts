@@ -12,10 +12,11 @@ import { localStateFeed } from "../../../../src/brain/local-state-feed.ts";
 import { ClusterStore } from "../../../../src/brain/store.ts";
 import type { ClusterChange, ClusterView } from "../../../../src/model/global.ts";
 import type { EndpointSlice, Node, Service, ServiceCIDR } from "../../../../src/model/kube.ts";
-import type { LocalService, LocalState, LocalStateFeed } from "../../../../src/model/local.ts";
+import type { LocalState, LocalStateFeed } from "../../../../src/model/local.ts";
 import { NodeServices } from "../../../../src/node/node-services.ts";
 import { parseNodeServicesOptions } from "../../../../src/node/options.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
+import { CountingServices, type ServiceReads } from "../../../support/counting-services.ts";
 import { ep, slice, svc } from "../../brain/fixtures.ts";
 import { V4 } from "./fixtures.ts";
 
@@ -68,48 +69,8 @@ class CountingView implements ClusterView {
   }
 }
 
-/** A local state's services as a map that counts its walks and lookups. */
-class CountingServices implements ReadonlyMap<string, LocalService> {
-  readonly #inner: ReadonlyMap<string, LocalService>;
-  readonly #counts: { walks: number; lookups: number };
-  constructor(inner: ReadonlyMap<string, LocalService>, counts: { walks: number; lookups: number }) {
-    this.#inner = inner;
-    this.#counts = counts;
-  }
-  get size(): number {
-    return this.#inner.size;
-  }
-  get(key: string): LocalService | undefined {
-    this.#counts.lookups++;
-    return this.#inner.get(key);
-  }
-  has(key: string): boolean {
-    this.#counts.lookups++;
-    return this.#inner.has(key);
-  }
-  forEach(fn: (value: LocalService, key: string, map: ReadonlyMap<string, LocalService>) => void): void {
-    this.#counts.walks++;
-    for (const [k, v] of this.#inner) fn(v, k, this);
-  }
-  keys(): MapIterator<string> {
-    this.#counts.walks++;
-    return this.#inner.keys();
-  }
-  values(): MapIterator<LocalService> {
-    this.#counts.walks++;
-    return this.#inner.values();
-  }
-  entries(): MapIterator<[string, LocalService]> {
-    this.#counts.walks++;
-    return this.#inner.entries();
-  }
-  [Symbol.iterator](): MapIterator<[string, LocalService]> {
-    return this.entries();
-  }
-}
-
 /** The feed with each state's services counted; one wrapper per map, so identity still means unchanged. */
-function countingFeed(feed: LocalStateFeed, counts: { walks: number; lookups: number }): LocalStateFeed {
+function countingFeed(feed: LocalStateFeed, counts: ServiceReads): LocalStateFeed {
   const wrapped = new WeakMap<object, CountingServices>();
   const counted = (state: LocalState): LocalState => {
     let services = wrapped.get(state.services);
@@ -176,7 +137,7 @@ test("one endpoint change walks no Services anywhere on the path from the store 
     Array.from({ length: SERVICES }, (_, i) => sliceOf(i)),
   );
   const view = new CountingView(store);
-  const counts = { walks: 0, lookups: 0 };
+  const counts: ServiceReads = { walks: 0, lookups: 0 };
   const nft = new AcceptingNft();
   const conntrack = { batches: 0 };
   const node = await NodeServices.start(
