@@ -15,6 +15,8 @@ interface ProfileNode {
 
 interface CpuProfile {
   readonly nodes: readonly ProfileNode[];
+  /** CLOCK_MONOTONIC, µs: what process.hrtime() reads in any process of this machine. */
+  readonly startTime: number;
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
 }
@@ -48,13 +50,28 @@ export function layerOf(functionName: string, url: string): string {
   return "native builtins (JSON, RegExp, …)";
 }
 
-export function summarizeProfile(path: string, top = 15): ProfileSummary {
+/** A stretch of a profiled process's life, in CLOCK_MONOTONIC µs (see monotonicUs). */
+export interface ProfileWindow {
+  readonly fromUs: number;
+  readonly toUs: number;
+}
+
+/** Now on the clock V8 stamps its profile samples with, µs. */
+export function monotonicUs(): number {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/** Where the sampled time went; with `window`, only the samples taken inside it. */
+export function summarizeProfile(path: string, top = 15, window?: ProfileWindow): ProfileSummary {
   const profile = JSON.parse(readFileSync(path, "utf8")) as CpuProfile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const selfUs = new Map<number, number>();
   let totalUs = 0;
+  let at = profile.startTime;
   profile.samples.forEach((id, i) => {
     const dt = profile.timeDeltas[i] ?? 0;
+    at += dt;
+    if (window !== undefined && (at < window.fromUs || at > window.toUs)) return;
     selfUs.set(id, (selfUs.get(id) ?? 0) + dt);
     totalUs += dt;
   });

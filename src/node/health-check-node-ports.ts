@@ -82,25 +82,22 @@ export class HealthCheckNodePorts {
    */
   async update(state: LocalState): Promise<void> {
     const touched = new Set(this.#unbound);
-    for (const [key, , after] of serviceChanges(this.#last, state)) {
-      const old = this.#portOf.get(key);
-      if (old !== undefined) {
-        const claims = this.#claims.get(old);
-        claims?.delete(key);
-        if (claims?.size === 0) this.#claims.delete(old);
-        this.#portOf.delete(key);
-        touched.add(old);
+    if (this.#last === undefined) {
+      // The first state, right after the first ruleset: nothing is claimed yet, so only the
+      // services with a port are looked at (a walk of 100k Services, ahead of the next change).
+      for (const [key, s] of state.services) if (s.healthCheckNodePort > 0) this.#claim(key, s, touched);
+    } else {
+      for (const [key, , after] of serviceChanges(this.#last, state)) {
+        const old = this.#portOf.get(key);
+        if (old !== undefined) {
+          const claims = this.#claims.get(old);
+          claims?.delete(key);
+          if (claims?.size === 0) this.#claims.delete(old);
+          this.#portOf.delete(key);
+          touched.add(old);
+        }
+        if (after !== undefined && after.healthCheckNodePort > 0) this.#claim(key, after, touched);
       }
-      const port = after?.healthCheckNodePort ?? 0;
-      if (after === undefined || port <= 0) continue;
-      let claims = this.#claims.get(port);
-      if (claims === undefined) {
-        claims = new Map();
-        this.#claims.set(port, claims);
-      }
-      claims.set(key, targetOf(after));
-      this.#portOf.set(key, port);
-      touched.add(port);
     }
     this.#last = state;
     const closing: Promise<void>[] = [];
@@ -119,6 +116,18 @@ export class HealthCheckNodePorts {
     await Promise.all(closing);
     await Promise.all(opening.map(([port, target]) => this.#open(port, target)));
     openServers.set(this.#served.size);
+  }
+
+  #claim(key: string, s: LocalService, touched: Set<number>): void {
+    const port = s.healthCheckNodePort;
+    let claims = this.#claims.get(port);
+    if (claims === undefined) {
+      claims = new Map();
+      this.#claims.set(port, claims);
+    }
+    claims.set(key, targetOf(s));
+    this.#portOf.set(key, port);
+    touched.add(port);
   }
 
   async close(): Promise<void> {

@@ -10,7 +10,7 @@ import type { IPFamily } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import { counter, gauge, histogram } from "../observability/metrics.ts";
-import { stateChanges } from "./state-changes.ts";
+import { type StateChanges, stateChanges } from "./state-changes.ts";
 import type { SyncOutcome } from "./sync-observer.ts";
 
 /** 1 ms doubling 15 times (up to about 16 s), as kube-proxy's sync histograms. */
@@ -154,20 +154,24 @@ class FamilySeries {
 
   queued(state: LocalState): void {
     lastQueued.set(this.labels, this.#now() / 1000);
-    const c = stateChanges(this.#lastQueued, state, this.#keep);
+    const previous = this.#lastQueued;
+    const c = stateChanges(previous, state, this.#keep);
     this.#lastQueued = state;
     serviceChangesTotal.inc(this.labels, c.services);
     endpointChanges.inc(this.labels, c.endpoints);
-    this.#setPending();
+    // Queued right after the last sync (the first state, or a change between syncs): what is
+    // pending is what this state changed, counted just now (at the first state, a walk of
+    // every Service).
+    this.#setPending(previous === this.#lastSynced ? c : undefined);
   }
 
   /** What the latest state changed since the last one synced, distinct services counted once. */
-  #setPending(): void {
+  #setPending(known?: StateChanges): void {
     const queued = this.#lastQueued;
     const c =
       queued === undefined || queued === this.#lastSynced
         ? { services: 0, endpoints: 0 }
-        : stateChanges(this.#lastSynced, queued, this.#keep);
+        : (known ?? stateChanges(this.#lastSynced, queued, this.#keep));
     serviceChangesPending.set(this.labels, c.services);
     endpointChangesPending.set(this.labels, c.endpoints);
   }

@@ -10,7 +10,7 @@ import { IP_FAMILIES } from "../../model/ip.ts";
 import type { LocalState } from "../../model/local.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter, gauge, histogram } from "../../observability/metrics.ts";
-import { parseEntry, staleEntryMatcher } from "./reconcile.ts";
+import { type CtEntry, isTranslated, parseEntry, staleEntries } from "./reconcile.ts";
 import type { ConntrackRunner } from "./runner.ts";
 import { type CtFilter, filterLine, staleFilters } from "./stale.ts";
 
@@ -44,6 +44,8 @@ const dropped = counter(
 
 /** Bound on pending filters: beyond it conntrack is far behind, and entries time out anyway. */
 const MAX_PENDING = 50_000;
+/** Service flows of the table judged per walk of the services at the first sync. */
+const RECONCILE_CHUNK = 50_000;
 /** Filters per conntrack process: each is a table walk, so a batch stays within its deadline. */
 const MAX_BATCH = 200;
 
@@ -84,14 +86,20 @@ export class ConntrackCleaner {
 
   /** Lists the UDP and SCTP entries and queues a filter for each stale one. */
   async #reconcile(state: LocalState): Promise<void> {
-    const stale = staleEntryMatcher(state);
     const filters: CtFilter[] = [];
+    // Judged a chunk at a time: each chunk is one walk of the services, and memory stays bounded.
+    let chunk: CtEntry[] = [];
+    const judge = () => {
+      for (const f of staleEntries(state, chunk)) if (filters.length < MAX_PENDING) filters.push(f);
+      chunk = [];
+    };
     for (const protocol of ["udp", "sctp"] as const) {
       try {
         await this.#runner.list(protocol, (line) => {
           const entry = parseEntry(line);
-          const f = entry && stale(entry);
-          if (f !== undefined && filters.length < MAX_PENDING) filters.push(f);
+          if (entry === undefined || !isTranslated(entry)) return;
+          chunk.push(entry);
+          if (chunk.length === RECONCILE_CHUNK) judge();
         });
       } catch (err) {
         failures.inc();
@@ -101,6 +109,7 @@ export class ConntrackCleaner {
         );
       }
     }
+    judge();
     if (filters.length > 0)
       this.#log.info(
         { filters: filters.length },

@@ -7,7 +7,7 @@
 // were not translated, or that go to no Service, are left alone. Pure: entries and a state in,
 // deletion filters out.
 
-import type { LocalState } from "../../model/local.ts";
+import type { LocalEndpoint, LocalState } from "../../model/local.ts";
 import type { CtFilter } from "./stale.ts";
 
 /** conntrack names the families ipv4 and ipv6. */
@@ -16,7 +16,7 @@ function ipFamilyOf(e: CtEntry): "IPv4" | "IPv6" {
 }
 
 /** One UDP or SCTP entry of `conntrack -L -o extended`: the original and reply directions. */
-interface CtEntry {
+export interface CtEntry {
   readonly family: "ipv4" | "ipv6";
   readonly protocol: "udp" | "sctp";
   readonly origDst: string;
@@ -46,44 +46,72 @@ export function parseEntry(line: string): CtEntry | undefined {
   };
 }
 
-/** A matcher of stale entries for one state: built once, then fed every entry of the table. */
-export function staleEntryMatcher(state: LocalState): (e: CtEntry) => CtFilter | undefined {
+/** Whether conntrack translated the entry (its reply comes from elsewhere): only a Service flow is. */
+export function isTranslated(e: CtEntry): boolean {
+  return e.replySrc !== e.origDst;
+}
+
+/**
+ * The filters deleting the stale ones among `entries` (translated entries, see isTranslated).
+ * The services are walked once, and only the ports some entry went to are indexed: a node's
+ * table holds a few Service flows, the state up to 100k Services, and this runs while kpng
+ * follows changes.
+ */
+export function staleEntries(state: LocalState, entries: readonly CtEntry[]): CtFilter[] {
+  if (entries.length === 0) return [];
+  const vips = new Set<string>();
+  const nodePorts = new Set<number>();
+  for (const e of entries) {
+    vips.add(e.origDst);
+    nodePorts.add(e.origDstPort);
+  }
   // "udp 198.51.100.10 53" (a service IP and port) or "udp * 30053" (a node port) → endpoints.
   const allowed = new Map<string, Set<string>>();
-  const allow = (key: string, ips: Iterable<string>) => {
-    const set = allowed.get(key) ?? new Set<string>();
-    for (const ip of ips) set.add(ip);
-    allowed.set(key, set);
+  const allow = (key: string, endpoints: readonly LocalEndpoint[]) => {
+    let set = allowed.get(key);
+    if (set === undefined) {
+      set = new Set();
+      allowed.set(key, set);
+    }
+    for (const e of endpoints) set.add(e.ip);
   };
   for (const svc of state.services.values()) {
     for (const p of svc.ports) {
       const protocol = p.protocol === "UDP" ? "udp" : p.protocol === "SCTP" ? "sctp" : undefined;
       if (protocol === undefined) continue;
-      const internal = p.internalEndpoints.map((e) => e.ip);
-      const external = p.externalEndpoints.map((e) => e.ip);
       for (const f of svc.families) {
-        allow(`${protocol} ${f.clusterIP} ${p.port}`, internal);
-        for (const vip of [...f.externalIPs, ...f.loadBalancerIPs])
-          allow(`${protocol} ${vip} ${p.port}`, external);
+        if (vips.has(f.clusterIP)) allow(`${protocol} ${f.clusterIP} ${p.port}`, p.internalEndpoints);
+        for (const vip of f.externalIPs)
+          if (vips.has(vip)) allow(`${protocol} ${vip} ${p.port}`, p.externalEndpoints);
+        for (const vip of f.loadBalancerIPs)
+          if (vips.has(vip)) allow(`${protocol} ${vip} ${p.port}`, p.externalEndpoints);
       }
-      if (p.nodePort > 0) allow(`${protocol} * ${p.nodePort}`, external);
+      if (p.nodePort > 0 && nodePorts.has(p.nodePort))
+        allow(`${protocol} * ${p.nodePort}`, p.externalEndpoints);
     }
   }
-  return (e) => {
-    if (e.replySrc === e.origDst) return undefined; // not translated: not a Service flow
+  const out: CtFilter[] = [];
+  for (const e of entries) {
     const byVip = allowed.get(`${e.protocol} ${e.origDst} ${e.origDstPort}`);
     if (byVip !== undefined) {
-      if (byVip.has(e.replySrc)) return undefined;
-      return {
-        family: ipFamilyOf(e),
-        protocol: e.protocol,
-        origDst: e.origDst,
-        origDstPort: e.origDstPort,
-        replySrc: e.replySrc,
-      };
+      if (!byVip.has(e.replySrc))
+        out.push({
+          family: ipFamilyOf(e),
+          protocol: e.protocol,
+          origDst: e.origDst,
+          origDstPort: e.origDstPort,
+          replySrc: e.replySrc,
+        });
+      continue;
     }
     const byNodePort = allowed.get(`${e.protocol} * ${e.origDstPort}`);
-    if (byNodePort === undefined || byNodePort.has(e.replySrc)) return undefined;
-    return { family: ipFamilyOf(e), protocol: e.protocol, origDstPort: e.origDstPort, replySrc: e.replySrc };
-  };
+    if (byNodePort !== undefined && !byNodePort.has(e.replySrc))
+      out.push({
+        family: ipFamilyOf(e),
+        protocol: e.protocol,
+        origDstPort: e.origDstPort,
+        replySrc: e.replySrc,
+      });
+  }
+  return out;
 }

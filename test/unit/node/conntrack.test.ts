@@ -10,6 +10,7 @@ import {
 } from "../../../src/node/conntrack/sysctls.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { registry } from "../../../src/observability/metrics.ts";
+import { countedState } from "../../support/counting-services.ts";
 import { ep, port, service, state } from "../backends/nft/fixtures.ts";
 
 class FakeConntrack implements ConntrackRunner {
@@ -174,6 +175,27 @@ describe("conntrack after a restart", () => {
         "-D -f ipv4 -p udp --orig-dst 203.0.113.10 --dport 53 --reply-src 198.51.100.9",
         "-D -f ipv4 -p udp --dport 30053 --reply-src 198.51.100.9",
       ],
+    ]);
+  });
+
+  test("the Services are walked only when the table holds Service flows, once per chunk of them", async () => {
+    // A state that counts the walks over its services (100k Services at a restart).
+    const reads = { walks: 0, lookups: 0 };
+    const counted = countedState(state([dnsWithNodePort(["198.51.100.2"])]), reads);
+    const ct = new FakeConntrack();
+    // Not translated (a flow to the node itself), and not UDP: nothing to judge.
+    ct.table.udp = [entry("192.0.2.77", 53, "192.0.2.77")];
+    const quiet = new ConntrackCleaner(ct, silentLogger);
+    quiet.cleanup(counted);
+    await quiet.idle();
+    assert.equal(reads.walks, 0);
+    ct.table.udp = Array.from({ length: 3 }, () => entry("203.0.113.10", 53, "198.51.100.9"));
+    const busy = new ConntrackCleaner(ct, silentLogger);
+    busy.cleanup(counted);
+    await busy.idle();
+    assert.equal(reads.walks, 1);
+    assert.deepEqual(ct.batches, [
+      ["-D -f ipv4 -p udp --orig-dst 203.0.113.10 --dport 53 --reply-src 198.51.100.9"],
     ]);
   });
 

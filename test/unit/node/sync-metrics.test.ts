@@ -3,6 +3,7 @@ import { describe, test } from "node:test";
 import { stateChanges } from "../../../src/node/state-changes.ts";
 import { SyncMetrics } from "../../../src/node/sync-metrics.ts";
 import { registry } from "../../../src/observability/metrics.ts";
+import { countedState } from "../../support/counting-services.ts";
 import { ep, port, service, state } from "../backends/nft/fixtures.ts";
 
 async function values(name: string) {
@@ -149,5 +150,19 @@ describe("SyncMetrics (kube-proxy names)", () => {
       )?.value;
     assert.equal(await noLocal("IPv4"), 0);
     assert.equal(await noLocal("IPv6"), 1);
+  });
+});
+
+// Last: the tests above read the first series of a metric, and this one adds series of its own.
+describe("SyncMetrics at a cold start", () => {
+  test("the first state (every Service at a cold start) is walked once when queued, once when synced", () => {
+    // A mode of its own: the registry is the process's, and other tests count nftables' series.
+    const m = new SyncMetrics("walks", ["IPv4"]);
+    const reads = { walks: 0, lookups: 0 };
+    const first = countedState(state([service({ name: "a" }), service({ name: "b" })]), reads);
+    m.queued(first);
+    assert.equal(reads.walks, 1, "the changes and what is pending are counted in one walk");
+    m.synced("IPv4", { state: first, full: true, durationMs: 1 });
+    assert.equal(reads.walks, 2);
   });
 });
