@@ -128,7 +128,7 @@ for (const n of SIZES) {
     const ordered = untilFirstOutcome(maps.observer, stop.signal);
     const mapsLoop = new SyncLoop({
       backend: "ebpf",
-      families: [backend.asFamily()],
+      families: backend.asFamilies(),
       log: silentLogger,
       observer: ordered.observer,
     });

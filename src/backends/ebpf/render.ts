@@ -5,6 +5,7 @@
 // the nft rules of the same process: drops (a Local policy without a local endpoint, an address
 // that no Service holds), load-balancer IPs with source ranges, SCTP.
 
+import type { IPFamily } from "../../model/kube.ts";
 import { hasSourceRanges, type LocalEndpoint, type LocalService, ofFamily } from "../../model/local.ts";
 import { type Backend, type Frontend, MAX_BACKENDS_PER_SERVICE } from "./layout.ts";
 
@@ -24,12 +25,14 @@ export interface RenderContext {
   readonly nodePortIPs: readonly string[];
 }
 
-export function renderService(svc: LocalService, ctx: RenderContext): RenderedGroup[] {
+/** The Service's groups, of every family or of `only` one (each family is synced on its own). */
+export function renderService(svc: LocalService, ctx: RenderContext, only?: IPFamily): RenderedGroup[] {
   const groups: RenderedGroup[] = [];
   for (const port of svc.ports) {
     if (port.protocol === "SCTP") continue; // sock_addr hooks see TCP and UDP only
     // Only the families the Service has a cluster IP in carry it (kube-proxy's per-family proxier).
     for (const { family, clusterIP, externalIPs, loadBalancerIPs } of svc.families) {
+      if (only !== undefined && family !== only) continue;
       const base = `${port.protocol}/${port.port}/${family}`;
       const addr = (ips: readonly string[], p: number) =>
         ips.map((ip) => ({ ip, port: p, protocol: port.protocol }));

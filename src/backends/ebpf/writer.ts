@@ -9,6 +9,11 @@
 // A full sync (the first one, or after a failure or a repair) starts by reading what the maps
 // hold, so a restarted kpng adopts the pinned maps: entries that are already right stay, and
 // Services keep resolving throughout.
+//
+// A writer may own one IP family of the maps (the backend syncs and times each family on its
+// own): it reads, adopts and deletes only that family's frontends and slots, and gives its lists
+// ids from its own half of the id space, above every id the maps held when it read them, so two
+// writers on the same maps never name the same slots.
 
 import {
   decodeServiceValue,
@@ -66,18 +71,41 @@ const slotList = (id: number, gen: number) => `${id}/${gen}`;
 /** A key as a Map or Set key: one byte per character. */
 const keyString = (packed: Buffer, at: number, size: number) => packed.toString("latin1", at, at + size);
 
+/** The address family byte of a frontend's key and of a backend's value (layout.ts). */
+const KEY_FAMILY = 19;
+const BACKEND_FAMILY = 18;
+
+/** The ids of each family's backend lists: IPv4 in the lower half, IPv6 in the upper. */
+const ID_RANGES = {
+  all: { first: 1, last: 0xffff_ffff },
+  4: { first: 1, last: 0x7fff_ffff },
+  6: { first: 0x8000_0000, last: 0xffff_ffff },
+} as const;
+
+interface MapWriterOptions {
+  /** The one address family (4 or 6) this writer owns; every entry when absent. */
+  readonly family?: 4 | 6;
+  /** Entries per batch syscall (tests use small ones). */
+  readonly batchEntries?: number;
+}
+
 export class MapWriter {
   readonly #maps: LbMaps;
+  readonly #family: 4 | 6 | undefined;
+  readonly #ids: { readonly first: number; readonly last: number };
   readonly #slots: WriteBatch;
   readonly #frontends: WriteBatch;
   readonly #value = Buffer.alloc(VALUE);
   #services = new Map<string, readonly Programmed[]>();
-  #nextId = 1;
+  #nextId: number;
 
-  constructor(maps: LbMaps, batchEntries?: number) {
+  constructor(maps: LbMaps, options: MapWriterOptions = {}) {
     this.#maps = maps;
-    this.#slots = new WriteBatch(maps, "backends", undefined, batchEntries);
-    this.#frontends = new WriteBatch(maps, "services", this.#slots, batchEntries);
+    this.#family = options.family;
+    this.#ids = ID_RANGES[options.family ?? "all"];
+    this.#nextId = this.#ids.first;
+    this.#slots = new WriteBatch(maps, "backends", undefined, options.batchEntries);
+    this.#frontends = new WriteBatch(maps, "services", this.#slots, options.batchEntries);
   }
 
   /** Services currently programmed. */
@@ -228,7 +256,8 @@ export class MapWriter {
         dropFrontends(p.frontends);
         dropSlots(p);
       }
-      if (groups === undefined) this.#services.delete(key);
+      // A Service with nothing in this writer's family takes no room in its bookkeeping.
+      if (now.length === 0) this.#services.delete(key);
       else this.#services.set(key, now);
       written.push(now);
     }
@@ -255,25 +284,34 @@ export class MapWriter {
     };
   }
 
+  /** New ids go above `id` when it is in this writer's range, whichever family holds it. */
+  #seen(id: number): void {
+    if (id >= this.#nextId && id <= this.#ids.last) this.#nextId = id + 1;
+  }
+
+  /** What the maps hold of this writer's family. */
   #read(): Adopted {
+    const family = this.#family;
     const byFrontend = new Map<string, ServiceValue>();
     const frontends = new Map<number, Buffer[]>();
     for (const [k, v] of this.#maps.entries("services")) {
       const value = decodeServiceValue(v);
+      this.#seen(value.id);
+      if (family !== undefined && k[KEY_FAMILY] !== family) continue;
       byFrontend.set(keyString(k, 0, FRONTEND), value);
       const list = frontends.get(value.id);
       if (list === undefined) frontends.set(value.id, [Buffer.from(k)]);
       else list.push(Buffer.from(k));
-      if (value.id >= this.#nextId) this.#nextId = value.id + 1;
     }
     const slots = new Map<string, Buffer[]>();
     for (const [k, v] of this.#maps.entries("backends")) {
       const s = decodeSlot(k);
+      this.#seen(s.id);
+      if (family !== undefined && v[BACKEND_FAMILY] !== family) continue;
       const list = slotList(s.id, s.gen);
       const values = slots.get(list) ?? [];
       values[s.index] = Buffer.from(v);
       slots.set(list, values);
-      if (s.id >= this.#nextId) this.#nextId = s.id + 1;
     }
     return { byFrontend, frontends, slots, claimed: new Set() };
   }
