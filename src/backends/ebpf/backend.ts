@@ -63,6 +63,12 @@ export class EbpfBackend {
   readonly #families: ReadonlyMap<IPFamily, FamilyWrites>;
   /** Counts the loader's re-creations of the maps: the entries written before are gone. */
   #mapsGeneration = 0;
+  /**
+   * The loader's last ensure(), shared by the families' full syncs until a family is forgotten
+   * or fails: at start and after a repair the first family puts the programs and maps in place,
+   * and the other one does not ask bpftool again.
+   */
+  #ensured: Promise<void> | undefined;
 
   constructor(options: EbpfBackendOptions) {
     this.#o = options;
@@ -121,12 +127,12 @@ export class EbpfBackend {
   async syncFamily(family: IPFamily, state: LocalState): Promise<SyncReport> {
     const f = this.#families.get(family)!;
     const full = f.needsFull || f.writer === undefined;
+    const started = performance.now();
     try {
       let report: WriteReport;
       if (full) {
-        const done = await this.#o.loader.ensure();
-        if (done.length > 0) this.#o.log.info({ done, family }, "BPF programs and maps in place");
-        if (done.some((d) => d.startsWith(CREATED_MAP))) this.#mapsGeneration++;
+        this.#ensured ??= this.#ensure();
+        await this.#ensured;
         f.maps?.close();
         f.maps = this.#o.openMaps();
         f.writer = new MapWriter(f.maps, { family: ADDRESS_FAMILY[family] });
@@ -139,8 +145,13 @@ export class EbpfBackend {
       f.applied = state;
       f.lastError = undefined;
       programmed.set(this.#inLine() ? 1 : 0);
+      if (report.frontendsWritten + report.frontendsDeleted + report.backendsDeleted > 0 || full) {
+        const ms = Math.round(performance.now() - started);
+        this.#o.log.debug({ family, revision: state.revision, full, ms, ...report }, "ebpf maps synced");
+      }
       return { ...report, full };
     } catch (err) {
+      this.#ensured = undefined;
       f.needsFull = true;
       f.lastError = (err as Error).message;
       programmed.set(0);
@@ -151,6 +162,12 @@ export class EbpfBackend {
       }
       throw err;
     }
+  }
+
+  async #ensure(): Promise<void> {
+    const done = await this.#o.loader.ensure();
+    if (done.length > 0) this.#o.log.info({ done }, "BPF programs and maps in place");
+    if (done.some((d) => d.startsWith(CREATED_MAP))) this.#mapsGeneration++;
   }
 
   #inLine(): boolean {
@@ -179,6 +196,7 @@ export class EbpfBackend {
       apply: async (state) => ({ full: (await this.syncFamily(family, state)).full, texts: [] }),
       forget: () => {
         this.#families.get(family)!.needsFull = true;
+        this.#ensured = undefined;
       },
     }));
   }

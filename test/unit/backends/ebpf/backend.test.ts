@@ -58,7 +58,7 @@ describe("eBPF backend sync loop", () => {
     const { loader, maps, backend } = setup();
     const first = await backend.sync(state(manyServices(50), 1));
     assert.equal(first.full, true);
-    assert.equal(loader.ensured, 2); // each family's full sync makes sure the programs are there
+    assert.equal(loader.ensured, 1); // the families' first full syncs share one look
     assert.equal(listFrontends(maps).length, 50);
     const services = manyServices(50);
     services[3] = { ...services[3]!, ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] };
@@ -66,7 +66,7 @@ describe("eBPF backend sync loop", () => {
     assert.equal(next.full, false);
     assert.equal(next.services, 100); // no change log in this state: each family compares every key…
     assert.equal(next.backendsWritten, 1); // …but only the changed one is written
-    assert.equal(loader.ensured, 2);
+    assert.equal(loader.ensured, 1);
   });
 
   test("a failed write is retried as a full sync, which converges the maps", async () => {
@@ -78,7 +78,7 @@ describe("eBPF backend sync loop", () => {
     assert.match(backend.problem ?? "", /Input\/output error/);
     const again = await backend.sync(state([changed], 2));
     assert.equal(again.full, true);
-    assert.equal(loader.ensured, 3); // the failed family only
+    assert.equal(loader.ensured, 2); // the failed family looks again
     assert.deepEqual(listFrontends(maps)[0]?.backends, ["198.51.100.4:8080"]);
     assert.equal(backend.problem, undefined);
   });
@@ -185,7 +185,9 @@ describe("each IP family on its own", () => {
     await loop.sync(state([dualStack()], 1));
     const values =
       (await registry.getSingleMetric("kubeproxy_sync_proxy_rules_duration_seconds")?.get())?.values ?? [];
-    const counts = values.filter((v) => v.labels.backend === "ebpf" && v.metricName?.endsWith("_count"));
+    const counts = values.filter(
+      (v) => v.labels.backend === "ebpf" && (v as { metricName?: string }).metricName?.endsWith("_count"),
+    );
     assert.deepEqual(counts.map((v) => [v.labels.ip_family, v.value]).sort(), [
       ["IPv4", 1],
       ["IPv6", 1],
