@@ -15,7 +15,7 @@ import { counter, gauge } from "../../observability/metrics.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
 import { CREATED_MAP, type ProgramLoader } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
-import { MapWriter, type WriteReport } from "./writer.ts";
+import { type Adopted, MapWriter, readMaps, type WriteReport } from "./writer.ts";
 
 const syncFailures = counter(
   "kpng_ebpf_write_failures_total",
@@ -69,6 +69,12 @@ export class EbpfBackend {
    * and the other one does not ask bpftool again.
    */
   #ensured: Promise<void> | undefined;
+  /**
+   * Shares of one read of the maps kept for the families whose full sync is still to come in
+   * this round: each family writes only its own entries, so its share stays what the maps hold
+   * of it until it syncs. Dropped with #ensured.
+   */
+  readonly #reads = new Map<IPFamily, Adopted>();
 
   constructor(options: EbpfBackendOptions) {
     this.#o = options;
@@ -138,7 +144,9 @@ export class EbpfBackend {
         f.writer = new MapWriter(f.maps, { family: ADDRESS_FAMILY[family] });
         f.generation = this.#mapsGeneration;
         f.needsFull = false;
-        report = f.writer.fullSync(this.#renderAll(state, family));
+        const read = this.#reads.get(family) ?? this.#readFor(family, f.maps);
+        this.#reads.delete(family);
+        report = f.writer.fullSync(this.#renderAll(state, family), read);
       } else {
         report = f.writer!.update(this.#renderChanged(f, state));
       }
@@ -151,7 +159,7 @@ export class EbpfBackend {
       }
       return { ...report, full };
     } catch (err) {
-      this.#ensured = undefined;
+      this.#dropShared();
       f.needsFull = true;
       f.lastError = (err as Error).message;
       programmed.set(0);
@@ -164,10 +172,25 @@ export class EbpfBackend {
     }
   }
 
+  /** One read of the maps: `family`'s share, and the shares of the others waiting for a full sync. */
+  #readFor(family: IPFamily, maps: LbMaps): Adopted {
+    const waiting = [...this.#families.values()].filter((o) => o.family !== family && o.needsFull);
+    const scopes = [family, ...waiting.map((o) => o.family)].map((x) => ADDRESS_FAMILY[x]);
+    const read = readMaps(maps, scopes);
+    for (const o of waiting) this.#reads.set(o.family, read.get(ADDRESS_FAMILY[o.family])!);
+    return read.get(ADDRESS_FAMILY[family])!;
+  }
+
   async #ensure(): Promise<void> {
     const done = await this.#o.loader.ensure();
     if (done.length > 0) this.#o.log.info({ done }, "BPF programs and maps in place");
     if (done.some((d) => d.startsWith(CREATED_MAP))) this.#mapsGeneration++;
+  }
+
+  /** What the families shared in this round no longer holds: the next full sync looks again. */
+  #dropShared(): void {
+    this.#ensured = undefined;
+    this.#reads.clear();
   }
 
   #inLine(): boolean {
@@ -196,7 +219,7 @@ export class EbpfBackend {
       apply: async (state) => ({ full: (await this.syncFamily(family, state)).full, texts: [] }),
       forget: () => {
         this.#families.get(family)!.needsFull = true;
-        this.#ensured = undefined;
+        this.#dropShared();
       },
     }));
   }

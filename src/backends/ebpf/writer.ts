@@ -59,13 +59,18 @@ export interface WriteReport {
   readonly backendsDeleted: number;
 }
 
-/** What the maps held when they were read: frontends by key, and each slot list. */
-interface Adopted {
+/** What the maps held of one family (or all) when they were read: frontends by key, and each slot list. */
+export interface Adopted {
   readonly byFrontend: Map<string, ServiceValue>;
   readonly frontends: Map<number, Buffer[]>;
   readonly slots: Map<string, Buffer[]>;
   readonly claimed: Set<number>;
+  /** The highest id in the scope's range that any entry held (0 when none). */
+  lastId: number;
 }
+
+/** Which entries a writer owns: one address family, or every entry. */
+export type WriterScope = 4 | 6 | "all";
 
 const slotList = (id: number, gen: number) => `${id}/${gen}`;
 /** A key as a Map or Set key: one byte per character. */
@@ -84,14 +89,14 @@ const ID_RANGES = {
 
 interface MapWriterOptions {
   /** The one address family (4 or 6) this writer owns; every entry when absent. */
-  readonly family?: 4 | 6;
+  readonly family?: WriterScope;
   /** Entries per batch syscall (tests use small ones). */
   readonly batchEntries?: number;
 }
 
 export class MapWriter {
   readonly #maps: LbMaps;
-  readonly #family: 4 | 6 | undefined;
+  readonly #scope: WriterScope;
   readonly #ids: { readonly first: number; readonly last: number };
   readonly #slots: WriteBatch;
   readonly #frontends: WriteBatch;
@@ -101,8 +106,8 @@ export class MapWriter {
 
   constructor(maps: LbMaps, options: MapWriterOptions = {}) {
     this.#maps = maps;
-    this.#family = options.family;
-    this.#ids = ID_RANGES[options.family ?? "all"];
+    this.#scope = options.family ?? "all";
+    this.#ids = ID_RANGES[this.#scope];
     this.#nextId = this.#ids.first;
     this.#slots = new WriteBatch(maps, "backends", undefined, options.batchEntries);
     this.#frontends = new WriteBatch(maps, "services", this.#slots, options.batchEntries);
@@ -115,10 +120,12 @@ export class MapWriter {
 
   /**
    * Rewrites everything from what the maps hold: keeps entries that are right, writes the rest,
-   * deletes what no Service uses. `services` is every Service's rendering.
+   * deletes what no Service uses. `services` is every Service's rendering; `read` is what the
+   * maps hold of this writer's scope (readMaps), read now when not given.
    */
-  fullSync(services: Iterable<[string, readonly RenderedGroup[]]>): WriteReport {
-    const adopted = this.#read();
+  fullSync(services: Iterable<[string, readonly RenderedGroup[]]>, read?: Adopted): WriteReport {
+    const adopted = read ?? readMaps(this.#maps, [this.#scope]).get(this.#scope)!;
+    if (adopted.lastId >= this.#nextId) this.#nextId = adopted.lastId + 1;
     this.#services = new Map();
     // Slots no frontend names (a write that failed half-way) go first: they may fill the map.
     const orphans = new DeleteList(SLOT);
@@ -283,38 +290,6 @@ export class MapWriter {
       backendsDeleted: slotDeletes.count,
     };
   }
-
-  /** New ids go above `id` when it is in this writer's range, whichever family holds it. */
-  #seen(id: number): void {
-    if (id >= this.#nextId && id <= this.#ids.last) this.#nextId = id + 1;
-  }
-
-  /** What the maps hold of this writer's family. */
-  #read(): Adopted {
-    const family = this.#family;
-    const byFrontend = new Map<string, ServiceValue>();
-    const frontends = new Map<number, Buffer[]>();
-    for (const [k, v] of this.#maps.entries("services")) {
-      const value = decodeServiceValue(v);
-      this.#seen(value.id);
-      if (family !== undefined && k[KEY_FAMILY] !== family) continue;
-      byFrontend.set(keyString(k, 0, FRONTEND), value);
-      const list = frontends.get(value.id);
-      if (list === undefined) frontends.set(value.id, [Buffer.from(k)]);
-      else list.push(Buffer.from(k));
-    }
-    const slots = new Map<string, Buffer[]>();
-    for (const [k, v] of this.#maps.entries("backends")) {
-      const s = decodeSlot(k);
-      this.#seen(s.id);
-      if (family !== undefined && v[BACKEND_FAMILY] !== family) continue;
-      const list = slotList(s.id, s.gen);
-      const values = slots.get(list) ?? [];
-      values[s.index] = Buffer.from(v);
-      slots.set(list, values);
-    }
-    return { byFrontend, frontends, slots, claimed: new Set() };
-  }
 }
 
 function packFrontends(frontends: readonly Frontend[]): Buffer {
@@ -355,4 +330,49 @@ function claim(adopted: Adopted, name: string, frontends: Buffer): Programmed | 
     reject: (value.flags & SVC_REJECT) !== 0,
     affinitySeconds: complete ? value.affinitySeconds : -1,
   };
+}
+
+/**
+ * What the maps hold, for each of `scopes`, in one pass over them: a family's full sync reads
+ * the maps once, and at start the other family's full sync takes its share of the same read.
+ */
+export function readMaps(maps: LbMaps, scopes: readonly WriterScope[]): Map<WriterScope, Adopted> {
+  const out = new Map<WriterScope, Adopted>();
+  for (const scope of scopes)
+    out.set(scope, {
+      byFrontend: new Map(),
+      frontends: new Map(),
+      slots: new Map(),
+      claimed: new Set(),
+      lastId: 0,
+    });
+  const seen = (id: number) => {
+    for (const [scope, a] of out) if (id > a.lastId && id <= ID_RANGES[scope].last) a.lastId = id;
+  };
+  const all = out.get("all");
+  for (const [k, v] of maps.entries("services")) {
+    const value = decodeServiceValue(v);
+    seen(value.id);
+    const family = out.get(k[KEY_FAMILY] as 4 | 6);
+    for (const a of [all, family]) {
+      if (a === undefined) continue;
+      a.byFrontend.set(keyString(k, 0, FRONTEND), value);
+      const list = a.frontends.get(value.id);
+      if (list === undefined) a.frontends.set(value.id, [Buffer.from(k)]);
+      else list.push(Buffer.from(k));
+    }
+  }
+  for (const [k, v] of maps.entries("backends")) {
+    const s = decodeSlot(k);
+    seen(s.id);
+    const family = out.get(v[BACKEND_FAMILY] as 4 | 6);
+    for (const a of [all, family]) {
+      if (a === undefined) continue;
+      const list = slotList(s.id, s.gen);
+      const values = a.slots.get(list) ?? [];
+      values[s.index] = Buffer.from(v);
+      a.slots.set(list, values);
+    }
+  }
+  return out;
 }
