@@ -20,7 +20,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { mountBpf } from "../tools/netns/bpf-mounts.ts";
 import { Topology } from "../tools/netns/topology.ts";
-import { THIS_NODE, writeClusterFile } from "./lib/cluster.ts";
+import { BENCH_KPNG_ENV, benchNodeFlags, writeClusterFile } from "./lib/cluster.ts";
 import { type Line, LineProcess } from "./lib/line-process.ts";
 import { flagValue, sizesFlag, table } from "./lib/table.ts";
 
@@ -64,16 +64,9 @@ async function run(topo: Topology, sink: string, n: number, file: string): Promi
       file,
       "to-local",
       ...sinkArgs,
-      "--node-name",
-      THIS_NODE,
-      "--nodeport-addresses",
-      `${topo.nodeIPv4}/32`,
-      "--cluster-cidr",
-      "198.51.100.0/24",
-      "--min-sync-period",
-      "0",
+      ...benchNodeFlags(topo.nodeIPv4),
     ],
-    { KPNG_LOG_LEVEL: "debug", KUBECONFIG: "", HOME: "/nonexistent" },
+    BENCH_KPNG_ENV,
   );
   try {
     const read = await kpng.waitFor(msg("read the file"), 0, COLD_TIMEOUT_MS);
