@@ -42,7 +42,7 @@ interface EbpfBackendOptions {
 }
 
 /** What one sync of one or both families wrote. */
-export type SyncReport = WriteReport & { readonly full: boolean };
+type SyncReport = WriteReport & { readonly full: boolean };
 
 /** One IP family's share of the maps. */
 interface FamilyWrites {

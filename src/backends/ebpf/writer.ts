@@ -70,7 +70,7 @@ export interface Adopted {
 }
 
 /** Which entries a writer owns: one address family, or every entry. */
-export type WriterScope = 4 | 6 | "all";
+type WriterScope = 4 | 6 | "all";
 
 const slotList = (id: number, gen: number) => `${id}/${gen}`;
 /** A key as a Map or Set key: one byte per character. */
