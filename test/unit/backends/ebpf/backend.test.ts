@@ -179,6 +179,24 @@ describe("each IP family on its own", () => {
     ]);
   });
 
+  test("a start reads the maps once for both families, not back what the first one wrote", async () => {
+    const reads: string[] = [];
+    const maps = new (class extends FakeBpfMaps {
+      override entries(map: "services" | "backends") {
+        reads.push(map);
+        return super.entries(map);
+      }
+    })();
+    const { backend } = setup(maps);
+    await backend.sync(state([dualStack()], 1));
+    assert.deepEqual(reads, ["services", "backends"]);
+    // A repair of one family reads again: the other family's share of the first read is gone.
+    const [v4] = backend.asFamilies() as [BackendFamily];
+    v4.forget();
+    await v4.apply(state([dualStack()], 1), false);
+    assert.deepEqual(reads, ["services", "backends", "services", "backends"]);
+  });
+
   test("the shared loop times each family under its own ip_family, never an empty one", async () => {
     const { backend } = setup();
     const loop = new SyncLoop({ backend: "ebpf", families: backend.asFamilies(), log: silentLogger });
