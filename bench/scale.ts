@@ -35,6 +35,8 @@ import type { ProbeRequest } from "../tools/netns/probe.ts";
 import { probeFrom } from "../tools/netns/probe-from.ts";
 import { Topology } from "../tools/netns/topology.ts";
 import {
+  BENCH_KPNG_ENV,
+  benchNodeFlags,
   type ClusterShape,
   changedService,
   MAX_PROBED,
@@ -150,20 +152,9 @@ async function startKpng(
       ...sourceArgs,
       "to-local",
       "to-nft",
-      "--node-name",
-      THIS_NODE,
-      "--nodeport-addresses",
-      `${topo.nodeIPv4}/32`,
-      "--cluster-cidr",
-      "198.51.100.0/24",
-      "--min-sync-period",
-      "0",
+      ...benchNodeFlags(topo.nodeIPv4),
     ],
-    {
-      KPNG_LOG_LEVEL: "debug",
-      KUBECONFIG: "",
-      HOME: "/nonexistent",
-    },
+    BENCH_KPNG_ENV,
   );
   // A kpng too slow for the timeout still gets its row (and its profile), marked as such.
   const storeSynced = await kpng

@@ -13,6 +13,23 @@ import { ipOf } from "./nft-netns.ts";
 
 export const NODES = 100;
 export const THIS_NODE = "node-0";
+/** The flags of a benchmarked kpng on node THIS_NODE at `nodeIPv4`, syncing without pacing. */
+export function benchNodeFlags(nodeIPv4: string): string[] {
+  return [
+    "--node-name",
+    THIS_NODE,
+    "--nodeport-addresses",
+    `${nodeIPv4}/32`,
+    "--cluster-cidr",
+    "198.51.100.0/24",
+    "--min-sync-period",
+    "0",
+  ];
+}
+
+/** The environment of a benchmarked kpng: debug lines (read as they arrive), no kubeconfig. */
+export const BENCH_KPNG_ENV = { KPNG_LOG_LEVEL: "debug", KUBECONFIG: "", HOME: "/nonexistent" };
+
 /** Cluster IPs for the probed Services: 203.0.113.1 … 203.0.113.250. */
 export const MAX_PROBED = 250;
 

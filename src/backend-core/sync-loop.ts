@@ -52,7 +52,7 @@ export interface FamilyApplied {
 /** One IP family of a backend, as the loop drives it: its renderer and runner live behind it. */
 export interface BackendFamily {
   readonly family: string;
-  /** The IP families its apply programs: one, or both for a write that serves both (eBPF maps). */
+  /** The IP families its apply programs: one, or both for a write that cannot be split. */
   readonly ipFamilies: readonly IPFamily[];
   /** Brings the family's rules in line with `state`; `periodic` marks the periodic resync. */
   apply(state: LocalState, periodic: boolean): Promise<FamilyApplied>;

@@ -3,7 +3,7 @@
 // `backend` label (kube-proxy's mode name) rather than one metric family per backend. Buckets
 // follow kube-proxy's; the failure counter's name depends on the backend's mode, as kube-proxy's.
 // The shared sync loop (backend-core/sync-loop.ts) feeds them for every backend. A backend that
-// programs both families in one write (eBPF maps) reports under an empty `ip_family`.
+// programs both families in one write would report under an empty `ip_family`.
 
 import type { Counter } from "prom-client";
 import type { IPFamily } from "../model/kube.ts";

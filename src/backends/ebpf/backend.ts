@@ -1,24 +1,21 @@
-// The eBPF backend as the shared sync loop (backend-core/sync-loop.ts) drives it: one "family"
-// (the maps serve IPv4 and IPv6 alike) whose apply feeds the latest local state to the renderer
-// and the map writer (only changed Services), with a full sync at start and after a failure or
-// a repair (forget). The programs and pins come from the loader before a full sync.
+// The eBPF backend as the shared sync loop (backend-core/sync-loop.ts) drives it: one family per
+// IP family, each synced, timed and retried on its own as nft's and iptables' are. The maps serve
+// both families; each family has its own writer, which owns that family's frontends and slots
+// (writer.ts). A family's apply feeds the latest local state to the renderer and its writer (only
+// changed Services), with a full sync at start and after a failure or a repair (forget). The
+// programs and pins come from the loader before a full sync.
 
 import type { BackendFamily } from "../../backend-core/sync-loop.ts";
 import { IP_FAMILIES } from "../../model/ip.ts";
+import type { IPFamily } from "../../model/kube.ts";
 import type { LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 import type { Logger } from "../../observability/log.ts";
-import { counter, gauge, histogram } from "../../observability/metrics.ts";
+import { counter, gauge } from "../../observability/metrics.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
-import type { ProgramLoader } from "./programs.ts";
+import { CREATED_MAP, type ProgramLoader } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
-import { MapWriter, type WriteReport } from "./writer.ts";
-
-const syncDuration = histogram(
-  "kpng_ebpf_sync_duration_seconds",
-  "Time to bring the BPF maps in line with a new local state.",
-  [0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10],
-);
+import { type Adopted, MapWriter, readMaps, type WriteReport } from "./writer.ts";
 
 const syncFailures = counter(
   "kpng_ebpf_write_failures_total",
@@ -31,7 +28,10 @@ const mapFull = counter(
   ["map"],
 );
 
-const programmed = gauge("kpng_ebpf_programmed", "1 when the BPF maps hold the latest local state, else 0.");
+const programmed = gauge(
+  "kpng_ebpf_programmed",
+  "1 when the BPF maps hold the latest local state of both IP families, else 0.",
+);
 
 interface EbpfBackendOptions {
   readonly loader: ProgramLoader;
@@ -41,79 +41,186 @@ interface EbpfBackendOptions {
   readonly log: Logger;
 }
 
+/** What one sync of one or both families wrote. */
+type SyncReport = WriteReport & { readonly full: boolean };
+
+/** One IP family's share of the maps. */
+interface FamilyWrites {
+  readonly family: IPFamily;
+  writer: MapWriter | undefined;
+  maps: LbMaps | undefined;
+  applied: LocalState | undefined;
+  needsFull: boolean;
+  lastError: string | undefined;
+  /** The maps' generation this family's entries are in (see #mapsGeneration). */
+  generation: number;
+}
+
+const ADDRESS_FAMILY = { IPv4: 4, IPv6: 6 } as const;
+
 export class EbpfBackend {
   readonly #o: EbpfBackendOptions;
-  #writer: MapWriter | undefined;
-  #maps: LbMaps | undefined;
-  #applied: LocalState | undefined;
-  #needsFull = true;
-  #lastError: string | undefined;
+  readonly #families: ReadonlyMap<IPFamily, FamilyWrites>;
+  /** Counts the loader's re-creations of the maps: the entries written before are gone. */
+  #mapsGeneration = 0;
+  /**
+   * The loader's last ensure(), shared by the families' full syncs until a family is forgotten
+   * or fails: at start and after a repair the first family puts the programs and maps in place,
+   * and the other one does not ask bpftool again.
+   */
+  #ensured: Promise<void> | undefined;
+  /**
+   * Shares of one read of the maps kept for the families whose full sync is still to come in
+   * this round: each family writes only its own entries, so its share stays what the maps hold
+   * of it until it syncs. Dropped with #ensured.
+   */
+  readonly #reads = new Map<IPFamily, Adopted>();
 
   constructor(options: EbpfBackendOptions) {
     this.#o = options;
+    this.#families = new Map(
+      IP_FAMILIES.map((family) => [
+        family,
+        {
+          family,
+          writer: undefined,
+          maps: undefined,
+          applied: undefined,
+          needsFull: true,
+          lastError: undefined,
+          generation: 0,
+        },
+      ]),
+    );
     programmed.set(0);
   }
 
   /** Why the maps are not in line, or undefined when they are. */
   get problem(): string | undefined {
-    return this.#lastError;
+    for (const f of this.#families.values()) if (f.lastError !== undefined) return f.lastError;
+    return undefined;
   }
 
-  /** One sync to `state`: full (loader, then every Service) or of the changed Services only. */
-  async sync(state: LocalState): Promise<WriteReport & { readonly full: boolean }> {
+  /** Whether the maps were re-created since `family` last wrote them (its entries are gone). */
+  stale(family: string): boolean {
+    const f = this.#families.get(family as IPFamily);
+    return f?.writer !== undefined && f.generation !== this.#mapsGeneration;
+  }
+
+  /** One sync of both families to `state`, one after the other; throws the first failure. */
+  async sync(state: LocalState): Promise<SyncReport> {
+    const reports: SyncReport[] = [];
+    const errors: unknown[] = [];
+    for (const family of IP_FAMILIES) {
+      await this.syncFamily(family, state).then(
+        (r) => reports.push(r),
+        (e: unknown) => errors.push(e),
+      );
+    }
+    if (errors.length > 0) throw errors[0];
+    const sum = (k: keyof WriteReport) => reports.reduce((n, r) => n + r[k], 0);
+    return {
+      full: reports.some((r) => r.full),
+      services: sum("services"),
+      frontendsWritten: sum("frontendsWritten"),
+      frontendsDeleted: sum("frontendsDeleted"),
+      backendsWritten: sum("backendsWritten"),
+      backendsDeleted: sum("backendsDeleted"),
+    };
+  }
+
+  /** One sync of one family to `state`: full (loader, then every Service) or of the changed Services only. */
+  async syncFamily(family: IPFamily, state: LocalState): Promise<SyncReport> {
+    const f = this.#families.get(family)!;
+    const full = f.needsFull || f.writer === undefined;
     const started = performance.now();
-    const full = this.#needsFull || this.#writer === undefined;
     try {
       let report: WriteReport;
       if (full) {
-        const done = await this.#o.loader.ensure();
-        if (done.length > 0) this.#o.log.info({ done }, "BPF programs and maps in place");
-        this.#maps?.close();
-        this.#maps = this.#o.openMaps();
-        this.#writer = new MapWriter(this.#maps);
-        this.#needsFull = false;
-        report = this.#writer.fullSync(this.#renderAll(state));
+        this.#ensured ??= this.#ensure();
+        await this.#ensured;
+        f.maps?.close();
+        f.maps = this.#o.openMaps();
+        f.writer = new MapWriter(f.maps, { family: ADDRESS_FAMILY[family] });
+        f.generation = this.#mapsGeneration;
+        f.needsFull = false;
+        const read = this.#reads.get(family) ?? this.#readFor(family, f.maps);
+        this.#reads.delete(family);
+        report = f.writer.fullSync(this.#renderAll(state, family), read);
       } else {
-        report = this.#writer!.update(this.#renderChanged(state));
+        report = f.writer!.update(this.#renderChanged(f, state));
       }
-      this.#applied = state;
-      this.#lastError = undefined;
-      programmed.set(1);
-      syncDuration.observe((performance.now() - started) / 1000);
+      f.applied = state;
+      f.lastError = undefined;
+      programmed.set(this.#inLine() ? 1 : 0);
+      if (report.frontendsWritten + report.frontendsDeleted + report.backendsDeleted > 0 || full) {
+        const ms = Math.round(performance.now() - started);
+        this.#o.log.debug({ family, revision: state.revision, full, ms, ...report }, "ebpf maps synced");
+      }
       return { ...report, full };
     } catch (err) {
-      this.#needsFull = true;
-      this.#lastError = (err as Error).message;
+      this.#dropShared();
+      f.needsFull = true;
+      f.lastError = (err as Error).message;
       programmed.set(0);
       syncFailures.inc();
       if (err instanceof MapWriteError && err.full) {
         mapFull.inc({ map: err.map });
-        this.#o.log.error({ map: err.map }, "a BPF map is full: raise its --bpf-map-* size");
+        this.#o.log.error({ map: err.map, family }, "a BPF map is full: raise its --bpf-map-* size");
       }
       throw err;
     }
   }
 
-  *#renderAll(state: LocalState): Generator<[string, readonly RenderedGroup[]]> {
-    for (const [key, svc] of state.services) yield [key, renderService(svc, this.#o.render)];
+  /** One read of the maps: `family`'s share, and the shares of the others waiting for a full sync. */
+  #readFor(family: IPFamily, maps: LbMaps): Adopted {
+    const waiting = [...this.#families.values()].filter((o) => o.family !== family && o.needsFull);
+    const scopes = [family, ...waiting.map((o) => o.family)].map((x) => ADDRESS_FAMILY[x]);
+    const read = readMaps(maps, scopes);
+    for (const o of waiting) this.#reads.set(o.family, read.get(ADDRESS_FAMILY[o.family])!);
+    return read.get(ADDRESS_FAMILY[family])!;
   }
 
-  *#renderChanged(state: LocalState): Generator<[string, readonly RenderedGroup[] | undefined]> {
-    for (const [key, , svc] of serviceChanges(this.#applied, state)) {
-      yield [key, svc === undefined ? undefined : renderService(svc, this.#o.render)];
+  async #ensure(): Promise<void> {
+    const done = await this.#o.loader.ensure();
+    if (done.length > 0) this.#o.log.info({ done }, "BPF programs and maps in place");
+    if (done.some((d) => d.startsWith(CREATED_MAP))) this.#mapsGeneration++;
+  }
+
+  /** What the families shared in this round no longer holds: the next full sync looks again. */
+  #dropShared(): void {
+    this.#ensured = undefined;
+    this.#reads.clear();
+  }
+
+  #inLine(): boolean {
+    for (const f of this.#families.values()) if (f.needsFull || f.lastError !== undefined) return false;
+    return true;
+  }
+
+  *#renderAll(state: LocalState, family: IPFamily): Generator<[string, readonly RenderedGroup[]]> {
+    for (const [key, svc] of state.services) yield [key, renderService(svc, this.#o.render, family)];
+  }
+
+  *#renderChanged(
+    f: FamilyWrites,
+    state: LocalState,
+  ): Generator<[string, readonly RenderedGroup[] | undefined]> {
+    for (const [key, , svc] of serviceChanges(f.applied, state)) {
+      yield [key, svc === undefined ? undefined : renderService(svc, this.#o.render, f.family)];
     }
   }
 
-  /** This backend as one family of the shared sync loop. */
-  asFamily(): BackendFamily {
-    return {
-      family: "maps",
-      // One write serves both families.
-      ipFamilies: IP_FAMILIES,
-      apply: async (state) => ({ full: (await this.sync(state)).full, texts: [] }),
+  /** This backend as the shared sync loop's families: one per IP family. */
+  asFamilies(): BackendFamily[] {
+    return IP_FAMILIES.map((family) => ({
+      family,
+      ipFamilies: [family],
+      apply: async (state) => ({ full: (await this.syncFamily(family, state)).full, texts: [] }),
       forget: () => {
-        this.#needsFull = true;
+        this.#families.get(family)!.needsFull = true;
+        this.#dropShared();
       },
-    };
+    }));
   }
 }

@@ -143,11 +143,11 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
         });
         const loop = new SyncLoop({
           backend: "ebpf",
-          families: [ebpf.asFamily()],
+          families: ebpf.asFamilies(),
           log,
           syncPeriodMs: settings.syncPeriodMs,
           observer: maps.observer,
-          probe: new EbpfProbe(loader, log),
+          probe: new EbpfProbe(loader, log, { stale: (family) => ebpf.stale(family) }),
           probeIntervalMs: REPAIR_CHECK_MS,
         });
         await Promise.all([

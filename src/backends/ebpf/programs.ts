@@ -33,6 +33,9 @@ export interface LoaderSettings {
 
 const TIMEOUT_MS = 10_000;
 
+/** How ensure() reports a map it created (any entries the old one held are gone). */
+export const CREATED_MAP = "created map";
+
 /** How `bpftool cgroup show` names each hook's attach type. */
 const SHOWN_AS: Readonly<Record<Hook, string>> = {
   connect4: "cgroup_inet4_connect",
@@ -110,7 +113,7 @@ export class BpftoolLoader implements ProgramLoader {
         d.name,
         ...(d.noPrealloc ? ["flags", "1"] : []),
       ]);
-      done.push(`created map ${d.name}`);
+      done.push(`${CREATED_MAP} ${d.name}`);
     }
     // Programs hold the maps they were loaded with: a re-created map needs them loaded again.
     const reload = done.length > 0 || !HOOKS.every((h) => existsSync(this.#progPin(h)));

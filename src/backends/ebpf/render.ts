@@ -28,12 +28,14 @@ export interface RenderContext {
 /** A node without NodePort addresses (dry runs, tests). */
 export const NO_NODE_PORTS: RenderContext = { nodePortIPs: { IPv4: [], IPv6: [] } };
 
-export function renderService(svc: LocalService, ctx: RenderContext): RenderedGroup[] {
+/** The Service's groups, of every family or of `only` one (each family is synced on its own). */
+export function renderService(svc: LocalService, ctx: RenderContext, only?: IPFamily): RenderedGroup[] {
   const groups: RenderedGroup[] = [];
   for (const port of svc.ports) {
     if (port.protocol === "SCTP") continue; // sock_addr hooks see TCP and UDP only
     // Only the families the Service has a cluster IP in carry it (kube-proxy's per-family proxier).
     for (const { family, clusterIP, externalIPs, loadBalancerIPs, sourceRanges } of svc.families) {
+      if (only !== undefined && family !== only) continue;
       const base = `${port.protocol}/${port.port}/${family}`;
       const addr = (ips: readonly string[], p: number) =>
         ips.map((ip) => ({ ip, port: p, protocol: port.protocol }));

@@ -9,6 +9,11 @@
 // A full sync (the first one, or after a failure or a repair) starts by reading what the maps
 // hold, so a restarted kpng adopts the pinned maps: entries that are already right stay, and
 // Services keep resolving throughout.
+//
+// A writer may own one IP family of the maps (the backend syncs and times each family on its
+// own): it reads, adopts and deletes only that family's frontends and slots, and gives its lists
+// ids from its own half of the id space, above every id the maps held when it read them, so two
+// writers on the same maps never name the same slots.
 
 import {
   decodeServiceValue,
@@ -54,30 +59,58 @@ export interface WriteReport {
   readonly backendsDeleted: number;
 }
 
-/** What the maps held when they were read: frontends by key, and each slot list. */
-interface Adopted {
+/** What the maps held of one family (or all) when they were read: frontends by key, and each slot list. */
+export interface Adopted {
   readonly byFrontend: Map<string, ServiceValue>;
   readonly frontends: Map<number, Buffer[]>;
   readonly slots: Map<string, Buffer[]>;
   readonly claimed: Set<number>;
+  /** The highest id in the scope's range that any entry held (0 when none). */
+  lastId: number;
 }
+
+/** Which entries a writer owns: one address family, or every entry. */
+type WriterScope = 4 | 6 | "all";
 
 const slotList = (id: number, gen: number) => `${id}/${gen}`;
 /** A key as a Map or Set key: one byte per character. */
 const keyString = (packed: Buffer, at: number, size: number) => packed.toString("latin1", at, at + size);
 
+/** The address family byte of a frontend's key and of a backend's value (layout.ts). */
+const KEY_FAMILY = 19;
+const BACKEND_FAMILY = 18;
+
+/** The ids of each family's backend lists: IPv4 in the lower half, IPv6 in the upper. */
+const ID_RANGES = {
+  all: { first: 1, last: 0xffff_ffff },
+  4: { first: 1, last: 0x7fff_ffff },
+  6: { first: 0x8000_0000, last: 0xffff_ffff },
+} as const;
+
+interface MapWriterOptions {
+  /** The one address family (4 or 6) this writer owns; every entry when absent. */
+  readonly family?: WriterScope;
+  /** Entries per batch syscall (tests use small ones). */
+  readonly batchEntries?: number;
+}
+
 export class MapWriter {
   readonly #maps: LbMaps;
+  readonly #scope: WriterScope;
+  readonly #ids: { readonly first: number; readonly last: number };
   readonly #slots: WriteBatch;
   readonly #frontends: WriteBatch;
   readonly #value = Buffer.alloc(VALUE);
   #services = new Map<string, readonly Programmed[]>();
-  #nextId = 1;
+  #nextId: number;
 
-  constructor(maps: LbMaps, batchEntries?: number) {
+  constructor(maps: LbMaps, options: MapWriterOptions = {}) {
     this.#maps = maps;
-    this.#slots = new WriteBatch(maps, "backends", undefined, batchEntries);
-    this.#frontends = new WriteBatch(maps, "services", this.#slots, batchEntries);
+    this.#scope = options.family ?? "all";
+    this.#ids = ID_RANGES[this.#scope];
+    this.#nextId = this.#ids.first;
+    this.#slots = new WriteBatch(maps, "backends", undefined, options.batchEntries);
+    this.#frontends = new WriteBatch(maps, "services", this.#slots, options.batchEntries);
   }
 
   /** Services currently programmed. */
@@ -87,10 +120,12 @@ export class MapWriter {
 
   /**
    * Rewrites everything from what the maps hold: keeps entries that are right, writes the rest,
-   * deletes what no Service uses. `services` is every Service's rendering.
+   * deletes what no Service uses. `services` is every Service's rendering; `read` is what the
+   * maps hold of this writer's scope (readMaps), read now when not given.
    */
-  fullSync(services: Iterable<[string, readonly RenderedGroup[]]>): WriteReport {
-    const adopted = this.#read();
+  fullSync(services: Iterable<[string, readonly RenderedGroup[]]>, read?: Adopted): WriteReport {
+    const adopted = read ?? readMaps(this.#maps, [this.#scope]).get(this.#scope)!;
+    if (adopted.lastId >= this.#nextId) this.#nextId = adopted.lastId + 1;
     this.#services = new Map();
     // Slots no frontend names (a write that failed half-way) go first: they may fill the map.
     const orphans = new DeleteList(SLOT);
@@ -228,7 +263,8 @@ export class MapWriter {
         dropFrontends(p.frontends);
         dropSlots(p);
       }
-      if (groups === undefined) this.#services.delete(key);
+      // A Service with nothing in this writer's family takes no room in its bookkeeping.
+      if (now.length === 0) this.#services.delete(key);
       else this.#services.set(key, now);
       written.push(now);
     }
@@ -253,29 +289,6 @@ export class MapWriter {
       backendsWritten: slots.added,
       backendsDeleted: slotDeletes.count,
     };
-  }
-
-  #read(): Adopted {
-    const byFrontend = new Map<string, ServiceValue>();
-    const frontends = new Map<number, Buffer[]>();
-    for (const [k, v] of this.#maps.entries("services")) {
-      const value = decodeServiceValue(v);
-      byFrontend.set(keyString(k, 0, FRONTEND), value);
-      const list = frontends.get(value.id);
-      if (list === undefined) frontends.set(value.id, [Buffer.from(k)]);
-      else list.push(Buffer.from(k));
-      if (value.id >= this.#nextId) this.#nextId = value.id + 1;
-    }
-    const slots = new Map<string, Buffer[]>();
-    for (const [k, v] of this.#maps.entries("backends")) {
-      const s = decodeSlot(k);
-      const list = slotList(s.id, s.gen);
-      const values = slots.get(list) ?? [];
-      values[s.index] = Buffer.from(v);
-      slots.set(list, values);
-      if (s.id >= this.#nextId) this.#nextId = s.id + 1;
-    }
-    return { byFrontend, frontends, slots, claimed: new Set() };
   }
 }
 
@@ -317,4 +330,49 @@ function claim(adopted: Adopted, name: string, frontends: Buffer): Programmed | 
     reject: (value.flags & SVC_REJECT) !== 0,
     affinitySeconds: complete ? value.affinitySeconds : -1,
   };
+}
+
+/**
+ * What the maps hold, for each of `scopes`, in one pass over them: a family's full sync reads
+ * the maps once, and at start the other family's full sync takes its share of the same read.
+ */
+export function readMaps(maps: LbMaps, scopes: readonly WriterScope[]): Map<WriterScope, Adopted> {
+  const out = new Map<WriterScope, Adopted>();
+  for (const scope of scopes)
+    out.set(scope, {
+      byFrontend: new Map(),
+      frontends: new Map(),
+      slots: new Map(),
+      claimed: new Set(),
+      lastId: 0,
+    });
+  const seen = (id: number) => {
+    for (const [scope, a] of out) if (id > a.lastId && id <= ID_RANGES[scope].last) a.lastId = id;
+  };
+  const all = out.get("all");
+  for (const [k, v] of maps.entries("services")) {
+    const value = decodeServiceValue(v);
+    seen(value.id);
+    const family = out.get(k[KEY_FAMILY] as 4 | 6);
+    for (const a of [all, family]) {
+      if (a === undefined) continue;
+      a.byFrontend.set(keyString(k, 0, FRONTEND), value);
+      const list = a.frontends.get(value.id);
+      if (list === undefined) a.frontends.set(value.id, [Buffer.from(k)]);
+      else list.push(Buffer.from(k));
+    }
+  }
+  for (const [k, v] of maps.entries("backends")) {
+    const s = decodeSlot(k);
+    seen(s.id);
+    const family = out.get(v[BACKEND_FAMILY] as 4 | 6);
+    for (const a of [all, family]) {
+      if (a === undefined) continue;
+      const list = slotList(s.id, s.gen);
+      const values = a.slots.get(list) ?? [];
+      values[s.index] = Buffer.from(v);
+      a.slots.set(list, values);
+    }
+  }
+  return out;
 }

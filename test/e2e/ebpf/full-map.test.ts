@@ -1,7 +1,8 @@
 // A full BPF map, in the kernel: kpng runs to-ebpf with the smallest backend map the flag allows
 // and more endpoints than fit. The failed write is logged naming the flag, counted in
 // kpng_ebpf_map_full_total, and /healthz turns unhealthy; no frontend names a half-written list.
-// Then the cluster shrinks and everything recovers.
+// Then the cluster shrinks and everything recovers. The sync metrics follow each IP family on its
+// own: the IPv4 maps fail while IPv6 (nothing to write) keeps syncing.
 
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -22,6 +23,15 @@ import { httpGet } from "../node/http-get.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const skip = await ebpfSkipReason();
+
+/** The value of `name`'s eBPF series for one ip_family in a scrape; undefined when absent. */
+function ebpfSeries(scrape: string, name: string, family: string): number | undefined {
+  for (const line of scrape.split("\n")) {
+    if (!line.startsWith(`${name}{`) || !line.includes('backend="ebpf"')) continue;
+    if (line.includes(`ip_family="${family}"`)) return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return undefined;
+}
 
 /** n Services with 10 (unreachable, TEST-NET) endpoints each: 10·n backend slots. */
 function services(n: number): TestService[] {
@@ -95,6 +105,13 @@ describe("eBPF backend with a full map", { skip }, () => {
       30_000,
     );
     await eventually(async () => (await get(":10256/healthz")).status === 503, "/healthz 503", 30_000);
+    const scrape = (await get(":10249/metrics")).body;
+    assert.ok((ebpfSeries(scrape, "kpng_ebpf_sync_failures_total", "IPv4") ?? 0) >= 1, "IPv4 failures");
+    assert.equal(ebpfSeries(scrape, "kpng_ebpf_sync_failures_total", "IPv6"), 0);
+    assert.ok(
+      (ebpfSeries(scrape, "kubeproxy_sync_proxy_rules_duration_seconds_count", "IPv6") ?? 0) >= 1,
+      "IPv6 synced on its own",
+    );
   });
 
   test("once the Services fit, the maps are written and /healthz is healthy again", async () => {
@@ -116,5 +133,12 @@ describe("eBPF backend with a full map", { skip }, () => {
     ) as { backends: string[] }[];
     assert.equal(listed.length, 50);
     assert.ok(listed.every((f) => f.backends.length === 10));
+    const scrape = (await get(":10249/metrics")).body;
+    for (const family of ["IPv4", "IPv6"]) {
+      const synced = ebpfSeries(scrape, "kubeproxy_sync_proxy_rules_duration_seconds_count", family);
+      assert.ok((synced ?? 0) >= 1, `${family} syncs timed`);
+      assert.ok((ebpfSeries(scrape, "kubeproxy_sync_proxy_rules_last_timestamp_seconds", family) ?? 0) > 0);
+    }
+    assert.equal(ebpfSeries(scrape, "kubeproxy_sync_proxy_rules_duration_seconds_count", ""), undefined);
   });
 });

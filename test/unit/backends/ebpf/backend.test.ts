@@ -1,13 +1,17 @@
 // The eBPF sync loop with a fake loader and fake maps: full sync at start (the loader first),
 // only changed Services afterwards, a failed write retried as a full sync, a repair reloading
-// what was removed, and a full map reported.
+// what was removed, and a full map reported; each IP family synced, timed and repaired on its own.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import type { BackendFamily } from "../../../../src/backend-core/sync-loop.ts";
+import { SyncLoop } from "../../../../src/backend-core/sync-loop.ts";
 import { EbpfBackend } from "../../../../src/backends/ebpf/backend.ts";
+import { decodeFrontend, decodeServiceValue } from "../../../../src/backends/ebpf/layout.ts";
 import { listFrontends } from "../../../../src/backends/ebpf/list.ts";
 import { jointObservers, untilFirstOutcome } from "../../../../src/backends/ebpf/plugin.ts";
-import type { ProgramLoader } from "../../../../src/backends/ebpf/programs.ts";
+import { EbpfProbe } from "../../../../src/backends/ebpf/probe.ts";
+import { CREATED_MAP, type ProgramLoader } from "../../../../src/backends/ebpf/programs.ts";
 import type { SyncObserver, SyncOutcome } from "../../../../src/node/sync-observer.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
@@ -17,14 +21,20 @@ import { ep, manyServices, port, service, state } from "../nft/fixtures.ts";
 
 class FakeLoader implements ProgramLoader {
   ensured = 0;
+  checked = 0;
   missing: string[] = [];
+  /** The next ensure() creates the maps anew (their pins were removed). */
+  recreate = false;
   async ensure(): Promise<string[]> {
     this.ensured++;
     const done = this.missing.map((m) => `restored ${m}`);
+    if (this.recreate) done.push(`${CREATED_MAP} kpng_svc`);
     this.missing = [];
+    this.recreate = false;
     return done;
   }
   async check(): Promise<string[]> {
+    this.checked++;
     return this.missing;
   }
   async remove(): Promise<string[]> {
@@ -48,7 +58,7 @@ describe("eBPF backend sync loop", () => {
     const { loader, maps, backend } = setup();
     const first = await backend.sync(state(manyServices(50), 1));
     assert.equal(first.full, true);
-    assert.equal(loader.ensured, 1);
+    assert.equal(loader.ensured, 1); // the families' first full syncs share one look
     assert.equal(listFrontends(maps).length, 50);
     const services = manyServices(50);
     services[3] = {
@@ -57,7 +67,7 @@ describe("eBPF backend sync loop", () => {
     };
     const next = await backend.sync(state(services, 2));
     assert.equal(next.full, false);
-    assert.equal(next.services, 50); // no change log in this state: every key is compared…
+    assert.equal(next.services, 100); // no change log in this state: each family compares every key…
     assert.equal(next.backendsWritten, 1); // …but only the changed one is written
     assert.equal(loader.ensured, 1);
   });
@@ -73,7 +83,7 @@ describe("eBPF backend sync loop", () => {
     assert.match(backend.problem ?? "", /Input\/output error/);
     const again = await backend.sync(state([changed], 2));
     assert.equal(again.full, true);
-    assert.equal(loader.ensured, 2);
+    assert.equal(loader.ensured, 2); // the failed family looks again
     assert.deepEqual(listFrontends(maps)[0]?.backends, ["198.51.100.4:8080"]);
     assert.equal(backend.problem, undefined);
   });
@@ -90,7 +100,7 @@ describe("eBPF backend sync loop", () => {
 
   test("forget (a repair, a failure): the next apply reloads what is missing and rewrites the maps", async () => {
     const { loader, maps, backend } = setup();
-    const family = backend.asFamily();
+    const family = backend.asFamilies()[0]!;
     assert.equal((await family.apply(state([service()], 1), false)).full, true);
     // Someone removed the pins: the maps are gone (new, empty ones) and the probe fails.
     maps.maps.services.clear();
@@ -105,6 +115,146 @@ describe("eBPF backend sync loop", () => {
     maps.calls.length = 0;
     assert.equal((await family.apply(state([service()], 1), true)).full, false);
     assert.deepEqual(maps.calls, []);
+  });
+});
+
+describe("each IP family on its own", () => {
+  const dualStack = () =>
+    service({
+      clusterIPs: ["203.0.113.10", "2001:db8::10"],
+      ports: [
+        port({
+          endpointFamilies: ["IPv4", "IPv6"],
+          internalEndpoints: [ep("198.51.100.2"), ep("2001:db8:1::2")],
+        }),
+      ],
+    });
+  const addresses = (maps: FakeBpfMaps) => listFrontends(maps).map((f) => `${f.address} ${f.backends}`);
+
+  test("each family writes its own frontends and lists, with ids that never meet", async () => {
+    const { maps, backend } = setup();
+    const [v4, v6] = backend.asFamilies() as [BackendFamily, BackendFamily];
+    assert.deepEqual(
+      [v4.family, v4.ipFamilies, v6.family, v6.ipFamilies],
+      ["IPv4", ["IPv4"], "IPv6", ["IPv6"]],
+    );
+    await v4.apply(state([dualStack()], 1), false);
+    assert.deepEqual(addresses(maps), ["203.0.113.10 198.51.100.2:8080"]);
+    await v6.apply(state([dualStack()], 1), false);
+    assert.deepEqual(addresses(maps), [
+      "2001:db8::10 [2001:db8:1::2]:8080",
+      "203.0.113.10 198.51.100.2:8080",
+    ]);
+    const ids = new Map(
+      [...maps.entries("services")].map(([k, v]) => [decodeFrontend(k).ip, decodeServiceValue(v).id]),
+    );
+    assert.ok(ids.get("203.0.113.10")! < 2 ** 31);
+    assert.ok(ids.get("2001:db8::10")! >= 2 ** 31);
+  });
+
+  test("one family's full sync adopts its own entries and leaves the other family's alone", async () => {
+    const { maps, backend } = setup();
+    const [v4, v6] = backend.asFamilies() as [BackendFamily, BackendFamily];
+    await v4.apply(state([dualStack()], 1), false);
+    await v6.apply(state([dualStack()], 1), false);
+    const before = addresses(maps);
+    v6.forget();
+    maps.calls.length = 0;
+    assert.equal((await v6.apply(state([dualStack()], 1), false)).full, true);
+    // Read and found right: nothing written, nothing of IPv4's deleted as stale.
+    assert.deepEqual(maps.calls, []);
+    assert.deepEqual(addresses(maps), before);
+    // An IPv4 endpoint change writes the IPv4 list only.
+    const moved = service({
+      ...dualStack(),
+      ports: [
+        port({
+          endpointFamilies: ["IPv4", "IPv6"],
+          internalEndpoints: [ep("198.51.100.9"), ep("2001:db8:1::2")],
+        }),
+      ],
+    });
+    const written = await backend.syncFamily("IPv4", state([moved], 2));
+    const untouched = await backend.syncFamily("IPv6", state([moved], 2));
+    assert.equal(written.backendsWritten, 1);
+    assert.equal(untouched.backendsWritten + untouched.frontendsWritten, 0);
+    assert.deepEqual(addresses(maps), [
+      "2001:db8::10 [2001:db8:1::2]:8080",
+      "203.0.113.10 198.51.100.9:8080",
+    ]);
+  });
+
+  test("a start reads the maps once for both families, not back what the first one wrote", async () => {
+    const reads: string[] = [];
+    const maps = new (class extends FakeBpfMaps {
+      override entries(map: "services" | "backends") {
+        reads.push(map);
+        return super.entries(map);
+      }
+    })();
+    const { backend } = setup(maps);
+    await backend.sync(state([dualStack()], 1));
+    assert.deepEqual(reads, ["services", "backends"]);
+    // A repair of one family reads again: the other family's share of the first read is gone.
+    const [v4] = backend.asFamilies() as [BackendFamily];
+    v4.forget();
+    await v4.apply(state([dualStack()], 1), false);
+    assert.deepEqual(reads, ["services", "backends", "services", "backends"]);
+  });
+
+  test("the shared loop times each family under its own ip_family, never an empty one", async () => {
+    const { backend } = setup();
+    const loop = new SyncLoop({ backend: "ebpf", families: backend.asFamilies(), log: silentLogger });
+    await loop.sync(state([dualStack()], 1));
+    const values =
+      (await registry.getSingleMetric("kubeproxy_sync_proxy_rules_duration_seconds")?.get())?.values ?? [];
+    const counts = values.filter(
+      (v) => v.labels.backend === "ebpf" && (v as { metricName?: string }).metricName?.endsWith("_count"),
+    );
+    assert.deepEqual(counts.map((v) => [v.labels.ip_family, v.value]).sort(), [
+      ["IPv4", 1],
+      ["IPv6", 1],
+    ]);
+  });
+
+  test("maps re-created while one family was repaired: the probe finds the other family's entries gone", async () => {
+    const { loader, maps, backend } = setup();
+    const [v4, v6] = backend.asFamilies() as [BackendFamily, BackendFamily];
+    const probe = new EbpfProbe(loader, silentLogger, { stale: (f) => backend.stale(f) });
+    await v4.apply(state([dualStack()], 1), false);
+    await v6.apply(state([dualStack()], 1), false);
+    assert.deepEqual([await probe.intact("IPv4"), await probe.intact("IPv6")], [true, true]);
+    // The pins went and IPv4's repair put new, empty maps in place before IPv6 was looked at.
+    maps.maps.services.clear();
+    maps.maps.backends.clear();
+    loader.recreate = true;
+    v4.forget();
+    await v4.apply(state([dualStack()], 1), false);
+    assert.deepEqual([await probe.intact("IPv4"), await probe.intact("IPv6")], [true, false]);
+    v6.forget();
+    await v6.apply(state([dualStack()], 1), false);
+    assert.equal(await probe.intact("IPv6"), true);
+    assert.equal(listFrontends(maps).length, 2);
+  });
+
+  test("the families of one probe round share one look at the kernel", async () => {
+    const loader = new FakeLoader();
+    let now = 0;
+    const probe = new EbpfProbe(loader, silentLogger, { now: () => now });
+    await probe.intact("IPv4");
+    await probe.intact("IPv6");
+    assert.equal(loader.checked, 1);
+    // The next round: IPv4 has had this answer, so it looks again; IPv6 then shares that one.
+    now += 1000;
+    await probe.intact("IPv4");
+    now += 100;
+    await probe.intact("IPv6");
+    assert.equal(loader.checked, 2);
+    // An answer too old for a family that has not seen it: a new look.
+    now += 1000;
+    loader.missing = ["connect4 not attached"];
+    assert.equal(await probe.intact("IPv6"), false);
+    assert.equal(loader.checked, 3);
   });
 });
 

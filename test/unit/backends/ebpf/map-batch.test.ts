@@ -33,7 +33,7 @@ class CheckedMaps extends FakeBpfMaps {
 describe("eBPF batched map writes", () => {
   test("small batches: slots are written before the frontends that name them, in every batch", () => {
     const maps = new CheckedMaps();
-    const writer = new MapWriter(maps, 7);
+    const writer = new MapWriter(maps, { batchEntries: 7 });
     const report = writer.fullSync(rendered(manyServices(40)));
     assert.equal(report.backendsWritten, 80);
     assert.equal(report.frontendsWritten, 40);
@@ -51,7 +51,7 @@ describe("eBPF batched map writes", () => {
       ...s,
       ports: [port({ internalEndpoints: three })],
     }));
-    new MapWriter(maps, 5).fullSync(rendered(services));
+    new MapWriter(maps, { batchEntries: 5 }).fullSync(rendered(services));
     assert.deepEqual(
       maps.calls.filter((c) => c.startsWith("update backends")),
       ["update backends 3", "update backends 3", "update backends 3"],
@@ -60,7 +60,7 @@ describe("eBPF batched map writes", () => {
 
   test("the buffers are reused: a second write after a big one writes only its own entries", () => {
     const maps = new FakeBpfMaps();
-    const writer = new MapWriter(maps, 8);
+    const writer = new MapWriter(maps, { batchEntries: 8 });
     writer.fullSync(rendered(manyServices(20)));
     maps.calls.length = 0;
     const changed = manyServices(20)[5]!;
@@ -74,7 +74,7 @@ describe("eBPF batched map writes", () => {
   test("a full map half-way through small batches: no frontend names an incomplete list", () => {
     const maps = new CheckedMaps({ backends: 25 });
     assert.throws(
-      () => new MapWriter(maps, 4).fullSync(rendered(manyServices(30))),
+      () => new MapWriter(maps, { batchEntries: 4 }).fullSync(rendered(manyServices(30))),
       (e: Error & { full?: boolean }) => e.full === true,
     );
     assert.deepEqual(maps.violations, []);

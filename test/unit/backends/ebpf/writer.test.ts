@@ -118,6 +118,33 @@ describe("eBPF map writer", () => {
     assert.equal(maps.maps.backends.size, 1);
   });
 
+  test("maps written by one writer of both families: a writer per family adopts its own and reuses none of the other's ids", () => {
+    const maps = new FakeBpfMaps();
+    const v6 = service({
+      name: "v6",
+      clusterIPs: ["2001:db8::10"],
+      ports: [port({ endpointFamilies: ["IPv6"], internalEndpoints: [ep("2001:db8:1::2")] })],
+    });
+    // Ids 1 (IPv4) and 2 (IPv6), as a writer of every family gives them.
+    new MapWriter(maps).fullSync(rendered([service(), v6]));
+    const before = listing(maps);
+    const v4Writer = new MapWriter(maps, { family: 4 });
+    const v6Writer = new MapWriter(maps, { family: 6 });
+    maps.calls.length = 0;
+    v6Writer.fullSync(
+      rendered([service(), v6]).map(([k, g]) => [k, g.filter((x) => x.name.includes("IPv6"))]),
+    );
+    v4Writer.fullSync(
+      rendered([service(), v6]).map(([k, g]) => [k, g.filter((x) => x.name.includes("IPv4"))]),
+    );
+    assert.deepEqual(maps.calls, []);
+    assert.deepEqual(listing(maps), before);
+    // A new IPv4 list gets an id above the IPv6 one it saw, not 2.
+    v4Writer.update(rendered([service({ name: "new", clusterIPs: ["203.0.113.20"] })]));
+    const ids = [...maps.maps.services.values()].map((v) => decodeServiceValue(v).id).sort();
+    assert.deepEqual(ids, [1, 2, 3]);
+  });
+
   test("a full map fails the write; no frontend names an incomplete list, and a full sync recovers once there is room", () => {
     const maps = new FakeBpfMaps({ backends: 150 });
     const writer = new MapWriter(maps);
