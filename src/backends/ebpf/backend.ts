@@ -48,10 +48,21 @@ export class EbpfBackend {
   #applied: LocalState | undefined;
   #needsFull = true;
   #lastError: string | undefined;
+  #render: RenderContext;
 
   constructor(options: EbpfBackendOptions) {
     this.#o = options;
+    this.#render = options.render;
     programmed.set(0);
+  }
+
+  /**
+   * New NodePort addresses: the next sync is a full one, which rewrites every Service's entries
+   * over what the maps hold (entries that stay are never removed).
+   */
+  reconfigure(render: RenderContext): void {
+    this.#render = render;
+    this.#needsFull = true;
   }
 
   /** Why the maps are not in line, or undefined when they are. */
@@ -95,12 +106,12 @@ export class EbpfBackend {
   }
 
   *#renderAll(state: LocalState): Generator<[string, readonly RenderedGroup[]]> {
-    for (const [key, svc] of state.services) yield [key, renderService(svc, this.#o.render)];
+    for (const [key, svc] of state.services) yield [key, renderService(svc, this.#render)];
   }
 
   *#renderChanged(state: LocalState): Generator<[string, readonly RenderedGroup[] | undefined]> {
     for (const [key, , svc] of serviceChanges(this.#applied, state)) {
-      yield [key, svc === undefined ? undefined : renderService(svc, this.#o.render)];
+      yield [key, svc === undefined ? undefined : renderService(svc, this.#render)];
     }
   }
 
