@@ -25,7 +25,6 @@ import {
   trafficAddressFlags,
   trafficSettings,
 } from "../../host/traffic-addresses.ts";
-import type { LocalStateFeed } from "../../model/local.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,

@@ -104,7 +104,7 @@ describe("primary NodePort addresses from the Node object", () => {
     feed.push(stateWith([]));
     feed.push(stateWith(["192.0.2.10"]));
     await settle();
-    assert.deepEqual(seen, [], "emptied, or the same: nothing to do");
+    assert.equal(seen.length, 0, "emptied, or the same: nothing to do");
     feed.push(stateWith(["192.0.2.10", "2001:db8::10"]));
     feed.push(stateWith(["192.0.2.11"]));
     await settle();
@@ -142,7 +142,7 @@ describe("the node's interfaces", () => {
     const w = await watchNode(feed, addresses.watch, new AbortController().signal, IPS);
     const seen = recorded(w);
     await addresses.set(HOST);
-    assert.deepEqual(seen, [], "the same addresses");
+    assert.equal(seen.length, 0, "the same addresses");
     await addresses.set({ all: [...HOST.all, "192.0.2.7"], primary: HOST.primary });
     await addresses.set({ all: [...HOST.all, "198.51.100.9"], primary: ["198.51.100.2", "198.51.100.9"] });
     assert.deepEqual(seen, [
@@ -230,7 +230,7 @@ describe("the Node's podCIDRs (--detect-local-mode NodeCIDR)", () => {
     feed.push(stateWith(["192.0.2.99"], ["10.244.1.0/24", "fd00:10:244:1::/64"]));
     feed.push(stateWith(["192.0.2.99"], []));
     await settle();
-    assert.deepEqual(seen, [], "an IP change or an emptied list is not a podCIDR change");
+    assert.equal(seen.length, 0, "an IP change or an emptied list is not a podCIDR change");
     feed.push(stateWith(["192.0.2.99"], ["10.244.7.0/24"]));
     await settle();
     assert.deepEqual(
