@@ -30,7 +30,7 @@ export interface CompanionBackend<O = unknown> {
   cleanup(opts: O, ctx: RunContext): Promise<void>;
 }
 
-export interface CompanionAddresses {
+interface CompanionAddresses {
   /** Where NodePorts are served (CIDRs of node addresses). */
   readonly nodePortCIDRs: readonly string[];
   /** Every address of the node. */

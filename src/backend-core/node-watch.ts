@@ -18,7 +18,7 @@ import type { Logger } from "../observability/log.ts";
 import { counter } from "../observability/metrics.ts";
 
 /** Which of the Node object's facts the rules depend on. */
-export interface NodeWatchWants {
+interface NodeWatchWants {
   readonly ips: boolean;
   readonly podCIDRs: boolean;
 }

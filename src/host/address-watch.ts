@@ -38,7 +38,7 @@ const readFailures = counter(
 );
 
 /** How often the node's addresses are re-read. */
-export const ADDRESS_POLL_MS = 5000;
+const ADDRESS_POLL_MS = 5000;
 /** The deadline of one re-read; `ip` answers in milliseconds when all is well. */
 const READ_TIMEOUT_MS = 5000;
 

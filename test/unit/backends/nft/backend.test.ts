@@ -4,6 +4,7 @@ import { NftBackend } from "../../../../src/backends/nft/backend.ts";
 import { chainName } from "../../../../src/backends/nft/names.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
+import { eventually } from "../../../support/eventually.ts";
 import { FakeNft } from "../../../support/fake-nft.ts";
 import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
 
@@ -360,10 +361,7 @@ test("new node addresses: the running loop rewrites the table in place at once, 
   const running = backend.run(feed, stop.signal);
   const svc = service();
   feed.push(state([svc]));
-  const synced = async (cond: () => boolean) => {
-    for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
-    assert.ok(cond());
-  };
+  const synced = (cond: () => boolean) => eventually(async () => cond(), "the sync", 5000);
   await synced(() => nft.elements("ip", "kpng", "nodeport-ips")?.has("192.0.2.1/32") === true);
   const before = nft.transactions.length;
   backend.reconfigure([{ ...V4, nodePortCIDRs: ["192.0.2.1/32", "192.0.2.7/32"] }, V6]);
