@@ -17,7 +17,7 @@ import { outcome, probeFrom, probeOneFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { ebpfSkipReason, netnsSkipReason, type Spawned, suiteTopology } from "../../support/netns.ts";
 import { BACKENDS, type BackendSetup } from "./backends.ts";
-import { type TestService, writeCluster } from "./cluster.ts";
+import { kpngArgv, type TestService, writeCluster } from "./cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const skip = await netnsSkipReason();
@@ -50,23 +50,8 @@ describe("the node's addresses are followed in place", { skip }, () => {
     flags: readonly string[],
   ): Spawned {
     const topo = env.topology;
-    const kpng = topo.node.spawn(
-      [
-        process.execPath,
-        MAIN,
-        "file",
-        "--input",
-        file,
-        "to-local",
-        ...sink,
-        "--node-name",
-        "node-1",
-        "--min-sync-period",
-        "100ms",
-        ...flags,
-      ],
-      { name: "kpng" },
-    );
+    // The last --nodeport-addresses given wins.
+    const kpng = topo.node.spawn(kpngArgv(MAIN, file, sink, flags), { name: "kpng" });
     t.after(async () => {
       await kpng.stop();
       await topo.node.exec(["ip", "address", "del", `${ADDED}/24`, "dev", "ext0"]).catch(() => {});
@@ -88,7 +73,13 @@ describe("the node's addresses are followed in place", { skip }, () => {
     const topo = env.topology;
     const file = join(dir, "iptables.yaml");
     writeCluster(file, [service()]);
-    const kpng = start(t, file, ["to-iptables", "--iptables-mode", "nft"], ["iptables"], []);
+    const kpng = start(
+      t,
+      file,
+      ["to-iptables", "--iptables-mode", "nft"],
+      ["iptables"],
+      ["--nodeport-addresses", "primary"],
+    );
     await eventually(async () => (await fromOutside(topo.nodeIPv4)) === "web", "the first state", 60_000);
     assert.notEqual(await fromOutside(ADDED), "web", "not an address of the node yet");
 
