@@ -169,7 +169,7 @@ export function followNode<F, T>(
     readonly backend: string;
     readonly log: Logger;
     readonly derive: (facts: F) => T;
-    readonly apply: (now: T, facts: F) => void;
+    readonly apply: (now: T, facts: F, was: T) => void;
   },
 ): () => void {
   addressChanges.inc({ backend: o.backend }, 0);
@@ -188,7 +188,7 @@ export function followNode<F, T>(
     inUse = next;
     addressChanges.inc({ backend: o.backend });
     o.log.info({ was, now: next }, "the node's addresses changed: updating the rules in place");
-    o.apply(next, facts);
+    o.apply(next, facts, was);
   });
 }
 
@@ -204,4 +204,15 @@ export function rulesAddresses(settings: TrafficAddressSettings, facts: NodeFact
     podCIDRs: t.podCIDRs,
     healthCheckAddresses: healthCheckAddresses(t.nodePortCIDRs, facts.hostIPs),
   };
+}
+
+type RulesAddresses = ReturnType<typeof rulesAddresses>;
+
+/**
+ * Whether the rules themselves must be rewritten: an address in a NodePort CIDR coming or going
+ * changes only the healthCheckNodePort listeners (the rules match "a local address in the CIDR").
+ */
+export function rulesChanged(now: RulesAddresses, was: RulesAddresses): boolean {
+  const rules = ({ healthCheckAddresses: _, ...r }: RulesAddresses) => JSON.stringify(r);
+  return rules(now) !== rules(was);
 }

@@ -4,7 +4,13 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { familySettings } from "../../backend-core/family-settings.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { followNode, type NodeFacts, rulesAddresses, startNodeWatch } from "../../backend-core/node-watch.ts";
+import {
+  followNode,
+  type NodeFacts,
+  rulesAddresses,
+  rulesChanged,
+  startNodeWatch,
+} from "../../backend-core/node-watch.ts";
 import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import {
@@ -200,8 +206,8 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
       backend: "iptables",
       log,
       derive: (facts) => rulesAddresses(opts, facts),
-      apply(now, facts) {
-        backend.reconfigure(familiesOf(facts));
+      apply(now, facts, was) {
+        if (rulesChanged(now, was)) backend.reconfigure(familiesOf(facts));
         void node.healthCheckNodePorts.listenOn(now.healthCheckAddresses);
       },
     });

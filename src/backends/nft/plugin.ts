@@ -8,6 +8,7 @@ import {
   followNode,
   type NodeFacts,
   rulesAddresses,
+  rulesChanged,
   startNodeWatch,
   watchNode,
 } from "../../backend-core/node-watch.ts";
@@ -178,8 +179,8 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       backend: "nftables",
       log,
       derive: (facts) => rulesAddresses(opts.settings, facts),
-      apply(now, facts) {
-        backend.reconfigure(tablesOf(opts.settings, facts));
+      apply(now, facts, was) {
+        if (rulesChanged(now, was)) backend.reconfigure(tablesOf(opts.settings, facts));
         void node.healthCheckNodePorts.listenOn(now.healthCheckAddresses);
       },
     });
@@ -274,7 +275,9 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
         backend: "nftables",
         log,
         derive: (facts) => rulesAddresses(opts.settings, facts),
-        apply: (_, facts) => backend.reconfigure(tables(facts)),
+        apply: (now, facts, was) => {
+          if (rulesChanged(now, was)) backend.reconfigure(tables(facts));
+        },
       });
       try {
         await backend.run(feed, signal);

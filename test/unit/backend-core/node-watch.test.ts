@@ -1,6 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { followNode, type NodeFacts, watchNode } from "../../../src/backend-core/node-watch.ts";
+import {
+  followNode,
+  type NodeFacts,
+  rulesAddresses,
+  rulesChanged,
+  watchNode,
+} from "../../../src/backend-core/node-watch.ts";
 import { type HostAddresses, HostAddressWatch } from "../../../src/host/address-watch.ts";
 import type { LocalState, LocalStateFeed } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
@@ -259,5 +265,36 @@ describe("the Node's podCIDRs (--detect-local-mode NodeCIDR)", () => {
     const w = await watchNode(feed, host, new AbortController().signal, POD_CIDRS);
     assert.deepEqual(w.current().podCIDRs, []);
     assert.equal(feed.listeners, 0);
+  });
+});
+
+describe("rulesChanged: what an address change rewrites", () => {
+  const facts = (hostIPs: string[], primaryIPs: string[]): NodeFacts => ({
+    primaryIPs,
+    primaryFrom: "host",
+    podCIDRs: [],
+    hostIPs,
+  });
+  const settings = (nodePortAddresses: string) => ({
+    nodePortAddresses,
+    clusterCIDRs: "",
+    masqueradeAll: false,
+  });
+  const before = facts(["192.0.2.1"], ["192.0.2.1"]);
+  const after = facts(["192.0.2.1", "192.0.2.7"], ["192.0.2.1", "192.0.2.7"]);
+
+  test("NodePort CIDRs: an address inside one moves only the healthCheckNodePort listeners", () => {
+    // Added to another interface than the default-route one: not a primary address.
+    const now = rulesAddresses(settings("192.0.2.0/24"), facts(after.hostIPs, ["192.0.2.1"]));
+    const was = rulesAddresses(settings("192.0.2.0/24"), before);
+    assert.deepEqual(now.healthCheckAddresses, ["192.0.2.1", "192.0.2.7"]);
+    assert.equal(rulesChanged(now, was), false);
+  });
+
+  test("primary: a new primary address is a new NodePort address, and the node's own address", () => {
+    const was = rulesAddresses(settings("primary"), before);
+    const now = rulesAddresses(settings("primary"), after);
+    assert.deepEqual(now.nodePortCIDRs, ["192.0.2.1/32", "192.0.2.7/32"]);
+    assert.equal(rulesChanged(now, was), true);
   });
 });
