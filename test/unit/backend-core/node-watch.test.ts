@@ -269,7 +269,7 @@ describe("the Node's podCIDRs (--detect-local-mode NodeCIDR)", () => {
 });
 
 describe("rulesChanged: what an address change rewrites", () => {
-  const facts = (hostIPs: string[], primaryIPs: string[]): NodeFacts => ({
+  const facts = (hostIPs: readonly string[], primaryIPs: readonly string[]): NodeFacts => ({
     primaryIPs,
     primaryFrom: "host",
     podCIDRs: [],

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { Writable } from "node:stream";
 import { describe, test } from "node:test";
 import { pino } from "pino";
-import { type HostAddresses, HostAddressWatch, readHostAddresses } from "../../../src/host/address-watch.ts";
+import { type HostAddresses, HostAddressWatch, hostAddressReader } from "../../../src/host/address-watch.ts";
 import type { HostNetwork } from "../../../src/host/host-network.ts";
 import { registry } from "../../../src/observability/metrics.ts";
 import { FakeClock } from "../../support/fake-clock.ts";
@@ -140,24 +140,47 @@ describe("faults of the address source", () => {
 });
 
 describe("reading the addresses", () => {
-  const host: HostNetwork = {
-    defaultRouteInterfaces: async () => ["eth0"],
-    interfaces: async () => [
-      { ifname: "lo", addresses: [{ ip: "127.0.0.1", scope: "host" }] },
-      { ifname: "eth0", addresses: [{ ip: "198.51.100.2", scope: "global" }] },
-      { ifname: "eth1", addresses: [{ ip: "192.0.2.10", scope: "global" }] },
-    ],
-  };
+  /** A node whose interfaces and default routes the test changes; counts the route reads. */
+  function scriptedHost() {
+    const h: { routeReads: number; defaultIfs: string[]; eth1: string[]; host: HostNetwork } = {
+      routeReads: 0,
+      defaultIfs: ["eth0"],
+      eth1: ["192.0.2.10"],
+      host: {
+        defaultRouteInterfaces: async () => {
+          h.routeReads++;
+          return h.defaultIfs;
+        },
+        interfaces: async () => [
+          { ifname: "lo", addresses: [{ ip: "127.0.0.1", scope: "host" }] },
+          { ifname: "eth0", addresses: [{ ip: "198.51.100.2", scope: "global" }] },
+          { ifname: "eth1", addresses: h.eth1.map((ip) => ({ ip, scope: "global" })) },
+        ],
+      },
+    };
+    return h;
+  }
 
   test("every address, and the default-route interface's as the primary", async () => {
-    assert.deepEqual(await readHostAddresses(host, true), {
+    const h = scriptedHost();
+    assert.deepEqual(await hostAddressReader(h.host)(), {
       all: ["127.0.0.1", "198.51.100.2", "192.0.2.10"],
       primary: ["198.51.100.2"],
     });
   });
 
-  test("without the primary addresses the routes are not read", async () => {
-    const noRoutes = { ...host, defaultRouteInterfaces: () => Promise.reject(new Error("not read")) };
-    assert.deepEqual((await readHostAddresses(noRoutes, false)).primary, []);
+  test("the routes are read again when the addresses change, and every 6th read otherwise", async () => {
+    const h = scriptedHost();
+    const read = hostAddressReader(h.host);
+    await read();
+    assert.equal(h.routeReads, 1);
+    for (let i = 0; i < 5; i++) await read();
+    assert.equal(h.routeReads, 1, "nothing changed: one command per read");
+    h.defaultIfs = ["eth1"];
+    assert.deepEqual((await read()).primary, ["192.0.2.10"], "the 6th read after the first: routes read");
+    assert.equal(h.routeReads, 2);
+    h.eth1 = ["192.0.2.10", "192.0.2.11"];
+    assert.deepEqual((await read()).primary, ["192.0.2.10", "192.0.2.11"]);
+    assert.equal(h.routeReads, 3, "an address changed: routes read at once");
   });
 });
