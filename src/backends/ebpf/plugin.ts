@@ -159,9 +159,11 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
             nodePortIPs: renderContext(a, opts.localhostNodePorts).nodePortIPs,
             healthCheckAddresses: healthCheckAddresses(a.nodePortCIDRs, a.hostIPs),
           }),
-          apply(now) {
-            ebpf.reconfigure({ nodePortIPs: now.nodePortIPs });
-            loop.forceFullSync();
+          apply(now, _, was) {
+            if (now.nodePortIPs.join(",") !== was.nodePortIPs.join(",")) {
+              ebpf.reconfigure({ nodePortIPs: now.nodePortIPs });
+              loop.forceFullSync();
+            }
             void services.healthCheckNodePorts.listenOn(now.healthCheckAddresses);
           },
         });
