@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { outcome, probeFrom, probeOneFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { ebpfSkipReason, netnsSkipReason, type Spawned, suiteTopology } from "../../support/netns.ts";
+import { httpGet } from "../node/http-get.ts";
 import { BACKENDS, type BackendSetup } from "./backends.ts";
 import { kpngArgv, type TestService, writeCluster } from "./cluster.ts";
 
@@ -23,6 +24,7 @@ const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url))
 const skip = await netnsSkipReason();
 const ebpfSkip = skip || (await ebpfSkipReason());
 const NODE_PORT = 30932;
+const HEALTH_PORT = 30933;
 /** An address of the node's link that the node does not hold at start. */
 const ADDED = "192.0.2.7";
 /** The addresses are re-read every 5 s; then one sync. */
@@ -121,6 +123,37 @@ describe("the node's addresses are followed in place", { skip }, () => {
       "the NodePort gone from the old InternalIP",
       FOLLOWED_MS,
     );
+    await stillRunning(kpng);
+  });
+
+  test("nft: a healthCheckNodePort opens on an address added inside the NodePort CIDR, and closes when it goes", async (t) => {
+    const topo = env.topology;
+    const file = join(dir, "health.yaml");
+    const lb: TestService = {
+      ...service(),
+      type: "LoadBalancer",
+      externalTrafficPolicy: "Local",
+      healthCheckNodePort: HEALTH_PORT,
+    };
+    writeCluster(file, [lb]);
+    const kpng = start(t, file, ["to-nft"], ["nft"], ["--nodeport-addresses", "192.0.2.0/24"]);
+    const health = (ip: string) => httpGet(topo.external, `http://${ip}:${HEALTH_PORT}/healthz`);
+    await eventually(async () => (await health(topo.nodeIPv4)).status === 200, "the first state", 60_000);
+    assert.ok((await health(ADDED)).error, "not an address of the node yet");
+
+    await topo.node.exec(["ip", "address", "add", `${ADDED}/24`, "dev", "ext0"]);
+    await eventually(async () => (await health(ADDED)).status === 200, `the server on ${ADDED}`, FOLLOWED_MS);
+    assert.equal((await health(topo.nodeIPv4)).status, 200, "the address that stays still answers");
+    await topo.node.exec(["ip", "address", "del", `${ADDED}/24`, "dev", "ext0"]);
+    // A socket bound to a removed address still listens: the server must close it.
+    const listeners = async () => (await topo.node.exec(["ss", "-Hltn", `sport = :${HEALTH_PORT}`])).stdout;
+    await eventually(
+      async () => !(await listeners()).includes(ADDED),
+      `the server on ${ADDED} closed`,
+      FOLLOWED_MS,
+    );
+    assert.match(await listeners(), new RegExp(topo.nodeIPv4.replaceAll(".", "\\.")));
+    assert.equal((await health(topo.nodeIPv4)).status, 200);
     await stillRunning(kpng);
   });
 
