@@ -126,6 +126,30 @@ describe("the node's addresses are followed in place", { skip }, () => {
     await stillRunning(kpng);
   });
 
+  test("nft, NodeCIDR: the Node's podCIDRs change and the table follows, without a restart", async (t) => {
+    const topo = env.topology;
+    const file = join(dir, "node-cidr.yaml");
+    writeCluster(file, [service()], { node1PodCIDRs: ["198.51.100.0/25"] });
+    const kpng = start(t, file, ["to-nft"], ["nft"], ["--detect-local-mode", "NodeCIDR"]);
+    const podCIDRs = async () =>
+      (await topo.node.exec(["nft", "list", "set", "ip", "kpng", "pod-cidrs"]).catch(() => ({ stdout: "" })))
+        .stdout;
+    await eventually(
+      async () => (await podCIDRs()).includes("198.51.100.0/25"),
+      "the first podCIDRs",
+      60_000,
+    );
+    writeCluster(file, [service()], { node1PodCIDRs: ["198.51.100.128/25"] });
+    await eventually(
+      async () => (await podCIDRs()).includes("198.51.100.128/25"),
+      "the new podCIDRs",
+      FOLLOWED_MS,
+    );
+    assert.doesNotMatch(await podCIDRs(), /198\.51\.100\.0\/25/);
+    assert.equal(await fromOutside(topo.nodeIPv4), "web", "NodePorts kept answering");
+    await stillRunning(kpng);
+  });
+
   test("nft: a healthCheckNodePort opens on an address added inside the NodePort CIDR, and closes when it goes", async (t) => {
     const topo = env.topology;
     const file = join(dir, "health.yaml");
