@@ -10,6 +10,7 @@ import {
 import { type HostAddresses, HostAddressWatch } from "../../../src/host/address-watch.ts";
 import type { LocalState, LocalStateFeed } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
+import { registry } from "../../../src/observability/metrics.ts";
 import { FakeClock } from "../../support/fake-clock.ts";
 import { settle } from "../../support/settle.ts";
 
@@ -35,6 +36,11 @@ function fakeAddresses(initial = HOST) {
 }
 
 const host = fakeAddresses().watch;
+
+async function addressChanges(): Promise<number> {
+  const m = (await registry.getMetricsAsJSON()).find((x) => x.name === "kpng_node_address_changes_total");
+  return Number(m?.values.find((v) => v.labels.backend === "test")?.value ?? 0);
+}
 /** A feed the test pushes states into; counts its listeners. */
 function manualFeed(): LocalStateFeed & { push(s: LocalState): void; readonly listeners: number } {
   const listeners = new Set<(s: LocalState) => void | Promise<void>>();
@@ -198,8 +204,10 @@ describe("followNode: only what the rules use, logged and applied", () => {
     });
     await addresses.set({ all: [...HOST.all, "203.0.113.5"], primary: HOST.primary });
     assert.deepEqual(applied, [], "an address outside the CIDR does not matter");
+    const changesBefore = await addressChanges();
     await addresses.set({ all: [...HOST.all, "192.0.2.7"], primary: HOST.primary });
     await addresses.set(HOST);
+    assert.equal(await addressChanges(), changesBefore + 2, "kpng_node_address_changes_total");
     assert.deepEqual(applied, [["192.0.2.10", "192.0.2.7"], ["192.0.2.10"]]);
     w.stop();
   });
