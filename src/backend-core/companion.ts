@@ -41,7 +41,11 @@ interface InspectedCompanion extends CompanionAddresses {
   readonly rules: RulesReader;
 }
 
-export interface PreparedCompanion extends CompanionAddresses {
+export interface PreparedCompanion {
+  /** The node's addresses now: they are followed while the companion is prepared. */
+  current(): CompanionAddresses;
+  /** Calls `listener` after each change of the node's addresses. */
+  subscribe(listener: () => void): () => void;
   /** Follows the feed until the signal aborts, repairing its own rules (its probe). */
   run(feed: LocalStateFeed, signal: AbortSignal, observer: SyncObserver): Promise<void>;
   /** Releases what prepare took; the rules stay in place. */

@@ -46,7 +46,9 @@ export function healthCheckAnswer(
 
 interface Served {
   target: HealthCheckTarget;
-  readonly servers: Server[];
+  /** By listen address. */
+  readonly servers: Map<string, Server>;
+  readonly handler: Parameters<typeof listen>[2];
 }
 
 interface HealthCheckNodePortsOptions {
@@ -66,9 +68,28 @@ export class HealthCheckNodePorts {
   /** Ports wanted but not bound (the bind failed): retried at every update. */
   readonly #unbound = new Set<number>();
   #last: LocalState | undefined;
+  /** Where the servers listen; changed by listenOn(). */
+  #addresses: readonly string[];
 
   constructor(options: HealthCheckNodePortsOptions) {
     this.#o = options;
+    this.#addresses = options.addresses;
+  }
+
+  /**
+   * The node's NodePort addresses changed: every port served is closed on the addresses that
+   * went and opened on the new ones, and keeps answering on those that stay. Never throws.
+   */
+  async listenOn(addresses: readonly string[]): Promise<void> {
+    this.#addresses = addresses;
+    await Promise.all(
+      [...this.#served].map(async ([port, served]) => {
+        const gone = [...served.servers].filter(([host]) => !addresses.includes(host));
+        for (const [host] of gone) served.servers.delete(host);
+        await Promise.all(gone.map(([, server]) => close(server)));
+        await this.#complete(port, served);
+      }),
+    );
   }
 
   /** The ports being served. */
@@ -102,6 +123,7 @@ export class HealthCheckNodePorts {
     this.#last = state;
     const closing: Promise<void>[] = [];
     const opening: [number, HealthCheckTarget][] = [];
+    const completing: [number, Served][] = [];
     for (const port of touched) {
       const target = this.#claims.get(port)?.values().next().value;
       const served = this.#served.get(port);
@@ -109,12 +131,15 @@ export class HealthCheckNodePorts {
       if (target === undefined) {
         if (served === undefined) continue;
         this.#served.delete(port);
-        closing.push(...served.servers.map(close));
-      } else if (served !== undefined) served.target = target;
-      else opening.push([port, target]);
+        closing.push(...[...served.servers.values()].map(close));
+      } else if (served !== undefined) {
+        served.target = target;
+        completing.push([port, served]);
+      } else opening.push([port, target]);
     }
     await Promise.all(closing);
     await Promise.all(opening.map(([port, target]) => this.#open(port, target)));
+    await Promise.all(completing.map(([port, served]) => this.#complete(port, served)));
     openServers.set(this.#served.size);
   }
 
@@ -131,35 +156,57 @@ export class HealthCheckNodePorts {
   }
 
   async close(): Promise<void> {
-    const all = [...this.#served.values()].flatMap((s) => s.servers);
+    const all = [...this.#served.values()].flatMap((s) => [...s.servers.values()]);
     this.#served.clear();
     openServers.set(0);
     await Promise.all(all.map(close));
   }
 
   async #open(port: number, target: HealthCheckTarget): Promise<void> {
-    const served: Served = { target, servers: [] };
-    const handler = (_req: unknown, res: Parameters<typeof sendJson>[0]) => {
-      const a = healthCheckAnswer(served.target, this.#o.proxyHealthy());
-      sendJson(res, a.status, a.body, {
-        "X-Load-Balancing-Endpoint-Weight": String(served.target.localEndpoints),
-      });
+    const served: Served = {
+      target,
+      servers: new Map(),
+      handler: (_req, res) => {
+        const a = healthCheckAnswer(served.target, this.#o.proxyHealthy());
+        sendJson(res, a.status, a.body, {
+          "X-Load-Balancing-Endpoint-Weight": String(served.target.localEndpoints),
+        });
+      },
     };
-    const results = await Promise.allSettled(this.#o.addresses.map((host) => listen(host, port, handler)));
+    const hosts = this.#addresses;
+    const results = await Promise.allSettled(hosts.map((host) => listen(host, port, served.handler)));
     const failed = results.find((r) => r.status === "rejected");
     const servers = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
     if (failed) {
       // All addresses or none: a half-served port would answer some load balancers only.
       await Promise.all(servers.map(close));
-      bindFailures.inc();
-      this.#unbound.add(port);
-      this.#o.log.warn(
-        { port, service: `${target.namespace}/${target.name}`, err: String(failed.reason) },
-        "cannot serve healthCheckNodePort; retrying at the next sync",
-      );
+      this.#bindFailed(port, target, failed.reason);
       return;
     }
-    served.servers.push(...servers);
+    for (const [i, host] of hosts.entries()) served.servers.set(host, servers[i] as Server);
     this.#served.set(port, served);
+  }
+
+  /** Opens a served port on the addresses it does not listen on yet (listenOn); a failure is retried. */
+  async #complete(port: number, served: Served): Promise<void> {
+    const missing = this.#addresses.filter((host) => !served.servers.has(host));
+    await Promise.all(
+      missing.map(async (host) => {
+        try {
+          served.servers.set(host, await listen(host, port, served.handler));
+        } catch (err) {
+          this.#bindFailed(port, served.target, err);
+        }
+      }),
+    );
+  }
+
+  #bindFailed(port: number, target: HealthCheckTarget, err: unknown): void {
+    bindFailures.inc();
+    this.#unbound.add(port);
+    this.#o.log.warn(
+      { port, service: `${target.namespace}/${target.name}`, err: String(err) },
+      "cannot serve healthCheckNodePort; retrying at the next sync",
+    );
   }
 }

@@ -75,9 +75,11 @@ export class EbpfBackend {
    * of it until it syncs. Dropped with #ensured.
    */
   readonly #reads = new Map<IPFamily, Adopted>();
+  #render: RenderContext;
 
   constructor(options: EbpfBackendOptions) {
     this.#o = options;
+    this.#render = options.render;
     this.#families = new Map(
       IP_FAMILIES.map((family) => [
         family,
@@ -93,6 +95,15 @@ export class EbpfBackend {
       ]),
     );
     programmed.set(0);
+  }
+
+  /**
+   * New NodePort addresses: the next sync is a full one, which rewrites every Service's entries
+   * over what the maps hold (entries that stay are never removed).
+   */
+  reconfigure(render: RenderContext): void {
+    this.#render = render;
+    for (const f of this.#families.values()) f.needsFull = true;
   }
 
   /** Why the maps are not in line, or undefined when they are. */
@@ -199,7 +210,7 @@ export class EbpfBackend {
   }
 
   *#renderAll(state: LocalState, family: IPFamily): Generator<[string, readonly RenderedGroup[]]> {
-    for (const [key, svc] of state.services) yield [key, renderService(svc, this.#o.render, family)];
+    for (const [key, svc] of state.services) yield [key, renderService(svc, this.#render, family)];
   }
 
   *#renderChanged(
@@ -207,7 +218,7 @@ export class EbpfBackend {
     state: LocalState,
   ): Generator<[string, readonly RenderedGroup[] | undefined]> {
     for (const [key, , svc] of serviceChanges(f.applied, state)) {
-      yield [key, svc === undefined ? undefined : renderService(svc, this.#o.render, f.family)];
+      yield [key, svc === undefined ? undefined : renderService(svc, this.#render, f.family)];
     }
   }
 

@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import type { CompanionBackend } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
+import { followNode } from "../../backend-core/node-watch.ts";
 import { SyncLoop } from "../../backend-core/sync-loop.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { nodePortAddresses } from "../../host/node-port-addresses.ts";
@@ -116,7 +117,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       const problems = startupProblems(opts.loader);
       if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
       const nft = await external.prepare(opts.companion, ctx);
-      const render = renderContext(nft, opts.localhostNodePorts);
+      const render = renderContext(nft.current(), opts.localhostNodePorts);
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
       if (opts.loader.cgroupRoot !== defaultCgroupRoot())
         // The companion leaves the node's own TCP and UDP to the programs (docs/ebpf.md).
@@ -130,7 +131,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           mode: "ebpf",
           families: ["IPv4", "IPv6"],
           syncPeriodMs: settings.syncPeriodMs,
-          healthCheckAddresses: healthCheckAddresses(nft.nodePortCIDRs, nft.hostIPs),
+          healthCheckAddresses: healthCheckAddresses(nft.current().nodePortCIDRs, nft.current().hostIPs),
           log: ctx.log.child({ component: "node" }),
         });
         const [joint, toNft] = jointObservers(node, 2) as [SyncObserver, SyncObserver];
@@ -149,6 +150,25 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           observer: maps.observer,
           probe: new EbpfProbe(loader, log, { stale: (family) => ebpf.stale(family) }),
           probeIntervalMs: REPAIR_CHECK_MS,
+        });
+        const services = node;
+        followNode(nft, {
+          backend: "ebpf",
+          log,
+          derive: (a) => ({
+            nodePortIPs: renderContext(a, opts.localhostNodePorts).nodePortIPs,
+            healthCheckAddresses: healthCheckAddresses(a.nodePortCIDRs, a.hostIPs),
+          }),
+          apply(now, _, was) {
+            const same = (["IPv4", "IPv6"] as const).every(
+              (f) => now.nodePortIPs[f].join(",") === was.nodePortIPs[f].join(","),
+            );
+            if (!same) {
+              ebpf.reconfigure({ nodePortIPs: now.nodePortIPs });
+              loop.forceFullSync();
+            }
+            void services.healthCheckNodePorts.listenOn(now.healthCheckAddresses);
+          },
         });
         await Promise.all([
           loop.run(feed, ctx.signal),

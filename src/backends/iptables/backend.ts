@@ -72,7 +72,8 @@ interface IptablesBackendOptions {
 }
 
 interface FamilyState {
-  readonly cfg: FamilySettings;
+  /** Replaced by reconfigure(). */
+  cfg: FamilySettings;
   /** Rendered rules by service key; reused while the service object is the same. */
   readonly cache: Map<string, { readonly svc: LocalService; readonly rules: ServiceRules }>;
   /** The service chains as last applied (name → text); undefined until a full sync succeeds. */
@@ -209,6 +210,21 @@ export class IptablesBackend {
   /** Whether every family is programmed and in line, and what failed if not. */
   health(): BackendHealth {
     return this.#loop.health();
+  }
+
+  /**
+   * New node addresses for the rules (NodePort addresses, node IPs, pod CIDRs): every family is
+   * rendered anew and written at once by the sync loop, as a full resync (one atomic restore
+   * per table), so traffic to the addresses that stay is never dropped.
+   */
+  reconfigure(families: readonly FamilySettings[]): void {
+    for (const f of this.#families) {
+      const cfg = families.find((c) => c.family === f.cfg.family);
+      if (cfg === undefined) continue;
+      f.cfg = cfg;
+      f.cache.clear();
+    }
+    this.#loop.forceFullSync();
   }
 
   /** Forget what was applied: the next sync is a full one. */

@@ -4,9 +4,14 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { familySettings } from "../../backend-core/family-settings.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { restartOnNodeChange, watchNode } from "../../backend-core/node-watch.ts";
+import {
+  followNode,
+  type NodeFacts,
+  rulesAddresses,
+  rulesChanged,
+  startNodeWatch,
+} from "../../backend-core/node-watch.ts";
 import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
-import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import {
   addTrafficAddressOptions,
@@ -139,26 +144,20 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
   parseOptions: parseIptablesOptions,
   async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
-    const interfaces = await host.interfaces();
     const runner = await runnerFor(opts.mode);
     const log = ctx.log.child({ component: "iptables" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     // NodeCIDR: the pod CIDRs are the Node's, from the first state on.
-    const nodeCIDR = detectLocalMode(opts) === "NodeCIDR";
-    const watch = nodeCIDR
-      ? await watchNode(feed, host, ctx.signal, { ips: false, podCIDRs: true })
-      : undefined;
-    if (watch?.started === false) return;
-    if (nodeCIDR && watch?.podCIDRs.length === 0)
-      log.warn(
-        "--detect-local-mode NodeCIDR: the Node has no podCIDRs yet; pod traffic is not told apart until it has",
-      );
+    const followed = await startNodeWatch(feed, host, ctx.signal, log, {
+      ips: false,
+      podCIDRs: detectLocalMode(opts) === "NodeCIDR",
+    });
+    if (followed === undefined) return;
+    const { watch } = followed;
     const dropInvalid = await dropsInvalid(opts);
-    const families = familySettings(
-      opts,
-      primaryAddresses(await host.defaultRouteInterfaces(), interfaces),
-      watch?.podCIDRs,
-    ).map((f) => ({ ...f, dropInvalid }));
+    const familiesOf = (facts: NodeFacts) =>
+      familySettings(opts, facts.primaryIPs, facts.podCIDRs).map((f) => ({ ...f, dropInvalid }));
+    const families = familiesOf(watch.current());
     if (opts.localhostNodePorts && !opts.dryRun)
       await applySysctls([ROUTE_LOCALNET], new ProcSysctlFiles(), log);
     const settings = {
@@ -170,8 +169,8 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
     };
     if (opts.dryRun) {
       const backend = new IptablesBackend(settings);
-      await withFirstState(feed, ctx.signal, (state) => dryRun(state, backend, runner)).finally(() =>
-        watch?.stop(),
+      await withFirstState(feed, ctx.signal, (state) => dryRun(state, backend, runner)).finally(
+        followed.stop,
       );
       return;
     }
@@ -190,13 +189,10 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
       mode: "iptables",
       families: ["IPv4", "IPv6"],
       syncPeriodMs: opts.syncPeriodMs,
-      healthCheckAddresses: healthCheckAddresses(
-        families.flatMap((f) => f.nodePortCIDRs),
-        interfaces.flatMap((i) => i.addresses.map((a) => a.ip)),
-      ),
+      healthCheckAddresses: rulesAddresses(opts, watch.current()).healthCheckAddresses,
       log: ctx.log.child({ component: "node" }),
     }).catch((err: unknown) => {
-      watch?.stop();
+      followed.stop();
       throw err;
     });
     const packetCounters = new PacketCounters(runner, {
@@ -206,17 +202,23 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
     });
     packetCounters.start();
     const backend = new IptablesBackend({ ...settings, observer: node, packetCounters });
-    const restart = restartOnNodeChange(watch, log);
+    followNode(watch, {
+      backend: "iptables",
+      log,
+      derive: (facts) => rulesAddresses(opts, facts),
+      apply(now, facts, was) {
+        if (rulesChanged(now, was)) backend.reconfigure(familiesOf(facts));
+        void node.healthCheckNodePorts.listenOn(now.healthCheckAddresses);
+      },
+    });
     try {
-      await backend.run(feed, AbortSignal.any([ctx.signal, restart.signal]));
+      await backend.run(feed, ctx.signal);
     } finally {
       packetCounters.stop();
-      watch?.stop();
+      followed.stop();
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
     }
-    const changed = restart.error();
-    if (changed !== undefined && !ctx.signal.aborted) throw changed;
   },
   async rulesReader(opts) {
     const host = new IpCommandHost();

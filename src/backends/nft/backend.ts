@@ -59,15 +59,18 @@ export class NftBackend {
   readonly #maxStatements: number;
   readonly #now: () => number;
   readonly #mirrors = new Map<NftFamily, TableMirror>();
+  /** Each family's table, replaced by reconfigure(). */
+  readonly #tables = new Map<NftFamily, TableConfig>();
   readonly #loop: SyncLoop;
 
   constructor(options: NftBackendOptions) {
     this.#runner = options.runner;
     this.#maxStatements = options.maxStatementsPerTransaction ?? DEFAULT_MAX_STATEMENTS;
     this.#now = options.now ?? Date.now;
+    for (const cfg of options.tables) this.#tables.set(cfg.family, cfg);
     this.#loop = new SyncLoop({
       backend: "nftables",
-      families: options.tables.map((cfg) => this.#family(cfg)),
+      families: options.tables.map((cfg) => this.#family(cfg.family)),
       log: options.log,
       ...(options.syncPeriodMs === undefined ? {} : { syncPeriodMs: options.syncPeriodMs }),
       ...(options.observer === undefined ? {} : { observer: options.observer }),
@@ -77,17 +80,28 @@ export class NftBackend {
     });
   }
 
-  #family(cfg: TableConfig): BackendFamily {
-    cleanupFailures.inc({ ip_family: ipFamilyOfNft(cfg.family) }, 0);
+  #family(family: NftFamily): BackendFamily {
+    cleanupFailures.inc({ ip_family: ipFamilyOfNft(family) }, 0);
+    const cfg = () => this.#tables.get(family) as TableConfig;
     return {
-      family: cfg.family,
-      ipFamilies: [ipFamilyOfNft(cfg.family)],
-      apply: (state) => this.#syncTable(cfg, state),
-      forget: () => this.#mirrors.delete(cfg.family),
-      followUpMs: () => (this.#mirrors.get(cfg.family)?.hasStale ? STALE_DELETE_DELAY_MS : undefined),
+      family,
+      ipFamilies: [ipFamilyOfNft(family)],
+      apply: (state) => this.#syncTable(cfg(), state),
+      forget: () => this.#mirrors.delete(family),
+      followUpMs: () => (this.#mirrors.get(family)?.hasStale ? STALE_DELETE_DELAY_MS : undefined),
       // A foreign object in kpng's table (a set of another type, say) fails every transaction.
-      reset: () => this.#runner.run(`delete table ${cfg.family} ${cfg.table}\n`),
+      reset: () => this.#runner.run(`delete table ${family} ${cfg().table}\n`),
     };
+  }
+
+  /**
+   * New node addresses for the tables (NodePort addresses, node IPs, pod CIDRs): each table is
+   * rewritten in place at once by the sync loop, from a listing of what it holds, in the same
+   * transactions as any resync, so traffic to the addresses that stay is never dropped.
+   */
+  reconfigure(tables: readonly TableConfig[]): void {
+    for (const cfg of tables) if (this.#tables.has(cfg.family)) this.#tables.set(cfg.family, cfg);
+    this.#loop.forceFullSync();
   }
 
   /** Whether every table is programmed and in line, and what failed if not (for /healthz). */

@@ -4,14 +4,21 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { CompanionBackend, PreparedCompanion } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { restartOnNodeChange, watchNode } from "../../backend-core/node-watch.ts";
+import {
+  followNode,
+  type NodeFacts,
+  rulesAddresses,
+  rulesChanged,
+  startNodeWatch,
+  watchNode,
+} from "../../backend-core/node-watch.ts";
+import { type HostAddresses, watchHostAddresses } from "../../host/address-watch.ts";
 import {
   HOST_NETWORK_BINARIES,
   type HostNetwork,
   IpCommandHost,
   primaryAddresses,
 } from "../../host/host-network.ts";
-import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import {
   addTrafficAddressOptions,
@@ -19,7 +26,6 @@ import {
   trafficAddressFlags,
   trafficSettings,
 } from "../../host/traffic-addresses.ts";
-import type { LocalStateFeed } from "../../model/local.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
@@ -87,32 +93,8 @@ async function configs(settings: NftSettings, host: HostNetwork): Promise<TableC
   return tableConfigs(settings, primary);
 }
 
-/**
- * The tables for the node as its first state describes it, following what they take from the
- * Node object ("primary" NodePorts: its IPs, as kube-proxy's nftables mode; NodeCIDR: its
- * podCIDRs); undefined when the signal aborted first.
- */
-async function followNode(
-  settings: NftSettings,
-  feed: LocalStateFeed,
-  host: HostNetwork,
-  signal: AbortSignal,
-  log: Logger,
-  nodeIPs = isPrimary(settings),
-) {
-  const wants = { ips: nodeIPs, podCIDRs: detectLocalMode(settings) === "NodeCIDR" };
-  if (!wants.ips && !wants.podCIDRs) return { tables: await configs(settings, host), watch: undefined };
-  const watch = await watchNode(feed, host, signal, wants);
-  if (!watch.started) return undefined;
-  if (wants.podCIDRs && watch.podCIDRs.length === 0)
-    log.warn(
-      "--detect-local-mode NodeCIDR: the Node has no podCIDRs yet; pod traffic is not told apart until it has",
-    );
-  const primary = wants.ips
-    ? watch.ips
-    : primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
-  return { tables: tableConfigs(settings, primary, watch.podCIDRs), watch };
-}
+const tablesOf = (settings: NftSettings, facts: NodeFacts) =>
+  tableConfigs(settings, facts.primaryIPs, facts.podCIDRs);
 
 export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   name: "to-nft",
@@ -132,20 +114,27 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const host = new IpCommandHost();
     const log = ctx.log.child({ component: "nft" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
-    const followed = await followNode(opts.settings, feed, host, ctx.signal, log);
+    const followed = await startNodeWatch(feed, host, ctx.signal, log, {
+      ips: isPrimary(opts.settings),
+      podCIDRs: detectLocalMode(opts.settings) === "NodeCIDR",
+    });
     if (followed === undefined) return;
-    const { tables, watch } = followed;
+    const { watch } = followed;
+    const tables = tablesOf(opts.settings, watch.current());
     if (opts.dryRun) {
       // The whole ruleset is checked at once: tens of seconds at 100k Services, not one transaction's.
       const checker = new ExecNftRunner(["nft"], { timeoutMs: DRY_RUN_CHECK_TIMEOUT_MS });
       const runner = new CheckingNftRunner(checker, (text) => process.stdout.write(text));
       const backend = new NftBackend({ runner, tables, log });
-      await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(() => watch?.stop());
+      await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(followed.stop);
       await runner.verify();
       return;
     }
     // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
-    const lock = await acquireTableLock(opts.tableName);
+    const lock = await acquireTableLock(opts.tableName).catch((err: unknown) => {
+      followed.stop();
+      throw err;
+    });
     // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
     const runner = new InteractiveNftRunner({
       fallback: new ExecNftRunner(),
@@ -157,24 +146,21 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         nodePorts: tables.flatMap((t) => t.nodePortCIDRs),
         podCIDRs: tables.flatMap((t) => t.podCIDRs),
         ...(tables[0]?.podInterface && { podInterface: tables[0].podInterface }),
-        ...(isPrimary(opts.settings) &&
-          watch && { nodeIPsFrom: watch.ipsFrom === "node" ? "Node object" : "default-route interfaces" }),
+        ...(isPrimary(opts.settings) && {
+          nodeIPsFrom: watch.current().primaryFrom === "node" ? "Node object" : "default-route interfaces",
+        }),
       },
       "starting",
     );
     const syncPeriodMs = opts.syncPeriod;
-    const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
     const node = await NodeServices.start(opts.node, {
       mode: "nftables",
       families: ["IPv4", "IPv6"],
       syncPeriodMs,
-      healthCheckAddresses: healthCheckAddresses(
-        tables.flatMap((t) => t.nodePortCIDRs),
-        hostIPs,
-      ),
+      healthCheckAddresses: rulesAddresses(opts.settings, watch.current()).healthCheckAddresses,
       log: ctx.log.child({ component: "node" }),
     }).catch(async (err: unknown) => {
-      watch?.stop();
+      followed.stop();
       runner.close();
       await lock.release();
       throw err;
@@ -189,19 +175,25 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       probe,
       probeIntervalMs: REPAIR_CHECK_MS,
     });
-    const restart = restartOnNodeChange(watch, log);
+    followNode(watch, {
+      backend: "nftables",
+      log,
+      derive: (facts) => rulesAddresses(opts.settings, facts),
+      apply(now, facts, was) {
+        if (rulesChanged(now, was)) backend.reconfigure(tablesOf(opts.settings, facts));
+        void node.healthCheckNodePorts.listenOn(now.healthCheckAddresses);
+      },
+    });
     try {
-      await backend.run(feed, AbortSignal.any([ctx.signal, restart.signal]));
+      await backend.run(feed, ctx.signal);
     } finally {
-      watch?.stop();
+      followed.stop();
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
       runner.close();
       probe.close();
       await lock.release();
     }
-    const changed = restart.error();
-    if (changed !== undefined && !ctx.signal.aborted) throw changed;
   },
   async rulesReader(opts) {
     return new NftRulesReader(await configs(opts.settings, new IpCommandHost()));
@@ -231,29 +223,44 @@ function socketBalanced(table: TableConfig): TableConfig {
   return { ...table, socketBalanced: true };
 }
 
-/** The table lock, the runner and the node's addresses: to-nft without its node services. */
+/**
+ * The table lock, the runner and the node's addresses: to-nft without its node services. The
+ * addresses are followed; `run` updates the tables in place when they change.
+ */
 async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompanion> {
   const host = new IpCommandHost();
-  const tables = await companionConfigs(opts.settings, host);
-  const hostIPs = (await host.interfaces()).flatMap((i) => i.addresses.map((a) => a.ip));
+  const addresses = await watchHostAddresses(host, log);
   const protectedAddresses = await readProtectedAddresses(host);
   // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).
-  const lock = await acquireTableLock(opts.tableName);
+  const lock = await acquireTableLock(opts.tableName).catch((err: unknown) => {
+    addresses.stop();
+    throw err;
+  });
   const runner = new InteractiveNftRunner({
     fallback: new ExecNftRunner(),
     onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
   });
-  const nodePortCIDRs = tables.flatMap((t) => t.nodePortCIDRs);
-  log.info({ tables: tables.map((t) => `${t.family} ${t.table}`), nodePorts: nodePortCIDRs }, "starting");
+  const nodePortCIDRs = (host: HostAddresses) =>
+    tableConfigs(opts.settings, host.primary).flatMap((t) => t.nodePortCIDRs);
+  log.info(
+    {
+      tables: ["ip", "ip6"].map((f) => `${f} ${opts.tableName}`),
+      nodePorts: nodePortCIDRs(addresses.current),
+    },
+    "starting",
+  );
   return {
-    nodePortCIDRs,
-    hostIPs,
+    current: () => ({ nodePortCIDRs: nodePortCIDRs(addresses.current), hostIPs: addresses.current.all }),
+    subscribe: (listener) => addresses.subscribe(() => listener()),
     async run(input, signal, observer) {
       const feed = guardServiceRanges(input, protectedAddresses, log);
-      // NodePorts stay on the addresses read above; the Node's podCIDRs are followed (NodeCIDR).
-      const followed = await followNode(opts.settings, feed, host, signal, log, false);
-      if (followed === undefined) return;
-      const rules = followed.tables.map(socketBalanced);
+      // NodePorts on the primary addresses of the host (the Node's IPs are for to-ebpf's own
+      // node services); the Node's podCIDRs are followed (NodeCIDR).
+      const wants = { ips: false, podCIDRs: detectLocalMode(opts.settings) === "NodeCIDR" };
+      const watch = await watchNode(feed, addresses, signal, wants);
+      if (!watch.started) return;
+      const tables = (facts: NodeFacts) => tablesOf(opts.settings, facts).map(socketBalanced);
+      const rules = tables(watch.current());
       const probe = rulesProbe(rules, log);
       const backend = new NftBackend({
         runner,
@@ -264,17 +271,23 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
         probe,
         probeIntervalMs: REPAIR_CHECK_MS,
       });
-      const restart = restartOnNodeChange(followed.watch, log);
+      followNode(watch, {
+        backend: "nftables",
+        log,
+        derive: (facts) => rulesAddresses(opts.settings, facts),
+        apply: (now, facts, was) => {
+          if (rulesChanged(now, was)) backend.reconfigure(tables(facts));
+        },
+      });
       try {
-        await backend.run(feed, AbortSignal.any([signal, restart.signal]));
+        await backend.run(feed, signal);
       } finally {
-        followed.watch?.stop();
+        watch.stop();
         probe.close();
       }
-      const changed = restart.error();
-      if (changed !== undefined && !signal.aborted) throw changed;
     },
     async close() {
+      addresses.stop();
       runner.close();
       await lock.release();
     },

@@ -43,6 +43,8 @@ export interface ClusterOptions {
   readonly others?: readonly object[];
   /** node-1's spec.podCIDRs. */
   readonly node1PodCIDRs?: readonly string[];
+  /** node-1's IPv4 InternalIP; 192.0.2.1 when unset. */
+  readonly node1IPv4?: string;
 }
 
 function node(
@@ -166,7 +168,7 @@ export function writeCluster(
   opts: ClusterOptions = {},
 ): void {
   const docs = [
-    node("node-1", "192.0.2.1", "2001:db8::1", opts.node1ToBeDeleted, opts.node1PodCIDRs),
+    node("node-1", opts.node1IPv4 ?? "192.0.2.1", "2001:db8::1", opts.node1ToBeDeleted, opts.node1PodCIDRs),
     node("node-2", "192.0.2.50", "2001:db8::50"),
     ...services.flatMap(serviceObjects),
     ...(opts.others ?? []),

@@ -96,4 +96,38 @@ describe("HealthCheckNodePorts", () => {
       await hc.close();
     }
   });
+
+  test("the node's addresses change: each port opens on the new ones, closes on the gone ones, stays on the rest", async () => {
+    const port = await freePort();
+    const hc = new HealthCheckNodePorts({
+      addresses: ["127.0.0.1"],
+      proxyHealthy: () => true,
+      log: silentLogger,
+    });
+    const status = (host: string) =>
+      fetch(`http://${host}:${port}/`).then(
+        (r) => r.status,
+        () => "refused",
+      );
+    try {
+      await hc.update(state([lb("a", port, 1)]));
+      assert.equal(await status("127.0.0.2"), "refused");
+      await hc.listenOn(["127.0.0.1", "127.0.0.2"]);
+      assert.equal(await status("127.0.0.1"), 200);
+      assert.equal(await status("127.0.0.2"), 200);
+      await hc.listenOn(["127.0.0.2"]);
+      assert.equal(await status("127.0.0.1"), "refused");
+      assert.equal(await status("127.0.0.2"), 200);
+      // Not an address of this host: that one is retried at the next update, the others serve.
+      await hc.listenOn(["127.0.0.2", "192.0.2.1"]);
+      assert.equal(await status("127.0.0.2"), 200);
+      await hc.listenOn(["127.0.0.2"]);
+      await hc.update(state([lb("a", port, 1), lb("b", 0, 1)]));
+      assert.equal(await status("127.0.0.2"), 200);
+      await hc.update(state([]));
+      assert.equal(await status("127.0.0.2"), "refused");
+    } finally {
+      await hc.close();
+    }
+  });
 });

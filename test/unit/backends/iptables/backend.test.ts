@@ -341,3 +341,20 @@ test("rule metrics: rules kpng owns per table and family, rules the last sync wr
     "the retry is a full sync: not a partial restore failure",
   );
 });
+
+test("new node addresses: the running loop rewrites the rules at once, with the new NodePort addresses", async () => {
+  const { ipt, backend } = setup();
+  const stop = new AbortController();
+  const running = backend.run(feedOf(state([service()])), stop.signal);
+  const nodePortJumps = () =>
+    (ipt.rules("IPv4", "nat", "KPNG-SERVICES") ?? []).filter((r) => r.endsWith("-j KPNG-NODEPORTS"));
+  await eventually(() => nodePortJumps().length === 1, "the first sync");
+  backend.reconfigure([{ ...V4, nodePortCIDRs: ["192.0.2.1/32", "192.0.2.7/32"] }, V6]);
+  await eventually(() => nodePortJumps().length === 2, "the new NodePort address");
+  assert.deepEqual(nodePortJumps(), [
+    "-d 192.0.2.1/32 -m addrtype --dst-type LOCAL -j KPNG-NODEPORTS",
+    "-d 192.0.2.7/32 -m addrtype --dst-type LOCAL -j KPNG-NODEPORTS",
+  ]);
+  stop.abort();
+  await running;
+});

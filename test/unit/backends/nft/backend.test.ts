@@ -4,6 +4,7 @@ import { NftBackend } from "../../../../src/backends/nft/backend.ts";
 import { chainName } from "../../../../src/backends/nft/names.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
+import { eventually } from "../../../support/eventually.ts";
 import { FakeNft } from "../../../support/fake-nft.ts";
 import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
 
@@ -354,4 +355,25 @@ test("a failed deletion of unused chains counts as kube-proxy's nftables cleanup
   nft.failNext((text) => text.includes("delete chain"));
   await assert.rejects(backend.sync(state([], 2)));
   assert.equal(await failures(), before + 1);
+});
+
+test("new node addresses: the running loop rewrites the table in place at once, the services' entries stay", async () => {
+  const { nft, backend } = setup();
+  const feed = new ManualFeed();
+  const stop = new AbortController();
+  const running = backend.run(feed, stop.signal);
+  const svc = service();
+  feed.push(state([svc]));
+  const synced = (cond: () => boolean) => eventually(async () => cond(), "the sync", 5000);
+  await synced(() => nft.elements("ip", "kpng", "nodeport-ips")?.has("192.0.2.1/32") === true);
+  const before = nft.transactions.length;
+  backend.reconfigure([{ ...V4, nodePortCIDRs: ["192.0.2.1/32", "192.0.2.7/32"] }, V6]);
+  await synced(() => nft.elements("ip", "kpng", "nodeport-ips")?.has("192.0.2.7/32") === true);
+  assert.ok(nft.elements("ip", "kpng", "nodeport-ips")?.has("192.0.2.1/32"));
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("203.0.113.10 . tcp . 80"), "goto pick-tcp-2");
+  const rewrite = nft.transactions.slice(before).join("");
+  assert.doesNotMatch(rewrite, /delete element ip kpng service-ips/, "no service entry removed on the way");
+  assert.doesNotMatch(rewrite, /flush map ip kpng service-ips/);
+  stop.abort();
+  await running;
 });
