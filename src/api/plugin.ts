@@ -11,7 +11,7 @@ import { checkedBy, optionalText, parsedBy, parseOptionsWith, switchFlag } from 
 import { DEFAULT_LISTEN, DEFAULT_SOCKET_DIR } from "./defaults.ts";
 import { GrpcStatus } from "./grpc-stream.ts";
 import { DEFAULT_MAX_NODES } from "./local-hub.ts";
-import { ApiServer, parseListen, type TlsFiles } from "./server.ts";
+import { ApiServer, parseListen, type SyncReports, type TlsFiles } from "./server.ts";
 import { StreamRejection } from "./stream-rejection.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
@@ -68,21 +68,37 @@ const toApiFlags = z
 
 type ToApiFlags = z.output<typeof toApiFlags>;
 
-/** The Services a localv1 client asking for `serviceProxyName` gets (undefined: the source's own). */
+/**
+ * The Services a localv1 client of `nodeName` asking for `serviceProxyName` gets (undefined: the
+ * source's own).
+ */
 function proxyNameShare(
   store: ClusterView,
   serviceProxyName: string | undefined,
+  nodeName: string,
   ctx: GlobalSinkContext,
 ): ClusterView {
-  if (serviceProxyName === undefined) return store;
-  if (ctx.proxyNameView !== undefined) return ctx.proxyNameView(serviceProxyName);
-  if (serviceProxyName === ctx.serviceProxyName) return store;
+  if (ctx.remoteBackends !== undefined)
+    return ctx.remoteBackends.view(serviceProxyName ?? ctx.serviceProxyName, nodeName);
+  if (serviceProxyName === undefined || serviceProxyName === ctx.serviceProxyName) return store;
   const served =
     ctx.serviceProxyName === "" ? "the unlabelled Services" : `--service-proxy-name ${ctx.serviceProxyName}`;
   throw new StreamRejection(
     GrpcStatus.FAILED_PRECONDITION,
     `this brain serves only ${served}; start it with to-api --every-service-proxy-name to serve ${JSON.stringify(serviceProxyName)}`,
   );
+}
+
+/** Where the clients' sync reports go: the handover between the backends of each node. */
+function syncReports(ctx: GlobalSinkContext): SyncReports | undefined {
+  const backends = ctx.remoteBackends;
+  if (backends === undefined) return undefined;
+  const nameOf = (serviceProxyName: string | undefined) => serviceProxyName ?? ctx.serviceProxyName;
+  return {
+    reportsSyncs: (nodeName, serviceProxyName) => backends.reportsSyncs(nodeName, nameOf(serviceProxyName)),
+    programmed: (nodeName, serviceProxyName, services, families) =>
+      backends.programmed(nodeName, nameOf(serviceProxyName), services, families),
+  };
 }
 
 export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
@@ -122,7 +138,8 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
       hub: { maxNodes: opts.maxNodes },
       listen: opts.listen,
       localFeed: (nodeName, serviceProxyName) =>
-        localStateFeed(proxyNameShare(store, serviceProxyName, ctx), nodeName),
+        localStateFeed(proxyNameShare(store, serviceProxyName, nodeName, ctx), nodeName),
+      syncReports: syncReports(ctx),
       globalStore: opts.globalApi ? store : undefined,
       tls: opts.tls,
       log: ctx.log,

@@ -151,6 +151,9 @@ export function ofFamily<T extends string | { readonly ip: string }>(
   return items.filter((item) => familyOf(typeof item === "string" ? item : item.ip) === family);
 }
 
+/** The Services of one local state, looked up by "namespace/name". */
+export type ServiceLookup = Pick<ReadonlyMap<string, LocalService>, "get">;
+
 /** What a sink (a backend, a dump, the API server) receives: local states over time. */
 export interface LocalStateFeed {
   /**

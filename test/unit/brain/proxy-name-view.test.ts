@@ -54,7 +54,10 @@ async function twoViews(services = [svc({ name: "web" })]) {
   store.synced();
   await settled();
   const handover = new ConfirmedHandover({
-    names: ["", "legacy"],
+    backends: new Map([
+      ["", true],
+      ["legacy", true],
+    ]),
     fallbackMs: 60_000,
     log: silentLogger,
     clock,
@@ -65,12 +68,12 @@ async function twoViews(services = [svc({ name: "web" })]) {
   plain.subscribe((c) => told.push([...c.services]));
   legacy.subscribe(() => {});
   /** What a backend reports after a sync: the state holds the Services its view shows now. */
-  const synced = (name: string, families: IPFamily[], revision = 1) => {
+  const synced = (name: string, families: IPFamily[]) => {
     const view = name === "" ? plain : legacy;
     const services = new Map(
       [...view.serviceKeys()].map((k) => [k, localService(view.service(k)!)] as const),
     );
-    handover.programmed(name, { node: "n1", revision, services, serviceCIDRs: [] }, families);
+    handover.programmed(name, services, families);
   };
   return { clock, store, plain, legacy, told, synced };
 }
@@ -110,13 +113,13 @@ test("a relabelled Service stays with the losing view until the gaining backend 
 test("a dual-stack Service waits for both families of the gaining backend", async () => {
   const dual = { clusterIP: "198.51.100.10", clusterIPs: ["198.51.100.10", "2001:db8::10"] };
   const { plain, store, synced } = await twoViews([svc({ name: "web", ...dual })]);
-  synced("legacy", ["IPv4", "IPv6"], 0);
+  synced("legacy", ["IPv4", "IPv6"]);
   store.upsert(svc({ name: "web", labels: LEGACY, ...dual }));
   await settled();
   synced("legacy", ["IPv4"]);
   await settled();
   assert.ok(plain.service("ns/web"), "IPv6 not programmed yet");
-  synced("legacy", ["IPv6"], 2);
+  synced("legacy", ["IPv6"]);
   await settled();
   assert.equal(plain.service("ns/web"), undefined);
 });
