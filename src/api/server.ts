@@ -115,8 +115,8 @@ export class ApiServer {
           if (node?.nodeName !== req.NodeName || node.serviceProxyName !== req.ServiceProxyName) {
             release();
             node = this.#hub.acquire(req.NodeName, req.ServiceProxyName);
-            if (req.ReportsProgrammed) reports?.reportsSyncs(node.nodeName, node.serviceProxyName);
           }
+          if (req.ReportsProgrammed === true) reports?.reportsSyncs(node.nodeName, node.serviceProxyName);
           return node;
         };
         const report = (req: WatchReq): boolean => {

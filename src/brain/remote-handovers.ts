@@ -68,6 +68,7 @@ export class RemoteHandovers implements RemoteBackends {
     services: ServiceLookup,
     families: readonly IPFamily[],
   ): void {
+    this.reportsSyncs(nodeName, serviceProxyName);
     this.#nodes.get(nodeName)?.handover.programmed(serviceProxyName, services, families);
   }
 
