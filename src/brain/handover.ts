@@ -41,7 +41,7 @@ interface Pending {
   readonly key: string;
   readonly from: string;
   readonly release: () => void;
-  readonly cancelTimer: () => void;
+  cancelTimer: () => void;
   /** Families some other backend confirmed, by backend. */
   readonly confirmed: Map<string, Set<IPFamily>>;
 }
@@ -70,6 +70,10 @@ export class ConfirmedHandover implements Handover {
     this.#o = { clock: systemClock, ...options };
   }
 
+  get #unconfirmedMs(): number {
+    return Math.min(this.#o.unconfirmedMs ?? this.#o.fallbackMs, this.#o.fallbackMs);
+  }
+
   begin(key: string, from: string, service: Service, release: () => void): void {
     const id = `${from}\0${key}`;
     if (this.#pending.has(id)) return;
@@ -82,18 +86,29 @@ export class ConfirmedHandover implements Handover {
       release();
       return;
     }
-    const silent = gainers.filter(([, reports]) => !reports).map(([n]) => n);
-    const waitMs = silent.length > 0 ? (this.#o.unconfirmedMs ?? this.#o.fallbackMs) : this.#o.fallbackMs;
     const to = gainers.map(([n]) => n);
-    const cancelTimer = this.#o.clock.after(waitMs, () => {
+    const started = this.#o.clock.now();
+    // A gainer not known to report syncs gets the short wait; one that turns out to report them
+    // meanwhile (its first report raced the relabel) gets the rest of the full one.
+    const silentGainers = () => to.filter((n) => this.#o.backends.get(n) !== true);
+    const wait = () => (silentGainers().length > 0 ? this.#unconfirmedMs : this.#o.fallbackMs);
+    const expire = () => {
+      const waited = this.#o.clock.now() - started;
+      const p = this.#pending.get(id);
+      if (p === undefined) return;
+      if (waited < wait()) {
+        p.cancelTimer = this.#o.clock.after(wait() - waited, expire);
+        return;
+      }
       this.#pending.delete(id);
       for (const gainer of to) fallbacks.inc({ service_proxy_name: gainer });
+      const silent = silentGainers();
       this.#o.log.warn(
         {
           service: key,
           from,
           to,
-          waitedMs: waitMs,
+          waitedMs: waited,
           ...(silent.length > 0 ? { reportingNoSyncs: silent } : {}),
         },
         silent.length > 0
@@ -101,7 +116,8 @@ export class ConfirmedHandover implements Handover {
           : "the backend gaining a relabelled Service did not confirm a sync holding it; the losing backend drops it anyway",
       );
       release();
-    });
+    };
+    const cancelTimer = this.#o.clock.after(wait(), expire);
     this.#pending.set(id, { key, from, release, cancelTimer, confirmed: new Map() });
   }
 

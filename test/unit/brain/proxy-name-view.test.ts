@@ -53,12 +53,15 @@ async function twoViews(services = [svc({ name: "web" })]) {
   store.replace("EndpointSlice", [slice([ep("192.0.2.1")], { service: "web" })]);
   store.synced();
   await settled();
+  /** By proxy name: whether its backend reports syncs. */
+  const backends = new Map([
+    ["", true],
+    ["legacy", true],
+  ]);
   const handover = new ConfirmedHandover({
-    backends: new Map([
-      ["", true],
-      ["legacy", true],
-    ]),
+    backends,
     fallbackMs: 60_000,
+    unconfirmedMs: 4000,
     log: silentLogger,
     clock,
   });
@@ -75,7 +78,7 @@ async function twoViews(services = [svc({ name: "web" })]) {
     );
     handover.programmed(name, services, families);
   };
-  return { clock, store, plain, legacy, told, synced };
+  return { clock, store, plain, legacy, told, synced, backends };
 }
 
 /** Enough of a LocalService for the handover: its key and cluster IPs. */
@@ -134,6 +137,29 @@ test("a gaining backend that never confirms: released at the fallback, logged an
   await clock.advance(1);
   assert.equal(plain.service("ns/web"), undefined);
   assert.equal(await fallbacks(), before + 1);
+});
+
+test("a gaining backend that reports no syncs is waited for the short time; one that starts reporting, the full one", async () => {
+  const { plain, store, clock, backends } = await twoViews([svc({ name: "web" }), svc({ name: "db" })]);
+  backends.set("legacy", false);
+  const before = await fallbacks();
+  store.upsert(svc({ name: "web", labels: LEGACY }));
+  await settled();
+  await clock.advance(3999);
+  assert.ok(plain.service("ns/web"));
+  await clock.advance(1);
+  assert.equal(plain.service("ns/web"), undefined, "released after the short wait");
+  assert.equal(await fallbacks(), before + 1);
+
+  // Its first report comes right after the relabel: it is then waited for as one that reports.
+  store.upsert(svc({ name: "db", labels: LEGACY }));
+  await settled();
+  backends.set("legacy", true);
+  await clock.advance(4000);
+  assert.ok(plain.service("ns/db"), "a backend reporting syncs gets the full wait");
+  await clock.advance(56_000);
+  assert.equal(plain.service("ns/db"), undefined);
+  assert.equal(await fallbacks(), before + 2);
 });
 
 test("nothing to hand over: a proxy name nobody here serves, a headless Service", async () => {
