@@ -67,7 +67,7 @@ export class ConfirmedHandover implements Handover {
   readonly #families = new Map<string, Set<IPFamily>>();
 
   constructor(options: ConfirmedHandoverOptions) {
-    this.#o = { clock: systemClock, ...options };
+    this.#o = { ...options, clock: options.clock ?? systemClock };
   }
 
   get #unconfirmedMs(): number {

@@ -20,12 +20,15 @@ interface RemoteFeedOptions {
 
 export function remoteLocalStateFeed(options: RemoteFeedOptions): LocalStateFeed {
   const reporter = new SyncReporter();
-  /** The change set each delivered state came from, for the sync reports. */
-  const origins = new WeakMap<LocalState, { instanceId: string; revision: number }>();
+  /**
+   * The change set each delivered state's Services came from, for the sync reports. Keyed by the
+   * Services map, which wrappers of the state (the service range guard) keep as it is.
+   */
+  const origins = new WeakMap<LocalState["services"], { instanceId: string; revision: number }>();
   return {
     // The brain hands a relabelled Service to this backend once a report shows its rules hold it.
     programmed(state, families) {
-      const origin = origins.get(state);
+      const origin = origins.get(state.services);
       if (origin !== undefined && families.length > 0) reporter.report({ ...origin, families });
     },
     subscribe(listener: (state: LocalState) => void | Promise<void>): () => void {
@@ -44,7 +47,7 @@ export function remoteLocalStateFeed(options: RemoteFeedOptions): LocalStateFeed
           onChangeSet: async (changeSet) => {
             const { state, changed } = decoder.apply(changeSet);
             if (changeSet.instanceId !== "")
-              origins.set(state, { instanceId: changeSet.instanceId, revision: changeSet.revision });
+              origins.set(state.services, { instanceId: changeSet.instanceId, revision: changeSet.revision });
             // The first state is always delivered (even empty); later ones only when they differ.
             if (changed || !delivered) {
               delivered = true;
