@@ -2,10 +2,14 @@
 
 import { readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
+import type { Server } from "node:http";
 import type { Command } from "commander";
 import { z } from "zod";
 import { localStateFeed } from "../brain/local-state-feed.ts";
+import { joinHostPort } from "../lib/host-port.ts";
 import type { ClusterView } from "../model/global.ts";
+import { close } from "../observability/http-listen.ts";
+import { parseStatusAddress, startStatusServer } from "../observability/status-server.ts";
 import type { GlobalSinkContext, GlobalSinkPlugin } from "../plugin/contracts.ts";
 import { checkedBy, optionalText, parsedBy, parseOptionsWith, switchFlag } from "../plugin/options.ts";
 import { DEFAULT_LISTEN, DEFAULT_SOCKET_DIR } from "./defaults.ts";
@@ -42,6 +46,9 @@ const toApiFlags = z
     tlsCa: fileFlag,
     globalApi: z.boolean().optional().default(true),
     everyServiceProxyName: switchFlag,
+    metricsAddress: optionalText.transform(
+      parsedBy((text) => (text === undefined || text === "" ? undefined : parseStatusAddress(text))),
+    ),
     maxNodes: z.coerce
       .string()
       .regex(/^[1-9]\d{0,6}$/, { error: (i) => `"${String(i.input)}" is not a positive whole number` })
@@ -124,6 +131,10 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
           "(reads every Service; default: only the source's --service-proxy-name)",
       )
       .option(
+        "--metrics-address <host:port>",
+        "serve /metrics and /healthz there (e.g. the handover fallbacks of --every-service-proxy-name); default: off",
+      )
+      .option(
         "--max-nodes <count>",
         `most node states served at once; the longest-idle is dropped for a new one (default ${DEFAULT_MAX_NODES})`,
       );
@@ -145,11 +156,23 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
       log: ctx.log,
     });
     await server.start();
-    if (!ctx.signal.aborted) {
-      await new Promise<void>((resolve) =>
-        ctx.signal.addEventListener("abort", () => resolve(), { once: true }),
-      );
+    let status: Server | undefined;
+    try {
+      if (opts.metricsAddress !== undefined) {
+        status = await startStatusServer(opts.metricsAddress, () => store.isSynced);
+        ctx.log.info(
+          { metrics: joinHostPort(opts.metricsAddress.host, opts.metricsAddress.port) },
+          "serving /metrics and /healthz",
+        );
+      }
+      if (!ctx.signal.aborted) {
+        await new Promise<void>((resolve) =>
+          ctx.signal.addEventListener("abort", () => resolve(), { once: true }),
+        );
+      }
+    } finally {
+      if (status !== undefined) await close(status);
+      await server.stop();
     }
-    await server.stop();
   },
 };

@@ -20,6 +20,7 @@ import { SINK_FLAGS } from "./two-backends.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const skip = await netnsSkipReason();
+const BRAIN_METRICS = "127.0.0.1:10261";
 
 describe("per-Service backends over the API: two remote backends of one brain", { skip }, () => {
   const env = suiteTopology({ pods: PODS });
@@ -65,6 +66,8 @@ describe("per-Service backends over the API: two remote backends of one brain", 
         "--listen",
         api,
         "--every-service-proxy-name",
+        "--metrics-address",
+        BRAIN_METRICS,
       ],
       { name: "brain", env: { KPNG_LOG_LEVEL: "debug" } },
     );
@@ -105,5 +108,8 @@ describe("per-Service backends over the API: two remote backends of one brain", 
     // Confirmed by the gaining backend's sync reports: the brain never fell back.
     const log = brain.stderr();
     assert.doesNotMatch(log, /did not confirm a sync holding it|reports no syncs/);
+    const metrics = (await topo.node.exec(["curl", "-s", `http://${BRAIN_METRICS}/metrics`])).stdout;
+    assert.match(metrics, /# HELP kpng_handover_fallbacks_total /);
+    assert.doesNotMatch(metrics, /^kpng_handover_fallbacks_total\{[^}]*\} [1-9]/m);
   });
 });
