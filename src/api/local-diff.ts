@@ -5,7 +5,7 @@
 // full state needs one sort of the service keys, not one of every endpoint path.
 
 import { sameStrings } from "../brain/local-equal.ts";
-import type { LocalService } from "../model/local.ts";
+import type { LocalService, LocalState } from "../model/local.ts";
 import {
   concatFrames,
   deleteFrame,
@@ -16,7 +16,7 @@ import {
   wireValue,
 } from "./frames.ts";
 import { FullStateSegments } from "./full-state-segments.ts";
-import { type Endpoint, ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
+import { type Endpoint, NodeInfo, ServiceCIDRs, Set as WireSet } from "./gen/api/localv1/api.ts";
 import { KeyOrder } from "./key-order.ts";
 import {
   encodeEndpointBytes,
@@ -88,6 +88,34 @@ export interface LocalDelta {
   after(key: string): LocalService | undefined;
   /** The Service IP ranges before and after; absent when they did not change. */
   readonly serviceCIDRs?: { readonly before: readonly string[]; readonly after: readonly string[] };
+  /** The Node's facts before and after; absent when they did not change. */
+  readonly node?: { readonly before: NodeFacts | undefined; readonly after: NodeFacts | undefined };
+}
+
+/** What the wire carries of the Node (NodeInfoSet): a state's nodeIPs and nodePodCIDRs. */
+export interface NodeFacts {
+  readonly ips: readonly string[];
+  readonly podCIDRs: readonly string[];
+}
+
+/** A state's Node facts; undefined when its producer does not know them. */
+export function nodeFactsOf(state: LocalState | undefined): NodeFacts | undefined {
+  if (state?.nodeIPs === undefined && state?.nodePodCIDRs === undefined) return undefined;
+  return { ips: state.nodeIPs ?? [], podCIDRs: state.nodePodCIDRs ?? [] };
+}
+
+const sameNodeFacts = (a: NodeFacts | undefined, b: NodeFacts | undefined) =>
+  a === b ||
+  (a !== undefined && b !== undefined && sameStrings(a.ips, b.ips) && sameStrings(a.podCIDRs, b.podCIDRs));
+
+/** The path of the one NodeInfoSet value. */
+const NODE_INFO_PATH = "node";
+
+/** The op that gives a client the Node's facts: a Set (empty lists too), or a Delete when unknown. */
+function nodeInfoFrame(node: NodeFacts | undefined): Frame {
+  if (node === undefined) return deleteFrame(WireSet.NodeInfoSet, NODE_INFO_PATH);
+  const info = NodeInfo.encode({ PrimaryIPs: [...node.ips], PodCIDRs: [...node.podCIDRs] }).finish();
+  return setFrame(WireSet.NodeInfoSet, NODE_INFO_PATH, info);
 }
 
 /** The path of the one ServiceCIDRsSet value. */
@@ -146,6 +174,8 @@ export function localChangeFrames(delta: LocalDelta): Frame[] {
   const ranges = delta.serviceCIDRs;
   if (ranges !== undefined && !sameStrings(ranges.before, ranges.after))
     out.push(serviceCIDRsFrame(ranges.after));
+  const node = delta.node;
+  if (node !== undefined && !sameNodeFacts(node.before, node.after)) out.push(nodeInfoFrame(node.after));
   for (const { old, cur } of changes) {
     if (cur !== undefined && (old === undefined || !sameBytes(old.service.bytes, cur.service.bytes)))
       out.push(cur.service.frame);
@@ -179,13 +209,18 @@ const fullStateSegments = new FullStateSegments((svc) => {
   return { service: e.service.frame, endpointSets: e.endpointSets };
 });
 
-/** The Set ops of a whole state: the Service IP ranges, every service, every service's endpoints. */
+/**
+ * The Set ops of a whole state: the Service IP ranges, the Node's facts when known, every
+ * service, every service's endpoints.
+ */
 export function localFullFrames(
   services: ReadonlyMap<string, LocalService>,
   serviceCIDRs: readonly string[] = [],
+  node?: NodeFacts,
 ): Frame[] {
   const out: Frame[] = [];
   if (serviceCIDRs.length > 0) out.push(serviceCIDRsFrame(serviceCIDRs));
+  if (node !== undefined) out.push(nodeInfoFrame(node));
   const frames = fullStateSegments.frames(fullStateOrder.sortedValues(services));
   for (const f of frames.services) out.push(f);
   for (const f of frames.endpoints) out.push(f);

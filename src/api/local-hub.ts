@@ -11,7 +11,13 @@ import type { LocalService, LocalState, LocalStateFeed, ServiceLookup } from "..
 import { serviceChanges } from "../model/local-changes.ts";
 import type { Frame } from "./frames.ts";
 import { GrpcStatus } from "./grpc-stream.ts";
-import { type LocalDelta, localChangeFrames, localFullFrames } from "./local-diff.ts";
+import {
+  type LocalDelta,
+  localChangeFrames,
+  localFullFrames,
+  type NodeFacts,
+  nodeFactsOf,
+} from "./local-diff.ts";
 import type { Revisioned } from "./revision-session.ts";
 import { isValidNodeName, StreamRejection } from "./stream-rejection.ts";
 
@@ -27,6 +33,8 @@ interface LogEntry {
   readonly previous: ReadonlyMap<string, LocalService | undefined>;
   /** The Service IP ranges before this revision. */
   readonly previousServiceCIDRs: readonly string[];
+  /** The Node's facts before this revision. */
+  readonly previousNode: NodeFacts | undefined;
 }
 
 export interface HubOptions {
@@ -105,7 +113,8 @@ export class NodeStates implements Revisioned {
   allFrames(): Frame[] {
     let frames = this.#full?.deref();
     if (frames === undefined) {
-      frames = localFullFrames(this.#current?.state.services ?? new Map(), this.#current?.state.serviceCIDRs);
+      const state = this.#current?.state;
+      frames = localFullFrames(state?.services ?? new Map(), state?.serviceCIDRs, nodeFactsOf(state));
       this.#full = new WeakRef(frames);
     }
     return frames;
@@ -123,7 +132,9 @@ export class NodeStates implements Revisioned {
     if (
       previous !== undefined &&
       previous.state.services === state.services &&
-      previous.state.serviceCIDRs === state.serviceCIDRs
+      previous.state.serviceCIDRs === state.serviceCIDRs &&
+      previous.state.nodeIPs === state.nodeIPs &&
+      previous.state.nodePodCIDRs === state.nodePodCIDRs
     )
       return;
     const revision = this.#nextRevision();
@@ -134,6 +145,7 @@ export class NodeStates implements Revisioned {
         from: previous.revision,
         previous: changed,
         previousServiceCIDRs: previous.state.serviceCIDRs,
+        previousNode: nodeFactsOf(previous.state),
       });
       this.#logEntries += changed.size;
       while (
@@ -185,7 +197,14 @@ export class NodeStates implements Revisioned {
       before: this.#log[start]!.previousServiceCIDRs,
       after: current.state.serviceCIDRs,
     };
-    return { keys: before.keys(), before: (k) => before.get(k), after: (k) => services.get(k), serviceCIDRs };
+    const node = { before: this.#log[start]!.previousNode, after: nodeFactsOf(current.state) };
+    return {
+      keys: before.keys(),
+      before: (k) => before.get(k),
+      after: (k) => services.get(k),
+      serviceCIDRs,
+      node,
+    };
   }
 }
 

@@ -24,7 +24,7 @@ import {
   ofFamily,
   serviceFamily,
 } from "../model/local.ts";
-import type { NodeAddresses } from "./family-settings.ts";
+import { detectsLocalTraffic, type NodeAddresses } from "./family-settings.ts";
 
 type PlanProtocol = "tcp" | "udp" | "sctp";
 
@@ -90,7 +90,7 @@ function sharedByPorts(svc: LocalService, addresses: LocalServiceFamily, node: N
   const { clusterIP, externalIPs, loadBalancerIPs } = addresses;
   const clusterMasquerade: ClusterMasquerade = node.masqueradeAll
     ? "all"
-    : node.podCIDRs.length > 0
+    : detectsLocalTraffic(node)
       ? "non-pods"
       : "none";
   return {
@@ -154,6 +154,8 @@ function planPort(
      * (masqueraded) goes to the internal endpoints instead of the local external ones, as kube-proxy does.
      */
     shortCircuit: local && internal.length > 0,
+    /** With shortCircuit: pods are told apart (--detect-local-mode), so their traffic short-circuits too. */
+    shortCircuitPods: local && internal.length > 0 && detectsLocalTraffic(node),
     clusterMasquerade: shared.clusterMasquerade,
     /** ClientIP affinity timeout; 0: none. */
     affinitySeconds: svc.sessionAffinitySeconds,

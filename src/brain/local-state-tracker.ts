@@ -40,6 +40,7 @@ export class LocalStateTracker implements SeedSource {
       services: this.#services,
       nodeEligible: false,
       nodeIPs: [],
+      nodePodCIDRs: [],
       serviceCIDRs: [],
       changeLog: this.#changeLog,
     };
@@ -111,6 +112,7 @@ export class LocalStateTracker implements SeedSource {
     const known = this.#store.node(this.#nodeName);
     const nodeEligible = known !== undefined && known.beingDeleted !== true;
     const nodeIPs = this.#nodeIPs(known);
+    const nodePodCIDRs = this.#nodePodCIDRs(known);
     const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#state.serviceCIDRs;
     const rangesChanged = !sameStrings(ranges, this.#state.serviceCIDRs);
     if (changed.size > 0 || fromNothing || rangesChanged) {
@@ -122,13 +124,18 @@ export class LocalStateTracker implements SeedSource {
         services: this.#services,
         nodeEligible,
         nodeIPs,
+        nodePodCIDRs,
         serviceCIDRs: rangesChanged ? ranges : this.#state.serviceCIDRs,
         changeLog: this.#changeLog,
       };
-    } else if (nodeEligible !== this.#state.nodeEligible || nodeIPs !== this.#state.nodeIPs) {
-      // Neither changes a service (same revision), but /healthz needs eligibility and a backend
-      // the node's IPs: a new state object.
-      this.#state = { ...this.#state, nodeEligible, nodeIPs };
+    } else if (
+      nodeEligible !== this.#state.nodeEligible ||
+      nodeIPs !== this.#state.nodeIPs ||
+      nodePodCIDRs !== this.#state.nodePodCIDRs
+    ) {
+      // None changes a service (same revision), but /healthz needs eligibility and a backend
+      // the node's IPs and pod CIDRs: a new state object.
+      this.#state = { ...this.#state, nodeEligible, nodeIPs, nodePodCIDRs };
     }
     return this.#state;
   }
@@ -138,6 +145,13 @@ export class LocalStateTracker implements SeedSource {
     const ips = nodePrimaryIPs(node);
     const last = this.#state.nodeIPs ?? [];
     return sameStrings(ips, last) ? last : ips;
+  }
+
+  /** The node's spec.podCIDRs; the last state's array while they are the same. */
+  #nodePodCIDRs(node: Node | undefined): readonly string[] {
+    const cidrs = node?.podCIDRs ?? [];
+    const last = this.#state.nodePodCIDRs ?? [];
+    return sameStrings(cidrs, last) ? last : cidrs;
   }
 
   #nodeView(): NodeView {

@@ -4,7 +4,7 @@
 // parts between states and logs which services each revision changed.
 
 import { isDeepStrictEqual } from "node:util";
-import { Endpoint, Service, ServiceCIDRs, Set as WireSet } from "../api/gen/api/localv1/api.ts";
+import { Endpoint, NodeInfo, Service, ServiceCIDRs, Set as WireSet } from "../api/gen/api/localv1/api.ts";
 import { decodeLocalService } from "../api/local-codec.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { ServiceChangeLog } from "../model/local-changes.ts";
@@ -22,6 +22,8 @@ export class LocalStateDecoder {
   #services: PersistentMap<LocalService> = PersistentMap.empty();
   readonly #changeLog = new ServiceChangeLog();
   #serviceCIDRs: readonly string[] = [];
+  /** The Node's facts; undefined until the server sends them (an older server never does). */
+  #nodeInfo: NodeInfo | undefined;
   #revision = 0;
 
   constructor(nodeName: string) {
@@ -34,6 +36,7 @@ export class LocalStateDecoder {
       revision: this.#revision,
       services: this.#services,
       serviceCIDRs: this.#serviceCIDRs,
+      ...(this.#nodeInfo && { nodeIPs: this.#nodeInfo.PrimaryIPs, nodePodCIDRs: this.#nodeInfo.PodCIDRs }),
       changeLog: this.#changeLog,
     };
   }
@@ -42,14 +45,20 @@ export class LocalStateDecoder {
   apply(changeSet: WireChangeSet): { state: LocalState; changed: boolean } {
     const dirty = new Set<string>();
     let serviceCIDRs = this.#serviceCIDRs;
+    let nodeInfo = this.#nodeInfo;
     if (changeSet.reset) {
       for (const key of this.#held.keys()) dirty.add(key);
       this.#held = new Map();
       serviceCIDRs = [];
+      nodeInfo = undefined;
     }
     for (const op of changeSet.ops) {
       if (op.set === WireSet.ServiceCIDRsSet) {
         serviceCIDRs = op.op === "set" ? ServiceCIDRs.decode(op.bytes).CIDRs : [];
+        continue;
+      }
+      if (op.set === WireSet.NodeInfoSet) {
+        nodeInfo = op.op === "set" ? NodeInfo.decode(op.bytes) : undefined;
         continue;
       }
       const parts = op.path.split("/");
@@ -71,6 +80,10 @@ export class LocalStateDecoder {
     let changed = false;
     if (!isDeepStrictEqual(serviceCIDRs, this.#serviceCIDRs)) {
       this.#serviceCIDRs = serviceCIDRs;
+      changed = true;
+    }
+    if (!isDeepStrictEqual(nodeInfo, this.#nodeInfo)) {
+      this.#nodeInfo = nodeInfo;
       changed = true;
     }
     for (const key of dirty) {

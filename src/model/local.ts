@@ -96,6 +96,11 @@ export interface LocalState {
    */
   readonly nodeIPs?: readonly string[];
   /**
+   * This node's spec.podCIDRs from its Node object: the pod CIDRs with --detect-local-mode
+   * NodeCIDR. Empty when the Node object holds none; absent when the producer does not know.
+   */
+  readonly nodePodCIDRs?: readonly string[];
+  /**
    * The cluster's Service IP ranges, both families: IPv4 first, then by address; none inside
    * another. A packet to an address in them that no service holds is dropped. Empty when unknown.
    */

@@ -4,12 +4,15 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { familySettings } from "../../backend-core/family-settings.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
+import { restartOnNodeChange, watchNode } from "../../backend-core/node-watch.ts";
 import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import {
   addTrafficAddressOptions,
+  detectLocalMode,
   type TrafficAddressSettings,
+  trafficAddresses,
   trafficAddressFlags,
   trafficSettings,
 } from "../../host/traffic-addresses.ts";
@@ -24,6 +27,7 @@ import {
 } from "../../node/options.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
+import { UsageError } from "../../plugin/usage-error.ts";
 import { IptablesBackend } from "./backend.ts";
 import { cleanupTableText } from "./cleanup.ts";
 import { PacketCounters } from "./packet-counters.ts";
@@ -72,8 +76,15 @@ type IptablesFlags = TrafficAddressSettings & {
 /** Pure: the typed options, or a UsageError naming the flag. */
 export function parseIptablesOptions(raw: RawOptions): IptablesFlags {
   const f = parseOptionsWith(iptablesFlags, raw);
+  const traffic = trafficSettings(f);
+  try {
+    // The node's own addresses are read later; checking the flags needs none.
+    trafficAddresses(traffic, []);
+  } catch (e) {
+    throw new UsageError((e as Error).message);
+  }
   return {
-    ...trafficSettings(f),
+    ...traffic,
     localhostNodePorts: f.localhostNodeports,
     dryRun: f.dryRun,
     mode: f.iptablesMode,
@@ -129,14 +140,25 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
   async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const interfaces = await host.interfaces();
+    const runner = await runnerFor(opts.mode);
+    const log = ctx.log.child({ component: "iptables" });
+    const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
+    // NodeCIDR: the pod CIDRs are the Node's, from the first state on.
+    const nodeCIDR = detectLocalMode(opts) === "NodeCIDR";
+    const watch = nodeCIDR
+      ? await watchNode(feed, host, ctx.signal, { ips: false, podCIDRs: true })
+      : undefined;
+    if (watch?.started === false) return;
+    if (nodeCIDR && watch?.podCIDRs.length === 0)
+      log.warn(
+        "--detect-local-mode NodeCIDR: the Node has no podCIDRs yet; pod traffic is not told apart until it has",
+      );
     const dropInvalid = await dropsInvalid(opts);
     const families = familySettings(
       opts,
       primaryAddresses(await host.defaultRouteInterfaces(), interfaces),
+      watch?.podCIDRs,
     ).map((f) => ({ ...f, dropInvalid }));
-    const runner = await runnerFor(opts.mode);
-    const log = ctx.log.child({ component: "iptables" });
-    const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     if (opts.localhostNodePorts && !opts.dryRun)
       await applySysctls([ROUTE_LOCALNET], new ProcSysctlFiles(), log);
     const settings = {
@@ -148,10 +170,20 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
     };
     if (opts.dryRun) {
       const backend = new IptablesBackend(settings);
-      await withFirstState(feed, ctx.signal, (state) => dryRun(state, backend, runner));
+      await withFirstState(feed, ctx.signal, (state) => dryRun(state, backend, runner)).finally(() =>
+        watch?.stop(),
+      );
       return;
     }
-    log.info({ variant: runner.variant, nodePorts: families.flatMap((f) => f.nodePortCIDRs) }, "starting");
+    log.info(
+      {
+        variant: runner.variant,
+        nodePorts: families.flatMap((f) => f.nodePortCIDRs),
+        podCIDRs: families.flatMap((f) => f.podCIDRs),
+        ...(families[0]?.podInterface && { podInterface: families[0].podInterface }),
+      },
+      "starting",
+    );
     // Health, metrics, healthCheckNodePorts and conntrack cleanup are the node services'; a
     // flush of the rules is noticed by the backend's probe (the shared sync loop runs it).
     const node = await NodeServices.start(opts.node, {
@@ -163,6 +195,9 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
         interfaces.flatMap((i) => i.addresses.map((a) => a.ip)),
       ),
       log: ctx.log.child({ component: "node" }),
+    }).catch((err: unknown) => {
+      watch?.stop();
+      throw err;
     });
     const packetCounters = new PacketCounters(runner, {
       dropInvalid,
@@ -171,13 +206,17 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
     });
     packetCounters.start();
     const backend = new IptablesBackend({ ...settings, observer: node, packetCounters });
+    const restart = restartOnNodeChange(watch, log);
     try {
-      await backend.run(feed, ctx.signal);
+      await backend.run(feed, AbortSignal.any([ctx.signal, restart.signal]));
     } finally {
       packetCounters.stop();
+      watch?.stop();
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
     }
+    const changed = restart.error();
+    if (changed !== undefined && !ctx.signal.aborted) throw changed;
   },
   async rulesReader(opts) {
     const host = new IpCommandHost();

@@ -18,6 +18,7 @@ import { type PlanEndpoint, type PortPlan, planService } from "../../backend-cor
 import { hostCIDR } from "../../model/ip.ts";
 import { endpointString, type LocalService } from "../../model/local.ts";
 import { LOCALHOST_V4, portChain, SHARED_CHAINS } from "./names.ts";
+import { podTrafficMatches } from "./pod-traffic.ts";
 
 /**
  * The lines a service adds to the shared chains: nat KPNG-SERVICES and KPNG-NODEPORTS dispatch;
@@ -168,7 +169,8 @@ function externalRules(
   const rules: string[] = [];
   if (p.masqueradeExternal) rules.push(`-A ${chain} -j ${SHARED_CHAINS.markForMasquerade}`);
   else if (p.shortCircuit && internalChain !== undefined) {
-    for (const pods of cfg.podCIDRs) rules.push(`-A ${chain} -s ${pods} -g ${internalChain}`);
+    if (p.shortCircuitPods)
+      for (const pods of podTrafficMatches(cfg)) rules.push(`-A ${chain} ${pods} -g ${internalChain}`);
     rules.push(`-A ${chain} -m addrtype --src-type LOCAL -j ${SHARED_CHAINS.markForMasquerade}`);
     rules.push(`-A ${chain} -m addrtype --src-type LOCAL -g ${internalChain}`);
   }

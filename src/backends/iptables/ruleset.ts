@@ -9,6 +9,7 @@ import { hostCIDR } from "../../model/ip.ts";
 import type { IPFamily } from "../../model/kube.ts";
 import { ofFamily } from "../../model/local.ts";
 import { LOCALHOST_V4, SHARED_CHAINS } from "./names.ts";
+import { podTrafficMatches } from "./pod-traffic.ts";
 import type { ServiceRules } from "./render-service.ts";
 import { jumpTarget, type KpngObjects } from "./saved.ts";
 
@@ -106,7 +107,7 @@ export function staticRules(
     ...natServices,
     ...natNodePorts,
     `-A ${SHARED_CHAINS.markForMasquerade} -j MARK --or-mark ${mark}`,
-    ...cfg.podCIDRs.map((p) => `-A ${SHARED_CHAINS.masqueradeNonPods} -s ${p} -j RETURN`),
+    ...podTrafficMatches(cfg).map((pods) => `-A ${SHARED_CHAINS.masqueradeNonPods} ${pods} -j RETURN`),
     `-A ${SHARED_CHAINS.masqueradeNonPods} -j ${SHARED_CHAINS.markForMasquerade}`,
     `-A ${SHARED_CHAINS.postrouting} -m mark ! --mark ${mark}/${mark} -j RETURN`,
     `-A ${SHARED_CHAINS.postrouting} -j MARK --xor-mark ${mark}`,

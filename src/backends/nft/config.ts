@@ -13,12 +13,19 @@ export interface NftSettings extends TrafficAddressSettings {
 /** What nft accepts as a table name without quoting. */
 export const TABLE_NAME = /^[A-Za-z][A-Za-z0-9_-]*$/;
 
-/** Throws an Error naming the flag to fix when an option is wrong. */
-export function tableConfigs(settings: NftSettings, primaryIPs: readonly string[]): TableConfig[] {
+/**
+ * Throws an Error naming the flag to fix when an option is wrong. `nodePodCIDRs`: the Node's
+ * spec.podCIDRs, the pod CIDRs with --detect-local-mode NodeCIDR.
+ */
+export function tableConfigs(
+  settings: NftSettings,
+  primaryIPs: readonly string[],
+  nodePodCIDRs: readonly string[] = [],
+): TableConfig[] {
   if (!TABLE_NAME.test(settings.table)) {
     throw new Error(`--table-name: "${settings.table}" is not a valid nft table name`);
   }
-  const traffic = trafficOfFamily(settings, primaryIPs);
+  const traffic = trafficOfFamily(settings, primaryIPs, nodePodCIDRs);
   return (["ip", "ip6"] as NftFamily[]).map((family) => ({
     family,
     table: settings.table,

@@ -7,6 +7,7 @@
 
 import type { ChainSpec, TableConfig } from "./fragment.ts";
 import { endpointsMapName, type NftProtocol, pickChainName, STATIC } from "./names.ts";
+import { podTraffic } from "./pod-traffic.ts";
 
 export type PickKind = keyof typeof pickChainName;
 
@@ -31,7 +32,8 @@ function dnatRule(kind: PickKind, proto: NftProtocol, n: number, cfg: TableConfi
 function masqueradeRules(kind: PickKind, cfg: TableConfig): string[] {
   const mark = `jump ${STATIC.markForMasquerade}`;
   if (kind !== "cluster" || cfg.masqueradeAll) return [mark];
-  return cfg.podCIDRs.length > 0 ? [`${cfg.family} saddr != @${STATIC.podCIDRs} ${mark}`] : [];
+  const notFromPods = podTraffic(cfg, true);
+  return notFromPods !== undefined ? [`${notFromPods} ${mark}`] : [];
 }
 
 /** Per table config, the pick chains made so far: every service port of a kind shares one object. */

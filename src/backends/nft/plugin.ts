@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import type { CompanionBackend, PreparedCompanion } from "../../backend-core/companion.ts";
 import { withFirstState } from "../../backend-core/first-state.ts";
-import { watchNodeIPs } from "../../backend-core/node-ips.ts";
+import { restartOnNodeChange, watchNode } from "../../backend-core/node-watch.ts";
 import {
   HOST_NETWORK_BINARIES,
   type HostNetwork,
@@ -15,9 +15,11 @@ import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
 import {
   addTrafficAddressOptions,
+  detectLocalMode,
   trafficAddressFlags,
   trafficSettings,
 } from "../../host/traffic-addresses.ts";
+import type { LocalStateFeed } from "../../model/local.ts";
 import { NODE_SERVICES_BINARIES, NodeServices } from "../../node/node-services.ts";
 import {
   addNodeServicesOptions,
@@ -27,6 +29,7 @@ import {
 import type { Logger } from "../../observability/log.ts";
 import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
+import { UsageError } from "../../plugin/usage-error.ts";
 import { NftBackend } from "./backend.ts";
 import { CheckingNftRunner } from "./check-runner.ts";
 import { cleanupTransaction, type NftSettings, TABLE_NAME, tableConfigs } from "./config.ts";
@@ -68,6 +71,12 @@ const DRY_RUN_CHECK_TIMEOUT_MS = 10 * 60_000;
 function parseNftOptions(raw: RawOptions): NftOptions {
   const opts = parseOptionsWith(nftOptions, raw);
   const settings: NftSettings = { table: opts.tableName, ...trafficSettings(opts) };
+  try {
+    // The node's own addresses are read later; checking the flags needs none.
+    tableConfigs(settings, []);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   return { ...opts, settings, node: parseNodeServicesOptions(raw) };
 }
 
@@ -76,6 +85,33 @@ const isPrimary = (settings: NftSettings) => settings.nodePortAddresses.trim() =
 async function configs(settings: NftSettings, host: HostNetwork): Promise<TableConfig[]> {
   const primary = primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
   return tableConfigs(settings, primary);
+}
+
+/**
+ * The tables for the node as its first state describes it, following what they take from the
+ * Node object ("primary" NodePorts: its IPs, as kube-proxy's nftables mode; NodeCIDR: its
+ * podCIDRs); undefined when the signal aborted first.
+ */
+async function followNode(
+  settings: NftSettings,
+  feed: LocalStateFeed,
+  host: HostNetwork,
+  signal: AbortSignal,
+  log: Logger,
+  nodeIPs = isPrimary(settings),
+) {
+  const wants = { ips: nodeIPs, podCIDRs: detectLocalMode(settings) === "NodeCIDR" };
+  if (!wants.ips && !wants.podCIDRs) return { tables: await configs(settings, host), watch: undefined };
+  const watch = await watchNode(feed, host, signal, wants);
+  if (!watch.started) return undefined;
+  if (wants.podCIDRs && watch.podCIDRs.length === 0)
+    log.warn(
+      "--detect-local-mode NodeCIDR: the Node has no podCIDRs yet; pod traffic is not told apart until it has",
+    );
+  const primary = wants.ips
+    ? watch.ips
+    : primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
+  return { tables: tableConfigs(settings, primary, watch.podCIDRs), watch };
 }
 
 export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
@@ -96,19 +132,15 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const host = new IpCommandHost();
     const log = ctx.log.child({ component: "nft" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
-    // "primary" NodePorts answer on the Node object's IPs, as in kube-proxy's nftables mode.
-    const nodeIPs = isPrimary(opts.settings) ? await watchNodeIPs(feed, host, ctx.signal) : undefined;
-    if (nodeIPs !== undefined && nodeIPs.ips === undefined) return;
-    const tables =
-      nodeIPs?.ips === undefined
-        ? await configs(opts.settings, host)
-        : tableConfigs(opts.settings, nodeIPs.ips);
+    const followed = await followNode(opts.settings, feed, host, ctx.signal, log);
+    if (followed === undefined) return;
+    const { tables, watch } = followed;
     if (opts.dryRun) {
       // The whole ruleset is checked at once: tens of seconds at 100k Services, not one transaction's.
       const checker = new ExecNftRunner(["nft"], { timeoutMs: DRY_RUN_CHECK_TIMEOUT_MS });
       const runner = new CheckingNftRunner(checker, (text) => process.stdout.write(text));
       const backend = new NftBackend({ runner, tables, log });
-      await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(() => nodeIPs?.stop());
+      await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(() => watch?.stop());
       await runner.verify();
       return;
     }
@@ -123,7 +155,10 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       {
         tables: tables.map((t) => `${t.family} ${t.table}`),
         nodePorts: tables.flatMap((t) => t.nodePortCIDRs),
-        ...(nodeIPs && { nodeIPsFrom: nodeIPs.from === "node" ? "Node object" : "default-route interfaces" }),
+        podCIDRs: tables.flatMap((t) => t.podCIDRs),
+        ...(tables[0]?.podInterface && { podInterface: tables[0].podInterface }),
+        ...(isPrimary(opts.settings) &&
+          watch && { nodeIPsFrom: watch.ipsFrom === "node" ? "Node object" : "default-route interfaces" }),
       },
       "starting",
     );
@@ -139,7 +174,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       ),
       log: ctx.log.child({ component: "node" }),
     }).catch(async (err: unknown) => {
-      nodeIPs?.stop();
+      watch?.stop();
       runner.close();
       await lock.release();
       throw err;
@@ -154,30 +189,19 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       probe,
       probeIntervalMs: REPAIR_CHECK_MS,
     });
-    const restart = new AbortController();
-    let changedTo: readonly string[] | undefined;
-    void nodeIPs?.changed.then((ips) => {
-      changedTo = ips;
-      log.error(
-        { was: nodeIPs.ips, now: ips },
-        "the node's IPs changed: exiting so that NodePorts answer on the new ones at restart",
-      );
-      restart.abort();
-    });
+    const restart = restartOnNodeChange(watch, log);
     try {
       await backend.run(feed, AbortSignal.any([ctx.signal, restart.signal]));
     } finally {
-      nodeIPs?.stop();
+      watch?.stop();
       // Graceful stop: the servers close, the rules stay in place.
       await node.close();
       runner.close();
       probe.close();
       await lock.release();
     }
-    if (changedTo !== undefined && !ctx.signal.aborted)
-      throw new Error(
-        `the node's IPs changed to ${changedTo.join(", ")}: restart to serve NodePorts on them`,
-      );
+    const changed = restart.error();
+    if (changed !== undefined && !ctx.signal.aborted) throw changed;
   },
   async rulesReader(opts) {
     return new NftRulesReader(await configs(opts.settings, new IpCommandHost()));
@@ -213,21 +237,30 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
     nodePortCIDRs,
     hostIPs,
     async run(input, signal, observer) {
-      const probe = rulesProbe(tables, log);
+      const feed = guardServiceRanges(input, protectedAddresses, log);
+      // NodePorts stay on the addresses read above; the Node's podCIDRs are followed (NodeCIDR).
+      const followed = await followNode(opts.settings, feed, host, signal, log, false);
+      if (followed === undefined) return;
+      const rules = followed.tables;
+      const probe = rulesProbe(rules, log);
       const backend = new NftBackend({
         runner,
-        tables,
+        tables: rules,
         log,
         syncPeriodMs: opts.syncPeriod,
         observer,
         probe,
         probeIntervalMs: REPAIR_CHECK_MS,
       });
+      const restart = restartOnNodeChange(followed.watch, log);
       try {
-        await backend.run(guardServiceRanges(input, protectedAddresses, log), signal);
+        await backend.run(feed, AbortSignal.any([signal, restart.signal]));
       } finally {
+        followed.watch?.stop();
         probe.close();
       }
+      const changed = restart.error();
+      if (changed !== undefined && !signal.aborted) throw changed;
     },
     async close() {
       runner.close();

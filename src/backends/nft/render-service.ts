@@ -28,6 +28,7 @@ import type {
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { affinitySetName, chainName, STATIC } from "./names.ts";
 import { endpointsMapOf, type PickKind, pickChain } from "./pick.ts";
+import { podTraffic } from "./pod-traffic.ts";
 
 interface FragmentBuilder {
   readonly chains: ChainSpec[];
@@ -122,7 +123,7 @@ function addPortObjects(c: FragmentBuilder, p: PortPlan, cfg: TableConfig) {
     const toClusterIP = `${ipk} daddr ${cip} meta l4proto ${proto} th dport ${p.port}`;
     if (p.clusterMasquerade === "all") rules.push(`${toClusterIP} jump ${STATIC.markForMasquerade}`);
     else if (p.clusterMasquerade === "non-pods") {
-      rules.push(`${toClusterIP} ${ipk} saddr != @${STATIC.podCIDRs} jump ${STATIC.markForMasquerade}`);
+      rules.push(`${toClusterIP} ${podTraffic(cfg, true)} jump ${STATIC.markForMasquerade}`);
     }
     rules.push(...balanceStatements(c, p, p.internal, p.affinitySeconds, cfg));
     c.chains.push({ name: internalChain, rules, level: 0 });
@@ -196,7 +197,7 @@ function externalChainStatements(
   const rules: string[] = [];
   if (p.masqueradeExternal) rules.push(`jump ${STATIC.markForMasquerade}`);
   else if (p.shortCircuit && internalChain !== undefined) {
-    if (cfg.podCIDRs.length > 0) rules.push(`${cfg.family} saddr @${STATIC.podCIDRs} goto ${internalChain}`);
+    if (p.shortCircuitPods) rules.push(`${podTraffic(cfg, false)} goto ${internalChain}`);
     rules.push(`fib saddr type local jump ${STATIC.markForMasquerade}`);
     rules.push(`fib saddr type local goto ${internalChain}`);
   }

@@ -63,14 +63,20 @@ describe("kpng file … to-api  +  kpng local --api … / kpng api --api …", (
   test("node-1: the nft rules of the remote path are byte-identical to the in-process ones", {
     skip: nftCheckSkipReason(),
   }, async () => {
-    // Explicit NodePort addresses: unset, the in-process path takes the Node object's InternalIP
-    // from the local state, which the watch API does not carry yet (docs/nft.md).
-    const dryRun = ["to-nft", "--dry-run", "--node-name", "node-1", "--nodeport-addresses", "0.0.0.0/0,::/0"];
+    // NodePort addresses unset: both paths take the Node object's InternalIPs from the local
+    // state (the watch API carries them), and with NodeCIDR its podCIDRs.
+    const dryRun = ["to-nft", "--dry-run", "--node-name", "node-1", "--detect-local-mode", "NodeCIDR"];
     const [inProcess, remote] = await Promise.all([
       run(["file", "--input", input, "to-local", ...dryRun]),
       run(["local", "--api", `unix://${socket}`, ...dryRun]),
     ]);
     assert.match(inProcess, /198\.51\.100\.8 \. 8080[\s\S]*198\.51\.100\.40 \. 8080/);
+    assert.match(
+      inProcess,
+      /add element ip kpng nodeport-ips \{ 192\.0\.2\.11\/32 \}/,
+      "node-1's InternalIP",
+    );
+    assert.match(inProcess, /add element ip kpng pod-cidrs \{ 198\.51\.100\.0\/28 \}/, "node-1's podCIDR");
     assert.equal(remote, inProcess);
   });
 });

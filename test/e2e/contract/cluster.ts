@@ -41,16 +41,25 @@ export interface ClusterOptions {
   readonly node1ToBeDeleted?: boolean;
   /** More objects for the file, e.g. ServiceCIDRs. */
   readonly others?: readonly object[];
+  /** node-1's spec.podCIDRs. */
+  readonly node1PodCIDRs?: readonly string[];
 }
 
-function node(name: string, ipv4: string, ipv6: string, toBeDeleted = false): object {
+function node(
+  name: string,
+  ipv4: string,
+  ipv6: string,
+  toBeDeleted = false,
+  podCIDRs?: readonly string[],
+): object {
+  const taints = toBeDeleted
+    ? { taints: [{ key: "ToBeDeletedByClusterAutoscaler", value: "1", effect: "NoSchedule" }] }
+    : {};
   return {
     apiVersion: "v1",
     kind: "Node",
     metadata: { name, labels: { "kubernetes.io/hostname": name } },
-    ...(toBeDeleted
-      ? { spec: { taints: [{ key: "ToBeDeletedByClusterAutoscaler", value: "1", effect: "NoSchedule" }] } }
-      : {}),
+    spec: { ...taints, ...(podCIDRs && { podCIDRs }) },
     status: {
       addresses: [
         { type: "InternalIP", address: ipv4 },
@@ -157,7 +166,7 @@ export function writeCluster(
   opts: ClusterOptions = {},
 ): void {
   const docs = [
-    node("node-1", "192.0.2.1", "2001:db8::1", opts.node1ToBeDeleted),
+    node("node-1", "192.0.2.1", "2001:db8::1", opts.node1ToBeDeleted, opts.node1PodCIDRs),
     node("node-2", "192.0.2.50", "2001:db8::50"),
     ...services.flatMap(serviceObjects),
     ...(opts.others ?? []),

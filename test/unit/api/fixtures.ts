@@ -1,5 +1,8 @@
 // Builders for local states and a controllable feed, shared by the API and client tests.
 
+import { type Frame, opItemsOf } from "../../../src/api/frames.ts";
+import { OpItem } from "../../../src/api/gen/api/localv1/api.ts";
+import type { WireOp } from "../../../src/client/watch.ts";
 import type {
   LocalEndpoint,
   LocalService,
@@ -84,5 +87,16 @@ export class FakeBrain {
       if (current !== undefined) queueMicrotask(() => l(current));
       return () => set.delete(l);
     },
+  });
+}
+
+/** Frames as a client receives them: its wire ops. */
+export function wireOps(frames: readonly Frame[]): WireOp[] {
+  return frames.flatMap(opItemsOf).map((item) => {
+    const op = OpItem.decode(item).Op;
+    if (op?.$case === "Set")
+      return { op: "set", set: op.value.Ref!.Set, path: op.value.Ref!.Path, bytes: op.value.Bytes };
+    if (op?.$case === "Delete") return { op: "delete", set: op.value.Set, path: op.value.Path };
+    throw new Error("unexpected op");
   });
 }

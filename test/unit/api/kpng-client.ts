@@ -44,6 +44,9 @@ const valueTypes: Record<string, ReturnType<typeof pbRoot.lookupType>> = {
   GlobalNodeInfos: pbRoot.lookupType("globalv1.NodeInfo"),
 };
 
+/** Sets added after kpng's Go client: it skips the ops of a set it does not know. */
+const GO_CLIENT_IGNORES = new Set(["ServiceCIDRsSet", "NodeInfoSet"]);
+
 function decodeValue(set: string, bytes: Buffer): Record<string, unknown> {
   const type = valueTypes[set];
   if (type === undefined) throw new Error(`unexpected set ${set}`);
@@ -99,9 +102,11 @@ function watchSets(
       const op = item.Op as "Reset" | "Sync" | "Set" | "Delete";
       if (op === "Set") {
         const v = item.Set as { Ref: { Set: string; Path: string }; Bytes: Buffer };
+        if (GO_CLIENT_IGNORES.has(v.Ref.Set)) return;
         current.push({ op, set: v.Ref.Set, path: v.Ref.Path, value: decodeValue(v.Ref.Set, v.Bytes) });
       } else if (op === "Delete") {
         const r = item.Delete as { Set: string; Path: string };
+        if (GO_CLIENT_IGNORES.has(r.Set)) return;
         current.push({ op, set: r.Set, path: r.Path });
       } else if (op === "Sync") {
         current.push({ op, sync: item.Sync as Record<string, unknown> });

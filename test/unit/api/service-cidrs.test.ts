@@ -4,27 +4,19 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
-import { type Frame, opItemsOf } from "../../../src/api/frames.ts";
-import { OpItem, ServiceCIDRs, Set as WireSet } from "../../../src/api/gen/api/localv1/api.ts";
+import type { Frame } from "../../../src/api/frames.ts";
+import { ServiceCIDRs, Set as WireSet } from "../../../src/api/gen/api/localv1/api.ts";
 import { GlobalStates } from "../../../src/api/global-hub.ts";
 import { NodeStates } from "../../../src/api/local-hub.ts";
 import { ClusterStore } from "../../../src/brain/store.ts";
 import { LocalStateDecoder } from "../../../src/client/decoder.ts";
-import type { WireChangeSet, WireOp } from "../../../src/client/watch.ts";
+import type { WireChangeSet } from "../../../src/client/watch.ts";
 import type { ServiceCIDR } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { GlobalChangeApplier } from "../../../src/sources/api/api-source.ts";
-import { localState, service } from "./fixtures.ts";
+import { localState, service, wireOps } from "./fixtures.ts";
 
-function ops(frames: readonly Frame[]): WireOp[] {
-  return frames.flatMap(opItemsOf).map((item) => {
-    const op = OpItem.decode(item).Op;
-    if (op?.$case === "Set")
-      return { op: "set", set: op.value.Ref!.Set, path: op.value.Ref!.Path, bytes: op.value.Bytes };
-    if (op?.$case === "Delete") return { op: "delete", set: op.value.Set, path: op.value.Path };
-    throw new Error("unexpected op");
-  });
-}
+const ops = wireOps;
 
 const rangeOps = (frames: readonly Frame[]) =>
   ops(frames)

@@ -66,3 +66,30 @@ describe("nodeIPs in the local state", () => {
     assert.equal(tracker.state.revision, first.revision, "no service changed");
   });
 });
+
+describe("nodePodCIDRs in the local state (--detect-local-mode NodeCIDR)", () => {
+  test("follow the Node's spec.podCIDRs, without a new revision, and keep their array while unchanged", async () => {
+    const store = new ClusterStore();
+    const tracker = new LocalStateTracker(store, "n1");
+    store.subscribe((c) => tracker.update(c));
+    store.synced();
+    await nextMacrotask();
+    assert.deepEqual(tracker.state.nodePodCIDRs, [], "no Node object yet");
+    store.upsert({ ...node("n1"), podCIDRs: ["10.244.1.0/24", "fd00:10:244:1::/64"] });
+    await nextMacrotask();
+    const first = tracker.state;
+    assert.deepEqual(first.nodePodCIDRs, ["10.244.1.0/24", "fd00:10:244:1::/64"]);
+    store.upsert({
+      ...node("n1"),
+      podCIDRs: ["10.244.1.0/24", "fd00:10:244:1::/64"],
+      metadata: { ...node("n1").metadata, resourceVersion: "2" },
+    });
+    await nextMacrotask();
+    assert.equal(tracker.state.nodePodCIDRs, first.nodePodCIDRs, "same CIDRs: same array");
+    store.upsert({ ...node("n1"), podCIDRs: ["10.244.9.0/24"] });
+    await nextMacrotask();
+    assert.deepEqual(tracker.state.nodePodCIDRs, ["10.244.9.0/24"]);
+    assert.notEqual(tracker.state, first, "a new state, so sinks see it");
+    assert.equal(tracker.state.revision, first.revision, "no service changed");
+  });
+});

@@ -1,25 +1,20 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { opItemsOf } from "../../../src/api/frames.ts";
-import { OpItem } from "../../../src/api/gen/api/localv1/api.ts";
-import { fullDelta, localChangeFrames } from "../../../src/api/local-diff.ts";
+import {
+  fullDelta,
+  localChangeFrames,
+  localFullFrames,
+  type NodeFacts,
+} from "../../../src/api/local-diff.ts";
 import { LocalStateDecoder } from "../../../src/client/decoder.ts";
-import type { WireChangeSet, WireOp } from "../../../src/client/watch.ts";
+import type { WireChangeSet } from "../../../src/client/watch.ts";
 import type { LocalService } from "../../../src/model/local.ts";
-import { endpoint, service, servicePort } from "../api/fixtures.ts";
+import { endpoint, service, servicePort, wireOps } from "../api/fixtures.ts";
 
 /** What the server would send to go from `before` to `after`, as the client receives it. */
 function changeSet(before: LocalService[], after: LocalService[], reset = false): WireChangeSet {
   const map = (l: LocalService[]) => new Map(l.map((s) => [`${s.namespace}/${s.name}`, s]));
-  const ops: WireOp[] = localChangeFrames(fullDelta(map(before), map(after)))
-    .flatMap(opItemsOf)
-    .map((item) => {
-      const op = OpItem.decode(item).Op;
-      if (op?.$case === "Set")
-        return { op: "set", set: op.value.Ref!.Set, path: op.value.Ref!.Path, bytes: op.value.Bytes };
-      if (op?.$case === "Delete") return { op: "delete", set: op.value.Set, path: op.value.Path };
-      throw new Error("unexpected op");
-    });
+  const ops = wireOps(localChangeFrames(fullDelta(map(before), map(after))));
   return { reset, ops, instanceId: "i", revision: 1 };
 }
 
@@ -104,5 +99,53 @@ describe("LocalService → wire → LocalService", () => {
     decoder.apply(changeSet([], [two], true));
     assert.deepEqual(decoder.apply(changeSet([two], [one])).state.services.get("default/a"), one);
     assert.equal(decoder.apply(changeSet([one], [])).state.services.size, 0);
+  });
+});
+
+describe("the Node's facts over the wire (NodeInfoSet)", () => {
+  const node: NodeFacts = { ips: ["192.0.2.11", "2001:db8::11"], podCIDRs: ["10.244.1.0/24"] };
+  const nodeDelta = (before: NodeFacts | undefined, after: NodeFacts | undefined): WireChangeSet => ({
+    reset: false,
+    ops: wireOps(localChangeFrames({ ...fullDelta(new Map(), new Map()), node: { before, after } })),
+    instanceId: "i",
+    revision: 2,
+  });
+
+  test("a full state carries them; a change replaces them; a reset forgets them", () => {
+    const d = new LocalStateDecoder("n1");
+    d.apply({
+      reset: true,
+      ops: wireOps(localFullFrames(new Map(), [], node)),
+      instanceId: "i",
+      revision: 1,
+    });
+    assert.deepEqual(d.state.nodeIPs, node.ips);
+    assert.deepEqual(d.state.nodePodCIDRs, node.podCIDRs);
+    const moved = { ips: ["192.0.2.12"], podCIDRs: ["10.244.7.0/24"] };
+    assert.equal(d.apply(nodeDelta(node, moved)).changed, true);
+    assert.deepEqual(d.state.nodeIPs, ["192.0.2.12"]);
+    assert.deepEqual(d.state.nodePodCIDRs, ["10.244.7.0/24"]);
+    assert.equal(nodeDelta(moved, moved).ops.length, 0, "unchanged: no op");
+    d.apply({ reset: true, ops: [], instanceId: "i", revision: 3 });
+    assert.equal(d.state.nodeIPs, undefined);
+  });
+
+  test("a Node without addresses or podCIDRs is known, with empty lists", () => {
+    const d = new LocalStateDecoder("n1");
+    d.apply({
+      reset: true,
+      ops: wireOps(localFullFrames(new Map(), [], { ips: [], podCIDRs: [] })),
+      instanceId: "i",
+      revision: 1,
+    });
+    assert.deepEqual(d.state.nodeIPs, []);
+    assert.deepEqual(d.state.nodePodCIDRs, []);
+  });
+
+  test("an older server never sends them: not known, so backends use the host's addresses", () => {
+    const d = new LocalStateDecoder("n1");
+    d.apply({ reset: true, ops: wireOps(localFullFrames(new Map(), [])), instanceId: "i", revision: 1 });
+    assert.equal(d.state.nodeIPs, undefined);
+    assert.equal(d.state.nodePodCIDRs, undefined);
   });
 });

@@ -32,6 +32,13 @@ export const Set = {
    * deleted when no range is known. A client that does not know this set skips its ops.
    */
   ServiceCIDRsSet: 3,
+  /**
+   * NodeInfoSet - Added: what the node's rules take from its Node object, one value (NodeInfo) at the path
+   * "node", sent whenever the server knows the Node (empty lists when it holds none). A client
+   * that does not know this set skips its ops; one that does takes a state without it as "not
+   * known" (an older server).
+   */
+  NodeInfoSet: 4,
   /** GlobalServiceInfos - The global sets are only used on the globalv1 stream. */
   GlobalServiceInfos: 10,
   GlobalEndpointInfos: 11,
@@ -56,6 +63,7 @@ export namespace Set {
   export type ServicesSet = typeof Set.ServicesSet;
   export type EndpointsSet = typeof Set.EndpointsSet;
   export type ServiceCIDRsSet = typeof Set.ServiceCIDRsSet;
+  export type NodeInfoSet = typeof Set.NodeInfoSet;
   export type GlobalServiceInfos = typeof Set.GlobalServiceInfos;
   export type GlobalEndpointInfos = typeof Set.GlobalEndpointInfos;
   export type GlobalNodeInfos = typeof Set.GlobalNodeInfos;
@@ -168,7 +176,10 @@ export interface Value {
   Ref?:
     | Ref
     | undefined;
-  /** A serialized Service (ServicesSet), Endpoint (EndpointsSet) or ServiceCIDRs (ServiceCIDRsSet). */
+  /**
+   * A serialized Service (ServicesSet), Endpoint (EndpointsSet), ServiceCIDRs (ServiceCIDRsSet)
+   * or NodeInfo (NodeInfoSet).
+   */
   Bytes: Buffer;
 }
 
@@ -324,6 +335,17 @@ export interface PortMapping {
  */
 export interface ServiceCIDRs {
   CIDRs: string[];
+}
+
+/** Added: this node's facts from its Node object. */
+export interface NodeInfo {
+  /**
+   * The primary IPs: the first InternalIP of each family (else ExternalIP), the first listed
+   * family first. NodePort addresses in nftables mode by default.
+   */
+  PrimaryIPs: string[];
+  /** spec.podCIDRs: the pod CIDRs of --detect-local-mode NodeCIDR. */
+  PodCIDRs: string[];
 }
 
 export interface ClientIPAffinity {
@@ -2182,6 +2204,73 @@ export const ServiceCIDRs: MessageFns<ServiceCIDRs> = {
   fromPartial<I extends Exact<DeepPartial<ServiceCIDRs>, I>>(object: I): ServiceCIDRs {
     const message = createBaseServiceCIDRs();
     message.CIDRs = object.CIDRs?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseNodeInfo(): NodeInfo {
+  return { PrimaryIPs: [], PodCIDRs: [] };
+}
+
+export const NodeInfo: MessageFns<NodeInfo> = {
+  encode(message: NodeInfo, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    for (const v of message.PrimaryIPs) {
+      writer.uint32(10).string(v!);
+    }
+    for (const v of message.PodCIDRs) {
+      writer.uint32(18).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): NodeInfo {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseNodeInfo();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.PrimaryIPs.push(reader.string());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.PodCIDRs.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<NodeInfo>, I>>(base?: I): NodeInfo {
+    return NodeInfo.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<NodeInfo>, I>>(object: I): NodeInfo {
+    const message = createBaseNodeInfo();
+    message.PrimaryIPs = object.PrimaryIPs?.map((e) => e) || [];
+    message.PodCIDRs = object.PodCIDRs?.map((e) => e) || [];
     return message;
   },
 };
