@@ -20,12 +20,7 @@ describe("fault: the remote backend gaining a relabelled Service does not confir
   test("it never confirms: the loser keeps the Service for the fallback, then drops it with a warning and the metric", async () => {
     const brain = await remoteHandoverBrain();
     try {
-      const plain = await brain.backend("");
-      const legacy = await brain.backend("legacy");
-      legacy.sync();
-      const before = await handoverFallbacks();
-      brain.relabel("legacy");
-      await eventually(async () => legacy.holds(WEB), "the gainer to receive web");
+      const { plain, fallbacksBefore: before } = await brain.beginHandover();
       await brain.clock.advance(FALLBACK_MS - 1);
       await quiet();
       assert.ok(plain.holds(WEB), "dropped before the fallback");
@@ -45,11 +40,7 @@ describe("fault: the remote backend gaining a relabelled Service does not confir
   test("its client predates sync reports: the loser drops the Service after the short fixed wait, logged and counted", async () => {
     const brain = await remoteHandoverBrain();
     try {
-      const plain = await brain.backend("");
-      const legacy = await brain.silentBackend("legacy");
-      const before = await handoverFallbacks();
-      brain.relabel("legacy");
-      await eventually(async () => legacy.holds(WEB), "the gainer to receive web");
+      const { plain, fallbacksBefore: before } = await brain.beginHandover(true);
       await brain.clock.advance(UNCONFIRMED_MS - 1);
       await quiet();
       assert.ok(plain.holds(WEB), "dropped before the fixed wait");
@@ -67,12 +58,7 @@ describe("fault: the remote backend gaining a relabelled Service does not confir
   test("it disconnects mid-handover: the loser keeps the Service until the gainer is back and confirms", async () => {
     const brain = await remoteHandoverBrain();
     try {
-      const plain = await brain.backend("");
-      const legacy = await brain.backend("legacy");
-      legacy.sync();
-      const before = await handoverFallbacks();
-      brain.relabel("legacy");
-      await eventually(async () => legacy.holds(WEB), "the gainer to receive web");
+      const { plain, legacy, fallbacksBefore: before } = await brain.beginHandover();
       legacy.stop();
       await brain.clock.advance(FALLBACK_MS / 2);
       await quiet();
@@ -91,12 +77,7 @@ describe("fault: the remote backend gaining a relabelled Service does not confir
   test("it disconnects mid-handover and stays away: the fallback still ends the handover", async () => {
     const brain = await remoteHandoverBrain();
     try {
-      const plain = await brain.backend("");
-      const legacy = await brain.backend("legacy");
-      legacy.sync();
-      const before = await handoverFallbacks();
-      brain.relabel("legacy");
-      await eventually(async () => legacy.holds(WEB), "the gainer to receive web");
+      const { plain, legacy, fallbacksBefore: before } = await brain.beginHandover();
       legacy.stop();
       await quiet();
       await brain.clock.advance(FALLBACK_MS);

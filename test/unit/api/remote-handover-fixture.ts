@@ -106,16 +106,32 @@ export async function remoteHandoverBrain() {
     return b;
   };
 
+  /** Relabels "web" to the proxy name (undefined: unlabelled). */
+  const relabel = (proxyName: string | undefined) => {
+    const labels: Record<string, string> = proxyName === undefined ? {} : { [LABEL]: proxyName };
+    store.upsert(svc({ name: "web", clusterIP: "198.51.100.1", labels }));
+  };
+
+  /**
+   * Backends "" and legacy on n1, the legacy one reporting syncs (unless `silent`), and "web"
+   * relabelled to legacy and received by it: the handover has begun, nothing confirmed it yet.
+   */
+  const beginHandover = async (silent = false) => {
+    const plain = await backend("");
+    const legacy = silent ? await silentBackend("legacy") : await backend("legacy");
+    legacy.sync();
+    const fallbacksBefore = await handoverFallbacks();
+    relabel("legacy");
+    await eventually(async () => legacy.holds("ns/web"), "the gaining backend to receive web");
+    return { plain, legacy, fallbacksBefore };
+  };
+
   return {
     clock,
     lines,
     backend,
-    silentBackend,
-    /** Relabels "web" to the proxy name (undefined: unlabelled). */
-    relabel(proxyName: string | undefined) {
-      const labels: Record<string, string> = proxyName === undefined ? {} : { [LABEL]: proxyName };
-      store.upsert(svc({ name: "web", clusterIP: "198.51.100.1", labels }));
-    },
+    relabel,
+    beginHandover,
     async close() {
       for (const b of backends) b.stop();
       stop.abort();

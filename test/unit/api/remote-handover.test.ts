@@ -14,14 +14,8 @@ const WEB = "ns/web";
 test("the losing remote backend keeps a relabelled Service until the gaining one reports a sync holding it", async () => {
   const brain = await remoteHandoverBrain();
   try {
-    const plain = await brain.backend("");
-    const legacy = await brain.backend("legacy");
+    const { plain, legacy, fallbacksBefore } = await brain.beginHandover();
     plain.sync();
-    legacy.sync();
-    const fallbacksBefore = await handoverFallbacks();
-
-    brain.relabel("legacy");
-    await eventually(async () => legacy.holds(WEB), "the gaining backend to receive web");
     await quiet();
     assert.ok(plain.holds(WEB), "the losing backend dropped web before any confirmation");
 
