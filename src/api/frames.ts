@@ -111,10 +111,12 @@ export function deleteFrame(set: WireSet, path: string): Frame {
 }
 
 /** An OpItem holding an EmptyOp (Reset: field 4, Sync: field 1), written by hand like Set. */
-function emptyOpFrame(tag: number, instanceId: string, revision: number): Frame {
+function emptyOpFrame(tag: number, instanceId: string, revision: number, readsProgrammed = false): Frame {
   const idBytes = Buffer.byteLength(instanceId, "utf8");
   const length =
-    (idBytes === 0 ? 0 : delimitedLength(idBytes)) + (revision === 0 ? 0 : 1 + varintLength(revision));
+    (idBytes === 0 ? 0 : delimitedLength(idBytes)) +
+    (revision === 0 ? 0 : 1 + varintLength(revision)) +
+    (readsProgrammed ? 2 : 0);
   const { out, at: start } = opFrame(tag, length);
   let at = start;
   if (idBytes > 0) {
@@ -124,7 +126,11 @@ function emptyOpFrame(tag: number, instanceId: string, revision: number): Frame 
   }
   if (revision !== 0) {
     out[at++] = 0x10; // EmptyOp.Revision, varint
-    writeVarint(out, at, revision);
+    at = writeVarint(out, at, revision);
+  }
+  if (readsProgrammed) {
+    out[at++] = 0x18; // EmptyOp.ReadsProgrammed, varint
+    out[at] = 1;
   }
   return out;
 }
@@ -133,8 +139,9 @@ export function resetFrame(instanceId: string): Frame {
   return emptyOpFrame(0x22 /* OpItem.Reset */, instanceId, 0);
 }
 
-export function syncFrame(instanceId: string, revision: number): Frame {
-  return emptyOpFrame(0x0a /* OpItem.Sync */, instanceId, revision);
+/** `readsProgrammed`: the server reads this stream's Programmed reports (localv1). */
+export function syncFrame(instanceId: string, revision: number, readsProgrammed = false): Frame {
+  return emptyOpFrame(0x0a /* OpItem.Sync */, instanceId, revision, readsProgrammed);
 }
 
 /** A value on the wire: its bytes (to compare) and its Set op (to send). */

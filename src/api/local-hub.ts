@@ -13,6 +13,7 @@ import {
   type LocalState,
   type LocalStateFeed,
   type ServiceCIDRsByFamily,
+  type ServiceLookup,
 } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import type { Frame } from "./frames.ts";
@@ -191,6 +192,23 @@ export class NodeStates implements Revisioned {
     this.#computed = new Map();
     this.#fullStates.forget(this);
     for (const listener of [...this.#listeners]) listener();
+  }
+
+  /** The Services of the state at `revision`, or undefined when that revision is not known here. */
+  servicesAt(revision: number): ServiceLookup | undefined {
+    const current = this.#current;
+    if (current === undefined) return undefined;
+    if (revision === current.revision) return current.state.services;
+    const start = this.#log.findIndex((e) => e.from === revision);
+    if (start < 0) return undefined;
+    // The first change after `revision` holds a Service's value at `revision`.
+    const changes = this.#log.slice(start).map((e) => e.previous);
+    return {
+      get(key) {
+        for (const previous of changes) if (previous.has(key)) return previous.get(key);
+        return current.state.services.get(key);
+      },
+    };
   }
 
   /**

@@ -2,16 +2,20 @@
 
 import { readFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
+import type { Server } from "node:http";
 import type { Command } from "commander";
 import { z } from "zod";
 import { localStateFeed } from "../brain/local-state-feed.ts";
+import { joinHostPort } from "../lib/host-port.ts";
 import type { ClusterView } from "../model/global.ts";
+import { close } from "../observability/http-listen.ts";
+import { parseStatusAddress, startStatusServer } from "../observability/status-server.ts";
 import type { GlobalSinkContext, GlobalSinkPlugin } from "../plugin/contracts.ts";
 import { checkedBy, optionalText, parsedBy, parseOptionsWith, switchFlag } from "../plugin/options.ts";
 import { DEFAULT_LISTEN, DEFAULT_SOCKET_DIR } from "./defaults.ts";
 import { GrpcStatus } from "./grpc-stream.ts";
 import { DEFAULT_MAX_NODES } from "./local-hub.ts";
-import { ApiServer, parseListen, type TlsFiles } from "./server.ts";
+import { ApiServer, parseListen, type SyncReports, type TlsFiles } from "./server.ts";
 import { StreamRejection } from "./stream-rejection.ts";
 
 const collect = (value: string, previous: string[] | undefined) => [...(previous ?? []), value];
@@ -42,6 +46,9 @@ const toApiFlags = z
     tlsCa: fileFlag,
     globalApi: z.boolean().optional().default(true),
     everyServiceProxyName: switchFlag,
+    metricsAddress: optionalText.transform(
+      parsedBy((text) => (text === undefined || text === "" ? undefined : parseStatusAddress(text))),
+    ),
     maxNodes: z.coerce
       .string()
       .regex(/^[1-9]\d{0,6}$/, { error: (i) => `"${String(i.input)}" is not a positive whole number` })
@@ -68,21 +75,37 @@ const toApiFlags = z
 
 type ToApiFlags = z.output<typeof toApiFlags>;
 
-/** The Services a localv1 client asking for `serviceProxyName` gets (undefined: the source's own). */
+/**
+ * The Services a localv1 client of `nodeName` asking for `serviceProxyName` gets (undefined: the
+ * source's own).
+ */
 function proxyNameShare(
   store: ClusterView,
   serviceProxyName: string | undefined,
+  nodeName: string,
   ctx: GlobalSinkContext,
 ): ClusterView {
-  if (serviceProxyName === undefined) return store;
-  if (ctx.proxyNameView !== undefined) return ctx.proxyNameView(serviceProxyName);
-  if (serviceProxyName === ctx.serviceProxyName) return store;
+  if (ctx.remoteBackends !== undefined)
+    return ctx.remoteBackends.view(serviceProxyName ?? ctx.serviceProxyName, nodeName);
+  if (serviceProxyName === undefined || serviceProxyName === ctx.serviceProxyName) return store;
   const served =
     ctx.serviceProxyName === "" ? "the unlabelled Services" : `--service-proxy-name ${ctx.serviceProxyName}`;
   throw new StreamRejection(
     GrpcStatus.FAILED_PRECONDITION,
     `this brain serves only ${served}; start it with to-api --every-service-proxy-name to serve ${JSON.stringify(serviceProxyName)}`,
   );
+}
+
+/** Where the clients' sync reports go: the handover between the backends of each node. */
+function syncReports(ctx: GlobalSinkContext): SyncReports | undefined {
+  const backends = ctx.remoteBackends;
+  if (backends === undefined) return undefined;
+  const nameOf = (serviceProxyName: string | undefined) => serviceProxyName ?? ctx.serviceProxyName;
+  return {
+    reportsSyncs: (nodeName, serviceProxyName) => backends.reportsSyncs(nodeName, nameOf(serviceProxyName)),
+    programmed: (nodeName, serviceProxyName, services, families) =>
+      backends.programmed(nodeName, nameOf(serviceProxyName), services, families),
+  };
 }
 
 export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
@@ -108,6 +131,10 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
           "(reads every Service; default: only the source's --service-proxy-name)",
       )
       .option(
+        "--metrics-address <host:port>",
+        "serve /metrics and /healthz there (e.g. the handover fallbacks of --every-service-proxy-name); default: off",
+      )
+      .option(
         "--max-nodes <count>",
         `most node states served at once; the longest-idle is dropped for a new one (default ${DEFAULT_MAX_NODES})`,
       );
@@ -122,17 +149,30 @@ export const toApiPlugin: GlobalSinkPlugin<ToApiFlags> = {
       hub: { maxNodes: opts.maxNodes },
       listen: opts.listen,
       localFeed: (nodeName, serviceProxyName) =>
-        localStateFeed(proxyNameShare(store, serviceProxyName, ctx), nodeName),
+        localStateFeed(proxyNameShare(store, serviceProxyName, nodeName, ctx), nodeName),
+      syncReports: syncReports(ctx),
       globalStore: opts.globalApi ? store : undefined,
       tls: opts.tls,
       log: ctx.log,
     });
     await server.start();
-    if (!ctx.signal.aborted) {
-      await new Promise<void>((resolve) =>
-        ctx.signal.addEventListener("abort", () => resolve(), { once: true }),
-      );
+    let status: Server | undefined;
+    try {
+      if (opts.metricsAddress !== undefined) {
+        status = await startStatusServer(opts.metricsAddress, () => store.isSynced);
+        ctx.log.info(
+          { metrics: joinHostPort(opts.metricsAddress.host, opts.metricsAddress.port) },
+          "serving /metrics and /healthz",
+        );
+      }
+      if (!ctx.signal.aborted) {
+        await new Promise<void>((resolve) =>
+          ctx.signal.addEventListener("abort", () => resolve(), { once: true }),
+        );
+      }
+    } finally {
+      if (status !== undefined) await close(status);
+      await server.stop();
     }
-    await server.stop();
   },
 };

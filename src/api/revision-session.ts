@@ -25,14 +25,22 @@ export class RevisionSession<Req extends ResumeRequest> implements WatchSession<
   /** Picks the state a request is about; a different state than before means starting over. */
   readonly #stateFor: (req: Req) => Revisioned;
   readonly #release: () => void;
+  readonly #readsProgrammed: boolean;
   #state: Revisioned | undefined;
   #sent: number | undefined;
   #first = true;
 
-  constructor(instanceId: string, stateFor: (req: Req) => Revisioned, release: () => void = () => {}) {
+  /** `readsProgrammed`: the stream reads Programmed reports, as each Sync tells the client. */
+  constructor(
+    instanceId: string,
+    stateFor: (req: Req) => Revisioned,
+    release: () => void = () => {},
+    readsProgrammed = false,
+  ) {
     this.#instanceId = instanceId;
     this.#stateFor = stateFor;
     this.#release = release;
+    this.#readsProgrammed = readsProgrammed;
   }
 
   async next(req: Req, signal: AbortSignal): Promise<ChangeSet | undefined> {
@@ -69,7 +77,7 @@ export class RevisionSession<Req extends ResumeRequest> implements WatchSession<
       if (frames === undefined) return this.#full(state);
       this.#sent = revision;
       // A revision whose change is invisible on the wire is absorbed, as in kpng.
-      if (frames.length > 0) return { frames: [...frames, syncFrame(this.#instanceId, revision)] };
+      if (frames.length > 0) return { frames: [...frames, this.#sync(revision)] };
     }
   }
 
@@ -80,8 +88,12 @@ export class RevisionSession<Req extends ResumeRequest> implements WatchSession<
     const frames = new Array<Frame>(all.length + 2);
     frames[0] = resetFrame(this.#instanceId);
     for (let i = 0; i < all.length; i++) frames[i + 1] = all[i]!;
-    frames[all.length + 1] = syncFrame(this.#instanceId, revision);
+    frames[all.length + 1] = this.#sync(revision);
     return { frames };
+  }
+
+  #sync(revision: number): Frame {
+    return syncFrame(this.#instanceId, revision, this.#readsProgrammed);
   }
 
   close(): void {

@@ -5,10 +5,12 @@ import { randomBytes } from "node:crypto";
 import { chmod, rm } from "node:fs/promises";
 import { type HostPort, joinHostPort, splitHostPort } from "../lib/host-port.ts";
 import type { ClusterView } from "../model/global.ts";
+import type { IPFamily } from "../model/kube.ts";
+import type { ServiceLookup } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
 import { FullStateCache } from "./full-state-cache.ts";
 import { GlobalWatchReq } from "./gen/api/globalv1/api.ts";
-import { WatchReq } from "./gen/api/localv1/api.ts";
+import { type Programmed, WatchReq } from "./gen/api/localv1/api.ts";
 import { type GlobalFlavor, GlobalStates } from "./global-hub.ts";
 import { GrpcServer } from "./grpc-server.ts";
 import { type HubOptions, type LocalFeedFactory, LocalStateHub, type NodeStates } from "./local-hub.ts";
@@ -23,10 +25,28 @@ export interface TlsFiles {
   readonly ca?: Buffer;
 }
 
+/**
+ * What the localv1 clients that report their syncs (WatchReq.ReportsProgrammed, .Programmed)
+ * tell, per node and service proxy name (undefined: the server's own).
+ */
+export interface SyncReports {
+  /** A client of that node and name reports its syncs. */
+  reportsSyncs(nodeName: string, serviceProxyName: string | undefined): void;
+  /** Its backend synced a state holding `services` into its rules of `families`. */
+  programmed(
+    nodeName: string,
+    serviceProxyName: string | undefined,
+    services: ServiceLookup,
+    families: readonly IPFamily[],
+  ): void;
+}
+
 interface ApiServerOptions {
   /** Listen addresses: "tcp://host:port" or "unix:///path". */
   readonly listen: readonly string[];
   readonly localFeed: LocalFeedFactory;
+  /** Set to read the clients' sync reports; streams tell clients so in each Sync. */
+  readonly syncReports?: SyncReports;
   /** Omit to serve localv1 only. */
   readonly globalStore?: ClusterView;
   readonly tls?: TlsFiles;
@@ -92,14 +112,26 @@ export class ApiServer {
           if (node !== undefined) this.#hub.release(node);
           node = undefined;
         };
+        const reports = options.syncReports;
         const stateFor = (req: WatchReq): NodeStates => {
           if (node?.nodeName !== req.NodeName || node.serviceProxyName !== req.ServiceProxyName) {
             release();
             node = this.#hub.acquire(req.NodeName, req.ServiceProxyName);
           }
+          if (req.ReportsProgrammed === true) reports?.reportsSyncs(node.nodeName, node.serviceProxyName);
           return node;
         };
-        serveWatch(call, () => new RevisionSession<WatchReq>(this.instanceId, stateFor, release), log);
+        const report = (req: WatchReq): boolean => {
+          if (req.Programmed === undefined) return false;
+          if (reports !== undefined && node !== undefined) this.#programmed(node, req.Programmed, reports);
+          return true;
+        };
+        serveWatch(
+          call,
+          () => new RevisionSession<WatchReq>(this.instanceId, stateFor, release, reports !== undefined),
+          log,
+          report,
+        );
       },
     });
     const global = this.#global;
@@ -119,6 +151,16 @@ export class ApiServer {
         },
       });
     }
+  }
+
+  /** A client's report of what its backend programmed: passed on when it names a state known here. */
+  #programmed(node: NodeStates, programmed: Programmed, reports: SyncReports): void {
+    if (programmed.InstanceID !== this.instanceId) return;
+    const services = node.servicesAt(programmed.Revision);
+    // Too old to look up: a later report follows the client's next sync.
+    if (services === undefined) return;
+    const families = programmed.Families.filter((f): f is IPFamily => f === "IPv4" || f === "IPv6");
+    reports.programmed(node.nodeName, node.serviceProxyName, services, families);
   }
 
   async start(): Promise<void> {

@@ -23,10 +23,15 @@ export interface WatchSession<Req> {
 /** Refusals repeat in bursts (a client retrying, a cap reached): the same reason is logged sparsely. */
 const refusals = new RepeatLimiter();
 
+/**
+ * `report`: takes a request that only reports something (localv1's Programmed) and returns
+ * true; such a request is no request for the next change set.
+ */
 export function serveWatch<Req>(
   call: GrpcServerCall<Req>,
   openSession: (firstRequest: Req) => WatchSession<Req>,
   log: Logger,
+  report?: (req: Req) => boolean,
 ): void {
   const abort = new AbortController();
   let request: Req | undefined;
@@ -39,6 +44,7 @@ export function serveWatch<Req>(
   // A client never has more than one request outstanding in the protocol; keep only the last if
   // it sends more, so a misbehaving client cannot grow a queue.
   call.onRequest((req) => {
+    if (report?.(req) === true) return;
     request = req;
     notify();
   });

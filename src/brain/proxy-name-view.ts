@@ -17,10 +17,12 @@ import { selectedByProxyName } from "./selection.ts";
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
 const NO_RANGES: readonly string[] = Object.freeze([]);
 
+/** `following`: told when the view starts (true) and stops (false) following the store. */
 export function proxyNameView(
   store: ClusterView,
   serviceProxyName: string,
   handover?: Handover,
+  following?: (on: boolean) => void,
 ): ClusterView {
   const selected = (service: Service | undefined): service is Service =>
     service !== undefined && selectedByProxyName(service.metadata.labels, serviceProxyName);
@@ -74,6 +76,7 @@ export function proxyNameView(
     subscribe(listener: (change: ClusterChange) => void) {
       listeners.add(listener);
       if (unsubscribe === undefined) {
+        following?.(true);
         unsubscribe = store.subscribe(onChange);
         // Subscribed after the sync batch: what the view shows now is what it will hand over.
         for (const service of store.services())
@@ -84,6 +87,7 @@ export function proxyNameView(
         if (listeners.size > 0) return;
         unsubscribe?.();
         unsubscribe = undefined;
+        following?.(false);
       };
     },
     service: (key) => visible(key),

@@ -1,9 +1,10 @@
 // Carries out a parsed command line: starts the source, the brain and the sink, and stops the
 // source once the sink is done. Wiring only; every decision lives in the plug-ins and the brain.
 
-import { ConfirmedHandover, timedHandover } from "../brain/handover.ts";
+import { ConfirmedHandover } from "../brain/handover.ts";
 import { localStateFeed } from "../brain/local-state-feed.ts";
 import { proxyNameView } from "../brain/proxy-name-view.ts";
+import { RemoteHandovers } from "../brain/remote-handovers.ts";
 import { ClusterStore } from "../brain/store.ts";
 import type { ClusterSource, ClusterView } from "../model/global.ts";
 import type { IPFamily } from "../model/kube.ts";
@@ -17,15 +18,15 @@ import { checkForKubeProxy } from "./kube-proxy-check.ts";
 import { type SinkRun, sinkRuns } from "./multi-sink.ts";
 
 /**
- * How long a Service relabelled away stays in the view of its old proxy name when the views are
- * served to remote backends, which report no syncs back: their default --min-sync-period twice,
- * and a margin for the sync.
+ * How long a Service relabelled away stays with its old proxy name's backend when the gaining
+ * backend is a remote client that reports no syncs (one that predates sync reports): its default
+ * --min-sync-period twice, and a margin for the sync.
  */
-const REMOTE_HANDOVER_MS = 4000;
+const UNCONFIRMED_HANDOVER_MS = 4000;
 
 /**
- * Longest wait, in one process, for the backend gaining a relabelled Service to confirm a sync
- * that holds it: two periodic resyncs (kube-proxy's default --sync-period) of a failing backend.
+ * Longest wait for the backend gaining a relabelled Service to confirm a sync that holds it: two
+ * periodic resyncs (kube-proxy's default --sync-period) of a failing backend.
  */
 const HANDOVER_FALLBACK_MS = 60_000;
 
@@ -60,12 +61,17 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       const sourceCtx = { ...ctx, nodeName: undefined, everyProxyName };
       // Holding every Service, the sink still sees the source's own name's as its cluster.
       const cluster = everyProxyName ? proxyNameView(store, serviceProxyName) : store;
-      const remoteHandover = timedHandover(REMOTE_HANDOVER_MS);
-      const proxyNameViewOf = everyProxyName
-        ? (name: string) => proxyNameView(store, name, remoteHandover)
+      // Each node's backends hand relabelled Services over as in one process, confirmed by the
+      // sync reports of their clients.
+      const remoteBackends = everyProxyName
+        ? new RemoteHandovers(store, {
+            fallbackMs: HANDOVER_FALLBACK_MS,
+            unconfirmedMs: UNCONFIRMED_HANDOVER_MS,
+            log: ctx.log.child({ component: "handover" }),
+          })
         : undefined;
       await withSource(source.create(invocation.sourceOpts, sourceCtx), store, () =>
-        sink.run(cluster, invocation.sinkOpts, { ...ctx, serviceProxyName, proxyNameView: proxyNameViewOf }),
+        sink.run(cluster, invocation.sinkOpts, { ...ctx, serviceProxyName, remoteBackends }),
       );
       return;
     }
@@ -111,7 +117,7 @@ async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunCo
   // A relabelled Service stays with the losing backend until the gaining one confirms a sync
   // that holds it: served by both until the loser's next sync, never by neither.
   const handover = new ConfirmedHandover({
-    names: runs.map((r) => r.serviceProxyName),
+    backends: new Map(runs.map((r) => [r.serviceProxyName, true])),
     fallbackMs: HANDOVER_FALLBACK_MS,
     log: ctx.log.child({ component: "handover" }),
   });
@@ -122,7 +128,7 @@ async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunCo
         const log = ctx.log.child({ backend: run.sink.name, serviceProxyName: run.serviceProxyName });
         const view = proxyNameView(store, run.serviceProxyName, handover);
         const programmed = (state: LocalState, families: readonly IPFamily[]) =>
-          handover.programmed(run.serviceProxyName, state, families);
+          handover.programmed(run.serviceProxyName, state.services, families);
         return runSink(view, run, { signal: stop.signal, log }, programmed).catch((err: unknown) => {
           log.error({ err }, "backend failed; stopping the others");
           stop.abort();

@@ -9,6 +9,7 @@ import { Backoff } from "../lib/backoff.ts";
 import { sleep } from "../lib/sleep.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { clientCredentials, dialTarget, type TlsPaths } from "./connection.ts";
+import type { SyncReport, SyncReporter } from "./sync-reports.ts";
 
 export type WireOp =
   | { readonly op: "set"; readonly set: WireSet; readonly path: string; readonly bytes: Uint8Array }
@@ -43,6 +44,8 @@ interface WatchOptions {
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number };
   /** Called when a stream breaks, before the backoff. */
   readonly onDisconnect?: (err: Error) => void;
+  /** localv1: the backend's sync reports, sent on streams whose server reads them. */
+  readonly syncReports?: SyncReporter;
   /** Timing, injectable for tests: the backoff wait and the jitter source (0 ≤ x < 1). */
   readonly timing?: {
     readonly sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
@@ -54,9 +57,15 @@ interface Protocol<Req> {
   readonly path: string;
   readonly request: (resume: Resume | undefined) => Req;
   readonly encode: (req: Req) => Buffer;
+  /** A request that only carries a sync report (localv1). */
+  readonly report?: (report: SyncReport) => Req;
 }
 
-function localProtocol(nodeName: string, serviceProxyName: string | undefined): Protocol<WatchReq> {
+function localProtocol(
+  nodeName: string,
+  serviceProxyName: string | undefined,
+  reporter: SyncReporter | undefined,
+): Protocol<WatchReq> {
   return {
     path: "/localv1.Sets/Watch",
     // Every request names the proxy name, so a resume after a reconnect is for the same one.
@@ -65,8 +74,16 @@ function localProtocol(nodeName: string, serviceProxyName: string | undefined): 
       ServiceProxyName: serviceProxyName,
       InstanceID: r?.instanceId ?? "",
       Revision: r?.revision ?? 0,
+      ...(reporter?.reporting === true ? { ReportsProgrammed: true } : {}),
     }),
     encode: (req) => Buffer.from(WatchReq.encode(req).finish()),
+    report: (r) => ({
+      NodeName: nodeName,
+      ServiceProxyName: serviceProxyName,
+      InstanceID: "",
+      Revision: 0,
+      Programmed: { InstanceID: r.instanceId, Revision: r.revision, Families: [...r.families] },
+    }),
   };
 }
 
@@ -87,7 +104,7 @@ export function watchLocal(
   options: WatchOptions,
   serviceProxyName?: string,
 ): Promise<void> {
-  return watchLoop(localProtocol(nodeName, serviceProxyName), options);
+  return watchLoop(localProtocol(nodeName, serviceProxyName, options.syncReports), options);
 }
 
 /** Watches the global state (whole objects) until the signal aborts. */
@@ -154,9 +171,12 @@ function oneStream<Req>(
     let reset = false;
     let ops: WireOp[] = [];
     let failed = false;
+    const reporter = protocol.report === undefined ? undefined : options.syncReports;
+    let sendReport: ((report: SyncReport) => void) | undefined;
     const fail = (err: Error) => {
       if (failed) return;
       failed = true;
+      if (sendReport !== undefined) reporter?.detach(sendReport);
       options.signal.removeEventListener("abort", onAbort);
       call.cancel();
       if (options.signal.aborted) resolve();
@@ -186,6 +206,13 @@ function oneStream<Req>(
           };
           reset = false;
           ops = [];
+          // Only a server that says it reads reports gets any: to one that predates them, a
+          // report would be a request for the next change set.
+          if (op.value.ReadsProgrammed && reporter !== undefined && sendReport === undefined) {
+            const toRequest = protocol.report!;
+            sendReport = (report) => call.write(toRequest(report));
+            reporter.attach(sendReport);
+          }
           call.pause();
           Promise.resolve()
             .then(() => options.onChangeSet(changeSet))

@@ -243,6 +243,9 @@ export function ofFamily<T extends string | { readonly ip: string }>(
   return i === items.length ? items : items.filter(inFamily);
 }
 
+/** The Services of one local state, looked up by "namespace/name". */
+export type ServiceLookup = Pick<ReadonlyMap<string, LocalService>, "get">;
+
 /** What a sink (a backend, a dump, the API server) receives: local states over time. */
 export interface LocalStateFeed {
   /**

@@ -5,7 +5,8 @@
 
 import type { Command } from "commander";
 import type { ClusterSource, ClusterView } from "../model/global.ts";
-import type { LocalStateFeed } from "../model/local.ts";
+import type { IPFamily } from "../model/kube.ts";
+import type { LocalStateFeed, ServiceLookup } from "../model/local.ts";
 import type { Logger } from "../observability/log.ts";
 import type { RulesReader } from "./rules-reader.ts";
 
@@ -68,11 +69,27 @@ export interface LocalSinkPlugin<O = unknown> extends Plugin<O> {
 export interface GlobalSinkContext extends RunContext {
   /** The source's --service-proxy-name, whose Services `cluster` holds ("" the unlabelled ones). */
   readonly serviceProxyName: string;
-  /**
-   * Set when the sink asked for every proxy name (everyProxyName): the share of the brain's
-   * Services labelled with a name, as each of several in-process backends sees it.
-   */
-  readonly proxyNameView?: (serviceProxyName: string) => ClusterView;
+  /** Set when the sink asked for every proxy name (everyProxyName): the backends it serves. */
+  readonly remoteBackends?: RemoteBackends;
+}
+
+/**
+ * The backends on each node that a brain serves every proxy name to, one per name and node, as
+ * the handover of a relabelled Service sees them: the losing backend keeps the Service until the
+ * gaining one on the same node reports a sync that holds it.
+ */
+export interface RemoteBackends {
+  /** The share of the brain's Services labelled `serviceProxyName`, for its backend on `nodeName`. */
+  view(serviceProxyName: string, nodeName: string): ClusterView;
+  /** That backend reports its syncs (`programmed`); one that never says so is waited for less. */
+  reportsSyncs(nodeName: string, serviceProxyName: string): void;
+  /** That backend synced a state holding `services` into its rules of `families`. */
+  programmed(
+    nodeName: string,
+    serviceProxyName: string,
+    services: ServiceLookup,
+    families: readonly IPFamily[],
+  ): void;
 }
 
 /** `… to-api`, `… to-json` directly after a source: consumers of the global state. */

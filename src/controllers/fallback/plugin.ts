@@ -12,9 +12,9 @@ import {
   kubeRateLimitFlags,
 } from "../../kube/connection-flags.ts";
 import type { HostPort } from "../../lib/host-port.ts";
+import { parseStatusAddress } from "../../observability/status-server.ts";
 import type { ControllerPlugin, RawOptions, RunContext } from "../../plugin/contracts.ts";
 import { durationFlag, optionalText, parsedBy, parseOptionsWith } from "../../plugin/options.ts";
-import { parseStatusAddress } from "../status-server.ts";
 
 /** A leader-election period: a duration of at least 1ms. */
 const period = (fallbackMs: number) =>
@@ -90,7 +90,7 @@ async function run(o: FallbackControllerFlags, ctx: RunContext): Promise<void> {
     import("../../kube/request.ts"),
     import("./controller.ts"),
     import("../leader.ts"),
-    import("../status-server.ts"),
+    import("../../observability/status-server.ts"),
     import("../../kube/rate-limit.ts"),
   ]);
   const log = ctx.log.child({ component: "fallback-controller" });

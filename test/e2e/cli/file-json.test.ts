@@ -316,6 +316,12 @@ describe("kpng command line mistakes", () => {
       message: /--listen: "ftp:\/\/x" is not tcp:\/\/host:port or unix:\/\/\/path/,
     },
     {
+      name: "a bad --metrics-address of to-api exits 2",
+      args: ["file", "--input", example, "to-api", "--metrics-address", "10261"],
+      code: 2,
+      message: /--metrics-address: "10261" is not host:port/,
+    },
+    {
       name: "a missing file exits 1 and names it",
       args: ["file", "--input", "/nonexistent/cluster.yaml", "to-local", "to-json", "--once"],
       code: 1,

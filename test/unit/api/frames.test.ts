@@ -79,11 +79,21 @@ for (const [instanceId, revision] of [
   test(`syncFrame and resetFrame: instance "${instanceId}", revision ${revision}`, () => {
     assert.deepEqual(
       syncFrame(instanceId, revision),
-      generated({ $case: "Sync", value: { InstanceID: instanceId, Revision: revision } }),
+      generated({
+        $case: "Sync",
+        value: { InstanceID: instanceId, Revision: revision, ReadsProgrammed: false },
+      }),
+    );
+    assert.deepEqual(
+      syncFrame(instanceId, revision, true),
+      generated({
+        $case: "Sync",
+        value: { InstanceID: instanceId, Revision: revision, ReadsProgrammed: true },
+      }),
     );
     assert.deepEqual(
       resetFrame(instanceId),
-      generated({ $case: "Reset", value: { InstanceID: instanceId, Revision: 0 } }),
+      generated({ $case: "Reset", value: { InstanceID: instanceId, Revision: 0, ReadsProgrammed: false } }),
     );
   });
 }

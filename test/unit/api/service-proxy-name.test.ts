@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { toApiPlugin } from "../../../src/api/plugin.ts";
 import { proxyNameView } from "../../../src/brain/proxy-name-view.ts";
+import { RemoteHandovers } from "../../../src/brain/remote-handovers.ts";
 import { ClusterStore } from "../../../src/brain/store.ts";
 import { remoteLocalStateFeed } from "../../../src/client/feed.ts";
 import { watchLocal } from "../../../src/client/watch.ts";
@@ -55,7 +56,9 @@ function runToApi(store: ClusterStore, every: boolean, socket: string) {
     signal: stop.signal,
     log: silentLogger,
     serviceProxyName: "",
-    proxyNameView: every ? (name) => proxyNameView(store, name) : undefined,
+    remoteBackends: every
+      ? new RemoteHandovers(store, { fallbackMs: 60_000, unconfirmedMs: 4000, log: silentLogger })
+      : undefined,
   };
   const running = toApiPlugin.run(every ? proxyNameView(store, "") : store, opts, ctx);
   return {

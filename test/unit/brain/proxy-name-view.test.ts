@@ -53,9 +53,15 @@ async function twoViews(services = [svc({ name: "web" })]) {
   store.replace("EndpointSlice", [slice([ep("192.0.2.1")], { service: "web" })]);
   store.synced();
   await settled();
+  /** By proxy name: whether its backend reports syncs. */
+  const backends = new Map([
+    ["", true],
+    ["legacy", true],
+  ]);
   const handover = new ConfirmedHandover({
-    names: ["", "legacy"],
+    backends,
     fallbackMs: 60_000,
+    unconfirmedMs: 4000,
     log: silentLogger,
     clock,
   });
@@ -65,18 +71,14 @@ async function twoViews(services = [svc({ name: "web" })]) {
   plain.subscribe((c) => told.push([...c.services]));
   legacy.subscribe(() => {});
   /** What a backend reports after a sync: the state holds the Services its view shows now. */
-  const synced = (name: string, families: IPFamily[], revision = 1) => {
+  const synced = (name: string, families: IPFamily[]) => {
     const view = name === "" ? plain : legacy;
     const services = new Map(
       [...view.serviceKeys()].map((k) => [k, localService(view.service(k)!)] as const),
     );
-    handover.programmed(
-      name,
-      { node: "n1", revision, services, serviceCIDRs: { IPv4: [], IPv6: [] } },
-      families,
-    );
+    handover.programmed(name, services, families);
   };
-  return { clock, store, plain, legacy, told, synced };
+  return { clock, store, plain, legacy, told, synced, backends };
 }
 
 /** Enough of a LocalService for the handover: its key and cluster IPs. */
@@ -114,13 +116,13 @@ test("a relabelled Service stays with the losing view until the gaining backend 
 test("a dual-stack Service waits for both families of the gaining backend", async () => {
   const dual = { clusterIP: "198.51.100.10", clusterIPs: ["198.51.100.10", "2001:db8::10"] };
   const { plain, store, synced } = await twoViews([svc({ name: "web", ...dual })]);
-  synced("legacy", ["IPv4", "IPv6"], 0);
+  synced("legacy", ["IPv4", "IPv6"]);
   store.upsert(svc({ name: "web", labels: LEGACY, ...dual }));
   await settled();
   synced("legacy", ["IPv4"]);
   await settled();
   assert.ok(plain.service("ns/web"), "IPv6 not programmed yet");
-  synced("legacy", ["IPv6"], 2);
+  synced("legacy", ["IPv6"]);
   await settled();
   assert.equal(plain.service("ns/web"), undefined);
 });
@@ -135,6 +137,29 @@ test("a gaining backend that never confirms: released at the fallback, logged an
   await clock.advance(1);
   assert.equal(plain.service("ns/web"), undefined);
   assert.equal(await fallbacks(), before + 1);
+});
+
+test("a gaining backend that reports no syncs is waited for the short time; one that starts reporting, the full one", async () => {
+  const { plain, store, clock, backends } = await twoViews([svc({ name: "web" }), svc({ name: "db" })]);
+  backends.set("legacy", false);
+  const before = await fallbacks();
+  store.upsert(svc({ name: "web", labels: LEGACY }));
+  await settled();
+  await clock.advance(3999);
+  assert.ok(plain.service("ns/web"));
+  await clock.advance(1);
+  assert.equal(plain.service("ns/web"), undefined, "released after the short wait");
+  assert.equal(await fallbacks(), before + 1);
+
+  // Its first report comes right after the relabel: it is then waited for as one that reports.
+  store.upsert(svc({ name: "db", labels: LEGACY }));
+  await settled();
+  backends.set("legacy", true);
+  await clock.advance(4000);
+  assert.ok(plain.service("ns/db"), "a backend reporting syncs gets the full wait");
+  await clock.advance(56_000);
+  assert.equal(plain.service("ns/db"), undefined);
+  assert.equal(await fallbacks(), before + 2);
 });
 
 test("nothing to hand over: a proxy name nobody here serves, a headless Service", async () => {

@@ -56,7 +56,7 @@ async function runGlobal(every: boolean) {
       async run(cluster, _opts, ctx) {
         seen = {
           cluster: names(cluster),
-          legacy: ctx.proxyNameView && names(ctx.proxyNameView("legacy")),
+          legacy: ctx.remoteBackends && names(ctx.remoteBackends.view("legacy", "n1")),
           ctx,
         };
       },

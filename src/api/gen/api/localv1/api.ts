@@ -101,7 +101,34 @@ export interface WatchReq {
    * clients that predate it send): the name the server was started with. A server that does not
    * hold the name's Services refuses the stream with FAILED_PRECONDITION. Resume is per name.
    */
-  ServiceProxyName?: string | undefined;
+  ServiceProxyName?:
+    | string
+    | undefined;
+  /**
+   * Added: the client reports what its backend has programmed (Programmed), so that a brain
+   * serving several service proxy names can hand a relabelled Service over to it only once its
+   * rules hold the Service. Clients that predate it never set it; the brain then waits a fixed
+   * time instead.
+   */
+  ReportsProgrammed?:
+    | boolean
+    | undefined;
+  /**
+   * Added: a request that carries Programmed is only a report, never a request for the next
+   * change set (flow control is unchanged). Clients send reports only to a server whose Sync says
+   * it reads them (EmptyOp.ReadsProgrammed), so a server that predates them never sees one.
+   */
+  Programmed?: Programmed | undefined;
+}
+
+/**
+ * What the client's backend has programmed: the state of the change set ending with the Sync of
+ * this instance id and revision, in its rules of these IP families ("IPv4", "IPv6").
+ */
+export interface Programmed {
+  InstanceID: string;
+  Revision: number;
+  Families: string[];
 }
 
 export interface OpItem {
@@ -132,6 +159,8 @@ export interface EmptyOp {
   InstanceID: string;
   /** The revision of the state this change set leads to. Set on Sync. */
   Revision: number;
+  /** Added, on Sync: the server reads WatchReq.Programmed reports on this stream. */
+  ReadsProgrammed: boolean;
 }
 
 export interface Ref {
@@ -324,7 +353,14 @@ export interface ClientIPAffinity {
 }
 
 function createBaseWatchReq(): WatchReq {
-  return { NodeName: "", InstanceID: "", Revision: 0, ServiceProxyName: undefined };
+  return {
+    NodeName: "",
+    InstanceID: "",
+    Revision: 0,
+    ServiceProxyName: undefined,
+    ReportsProgrammed: undefined,
+    Programmed: undefined,
+  };
 }
 
 export const WatchReq: MessageFns<WatchReq> = {
@@ -340,6 +376,12 @@ export const WatchReq: MessageFns<WatchReq> = {
     }
     if (message.ServiceProxyName !== undefined) {
       writer.uint32(34).string(message.ServiceProxyName);
+    }
+    if (message.ReportsProgrammed !== undefined) {
+      writer.uint32(40).bool(message.ReportsProgrammed);
+    }
+    if (message.Programmed !== undefined) {
+      Programmed.encode(message.Programmed, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -389,6 +431,22 @@ export const WatchReq: MessageFns<WatchReq> = {
             message.ServiceProxyName = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.ReportsProgrammed = reader.bool();
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.Programmed = Programmed.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -410,6 +468,89 @@ export const WatchReq: MessageFns<WatchReq> = {
     message.InstanceID = object.InstanceID ?? "";
     message.Revision = object.Revision ?? 0;
     message.ServiceProxyName = object.ServiceProxyName ?? undefined;
+    message.ReportsProgrammed = object.ReportsProgrammed ?? undefined;
+    message.Programmed = (object.Programmed !== undefined && object.Programmed !== null)
+      ? Programmed.fromPartial(object.Programmed)
+      : undefined;
+    return message;
+  },
+};
+
+function createBaseProgrammed(): Programmed {
+  return { InstanceID: "", Revision: 0, Families: [] };
+}
+
+export const Programmed: MessageFns<Programmed> = {
+  encode(message: Programmed, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.InstanceID !== "") {
+      writer.uint32(10).string(message.InstanceID);
+    }
+    if (message.Revision !== 0) {
+      writer.uint32(16).uint64(message.Revision);
+    }
+    for (const v of message.Families) {
+      writer.uint32(26).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): Programmed {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseProgrammed();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.InstanceID = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.Revision = longToNumber(reader.uint64());
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.Families.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  create<I extends Exact<DeepPartial<Programmed>, I>>(base?: I): Programmed {
+    return Programmed.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<Programmed>, I>>(object: I): Programmed {
+    const message = createBaseProgrammed();
+    message.InstanceID = object.InstanceID ?? "";
+    message.Revision = object.Revision ?? 0;
+    message.Families = object.Families?.map((e) => e) || [];
     return message;
   },
 };
@@ -530,7 +671,7 @@ export const OpItem: MessageFns<OpItem> = {
 };
 
 function createBaseEmptyOp(): EmptyOp {
-  return { InstanceID: "", Revision: 0 };
+  return { InstanceID: "", Revision: 0, ReadsProgrammed: false };
 }
 
 export const EmptyOp: MessageFns<EmptyOp> = {
@@ -540,6 +681,9 @@ export const EmptyOp: MessageFns<EmptyOp> = {
     }
     if (message.Revision !== 0) {
       writer.uint32(16).uint64(message.Revision);
+    }
+    if (message.ReadsProgrammed !== false) {
+      writer.uint32(24).bool(message.ReadsProgrammed);
     }
     return writer;
   },
@@ -573,6 +717,14 @@ export const EmptyOp: MessageFns<EmptyOp> = {
             message.Revision = longToNumber(reader.uint64());
             continue;
           }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.ReadsProgrammed = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -592,6 +744,7 @@ export const EmptyOp: MessageFns<EmptyOp> = {
     const message = createBaseEmptyOp();
     message.InstanceID = object.InstanceID ?? "";
     message.Revision = object.Revision ?? 0;
+    message.ReadsProgrammed = object.ReadsProgrammed ?? false;
     return message;
   },
 };

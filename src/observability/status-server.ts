@@ -1,4 +1,5 @@
-// /metrics (Prometheus) and /healthz for a controller, on 127.0.0.1 unless told otherwise.
+// /metrics (Prometheus) and /healthz for a process without node servers (a controller, the
+// to-api brain), on 127.0.0.1 unless told otherwise.
 
 import type { Server } from "node:http";
 import { type HostPort, splitHostPort } from "../lib/host-port.ts";

@@ -1,0 +1,149 @@
+// The per-Service backend tests' shared part: the Services (web, unlabelled at first, and old,
+// labelled legacy), who holds an address (nft's service map, iptables' nat rules), and the moves
+// of web between the two backends by relabelling, with connections opened all along and the
+// holders sampled until only the gaining backend holds it.
+
+import assert from "node:assert/strict";
+import type { TestContext } from "node:test";
+import { outcome, type ProbeResult, probeFrom, tcp } from "../../support/client.ts";
+import type { Topology } from "../../support/netns.ts";
+import { type TestService, writeCluster } from "./cluster.ts";
+
+export const WEB = "203.0.113.10";
+export const OLD = "203.0.113.11";
+/** One sync of the losing backend: its --min-sync-period (100 ms) and a few Services' sync under load. */
+const ONE_SYNC_MS = 100 + 1900;
+
+const http = [{ name: "http", port: 80, targetPort: 8080 }];
+
+/** The pods the Services need: web-1 on node-1, web-2 on node-2, both echoing on 8080. */
+export const PODS = [
+  { name: "web-1", echo: { tcpPorts: [8080] } },
+  { name: "web-2", echo: { tcpPorts: [8080] } },
+];
+
+export function services(topo: Topology, webProxyName: string | undefined): TestService[] {
+  const ip = (pod: string) => topo.pod(pod).ipv4 ?? "";
+  return [
+    {
+      name: "web",
+      clusterIP: WEB,
+      ports: http,
+      endpoints: [
+        { ip: ip("web-1"), node: "node-1" },
+        { ip: ip("web-2"), node: "node-2" },
+      ],
+      ...(webProxyName === undefined ? {} : { proxyName: webProxyName }),
+    },
+    {
+      name: "old",
+      type: "NodePort",
+      clusterIP: OLD,
+      ports: [{ ...http[0]!, nodePort: 30080 }],
+      endpoints: [{ ip: ip("web-2"), node: "node-2" }],
+      proxyName: "legacy",
+    },
+  ];
+}
+
+export async function probe(
+  topo: Topology,
+  host: string,
+  port: number,
+  timeoutMs = 1000,
+): Promise<ProbeResult> {
+  const [r] = await probeFrom(topo.client.ns, [tcp(host, port, timeoutMs)]);
+  return r!;
+}
+
+/** Whether each backend holds the address: nft in its service map, iptables in its nat rules. */
+export async function holders(topo: Topology, ip: string): Promise<{ nft: boolean; iptables: boolean }> {
+  const nft = (await topo.node.exec(["nft", "list", "table", "ip", "kpng"])).stdout;
+  const ipt = (await topo.node.exec(["iptables-nft-save", "-t", "nat"])).stdout;
+  return {
+    nft: nft.includes(ip),
+    iptables: ipt.split("\n").some((l) => l.startsWith("-A KPNG") && l.includes(ip)),
+  };
+}
+
+/**
+ * Moves web to iptables (labelled legacy) and back to nft while clients keep connecting, and
+ * checks the handover: no connection fails, the Service is never held by neither backend, and
+ * by both only for one sync of the loser.
+ */
+export async function checkRelabelMoves(t: TestContext, topo: Topology, file: string): Promise<void> {
+  const results: { at: number; r: ProbeResult }[] = [];
+  let moving = true;
+  const traffic = (async () => {
+    while (moving) {
+      const batch = await probeFrom(
+        topo.client.ns,
+        Array.from({ length: 10 }, () => tcp(WEB, 80, 1000)),
+        { concurrency: 2 },
+      );
+      const at = Date.now();
+      for (const r of batch) results.push({ at, r });
+    }
+  })();
+  const moves: number[] = [];
+  /** Per move: how long both backends held the Service, and how often neither did. */
+  const windows: { to: string; bothMs: number; neither: number; samples: number }[] = [];
+  const move = async (proxyName: string | undefined, to: "nft" | "iptables") => {
+    await new Promise((r) => setTimeout(r, 1000));
+    moves.push(Date.now());
+    writeCluster(file, services(topo, proxyName));
+    // Sample who holds it until only the gaining backend does.
+    let bothSince: number | undefined;
+    let bothMs = 0;
+    let neither = 0;
+    let samples = 0;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const h = await holders(topo, WEB);
+      const at = Date.now();
+      samples++;
+      if (h.nft && h.iptables) bothSince ??= at;
+      if (!h.nft && !h.iptables) neither++;
+      const moved = to === "iptables" ? h.iptables && !h.nft : h.nft && !h.iptables;
+      if (moved) {
+        if (bothSince !== undefined) bothMs = at - bothSince;
+        break;
+      }
+      assert.ok(at < deadline, `web to move to ${to}`);
+    }
+    windows.push({ to, bothMs, neither, samples });
+  };
+  try {
+    await move("legacy", "iptables");
+    await move(undefined, "nft");
+    await new Promise((r) => setTimeout(r, 1000));
+  } finally {
+    moving = false;
+    await traffic;
+  }
+  assert.ok(results.length >= 20, `only ${results.length} connections during the moves`);
+  const failed = results
+    .filter(({ r }) => !r.ok)
+    .map(({ at, r }) => `${outcome(r)} at +${at - (moves[0] ?? 0)} ms`);
+  assert.deepEqual(
+    failed,
+    [],
+    `connections failed during the moves (moves at +0 and +${(moves[1] ?? 0) - (moves[0] ?? 0)} ms)`,
+  );
+  assert.ok((await probe(topo, WEB, 80)).ok);
+  // The handover: the loser drops the Service once the gainer's sync holds it, so neither is
+  // never seen, and both only until the loser's next sync: one --min-sync-period (100 ms) and
+  // the sync itself, allowed ONE_SYNC_MS on this loaded machine.
+  t.diagnostic(`handover windows: ${JSON.stringify(windows)}`);
+  for (const w of windows) {
+    assert.equal(
+      w.neither,
+      0,
+      `moving to ${w.to}: held by neither backend in ${w.neither}/${w.samples} samples`,
+    );
+    assert.ok(
+      w.bothMs <= ONE_SYNC_MS,
+      `moving to ${w.to}: held by both for ${w.bothMs} ms (> ${ONE_SYNC_MS} ms)`,
+    );
+  }
+}
