@@ -54,7 +54,7 @@ export class KpngProcess {
   async waitFor(
     what: string,
     condition: (doc: LocalStateDoc) => boolean,
-    timeoutMs = 15_000,
+    timeoutMs = 30_000,
   ): Promise<number> {
     const started = Date.now();
     while (!(this.latest && condition(this.latest))) {
