@@ -13,6 +13,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { outcome, type ProbeRequest, probeFrom } from "../../support/client.ts";
+import { eventually } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
 import { loadNft } from "./rulesets.ts";
 
@@ -30,15 +31,6 @@ const KUBE_PROXY_LEFTOVER = `table ip kube-proxy {
   chain nat-prerouting { type nat hook prerouting priority dstnat; policy accept; tcp dport 80 drop; }
 }
 `;
-
-async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 /**
  * The node's InternalIP, on a second interface: the default route is on ext0 (192.0.2.1), as on a
@@ -126,7 +118,7 @@ for (const mode of ["nftables", "iptables"] as const)
           name: "apiserver",
         },
       );
-      await eventually(async () => api!.stdout().includes("listening"), "the test API server");
+      await eventually(async () => api!.stdout().includes("listening"), "the test API server", 20_000);
       await write("POST", "/api/v1/nodes", {
         apiVersion: "v1",
         kind: "Node",
@@ -192,6 +184,7 @@ for (const mode of ["nftables", "iptables"] as const)
       await eventually(
         async () => (await answers("client", tcp("203.0.113.10", 80), 1)).join() !== "timeout",
         "kpng to program the first state",
+        45_000,
       );
     });
 
@@ -246,6 +239,7 @@ for (const mode of ["nftables", "iptables"] as const)
       await eventually(
         async () => (await answers("client", tcp("203.0.113.10", 80), 10)).join() === "web-2",
         "traffic to go to web-2 only",
+        20_000,
       );
     });
 
