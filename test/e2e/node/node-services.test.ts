@@ -119,6 +119,7 @@ describe("node services end to end", { skip }, () => {
     await eventually(
       async () => (await probeFrom(topo.client.ns, [tcp("203.0.113.10", 80)]))[0]!.ok,
       "the first sync",
+      45_000,
     );
   });
 
