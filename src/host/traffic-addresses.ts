@@ -67,7 +67,8 @@ function parseCIDRList(text: string): string[] {
     });
 }
 
-const isPrimary = (nodePortAddresses: string) => nodePortAddresses.trim() === "primary";
+/** Whether --nodeport-addresses asks for the node's primary IPs. */
+export const isPrimary = (nodePortAddresses: string) => nodePortAddresses.trim() === "primary";
 
 /** The NodePort CIDRs of --nodeport-addresses other than "primary"; throws an Error saying what to fix. */
 function parseNodePortCIDRs(text: string): string[] {

@@ -160,10 +160,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
             healthCheckAddresses: healthCheckAddresses(a.nodePortCIDRs, a.hostIPs),
           }),
           apply(now, _, was) {
-            const same = (["IPv4", "IPv6"] as const).every(
-              (f) => now.nodePortIPs[f].join(",") === was.nodePortIPs[f].join(","),
-            );
-            if (!same) {
+            if (JSON.stringify(now.nodePortIPs) !== JSON.stringify(was.nodePortIPs)) {
               ebpf.reconfigure({ nodePortIPs: now.nodePortIPs });
               loop.forceFullSync();
             }

@@ -23,6 +23,7 @@ import { guardServiceRanges, readProtectedAddresses } from "../../host/service-r
 import {
   addTrafficAddressOptions,
   detectLocalMode,
+  isPrimary,
   trafficAddressFlags,
   trafficSettings,
 } from "../../host/traffic-addresses.ts";
@@ -86,8 +87,6 @@ function parseNftOptions(raw: RawOptions): NftOptions {
   return { ...opts, settings, node: parseNodeServicesOptions(raw) };
 }
 
-const isPrimary = (settings: NftSettings) => settings.nodePortAddresses.trim() === "primary";
-
 async function configs(settings: NftSettings, host: HostNetwork): Promise<TableConfig[]> {
   const primary = primaryAddresses(await host.defaultRouteInterfaces(), await host.interfaces());
   return tableConfigs(settings, primary);
@@ -115,7 +114,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const log = ctx.log.child({ component: "nft" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     const followed = await startNodeWatch(feed, host, ctx.signal, log, {
-      ips: isPrimary(opts.settings),
+      ips: isPrimary(opts.settings.nodePortAddresses),
       podCIDRs: detectLocalMode(opts.settings) === "NodeCIDR",
     });
     if (followed === undefined) return;
@@ -146,7 +145,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
         nodePorts: tables.flatMap((t) => t.nodePortCIDRs),
         podCIDRs: tables.flatMap((t) => t.podCIDRs),
         ...(tables[0]?.podInterface && { podInterface: tables[0].podInterface }),
-        ...(isPrimary(opts.settings) && {
+        ...(isPrimary(opts.settings.nodePortAddresses) && {
           nodeIPsFrom: watch.current().primaryFrom === "node" ? "Node object" : "default-route interfaces",
         }),
       },
