@@ -98,6 +98,30 @@ const rows: { what: string; svc: LocalService; want: ReturnType<typeof brief>[] 
     ],
   },
   {
+    what: "source ranges of the other family only: this family's load-balancer IPs take every source",
+    svc: service({
+      clusterIPs: ["203.0.113.10", "2001:db8:2::10"],
+      loadBalancerIPs: ["192.0.2.60", "2001:db8::60"],
+      sourceRanges: ["2001:db8:9::/48"],
+    }),
+    want: [
+      {
+        name: "TCP/80/IPv4/internal",
+        frontends: ["203.0.113.10:80/TCP"],
+        backends: ["198.51.100.2:8080", "198.51.100.3:8080"],
+        reject: false,
+      },
+      {
+        name: "TCP/80/IPv4/external",
+        frontends: ["192.0.2.60:80/TCP"],
+        backends: ["198.51.100.2:8080", "198.51.100.3:8080"],
+        reject: false,
+      },
+      // The IPv6 LB IP has ranges: nft filters it. No IPv6 endpoint: the cluster IP refuses.
+      { name: "TCP/80/IPv6/internal", frontends: ["2001:db8:2::10:80/TCP"], backends: [], reject: true },
+    ],
+  },
+  {
     what: "eTP Local: this node's own traffic may use every endpoint (known local)",
     svc: service({
       externalTrafficPolicy: "Local",
