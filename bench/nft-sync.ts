@@ -155,7 +155,7 @@ async function main(): Promise<void> {
       const upstream = skipUpstream ? Number.NaN : await timeNft(ns, upstreamShaped(n), UPSTREAM_TIMEOUT_MS);
       nftSync(ns, ["delete", "table", "ip", "kube-proxy"]);
       rows.unshift([
-        `cold start ${n / 1000}k services (${report.texts.length} tx; this process: ${cpuS} s CPU, peak RSS ${rssMiB} MiB)`,
+        `cold start ${n / 1000}k services (${report.transactions} tx; this process: ${cpuS} s CPU, peak RSS ${rssMiB} MiB)`,
         fmt(ours),
         fmt(upstream),
       ]);

@@ -45,8 +45,10 @@ export const RESET_AFTER_FAILURES = 3;
 export interface FamilyApplied {
   /** True when it rewrote everything from a fresh read of the kernel. */
   readonly full: boolean;
-  /** The texts given to the kernel, in order. */
-  readonly texts: readonly string[];
+  /** How many writes (transactions, restores) it gave the kernel; their texts are not kept. */
+  readonly transactions: number;
+  /** Their total size in bytes. */
+  readonly bytes: number;
 }
 
 /** One IP family of a backend, as the loop drives it: its renderer and runner live behind it. */
@@ -97,8 +99,10 @@ interface SyncLoopOptions {
 export interface SyncReport {
   /** True when some family was rewritten in full from a fresh read of the kernel. */
   readonly full: boolean;
-  /** The texts given to the kernel, in order, stale-object deletions included. */
-  readonly texts: readonly string[];
+  /** How many writes it gave the kernel, stale-object deletions included. */
+  readonly transactions: number;
+  /** Their total size in bytes. */
+  readonly bytes: number;
   /** The IP families whose rules now hold the synced state. */
   readonly programmed: readonly IPFamily[];
 }
@@ -180,7 +184,8 @@ export class SyncLoop {
     only: ReadonlySet<string> | undefined,
     periodic: boolean,
   ): Promise<{ report: SyncReport; errors: Error[] }> {
-    const texts: string[] = [];
+    let transactions = 0;
+    let bytes = 0;
     const programmed: IPFamily[] = [];
     const errors: Error[] = [];
     let full = false;
@@ -193,7 +198,8 @@ export class SyncLoop {
           await this.#reset(f);
         const applied = await f.target.apply(state, periodic);
         const durationMs = performance.now() - started;
-        texts.push(...applied.texts);
+        transactions += applied.transactions;
+        bytes += applied.bytes;
         programmed.push(...f.target.ipFamilies);
         full ||= applied.full;
         this.#succeeded(f);
@@ -206,7 +212,7 @@ export class SyncLoop {
         errors.push(error);
       }
     }
-    return { report: { full, texts, programmed }, errors };
+    return { report: { full, transactions, bytes, programmed }, errors };
   }
 
   async #reset(f: FamilyRun): Promise<void> {
@@ -415,9 +421,9 @@ export class SyncLoop {
           continue;
         }
         lastProbe = now();
-        if (report.texts.length > 0)
+        if (report.transactions > 0)
           this.#o.log.debug(
-            { revision: synced.revision, writes: report.texts.length },
+            { revision: synced.revision, writes: report.transactions, bytes: report.bytes },
             `${this.#o.backend} synced`,
           );
         // The observer's own errors are not sync failures.

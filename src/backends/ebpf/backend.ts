@@ -227,7 +227,11 @@ export class EbpfBackend {
     return IP_FAMILIES.map((family) => ({
       family,
       ipFamilies: [family],
-      apply: async (state) => ({ full: (await this.syncFamily(family, state)).full, texts: [] }),
+      apply: async (state) => ({
+        full: (await this.syncFamily(family, state)).full,
+        transactions: 0,
+        bytes: 0,
+      }),
       forget: () => {
         this.#families.get(family)!.needsFull = true;
         this.#dropShared();

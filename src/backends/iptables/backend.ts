@@ -253,7 +253,7 @@ export class IptablesBackend {
 
   async #apply(f: FamilyState, state: LocalState, periodic: boolean): Promise<FamilyApplied> {
     const full = periodic || f.applied === undefined;
-    let text = "";
+    let written: readonly string[] = [];
     try {
       let saved: { nat: KpngObjects; filter: KpngObjects } | undefined;
       if (full) {
@@ -268,7 +268,7 @@ export class IptablesBackend {
       const parts = this.#text(f, state, full, saved);
       if (f.cfg.family === "IPv4") await this.#packetCounters?.sample();
       for (const part of parts) await this.#o.runner.restore(f.cfg.family, part);
-      text = parts.join("");
+      written = parts;
       recordRules(f.cfg.family, ownedRules(f), rulesWritten(parts));
     } catch (e) {
       if (!full) partialRestoreFailed(f.cfg.family);
@@ -284,8 +284,12 @@ export class IptablesBackend {
     for (const [name, chainText] of f.pendingChains) applied.set(name, chainText);
     for (const name of f.pendingRemoved) applied.delete(name);
     f.applied = applied;
-    text += await this.#deleteStale(f);
-    return { full, texts: [text] };
+    written = [...written, ...(await this.#deleteStale(f))];
+    return {
+      full,
+      transactions: written.length,
+      bytes: written.reduce((n, t) => n + Buffer.byteLength(t), 0),
+    };
   }
 
   /**
@@ -294,8 +298,8 @@ export class IptablesBackend {
    * more (a stale chain may be what still jumps to another), so that only the busy ones stay for
    * the next sync to try again. Never throws. Returns the inputs applied.
    */
-  async #deleteStale(f: FamilyState): Promise<string> {
-    let out = "";
+  async #deleteStale(f: FamilyState): Promise<string[]> {
+    const out: string[] = [];
     const remove = async (
       table: "nat" | "filter",
       chains: readonly string[],
@@ -304,7 +308,7 @@ export class IptablesBackend {
       try {
         await this.#o.runner.restore(f.cfg.family, text);
         for (const c of chains) f.stale[table].delete(c);
-        out += text;
+        out.push(text);
         return undefined;
       } catch (e) {
         return e instanceof IptablesError ? e.stderr : String(e);

@@ -156,13 +156,16 @@ export class NftBackend {
       this.#mirrors.set(cfg.family, mirror);
     }
     const plan = mirror.plan(state, this.#now());
-    const texts: string[] = [];
+    // Units are built, packed and rendered as they are taken: while nft parses and commits one
+    // transaction the next is rendered, and only those two are alive, whatever the size of the
+    // table. Each is still applied only after the previous one succeeded, and the first failure
+    // ends the sync (the mirror is then forgotten, and the next sync starts from a listing of
+    // what the kernel holds).
     const txs = packTransactions(plan.units, cfg.family, cfg.table, this.#maxStatements);
-    // While nft parses and commits one transaction, the next is rendered; each is still applied
-    // only after the previous one succeeded, and the first failure ends the sync (the mirror is
-    // then forgotten, and the next sync starts from a listing of what the kernel holds).
     const cleanup =
       plan.deletions.length > 0 ? renderScript(plan.deletions, cfg.family, cfg.table) : undefined;
+    let transactions = 0;
+    let bytes = 0;
     let next = cleanup ?? txs.next().value;
     while (next !== undefined) {
       const tx = next;
@@ -171,11 +174,12 @@ export class NftBackend {
       applying.catch(() => {});
       next = txs.next().value;
       await applying;
-      texts.push(tx.text);
+      transactions++;
+      bytes += Buffer.byteLength(tx.text);
     }
     // Not awaited: the next transaction queues behind it anyway.
     void this.#runner.prepare?.();
-    return { full, texts };
+    return { full, transactions, bytes };
   }
 
   async #apply(cfg: TableConfig, tx: NftScript, cleanup: boolean): Promise<void> {

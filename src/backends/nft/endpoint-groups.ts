@@ -65,6 +65,8 @@ export class EndpointGroups {
   /** set → prefix → group */
   readonly #groups = new Map<string, Map<string, GroupState>>();
   readonly #touched: GroupState[] = [];
+  /** The groups `changes()` left with elements to remove, and what they held before. */
+  readonly #removing: { readonly st: GroupState; readonly had: readonly (string | undefined)[] }[] = [];
 
   /** Adopts the elements an existing table holds in the group sets. */
   constructor(adopted: ReadonlyMap<string, ReadonlyMap<string, string>> = new Map()) {
@@ -113,35 +115,46 @@ export class EndpointGroups {
   }
 
   /**
-   * The element changes the touched groups need: replacements and additions, and removals
-   * (applied last, after the dispatch elements moved to the smaller pick chains). Records them
-   * as applied.
+   * The element changes the touched groups need, replacements and additions, built as they are
+   * taken; records them as applied. Removals come from `removals()` afterwards (applied last,
+   * after the dispatch elements moved to the smaller pick chains).
    */
-  ops(): { changes: ElementOp[]; removals: ElementOp[] } {
-    const changes: ElementOp[] = [];
-    const removals: ElementOp[] = [];
+  *changes(): Generator<ElementOp> {
     for (const st of this.#touched) {
       st.touched = false;
       const { set, prefix, applied } = st;
       const wanted = stablePlaces(applied, st.values ?? []);
-      const n = Math.max(wanted.length, applied.length);
-      for (let i = 0; i < n; i++) {
+      let removes = false;
+      for (let i = 0; i < wanted.length; i++) {
         const want = wanted[i];
         const had = applied[i];
         if (want === had) continue;
-        const key = `${prefix}${i}`;
         if (want === undefined) {
-          removals.push({ op: "delete", set, key, value: had! });
+          removes = true;
           continue;
         }
-        if (had !== undefined) changes.push({ op: "delete", set, key, value: had });
-        changes.push({ op: "add", set, key, value: want });
+        const key = `${prefix}${i}`;
+        if (had !== undefined) yield { op: "delete", set, key, value: had };
+        yield { op: "add", set, key, value: want };
       }
+      if (removes || applied.length > wanted.length) this.#removing.push({ st, had: applied });
       st.applied = wanted;
       if (st.owner === undefined) this.#groups.get(set)?.delete(prefix);
     }
     this.#touched.length = 0;
-    return { changes, removals };
+  }
+
+  /** The removals the groups of the last `changes()` need, built as they are taken. */
+  *removals(): Generator<ElementOp> {
+    for (const { st, had } of this.#removing) {
+      const { set, prefix, applied: wanted } = st;
+      for (let i = 0; i < had.length; i++) {
+        const value = had[i];
+        if (value !== undefined && wanted[i] === undefined)
+          yield { op: "delete", set, key: `${prefix}${i}`, value };
+      }
+    }
+    this.#removing.length = 0;
   }
 
   #touch(st: GroupState): void {

@@ -59,23 +59,24 @@ export class HairpinEndpoints {
       if (a.users === 0 && a.inTable && !this.#stale.has(a)) this.#stale.set(a, now);
   }
 
-  /** The additions the touched addresses need; unused ones start waiting for deletion. */
-  additions(now: number): ElementOp[] {
-    const out: ElementOp[] = [];
+  /**
+   * The additions the touched addresses need, built as they are taken; unused ones start waiting
+   * for deletion.
+   */
+  *additions(now: number): Generator<ElementOp> {
     for (const a of this.#touched) {
       a.touched = false;
       if (a.users > 0) {
         this.#stale.delete(a);
         if (!a.inTable) {
-          out.push({ op: "add", set: this.#set, key: `${a.ip} . ${a.ip}`, value: "" });
           a.inTable = true;
+          yield { op: "add", set: this.#set, key: `${a.ip} . ${a.ip}`, value: "" };
         }
       } else if (a.inTable) {
         if (!this.#stale.has(a)) this.#stale.set(a, now);
       } else this.#addresses.delete(a.ip);
     }
     this.#touched.length = 0;
-    return out;
   }
 
   /** The keys of elements unused for `delayMs`, now removed from the mirror. */

@@ -10,7 +10,7 @@ import { changedServiceKeys } from "../../model/local-changes.ts";
 import type { AdoptedTable } from "./adopt.ts";
 import { STATIC_SET_NAMES, skeletonOps, staticChainNames } from "./base.ts";
 import { EndpointGroups } from "./endpoint-groups.ts";
-import type { ChainSpec, Fragment, TableConfig } from "./fragment.ts";
+import type { AffinitySetSpec, ChainSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { HairpinEndpoints } from "./hairpins.ts";
 import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
@@ -79,10 +79,45 @@ function touch(touched: ElementState[], st: ElementState): void {
 /** Element changes per unit: big enough to keep units few, small enough to pack transactions. */
 const ELEMENTS_PER_UNIT = 256;
 
+/** How the table holds a chain the plan writes: absent, with rules to flush, or empty. */
+const CHAIN_ABSENT = 0;
+const CHAIN_FILLED = 1;
+const CHAIN_EMPTY = 2;
+type ChainHeld = typeof CHAIN_ABSENT | typeof CHAIN_FILLED | typeof CHAIN_EMPTY;
+
+/** Chains a plan writes in one phase, in order: the specs the fragments hold, and how each is held. */
+interface ChainWrites {
+  readonly specs: ChainSpec[];
+  readonly held: ChainHeld[];
+}
+
+/**
+ * What a plan owes the table, gathered by the walk over the changed services. It refers to the
+ * fragments' own chains and to the mirror's element records; the operations and element keys
+ * are built from it only as the transactions take them, so a cold start holds one transaction's
+ * worth of them at a time, whatever the size of the cluster.
+ */
+interface Draft {
+  /** The skeleton and the Service IP ranges. */
+  readonly skeleton: Unit[];
+  readonly sets: AffinitySetSpec[];
+  readonly leafChains: ChainWrites;
+  readonly entryChains: ChainWrites;
+  readonly touched: ElementState[];
+  /** Shared chains some service stopped using this plan. */
+  readonly unshared: Set<string>;
+  /** Chains no longer used, flushed last. */
+  readonly staleFlushes: string[];
+}
+
 interface Plan {
   /** Deletions of objects stale for long enough: run first, in their own transaction. */
   readonly deletions: readonly NftOp[];
-  readonly units: readonly Unit[];
+  /**
+   * The units in order of application, each built when taken. Taking them records the plan as
+   * applied, so they must be taken whole before the next plan (or the mirror discarded).
+   */
+  readonly units: Iterable<Unit>;
 }
 
 function equalRules(a: readonly string[], b: readonly string[]): boolean {
@@ -164,13 +199,19 @@ export class TableMirror {
    */
   plan(state: LocalState, now: number): Plan {
     const deletions = this.#expiredStale(now);
-    const units: Unit[] = [];
-    const touched: ElementState[] = [];
-    const unshared = new Set<string>();
-    if (this.#fresh) units.push({ phase: PHASE.skeleton, ops: skeletonOps(this.#cfg), elements: [] });
+    const d: Draft = {
+      skeleton: [],
+      sets: [],
+      leafChains: { specs: [], held: [] },
+      entryChains: { specs: [], held: [] },
+      touched: [],
+      unshared: new Set(),
+      staleFlushes: [],
+    };
+    if (this.#fresh) d.skeleton.push({ phase: PHASE.skeleton, ops: skeletonOps(this.#cfg), elements: [] });
     const ranges = state.serviceCIDRs[ipFamilyOfNft(this.#cfg.family)];
     if (this.#fresh || !equalRules(ranges, this.#serviceCIDRs)) {
-      units.push({ phase: PHASE.skeleton, ops: serviceCIDROps(ranges), elements: [] });
+      d.skeleton.push({ phase: PHASE.skeleton, ops: serviceCIDROps(ranges), elements: [] });
       this.#serviceCIDRs = ranges;
     }
     // A first plan visits services in key order, so the same state always renders the same text
@@ -181,22 +222,48 @@ export class TableMirror {
       const prev = this.#services.get(key);
       if (prev?.svc === svc) continue;
       if (svc === undefined) {
-        this.#replace(key, prev!.fragment, EMPTY_FRAGMENT, units, touched, unshared, now);
+        this.#replace(key, prev!.fragment, EMPTY_FRAGMENT, d, now);
         this.#services.delete(key);
         continue;
       }
       const fragment = serviceFragment(svc, this.#cfg);
-      this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, units, touched, unshared, now);
+      this.#replace(key, prev?.fragment ?? EMPTY_FRAGMENT, fragment, d, now);
       this.#services.set(key, { svc, fragment });
     }
     this.#applied = state;
     // Only now: another service may have started using a chain that one stopped using.
-    for (const name of unshared) if (!this.#sharedUsers.has(name)) this.#retireChain(name, units, now);
-    if (this.#fresh) this.#retireUnclaimed(units, touched, now);
+    for (const name of d.unshared) if (!this.#sharedUsers.has(name)) this.#retireChain(name, d, now);
+    if (this.#fresh) this.#retireUnclaimed(d, now);
     this.#fresh = false;
-    this.#elementUnits(touched, units, now);
-    units.sort((a, b) => a.phase - b.phase);
-    return { deletions, units };
+    return { deletions, units: this.#units(d, now) };
+  }
+
+  /** The draft's units in phase order, each built as it is taken. */
+  *#units(d: Draft, now: number): Generator<Unit> {
+    yield* d.skeleton;
+    for (const s of d.sets) {
+      const declaration: SetDeclaration = {
+        key: { types: [addressType(this.#cfg.family)] },
+        flags: ["dynamic", "timeout"],
+        timeoutSeconds: s.timeoutSeconds,
+      };
+      yield {
+        phase: PHASE.sets,
+        ops: [{ verb: "add", kind: "set", name: s.name, declaration }],
+        elements: [],
+      };
+    }
+    yield* chainUnits(PHASE.leafChains, d.leafChains);
+    yield* chainUnits(PHASE.entryChains, d.entryChains);
+    // Removals go last: when a big sync is split, no endpoint index disappears before the
+    // dispatch element that draws from it has moved to a smaller pick chain.
+    yield* elementUnits(PHASE.elements, this.#elementChanges(d.touched));
+    yield* elementUnits(PHASE.elements, this.#groups.changes());
+    yield* elementUnits(PHASE.elements, this.#hairpins.additions(now));
+    yield* elementUnits(PHASE.removals, this.#elementRemovals(d.touched));
+    yield* elementUnits(PHASE.removals, this.#groups.removals());
+    for (const name of d.staleFlushes)
+      yield { phase: PHASE.staleFlush, ops: [{ verb: "flush", kind: "chain", name }], elements: [] };
   }
 
   #expiredStale(now: number): NftOp[] {
@@ -226,15 +293,7 @@ export class TableMirror {
     return out;
   }
 
-  #replace(
-    owner: string,
-    old: Fragment,
-    next: Fragment,
-    units: Unit[],
-    touched: ElementState[],
-    unshared: Set<string>,
-    now: number,
-  ): void {
+  #replace(owner: string, old: Fragment, next: Fragment, d: Draft, now: number): void {
     for (const s of next.affinitySets) {
       const st = this.#sets.get(s.name);
       if (st) {
@@ -242,16 +301,7 @@ export class TableMirror {
         this.#staleSets.delete(s.name);
       } else {
         this.#sets.set(s.name, { staleSince: undefined });
-        const declaration: SetDeclaration = {
-          key: { types: [addressType(this.#cfg.family)] },
-          flags: ["dynamic", "timeout"],
-          timeoutSeconds: s.timeoutSeconds,
-        };
-        units.push({
-          phase: PHASE.sets,
-          ops: [{ verb: "add", kind: "set", name: s.name, declaration }],
-          elements: [],
-        });
+        d.sets.push(s);
       }
     }
     const nextSets = new Set(next.affinitySets.map((s) => s.name));
@@ -259,22 +309,22 @@ export class TableMirror {
       const st = this.#sets.get(s.name);
       if (!nextSets.has(s.name) && st && st.staleSince === undefined) this.#markStaleSet(s.name, st, now);
     }
-    for (const c of next.chains) this.#writeChain(c, units);
+    for (const c of next.chains) this.#writeChain(c, d);
     const nextChains = new Set(next.chains.map((c) => c.name));
     for (const c of old.chains) {
-      if (!nextChains.has(c.name)) this.#retireChain(c.name, units, now);
+      if (!nextChains.has(c.name)) this.#retireChain(c.name, d, now);
     }
     for (const c of next.sharedChains) {
       const users = this.#sharedUsers.get(c.name) ?? 0;
       this.#sharedUsers.set(c.name, users + 1);
-      if (users === 0) this.#writeChain(c, units);
+      if (users === 0) this.#writeChain(c, d);
     }
     for (const c of old.sharedChains) {
       const users = (this.#sharedUsers.get(c.name) ?? 1) - 1;
       if (users > 0) this.#sharedUsers.set(c.name, users);
       else {
         this.#sharedUsers.delete(c.name);
-        unshared.add(c.name);
+        d.unshared.add(c.name);
       }
     }
     this.#groups.replace(owner, old.groups, next.groups);
@@ -284,7 +334,7 @@ export class TableMirror {
       const st = this.#elementsOf(e.set).get(e.key);
       if (st === undefined) continue;
       removeOwner(st, owner);
-      touch(touched, st);
+      touch(d.touched, st);
     }
     for (const e of next.elements) {
       const m = this.#elementsOf(e.set);
@@ -302,21 +352,20 @@ export class TableMirror {
         m.set(e.key, st);
       }
       addOwner(st, owner, e.value);
-      touch(touched, st);
+      touch(d.touched, st);
     }
   }
 
   /** Creates a chain, or rewrites it when its applied rules differ or are unknown. */
-  #writeChain(c: ChainSpec, units: Unit[]): void {
+  #writeChain(c: ChainSpec, d: Draft): void {
     const st = this.#chains.get(c.name);
-    const phase = c.level === 0 ? PHASE.leafChains : PHASE.entryChains;
-    const rules = c.rules.map((rule): NftOp => ({ verb: "add", kind: "rule", chain: c.name, rule }));
+    const writes = c.level === 0 ? d.leafChains : d.entryChains;
     if (!st) {
-      units.push({ phase, ops: [{ verb: "add", kind: "chain", name: c.name }, ...rules], elements: [] });
+      writes.specs.push(c);
+      writes.held.push(CHAIN_ABSENT);
     } else if (st.rules === undefined || st.staleSince !== undefined || !equalRules(st.rules, c.rules)) {
-      const flush: NftOp[] =
-        st.rules === undefined || st.rules.length > 0 ? [{ verb: "flush", kind: "chain", name: c.name }] : [];
-      units.push({ phase, ops: [...flush, ...rules], elements: [] });
+      writes.specs.push(c);
+      writes.held.push(st.rules === undefined || st.rules.length > 0 ? CHAIN_FILLED : CHAIN_EMPTY);
     }
     this.#chains.set(c.name, { rules: c.rules, staleSince: undefined });
     this.#staleChains.delete(c.name);
@@ -327,72 +376,78 @@ export class TableMirror {
     this.#staleSets.add(name);
   }
 
-  #retireChain(name: string, units: Unit[], now: number): void {
+  #retireChain(name: string, d: Draft, now: number): void {
     const st = this.#chains.get(name);
     if (!st || st.staleSince !== undefined) return;
-    if (st.rules === undefined || st.rules.length > 0) {
-      units.push({ phase: PHASE.staleFlush, ops: [{ verb: "flush", kind: "chain", name }], elements: [] });
-    }
+    if (st.rules === undefined || st.rules.length > 0) d.staleFlushes.push(name);
     this.#chains.set(name, { rules: [], staleSince: now });
     this.#staleChains.add(name);
   }
 
   /** After adopting an existing table: what no service claimed is retired. */
-  #retireUnclaimed(units: Unit[], touched: ElementState[], now: number): void {
-    for (const [name, st] of this.#chains) if (st.rules === undefined) this.#retireChain(name, units, now);
+  #retireUnclaimed(d: Draft, now: number): void {
+    for (const [name, st] of this.#chains) if (st.rules === undefined) this.#retireChain(name, d, now);
     const claimed = new Set<string>();
     for (const { fragment } of this.#services.values())
       for (const s of fragment.affinitySets) claimed.add(s.name);
     for (const [name, st] of this.#sets)
       if (!claimed.has(name) && st.staleSince === undefined) this.#markStaleSet(name, st, now);
     for (const m of this.#elements.values()) {
-      for (const st of m.values()) if (st.owner === undefined) touch(touched, st);
+      for (const st of m.values()) if (st.owner === undefined) touch(d.touched, st);
     }
     this.#groups.retireUnclaimed();
     this.#hairpins.retireUnclaimed(now);
   }
 
-  #elementUnits(touched: ElementState[], units: Unit[], now: number): void {
-    const changes: ElementOp[] = [];
-    const removals: ElementOp[] = [];
+  /** Additions and replacements of the touched elements, recorded as applied as they are taken. */
+  *#elementChanges(touched: readonly ElementState[]): Generator<ElementOp> {
+    for (const st of touched) {
+      const { set, key, applied } = st;
+      const wanted = st.value;
+      if (wanted === undefined || wanted === applied) continue;
+      st.applied = wanted;
+      if (applied !== undefined) yield { op: "delete", set, key, value: applied };
+      yield { op: "add", set, key, value: wanted };
+    }
+  }
+
+  /** Removals of the touched elements no service wants; forgets them as they are taken. */
+  *#elementRemovals(touched: readonly ElementState[]): Generator<ElementOp> {
     for (const st of touched) {
       st.touched = false;
-      const { set, key } = st;
-      const wanted = st.value;
-      if (wanted === st.applied) {
-        if (wanted === undefined) this.#elementsOf(set).delete(key);
-        continue;
-      }
-      if (wanted === undefined) {
-        removals.push({ op: "delete", set, key, value: st.applied! });
-        this.#elementsOf(set).delete(key);
-        continue;
-      }
-      if (st.applied !== undefined) changes.push({ op: "delete", set, key, value: st.applied });
-      changes.push({ op: "add", set, key, value: wanted });
-      st.applied = wanted;
+      if (st.value !== undefined) continue;
+      const { set, key, applied } = st;
+      this.#elementsOf(set).delete(key);
+      if (applied !== undefined) yield { op: "delete", set, key, value: applied };
     }
-    const grouped = this.#groups.ops();
-    // Removals go last: when a big sync is split, no endpoint index disappears before the
-    // dispatch element that draws from it has moved to a smaller pick chain.
-    pushElementUnits(units, PHASE.elements, changes);
-    pushElementUnits(units, PHASE.elements, grouped.changes);
-    pushElementUnits(units, PHASE.elements, this.#hairpins.additions(now));
-    pushElementUnits(units, PHASE.removals, removals);
-    pushElementUnits(units, PHASE.removals, grouped.removals);
+  }
+}
+
+/** One unit per chain: created with its rules, or its rules replaced. */
+function* chainUnits(phase: Phase, writes: ChainWrites): Generator<Unit> {
+  for (let i = 0; i < writes.specs.length; i++) {
+    const c = writes.specs[i]!;
+    const held = writes.held[i]!;
+    const ops: NftOp[] = [];
+    if (held === CHAIN_ABSENT) ops.push({ verb: "add", kind: "chain", name: c.name });
+    else if (held === CHAIN_FILLED) ops.push({ verb: "flush", kind: "chain", name: c.name });
+    for (const rule of c.rules) ops.push({ verb: "add", kind: "rule", chain: c.name, rule });
+    yield { phase, ops, elements: [] };
   }
 }
 
 /** Element ops in units of about ELEMENTS_PER_UNIT, never splitting a delete from its add. */
-function pushElementUnits(units: Unit[], phase: Phase, ops: readonly ElementOp[]): void {
-  let start = 0;
-  while (start < ops.length) {
-    let end = Math.min(start + ELEMENTS_PER_UNIT, ops.length);
+function* elementUnits(phase: Phase, ops: Iterable<ElementOp>): Generator<Unit> {
+  let batch: ElementOp[] = [];
+  for (const op of ops) {
+    const last = batch.at(-1);
     // A replacement is a delete then an add of one key: keep the pair in one unit.
-    const last = ops[end - 1]!;
-    if (end < ops.length && last.op === "delete" && ops[end]!.key === last.key && ops[end]!.set === last.set)
-      end++;
-    units.push({ phase, ops: [], elements: ops.slice(start, end) });
-    start = end;
+    const completes = last?.op === "delete" && op.key === last.key && op.set === last.set;
+    if (batch.length >= ELEMENTS_PER_UNIT && !completes) {
+      yield { phase, ops: [], elements: batch };
+      batch = [];
+    }
+    batch.push(op);
   }
+  if (batch.length > 0) yield { phase, ops: [], elements: batch };
 }

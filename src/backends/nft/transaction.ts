@@ -42,27 +42,31 @@ function unitSize(u: Unit): number {
 
 /**
  * Packs units (already in phase order) into transactions of at most `limit` statements each,
- * each rendered only when asked for: a caller rendering the next while nft applies the previous
- * holds one or two transactions' text at a time, whatever the size of the table.
+ * taking the next unit and rendering a transaction only when asked for: a caller rendering the
+ * next while nft applies the previous holds one or two transactions' units and text at a time,
+ * whatever the size of the table.
  */
 export function* packTransactions(
-  units: readonly Unit[],
+  units: Iterable<Unit>,
   family: NftFamily,
   table: string,
   limit: number,
 ): Generator<NftScript> {
-  let start = 0;
+  let chunk: Unit[] = [];
   let size = 0;
-  for (let i = 0; i < units.length; i++) {
-    const s = unitSize(units[i]!);
-    if (i > start && size + s > limit) {
-      yield renderTransaction(units.slice(start, i), family, table);
-      start = i;
+  for (const u of units) {
+    const s = unitSize(u);
+    if (chunk.length > 0 && size + s > limit) {
+      const script = renderTransaction(chunk, family, table);
+      // Let go of the units before waiting: only the text is alive while nft applies it.
+      chunk = [];
       size = 0;
+      yield script;
     }
+    chunk.push(u);
     size += s;
   }
-  if (start < units.length) yield renderTransaction(units.slice(start), family, table);
+  if (chunk.length > 0) yield renderTransaction(chunk, family, table);
 }
 
 /**

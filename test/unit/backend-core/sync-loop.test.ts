@@ -26,7 +26,7 @@ class FakeFamily implements BackendFamily {
     const full = !this.#known || periodic;
     this.#known = true;
     this.applied.push({ revision: s.revision, periodic, full });
-    return { full, texts: [`${this.family} ${s.revision}`] };
+    return { full, transactions: 1, bytes: 0 };
   }
   forget() {
     this.#known = false;

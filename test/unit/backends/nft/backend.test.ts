@@ -6,7 +6,7 @@ import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
 import { eventually } from "../../../support/eventually.ts";
 import { FakeNft } from "../../../support/fake-nft.ts";
-import { ep, manyServices, port, service, state, V4, V6 } from "./fixtures.ts";
+import { ep, manyServices, port, sent, service, state, V4, V6 } from "./fixtures.ts";
 
 function setup(over: { now?: () => number; max?: number; nft?: FakeNft } = {}) {
   const nft = over.nft ?? new FakeNft();
@@ -58,7 +58,7 @@ test("an unchanged state (same objects) writes nothing", async () => {
   const s = state([service()]);
   await backend.sync(s);
   const before = nft.transactions.length;
-  const report = await backend.sync({ ...s, revision: 2 });
+  const report = await sent(nft, backend, { ...s, revision: 2 });
   assert.equal(report.texts.length, 0);
   assert.equal(nft.transactions.length, before);
 });
@@ -84,7 +84,7 @@ test("one endpoint change among many services replaces one map element and adds 
     ...old,
     ports: [port({ internalEndpoints: [here("10.1.0.7"), here("10.3.0.7")] })],
   };
-  const report = await backend.sync(state(changed, 2));
+  const report = await sent(nft, backend, state(changed, 2));
   assert.equal(report.texts.length, 1);
   // No chain is written: the kernel commits map elements without re-validating chains.
   assert.deepEqual(statements(report.texts[0]!).sort(), [
@@ -94,7 +94,7 @@ test("one endpoint change among many services replaces one map element and adds 
   ]);
   // The unused hairpin element goes later, with the stale objects, off the change's path.
   now += 1500;
-  const later = await backend.sync(state(changed, 2));
+  const later = await sent(nft, backend, state(changed, 2));
   assert.deepEqual(statements(later.texts[0] ?? ""), [
     "delete element ip kpng hairpin-endpoints { 10.2.0.7 . 10.2.0.7 }",
   ]);
@@ -123,15 +123,15 @@ test("a removed service's chains are flushed now and deleted at least 1 s later"
   let now = 1_000_000;
   const { nft, backend } = setup({ now: () => now });
   await backend.sync(state([service({ sessionAffinitySeconds: 10 })]));
-  const report = await backend.sync(state([], 2));
+  const report = await sent(nft, backend, state([], 2));
   const text = report.texts.join("");
   assert.match(text, new RegExp(`flush chain ip kpng ${STICKY}`));
   assert.doesNotMatch(text, /delete chain/);
   assert.deepEqual(nft.rules("ip", "kpng", STICKY), []);
   now += 500;
-  assert.equal((await backend.sync(state([], 2))).texts.length, 0, "too early to delete");
+  assert.equal((await sent(nft, backend, state([], 2))).texts.length, 0, "too early to delete");
   now += 600;
-  const del = await backend.sync(state([], 2));
+  const del = await sent(nft, backend, state([], 2));
   assert.match(del.texts.join(""), new RegExp(`delete chain ip kpng ${STICKY}`));
   assert.equal(nft.rules("ip", "kpng", STICKY), undefined);
   assert.equal(backend.hasStale, false);
@@ -160,7 +160,7 @@ test("a pick chain lives as long as one service uses it, even when its users cha
   // a leaves pick-2 for pick-3 and b leaves pick-2 in the same sync, c starts using it.
   const a3 = { ...a, ports: [port({ internalEndpoints: three })] };
   const c = service({ name: "c", clusterIPs: ["203.0.113.12"] });
-  const report = await backend.sync(state([a3, c], 2));
+  const report = await sent(nft, backend, state([a3, c], 2));
   assert.doesNotMatch(report.texts.join(""), /flush chain ip kpng pick-tcp-2/);
   assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("203.0.113.10 . tcp . 80"), "goto pick-tcp-3");
   assert.equal(
@@ -178,10 +178,10 @@ test("a pick chain lives as long as one service uses it, even when its users cha
 
 test("fewer endpoints: the dispatch element moves to the smaller pick chain before indexes go", async () => {
   // Transactions of at most two statements, so the move and the removal are committed apart.
-  const { backend } = setup({ max: 2 });
+  const { nft, backend } = setup({ max: 2 });
   const three = [ep("198.51.100.2"), ep("198.51.100.3"), ep("198.51.100.4")];
   await backend.sync(state([service({ ports: [port({ internalEndpoints: three })] })]));
-  const report = await backend.sync(state([service()], 2));
+  const report = await sent(nft, backend, state([service()], 2));
   const moved = report.texts.findIndex((t) =>
     t.includes("service-ips { 203.0.113.10 . tcp . 80 : goto pick-tcp-2 }"),
   );
@@ -207,14 +207,14 @@ test("a failed transaction is retried as a full resync that converges", async ()
 
 test("a big first sync is split into bounded transactions, each valid on its own", async () => {
   const { nft, backend } = setup({ max: 300 });
-  const report = await backend.sync(state(manyServices(400)));
+  const report = await sent(nft, backend, state(manyServices(400)));
   assert.ok(report.texts.length > 5, `got ${report.texts.length}`);
   // Each element in a merged `{ a, b }` statement counts as one statement.
   const size = (t: string) =>
     statements(t).reduce((n, l) => n + (l.includes(" element ") ? l.split(",").length : 1), 0);
   for (const t of report.texts.slice(1)) assert.ok(size(t) <= 300, `transaction of ${size(t)} statements`);
   const fresh = setup({ max: 1_000_000 });
-  const one = await fresh.backend.sync(state(manyServices(400)));
+  const one = await sent(fresh.nft, fresh.backend, state(manyServices(400)));
   assert.equal(one.texts.length, 2, "one per family");
   assert.equal(nft.dump(), fresh.nft.dump());
   // Chains come before the map elements that point to them.
@@ -228,7 +228,7 @@ test("restart: an existing table is adopted without flushing it", async () => {
   const first = setup({ nft });
   await first.backend.sync(state(manyServices(20)));
   const again = setup({ nft });
-  const report = await again.backend.sync(state(manyServices(20)));
+  const report = await sent(nft, again.backend, state(manyServices(20)));
   const text = report.texts.join("");
   assert.doesNotMatch(text, /delete table|flush table|flush map|add element ip kpng service-ips/);
   const changed = manyServices(19);

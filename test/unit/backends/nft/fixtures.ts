@@ -1,5 +1,8 @@
 // Builders for local states in the nft backend tests: a readable default plus overrides.
 
+import assert from "node:assert/strict";
+import type { SyncReport } from "../../../../src/backend-core/sync-loop.ts";
+import type { NftBackend } from "../../../../src/backends/nft/backend.ts";
 import type { TableConfig } from "../../../../src/backends/nft/fragment.ts";
 import {
   type LocalEndpoint,
@@ -9,6 +12,7 @@ import {
   splitServiceCIDRs,
   withFamilyEndpoints,
 } from "../../../../src/model/local.ts";
+import type { FakeNft } from "../../../support/fake-nft.ts";
 import { type LocalServiceOverrides, localService } from "../../../support/local-service.ts";
 
 export function ep(ip: string, port = 8080, over: Partial<LocalEndpoint> = {}): LocalEndpoint {
@@ -79,4 +83,21 @@ export function manyServices(n: number): LocalService[] {
     );
   }
   return out;
+}
+
+/**
+ * One sync, with the transactions the fake nft received for it, in order (the report counts
+ * them and keeps no text).
+ */
+export async function sent(
+  nft: FakeNft,
+  backend: NftBackend,
+  s: LocalState,
+): Promise<SyncReport & { readonly texts: readonly string[] }> {
+  const from = nft.transactions.length;
+  const report = await backend.sync(s);
+  const texts = nft.transactions.slice(from);
+  assert.equal(report.transactions, texts.length, "the report counts every transaction sent");
+  assert.equal(report.bytes, Buffer.byteLength(texts.join("")));
+  return { ...report, texts };
 }

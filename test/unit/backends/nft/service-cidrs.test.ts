@@ -11,7 +11,7 @@ import { ipFamilyOfNft } from "../../../../src/model/ip.ts";
 import { splitServiceCIDRs } from "../../../../src/model/local.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { FakeNft } from "../../../support/fake-nft.ts";
-import { service, state, V4, V6 } from "./fixtures.ts";
+import { sent, service, state, V4, V6 } from "./fixtures.ts";
 
 const RANGES = ["198.51.100.0/24", "203.0.113.0/24", "2001:db8:1::/112"];
 
@@ -91,16 +91,16 @@ describe("Service ranges in a sync", () => {
     const { nft, backend } = setup();
     const services = [service()];
     await backend.sync(state(services, 1, RANGES));
-    const changed = await backend.sync(state(services, 2, ["198.51.100.0/24", "2001:db8:1::/112"]));
+    const changed = await sent(nft, backend, state(services, 2, ["198.51.100.0/24", "2001:db8:1::/112"]));
     assert.equal(changed.texts.length, 1);
     assert.deepEqual(
       changed.texts[0]!.split("\n").filter((l) => l !== ""),
       ["flush set ip kpng service-cidrs", "add element ip kpng service-cidrs { 198.51.100.0/24 }"],
     );
     assert.deepEqual(keys(nft.elements("ip", "kpng", "service-cidrs")), ["198.51.100.0/24"]);
-    const same = await backend.sync(state(services, 3, ["198.51.100.0/24", "2001:db8:1::/112"]));
+    const same = await sent(nft, backend, state(services, 3, ["198.51.100.0/24", "2001:db8:1::/112"]));
     assert.equal(same.texts.length, 0);
-    const none = await backend.sync(state(services, 4, []));
+    const none = await sent(nft, backend, state(services, 4, []));
     assert.deepEqual(keys(nft.elements("ip", "kpng", "service-cidrs")), []);
     assert.deepEqual(keys(nft.elements("ip6", "kpng", "service-cidrs")), []);
     assert.equal(none.texts.length, 2);
