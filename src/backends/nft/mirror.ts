@@ -193,9 +193,9 @@ export class TableMirror {
   }
 
   /**
-   * Plans the changes that take the table from what was applied to `state`, and records them
-   * as applied. If applying the plan fails the mirror is wrong: the caller must discard it and
-   * rebuild from a fresh listing.
+   * Plans the changes that take the table from what was applied to `state`; they are recorded
+   * as applied by the time the plan's units are all taken. If applying the plan fails the mirror
+   * is wrong: the caller must discard it and rebuild from a fresh listing.
    */
   plan(state: LocalState, now: number): Plan {
     const deletions = this.#expiredStale(now);
