@@ -96,6 +96,24 @@ function contract(backend: BackendUnderTest): void {
         },
         { name: "empty", clusterIP: "203.0.113.17", ports: http, endpoints: [] },
         {
+          name: "eip",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.19",
+          ports: [{ ...http[0]!, nodePort: 30083 }],
+          externalIPs: ["203.0.113.201"],
+          loadBalancerIP: "203.0.113.202",
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "gone",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.20",
+          ports: [{ ...http[0]!, nodePort: 30084 }],
+          externalIPs: ["203.0.113.203"],
+          loadBalancerIP: "203.0.113.204",
+          endpoints: [],
+        },
+        {
           name: "dns",
           clusterIP: "203.0.113.18",
           ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
@@ -160,6 +178,14 @@ function contract(backend: BackendUnderTest): void {
       ip4 = (pod) => topo.pod(pod).ipv4!;
       ip6 = (pod) => topo.pod(pod).ipv6!;
       writeCluster(file, services());
+      // The external client shares the node's link, and the node routes Service IPs back out of
+      // it: each forwarded SYN would make the node send an ICMP redirect first, which spends the
+      // per-peer ICMP budget and silences the reject's port unreachable. A client behind a router
+      // (off-link) gets no redirect; so does this one.
+      await topo.node.sysctl({
+        "net.ipv4.conf.all.send_redirects": "0",
+        "net.ipv4.conf.ext0.send_redirects": "0",
+      });
       setup = await backend.setup?.();
       kpng = startKpng();
       await eventually(
@@ -276,6 +302,33 @@ function contract(backend: BackendUnderTest): void {
       assert.ok(r.ms < 1000, `took ${r.ms} ms`);
       // A known ClusterIP on a port it does not have is rejected too.
       assert.equal(outcome(await one("client", tcp("203.0.113.10", 81, 2000))), "refused");
+    });
+
+    test("externalIPs, load-balancer IPs and NodePorts reach every endpoint, from outside and from a pod", async () => {
+      for (const from of ["external", "client"] as const)
+        for (const [ip, port] of [
+          ["203.0.113.201", 80],
+          ["203.0.113.202", 80],
+          ["192.0.2.1", 30083],
+        ] as const)
+          assert.deepEqual(
+            [...(await names(from, tcp(ip, port), 30))].sort(),
+            ["web-1", "web-2"],
+            `${from} to ${ip}:${port}`,
+          );
+    });
+
+    test("a service without endpoints rejects at once on its NodePort, externalIP and load-balancer IP", async () => {
+      for (const from of ["external", "client"] as const)
+        for (const [ip, port] of [
+          ["203.0.113.203", 80],
+          ["203.0.113.204", 80],
+          ["192.0.2.1", 30084],
+        ] as const) {
+          const r = await one(from, tcp(ip, port, 2000));
+          assert.equal(outcome(r), "refused", `${from} to ${ip}:${port}`);
+          assert.ok(r.ms < 1000, `${from} to ${ip}:${port} took ${r.ms} ms`);
+        }
     });
 
     test("UDP services are balanced", async () => {
