@@ -105,6 +105,22 @@ function contract(backend: BackendUnderTest): void {
           endpoints: [on("web-1"), on("web-2", "node-2")],
         },
         {
+          name: "local-lb",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.21",
+          ports: [{ ...http[0]!, nodePort: 30085 }],
+          loadBalancerIP: "203.0.113.205",
+          externalTrafficPolicy: "Local",
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "itp-remote",
+          clusterIP: "203.0.113.22",
+          ports: http,
+          internalTrafficPolicy: "Local",
+          endpoints: [on("web-2", "node-2")],
+        },
+        {
           name: "gone",
           type: "LoadBalancer",
           clusterIP: "203.0.113.20",
@@ -156,20 +172,29 @@ function contract(backend: BackendUnderTest): void {
       );
     }
 
-    async function names(from: "client" | "external", req: ProbeRequest, n: number): Promise<Set<string>> {
-      const ns = from === "client" ? topo.client.ns : topo.external;
-      const results = await probeFrom(
-        ns,
+    /**
+     * Where a probe runs: the client pod, the node's own network namespace (a host process), or
+     * the external client (another machine). The first two are this node's: they join the
+     * balanced cgroup (to-ebpf).
+     */
+    type From = "client" | "node" | "external";
+    const probeAt = (from: From, requests: ProbeRequest[], concurrency?: number) =>
+      probeFrom(from === "client" ? topo.client.ns : from === "node" ? topo.node : topo.external, requests, {
+        ...(concurrency === undefined ? {} : { concurrency }),
+        cgroup: from === "external" ? undefined : setup?.clientCgroup,
+      });
+
+    async function names(from: From, req: ProbeRequest, n: number): Promise<Set<string>> {
+      const results = await probeAt(
+        from,
         Array.from({ length: n }, () => req),
-        { concurrency: 4, cgroup: from === "client" ? setup?.clientCgroup : undefined },
+        4,
       );
       return new Set(results.map(outcome));
     }
 
-    async function one(from: "client" | "external", req: ProbeRequest): Promise<ProbeResult> {
-      const [r] = await probeFrom(from === "client" ? topo.client.ns : topo.external, [req], {
-        cgroup: from === "client" ? setup?.clientCgroup : undefined,
-      });
+    async function one(from: From, req: ProbeRequest): Promise<ProbeResult> {
+      const [r] = await probeAt(from, [req]);
       return r!;
     }
 
@@ -316,6 +341,42 @@ function contract(backend: BackendUnderTest): void {
             ["web-1", "web-2"],
             `${from} to ${ip}:${port}`,
           );
+    });
+
+    test("a ClusterIP routed to the node from outside is balanced, and masqueraded (off-cluster source)", async () => {
+      assert.deepEqual([...(await names("external", tcp("203.0.113.10", 80), 30))].sort(), [
+        "web-1",
+        "web-2",
+      ]);
+      const r = await one("external", tcp("203.0.113.10", 80));
+      assert.ok(r.ok, outcome(r));
+      assert.notEqual(r.reply?.client.address.replace("::ffff:", ""), "192.0.2.2");
+    });
+
+    test("the node's own processes reach ClusterIPs and NodePorts", async () => {
+      assert.deepEqual([...(await names("node", tcp("203.0.113.10", 80), 30))].sort(), ["web-1", "web-2"]);
+      assert.deepEqual([...(await names("node", tcp("192.0.2.1", 30080), 30))].sort(), ["web-1", "web-2"]);
+    });
+
+    test("eTP Local LB IP: from outside only the local endpoint, client IP kept; a pod and the node short-circuit to every endpoint", async () => {
+      assert.deepEqual([...(await names("external", tcp("203.0.113.205", 80), 20))], ["web-1"]);
+      const r = await one("external", tcp("203.0.113.205", 80));
+      assert.equal(r.ok && r.reply?.client.address.replace("::ffff:", ""), "192.0.2.2");
+      for (const from of ["client", "node"] as const)
+        for (const [ip, port] of [
+          ["203.0.113.205", 80],
+          ["192.0.2.1", 30085],
+        ] as const)
+          assert.deepEqual(
+            [...(await names(from, tcp(ip, port), 30))].sort(),
+            ["web-1", "web-2"],
+            `${from} to ${ip}:${port}`,
+          );
+    });
+
+    test("iTP Local without a local endpoint drops (no answer, not a reject)", async () => {
+      for (const from of ["client", "node"] as const)
+        assert.equal(outcome(await one(from, tcp("203.0.113.22", 80, 1500))), "timeout", from);
     });
 
     test("a service without endpoints rejects at once on its NodePort, externalIP and load-balancer IP", async () => {
