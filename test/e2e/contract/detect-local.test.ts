@@ -16,7 +16,7 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { outcome, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
@@ -27,7 +27,7 @@ import {
   suiteTopology,
   type Topology,
 } from "../../support/netns.ts";
-import { BACKENDS, type BackendSetup } from "./backends.ts";
+import { suiteEbpfSetup } from "./backends.ts";
 import { kpngArgv, type TestService, writeCluster } from "./cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
@@ -178,19 +178,12 @@ describe("--detect-local-mode with real traffic", { skip }, () => {
       });
 
   describe("eBPF", { skip: ebpfSkip }, () => {
-    const ebpf = BACKENDS.find((b) => b.name === "ebpf");
-    let setup: BackendSetup | undefined;
-    before(async () => {
-      setup = await ebpf?.setup?.();
-    });
-    after(async () => {
-      await setup?.teardown();
-    });
+    const mounts = suiteEbpfSetup();
 
     for (const m of MODES)
       test(`ebpf, ${m.mode}: the companion follows the detector; the cgroup's sockets are the node's own`, async (t) => {
-        const flags = setup?.flags ?? [];
-        const cgroup = setup?.clientCgroup;
+        const flags = mounts.setup?.flags ?? [];
+        const cgroup = mounts.setup?.clientCgroup;
         await start(t, "ebpf", ["to-ebpf", ...flags], ["ebpf", ...flags], m, cgroup);
         // Outside the balanced cgroup: the nft companion serves the pods' packets, as to-nft.
         await detectorDecides();

@@ -12,12 +12,12 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { outcome, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { ebpfSkipReason, type Netns, netnsSkipReason, suiteTopology } from "../../support/netns.ts";
-import { BACKENDS, type BackendSetup } from "./backends.ts";
+import { suiteEbpfSetup } from "./backends.ts";
 import { type TestService, writeCluster } from "./cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
@@ -111,18 +111,11 @@ describe("NodePort CIDRs follow the node's addresses", { skip }, () => {
     });
 
   describe("eBPF", { skip: ebpfSkip }, () => {
-    const ebpf = BACKENDS.find((b) => b.name === "ebpf");
-    let setup: BackendSetup | undefined;
-    before(async () => {
-      setup = await ebpf?.setup?.();
-    });
-    after(async () => {
-      await setup?.teardown();
-    });
+    const mounts = suiteEbpfSetup();
 
     test("ebpf: an added address takes NodePort traffic from outside at once and the node's own within a read; removed, both stop", async (t) => {
-      const flags = setup?.flags ?? [];
-      const fromNode = (ip: string) => viaNodePort(env.topology.node, ip, setup?.clientCgroup);
+      const flags = mounts.setup?.flags ?? [];
+      const fromNode = (ip: string) => viaNodePort(env.topology.node, ip, mounts.setup?.clientCgroup);
       await start(t, "ebpf", ["to-ebpf", ...flags], ["ebpf", ...flags]);
       await eventually(
         async () => (await fromNode(env.topology.nodeIPv4)) === "web",
