@@ -374,6 +374,11 @@ function contract(backend: BackendUnderTest): void {
           );
     });
 
+    test("LB IP with source ranges: a pod and the node outside them get no answer", async () => {
+      for (const from of ["client", "node"] as const)
+        assert.equal(outcome(await one(from, tcp("203.0.113.200", 80, 1500))), "timeout", from);
+    });
+
     test("iTP Local without a local endpoint drops (no answer, not a reject)", async () => {
       for (const from of ["client", "node"] as const)
         assert.equal(outcome(await one(from, tcp("203.0.113.22", 80, 1500))), "timeout", from);
