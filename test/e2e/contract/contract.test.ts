@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { outcome, type ProbeRequest, type ProbeResult, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
+import { httpGet } from "../node/http-get.ts";
 import { BACKENDS, type BackendSetup, type BackendUnderTest } from "./backends.ts";
 import { type TestService, writeCluster } from "./cluster.ts";
 
@@ -111,7 +112,17 @@ function contract(backend: BackendUnderTest): void {
           ports: [{ ...http[0]!, nodePort: 30085 }],
           loadBalancerIP: "203.0.113.205",
           externalTrafficPolicy: "Local",
+          healthCheckNodePort: 30086,
           endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "local-none",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.23",
+          ports: [{ ...http[0]!, nodePort: 30087 }],
+          externalTrafficPolicy: "Local",
+          healthCheckNodePort: 30088,
+          endpoints: [on("web-2", "node-2")],
         },
         {
           name: "itp-remote",
@@ -377,6 +388,17 @@ function contract(backend: BackendUnderTest): void {
     test("LB IP with source ranges: a pod and the node outside them get no answer", async () => {
       for (const from of ["client", "node"] as const)
         assert.equal(outcome(await one(from, tcp("203.0.113.200", 80, 1500))), "timeout", from);
+    });
+
+    test("healthCheckNodePort: 200 with the local endpoint count, 503 when every endpoint is on another node", async () => {
+      const hc = (port: number) => httpGet(topo.external, `http://192.0.2.1:${port}/healthz`);
+      // The servers open after a sync has named their Services.
+      await eventually(async () => (await hc(30086)).status === 200, "the healthCheckNodePort server");
+      const ok = await hc(30086);
+      assert.equal(JSON.parse(ok.body).localEndpoints, 1);
+      const none = await hc(30088);
+      assert.equal(none.status, 503, none.error);
+      assert.equal(JSON.parse(none.body).localEndpoints, 0);
     });
 
     test("iTP Local without a local endpoint drops (no answer, not a reject)", async () => {
