@@ -189,7 +189,8 @@ describe("--detect-local-mode with real traffic", { skip }, () => {
         await detectorDecides();
         // Inside it: balanced at connect() to every endpoint, never masqueraded, for the detected
         // client and the outsider alike (to-nft short-circuits the node's own sources too, and
-        // masquerades them where to-ebpf lets the endpoint see the client's own address).
+        // masquerades them where to-ebpf lets the endpoint see the client's own address). The
+        // outsider shows that the programs did it: through the companion it reaches "local" only.
         for (const pod of [env.topology.client, env.topology.pod("outsider")]) {
           assert.deepEqual(await viaNodePort(pod, cgroup), ["local", "remote"], pod.name);
           assert.equal(await seenAtClusterIP(pod, cgroup), pod.ipv4, pod.name);
