@@ -428,6 +428,30 @@ function contract(backend: BackendUnderTest): void {
       assert.deepEqual([...seen].sort(), ["web-1", "web-2"]);
     });
 
+    test("a UDP flow from outside (one source port) moves off an endpoint that left, within seconds", async () => {
+      const fromPort = async () =>
+        outcome(
+          await one("external", {
+            proto: "udp",
+            host: "203.0.113.18",
+            port: 53,
+            localPort: 40053,
+            timeoutMs: 1000,
+          }),
+        );
+      const first = await fromPort();
+      assert.match(first, /^web-/);
+      assert.equal(await fromPort(), first, "one conntrack entry, one endpoint");
+      const stays = first === "web-1" ? "web-2" : "web-1";
+      writeCluster(
+        file,
+        services({ dns: { endpoints: [{ ip: ip4(stays), node: stays === "web-1" ? "node-1" : "node-2" }] } }),
+      );
+      // The endpoint that left keeps answering: only removing its conntrack entries moves the flow.
+      await eventually(async () => (await fromPort()) === stays, "the flow to move", 10_000);
+      writeCluster(file, services());
+    });
+
     test("IPv6 ClusterIP traffic is balanced in the ip6 table", async () => {
       assert.deepEqual([...(await names("client", tcp("2001:db8:2::10", 80), 30))].sort(), [
         "web-1",
