@@ -4,6 +4,7 @@
 
 import { existsSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { after, before } from "node:test";
 import { type BpfMounts, mountBpf, type Netns, pinForeignMap } from "../../support/netns.ts";
 
 /** What a backend needs beside its sink flags, made before the suite and removed after it. */
@@ -147,3 +148,23 @@ function ebpf(): BackendUnderTest {
 
 /** Adding a backend to the contract suite is one line here. */
 export const BACKENDS: readonly BackendUnderTest[] = [nft, iptables("nft"), iptables("legacy"), ebpf()];
+
+/**
+ * The eBPF backend's mounts for a `describe` of a suite that lists its backends itself: made in a
+ * `before` hook, removed in an `after` hook. `setup` holds the sink flags and the client cgroup.
+ */
+export function suiteEbpfSetup(): { readonly setup: BackendSetup | undefined } {
+  const backend = ebpf();
+  let setup: BackendSetup | undefined;
+  before(async () => {
+    setup = await backend.setup?.();
+  });
+  after(async () => {
+    await setup?.teardown();
+  });
+  return {
+    get setup() {
+      return setup;
+    },
+  };
+}

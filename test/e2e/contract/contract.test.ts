@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { outcome, type ProbeRequest, type ProbeResult, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
+import { httpGet } from "../node/http-get.ts";
 import { BACKENDS, type BackendSetup, type BackendUnderTest } from "./backends.ts";
 import { type TestService, writeCluster } from "./cluster.ts";
 
@@ -96,6 +97,50 @@ function contract(backend: BackendUnderTest): void {
         },
         { name: "empty", clusterIP: "203.0.113.17", ports: http, endpoints: [] },
         {
+          name: "eip",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.19",
+          ports: [{ ...http[0]!, nodePort: 30083 }],
+          externalIPs: ["203.0.113.201"],
+          loadBalancerIP: "203.0.113.202",
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "local-lb",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.21",
+          ports: [{ ...http[0]!, nodePort: 30085 }],
+          loadBalancerIP: "203.0.113.205",
+          externalTrafficPolicy: "Local",
+          healthCheckNodePort: 30086,
+          endpoints: [on("web-1"), on("web-2", "node-2")],
+        },
+        {
+          name: "local-none",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.23",
+          ports: [{ ...http[0]!, nodePort: 30087 }],
+          externalTrafficPolicy: "Local",
+          healthCheckNodePort: 30088,
+          endpoints: [on("web-2", "node-2")],
+        },
+        {
+          name: "itp-remote",
+          clusterIP: "203.0.113.22",
+          ports: http,
+          internalTrafficPolicy: "Local",
+          endpoints: [on("web-2", "node-2")],
+        },
+        {
+          name: "gone",
+          type: "LoadBalancer",
+          clusterIP: "203.0.113.20",
+          ports: [{ ...http[0]!, nodePort: 30084 }],
+          externalIPs: ["203.0.113.203"],
+          loadBalancerIP: "203.0.113.204",
+          endpoints: [],
+        },
+        {
           name: "dns",
           clusterIP: "203.0.113.18",
           ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
@@ -138,20 +183,29 @@ function contract(backend: BackendUnderTest): void {
       );
     }
 
-    async function names(from: "client" | "external", req: ProbeRequest, n: number): Promise<Set<string>> {
-      const ns = from === "client" ? topo.client.ns : topo.external;
-      const results = await probeFrom(
-        ns,
+    /**
+     * Where a probe runs: the client pod, the node's own network namespace (a host process), or
+     * the external client (another machine). The first two are this node's: they join the
+     * balanced cgroup (to-ebpf).
+     */
+    type From = "client" | "node" | "external";
+    const probeAt = (from: From, requests: ProbeRequest[], concurrency?: number) =>
+      probeFrom(from === "client" ? topo.client.ns : from === "node" ? topo.node : topo.external, requests, {
+        ...(concurrency === undefined ? {} : { concurrency }),
+        cgroup: from === "external" ? undefined : setup?.clientCgroup,
+      });
+
+    async function names(from: From, req: ProbeRequest, n: number): Promise<Set<string>> {
+      const results = await probeAt(
+        from,
         Array.from({ length: n }, () => req),
-        { concurrency: 4, cgroup: from === "client" ? setup?.clientCgroup : undefined },
+        4,
       );
       return new Set(results.map(outcome));
     }
 
-    async function one(from: "client" | "external", req: ProbeRequest): Promise<ProbeResult> {
-      const [r] = await probeFrom(from === "client" ? topo.client.ns : topo.external, [req], {
-        cgroup: from === "client" ? setup?.clientCgroup : undefined,
-      });
+    async function one(from: From, req: ProbeRequest): Promise<ProbeResult> {
+      const [r] = await probeAt(from, [req]);
       return r!;
     }
 
@@ -160,6 +214,14 @@ function contract(backend: BackendUnderTest): void {
       ip4 = (pod) => topo.pod(pod).ipv4!;
       ip6 = (pod) => topo.pod(pod).ipv6!;
       writeCluster(file, services());
+      // The external client shares the node's link, and the node routes Service IPs back out of
+      // it: each forwarded SYN would make the node send an ICMP redirect first, which spends the
+      // per-peer ICMP budget and silences the reject's port unreachable. A client behind a router
+      // (off-link) gets no redirect; so does this one.
+      await topo.node.sysctl({
+        "net.ipv4.conf.all.send_redirects": "0",
+        "net.ipv4.conf.ext0.send_redirects": "0",
+      });
       setup = await backend.setup?.();
       kpng = startKpng();
       await eventually(
@@ -278,6 +340,85 @@ function contract(backend: BackendUnderTest): void {
       assert.equal(outcome(await one("client", tcp("203.0.113.10", 81, 2000))), "refused");
     });
 
+    test("externalIPs, load-balancer IPs and NodePorts reach every endpoint, from outside and from a pod", async () => {
+      for (const from of ["external", "client"] as const)
+        for (const [ip, port] of [
+          ["203.0.113.201", 80],
+          ["203.0.113.202", 80],
+          ["192.0.2.1", 30083],
+        ] as const)
+          assert.deepEqual(
+            [...(await names(from, tcp(ip, port), 30))].sort(),
+            ["web-1", "web-2"],
+            `${from} to ${ip}:${port}`,
+          );
+    });
+
+    test("a ClusterIP routed to the node from outside is balanced, and masqueraded (off-cluster source)", async () => {
+      assert.deepEqual([...(await names("external", tcp("203.0.113.10", 80), 30))].sort(), [
+        "web-1",
+        "web-2",
+      ]);
+      const r = await one("external", tcp("203.0.113.10", 80));
+      assert.ok(r.ok, outcome(r));
+      assert.notEqual(r.reply?.client.address.replace("::ffff:", ""), "192.0.2.2");
+    });
+
+    test("the node's own processes reach ClusterIPs and NodePorts", async () => {
+      assert.deepEqual([...(await names("node", tcp("203.0.113.10", 80), 30))].sort(), ["web-1", "web-2"]);
+      assert.deepEqual([...(await names("node", tcp("192.0.2.1", 30080), 30))].sort(), ["web-1", "web-2"]);
+    });
+
+    test("eTP Local LB IP: from outside only the local endpoint, client IP kept; a pod and the node short-circuit to every endpoint", async () => {
+      assert.deepEqual([...(await names("external", tcp("203.0.113.205", 80), 20))], ["web-1"]);
+      const r = await one("external", tcp("203.0.113.205", 80));
+      assert.equal(r.ok && r.reply?.client.address.replace("::ffff:", ""), "192.0.2.2");
+      for (const from of ["client", "node"] as const)
+        for (const [ip, port] of [
+          ["203.0.113.205", 80],
+          ["192.0.2.1", 30085],
+        ] as const)
+          assert.deepEqual(
+            [...(await names(from, tcp(ip, port), 30))].sort(),
+            ["web-1", "web-2"],
+            `${from} to ${ip}:${port}`,
+          );
+    });
+
+    test("LB IP with source ranges: a pod and the node outside them get no answer", async () => {
+      for (const from of ["client", "node"] as const)
+        assert.equal(outcome(await one(from, tcp("203.0.113.200", 80, 1500))), "timeout", from);
+    });
+
+    test("healthCheckNodePort: 200 with the local endpoint count, 503 when every endpoint is on another node", async () => {
+      const hc = (port: number) => httpGet(topo.external, `http://192.0.2.1:${port}/healthz`);
+      // The servers open after a sync has named their Services.
+      await eventually(async () => (await hc(30086)).status === 200, "the healthCheckNodePort server");
+      const ok = await hc(30086);
+      assert.equal(JSON.parse(ok.body).localEndpoints, 1);
+      const none = await hc(30088);
+      assert.equal(none.status, 503, none.error);
+      assert.equal(JSON.parse(none.body).localEndpoints, 0);
+    });
+
+    test("iTP Local without a local endpoint drops (no answer, not a reject)", async () => {
+      for (const from of ["client", "node"] as const)
+        assert.equal(outcome(await one(from, tcp("203.0.113.22", 80, 1500))), "timeout", from);
+    });
+
+    test("a service without endpoints rejects at once on its NodePort, externalIP and load-balancer IP", async () => {
+      for (const from of ["external", "client"] as const)
+        for (const [ip, port] of [
+          ["203.0.113.203", 80],
+          ["203.0.113.204", 80],
+          ["192.0.2.1", 30084],
+        ] as const) {
+          const r = await one(from, tcp(ip, port, 2000));
+          assert.equal(outcome(r), "refused", `${from} to ${ip}:${port}`);
+          assert.ok(r.ms < 1000, `${from} to ${ip}:${port} took ${r.ms} ms`);
+        }
+    });
+
     test("UDP services are balanced", async () => {
       const seen = await names(
         "client",
@@ -285,6 +426,30 @@ function contract(backend: BackendUnderTest): void {
         20,
       );
       assert.deepEqual([...seen].sort(), ["web-1", "web-2"]);
+    });
+
+    test("a UDP flow from outside (one source port) moves off an endpoint that left, within seconds", async () => {
+      const fromPort = async () =>
+        outcome(
+          await one("external", {
+            proto: "udp",
+            host: "203.0.113.18",
+            port: 53,
+            localPort: 40053,
+            timeoutMs: 1000,
+          }),
+        );
+      const first = await fromPort();
+      assert.match(first, /^web-/);
+      assert.equal(await fromPort(), first, "one conntrack entry, one endpoint");
+      const stays = first === "web-1" ? "web-2" : "web-1";
+      writeCluster(
+        file,
+        services({ dns: { endpoints: [{ ip: ip4(stays), node: stays === "web-1" ? "node-1" : "node-2" }] } }),
+      );
+      // The endpoint that left keeps answering: only removing its conntrack entries moves the flow.
+      await eventually(async () => (await fromPort()) === stays, "the flow to move", 10_000);
+      writeCluster(file, services());
     });
 
     test("IPv6 ClusterIP traffic is balanced in the ip6 table", async () => {

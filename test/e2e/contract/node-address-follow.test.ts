@@ -11,13 +11,13 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
+import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { outcome, probeFrom, probeOneFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import { ebpfSkipReason, netnsSkipReason, type Spawned, suiteTopology } from "../../support/netns.ts";
 import { httpGet } from "../node/http-get.ts";
-import { BACKENDS, type BackendSetup } from "./backends.ts";
+import { suiteEbpfSetup } from "./backends.ts";
 import { kpngArgv, type TestService, writeCluster } from "./cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
@@ -182,25 +182,18 @@ describe("the node's addresses are followed in place", { skip }, () => {
   });
 
   describe("eBPF", { skip: ebpfSkip }, () => {
-    const backend = BACKENDS.find((b) => b.name === "ebpf");
-    let setup: BackendSetup | undefined;
-    before(async () => {
-      setup = await backend?.setup?.();
-    });
-    after(async () => {
-      await setup?.teardown();
-    });
+    const mounts = suiteEbpfSetup();
 
     test("an address added inside the NodePort CIDR takes the node's own connections; removed, it stops", async (t) => {
       const topo = env.topology;
       const file = join(dir, "ebpf.yaml");
       writeCluster(file, [service()]);
-      const setupFlags = setup?.flags ?? [];
+      const setupFlags = mounts.setup?.flags ?? [];
       const flags = [...setupFlags, "--nodeport-addresses", "192.0.2.0/24"];
       const kpng = start(t, file, ["to-ebpf"], ["ebpf", ...setupFlags], flags);
       const fromNode = async (ip: string) => {
         const [r] = await probeFrom(topo.node, [tcp(ip, NODE_PORT, 500)], {
-          cgroup: setup?.clientCgroup,
+          cgroup: mounts.setup?.clientCgroup,
         });
         return r ? outcome(r) : "none";
       };
