@@ -61,9 +61,13 @@ export function localStateToJson(state: LocalState): LocalStateJson {
 
 /** The state's services sorted by namespace, then name. */
 export function sortedServices(state: LocalState): LocalService[] {
-  return [...state.services.values()].sort(
-    (a, b) => compareText(a.namespace, b.namespace) || compareText(a.name, b.name),
-  );
+  const services = [...state.services.values()];
+  // One key per service, compared once per step: reading two fields of two services scattered
+  // over the heap at every comparison made this sort a second at 100k. NUL sorts before any
+  // character of a name, so the keys order as (namespace, name) pairs.
+  const keys = services.map((s) => `${s.namespace}\u0000${s.name}`);
+  const order = services.map((_, i) => i).sort((a, b) => compareText(keys[a] ?? "", keys[b] ?? ""));
+  return order.map((i) => services[i] as LocalService);
 }
 
 export function serviceToJson(s: LocalService): LocalServiceJson {

@@ -65,6 +65,16 @@ describe("localStateToJson", () => {
     );
   });
 
+  test("a namespace sorts before a longer one it begins, as a pair would: 'shop' before 'shop-eu'", () => {
+    const doc = localStateToJson(
+      state(service("shop-eu", "a"), service("shop", "z"), service("shop.x", "a")),
+    );
+    assert.deepEqual(
+      doc.services.map((s) => `${s.namespace}/${s.name}`),
+      ["shop/z", "shop-eu/a", "shop.x/a"],
+    );
+  });
+
   const endpointCases: { name: string; endpoints: LocalEndpoint[]; want: string[] }[] = [
     {
       name: "endpoints print as ip:port",
