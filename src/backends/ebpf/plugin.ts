@@ -142,6 +142,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           render,
           log,
         });
+        ebpf.prepare();
         const loop = new SyncLoop({
           backend: "ebpf",
           families: ebpf.asFamilies(),
