@@ -29,7 +29,7 @@ export interface AddressEvents {
 }
 
 /** One running monitor process, as the supervisor sees it. */
-export interface MonitorProcess {
+interface MonitorProcess {
   stop(): void;
 }
 
