@@ -4,9 +4,10 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { AddressMonitor, type StartMonitor } from "../../src/host/address-monitor.ts";
+import { AddressMonitor } from "../../src/host/address-monitor.ts";
 import { type HostAddresses, HostAddressWatch } from "../../src/host/address-watch.ts";
 import { registry } from "../../src/observability/metrics.ts";
+import { fakeAddressMonitor } from "../support/fake-address-monitor.ts";
 import { FakeClock } from "../support/fake-clock.ts";
 import { capturingLogger } from "./support.ts";
 
@@ -22,39 +23,10 @@ async function metric(name: string, labels: Record<string, string> = {}): Promis
 const restarts = (reason: string) => metric("kpng_host_address_monitor_restarts_total", { reason });
 const unrecognized = () => metric("kpng_host_address_monitor_unrecognized_lines_total");
 
-/** A monitor the test drives; `failStarts` starts end at once, as an `ip` that cannot run. */
-function fakeMonitor(failStarts = 0) {
-  const m = {
-    starts: 0,
-    running: false,
-    say: (_line: string) => {},
-    exit: (_why: string) => {},
-    start: ((onLine, onExit) => {
-      m.starts++;
-      m.say = onLine;
-      m.exit = (why) => {
-        m.running = false;
-        onExit(why);
-      };
-      if (m.starts <= failStarts) {
-        queueMicrotask(() => m.exit("cannot start ip: ENOENT"));
-        return { stop: () => {} };
-      }
-      m.running = true;
-      return {
-        stop: () => {
-          m.running = false;
-        },
-      };
-    }) as StartMonitor,
-  };
-  return m;
-}
-
 function setup(failStarts = 0) {
   const clock = new FakeClock();
   const { log, lines } = capturingLogger();
-  const monitor = fakeMonitor(failStarts);
+  const monitor = fakeAddressMonitor(failStarts);
   let now = START;
   let reads = 0;
   const read = async () => {
@@ -109,7 +81,10 @@ describe("fault: the monitor of the node's addresses", () => {
     assert.equal(await restarts("exited"), before + 8);
     const warned = lines.filter((l) => /monitor of the node's addresses stopped/.test(String(l.msg)));
     assert.equal(warned.length, 8, "each failed start logged");
-    assert.ok(warned.every((l) => Number(l.restartInMs) <= 60_000), "the backoff is bounded");
+    assert.ok(
+      warned.every((l) => Number(l.restartInMs) <= 60_000),
+      "the backoff is bounded",
+    );
     watch.stop();
     assert.equal(clock.pending, 0);
   });

@@ -6,8 +6,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { pino } from "pino";
-import { AddressMonitor, monitorLineKind, type StartMonitor } from "../../../src/host/address-monitor.ts";
+import { AddressMonitor, monitorLineKind } from "../../../src/host/address-monitor.ts";
 import { type HostAddresses, HostAddressWatch } from "../../../src/host/address-watch.ts";
+import { fakeAddressMonitor } from "../../support/fake-address-monitor.ts";
 import { FakeClock } from "../../support/fake-clock.ts";
 
 const START: HostAddresses = { all: ["127.0.0.1", "198.51.100.2"], primary: ["198.51.100.2"] };
@@ -36,31 +37,6 @@ describe("what a line of ip monitor is about", () => {
     });
 });
 
-/** A monitor the test drives: lines to print, an exit to make. */
-function fakeMonitor() {
-  const m = {
-    starts: 0,
-    running: false,
-    say: (_line: string) => {},
-    exit: (_why: string) => {},
-    start: ((onLine, onExit) => {
-      m.starts++;
-      m.running = true;
-      m.say = onLine;
-      m.exit = (why) => {
-        m.running = false;
-        onExit(why);
-      };
-      return {
-        stop: () => {
-          m.running = false;
-        },
-      };
-    }) as StartMonitor,
-  };
-  return m;
-}
-
 /** A read the test scripts, counting the reads and whether each asked for the routes. */
 function scriptedRead(answer: () => HostAddresses) {
   const s = {
@@ -76,7 +52,7 @@ function scriptedRead(answer: () => HostAddresses) {
 function watched(answer: () => HostAddresses) {
   const clock = new FakeClock();
   const log = pino({ level: "silent" });
-  const monitor = fakeMonitor();
+  const monitor = fakeAddressMonitor();
   const source = scriptedRead(answer);
   const events = new AddressMonitor({ start: monitor.start, clock, log });
   const watch = new HostAddressWatch({ read: source.read, initial: START, clock, log, events });
@@ -129,7 +105,7 @@ describe("reading the addresses when ip monitor says so", () => {
     let calls = 0;
     const clock = new FakeClock();
     const log = pino({ level: "silent" });
-    const monitor = fakeMonitor();
+    const monitor = fakeAddressMonitor();
     const reads: boolean[] = [];
     const read = (routes = false) => {
       reads.push(routes);
