@@ -27,7 +27,7 @@ const NODE_PORT = 30932;
 const HEALTH_PORT = 30933;
 /** An address of the node's link that the node does not hold at start. */
 const ADDED = "192.0.2.7";
-/** The addresses are re-read every 5 s; then one sync. */
+/** The addresses are re-read at an `ip monitor` event (the safety net reads every 60 s); then one sync. */
 const FOLLOWED_MS = 20_000;
 
 describe("the node's addresses are followed in place", { skip }, () => {
