@@ -101,7 +101,7 @@ export class HostAddressWatch {
   #stopped = true;
   #failing = false;
   #cancelEventRead: (() => void) | undefined;
-  /** An event came since the last read started: a change found then was told. */
+  /** An event came since the last read started: a change it finds was told. */
   #told = false;
   /** The read running now, and whether another (with the routes?) is to follow it. */
   #reading: Promise<boolean> | undefined;
@@ -181,7 +181,8 @@ export class HostAddressWatch {
       const changed = await this.#reading.finally(() => {
         this.#reading = undefined;
       });
-      if (changed && !told && !routes) this.#events?.missed();
+      // An event during the read may stand for the change it found: not a miss.
+      if (changed && !told && !this.#told && !routes) this.#events?.missed();
       const again = this.#again;
       this.#again = undefined;
       if (again === undefined || this.#stopped) return;
