@@ -100,7 +100,7 @@ describe("reading the addresses when ip monitor says so", () => {
     watch.stop();
   });
 
-  test("an event during a read: another read follows it, with the routes", async () => {
+  test("an event during a read: another read follows it, with the routes; the change is no miss", async () => {
     let release = () => {};
     let calls = 0;
     const clock = new FakeClock();
@@ -110,9 +110,9 @@ describe("reading the addresses when ip monitor says so", () => {
     const read = (routes = false) => {
       reads.push(routes);
       calls++;
-      if (calls !== 2) return Promise.resolve(START);
+      if (calls !== 2) return Promise.resolve(calls < 2 ? START : ADDED);
       return new Promise<HostAddresses>((resolve) => {
-        release = () => resolve(START);
+        release = () => resolve(ADDED);
       });
     };
     const events = new AddressMonitor({ start: monitor.start, clock, log });
@@ -126,6 +126,9 @@ describe("reading the addresses when ip monitor says so", () => {
     release();
     await clock.advance(0);
     assert.deepEqual(reads, [true, false, true]);
+    assert.deepEqual(watch.current, ADDED);
+    await clock.advance(2000);
+    assert.equal(monitor.starts, 1, "the change the periodic read found came with an event: not a miss");
     watch.stop();
   });
 
