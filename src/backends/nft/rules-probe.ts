@@ -28,7 +28,8 @@ export function probeCommands(cfg: Pick<TableConfig, "family" | "table">): strin
 }
 
 export class NftRulesProbe implements RulesProbe {
-  readonly #tables: readonly TableConfig[];
+  /** Each family's checks, built once: the probe runs every second. */
+  readonly #commands: ReadonlyMap<string, readonly string[]>;
   readonly #checks: NftRunner;
 
   /** `command` is the `nft` command, possibly prefixed; `onRestart` hears why `nft -c -i` was restarted. */
@@ -37,7 +38,7 @@ export class NftRulesProbe implements RulesProbe {
     command: readonly string[] = ["nft"],
     onRestart?: (reason: string) => void,
   ) {
-    this.#tables = tables;
+    this.#commands = new Map(tables.map((t) => [t.family, probeCommands(t)]));
     const dryRun = [...command, "-c"];
     this.#checks = new InteractiveNftRunner({
       command: dryRun,
@@ -48,10 +49,10 @@ export class NftRulesProbe implements RulesProbe {
   }
 
   async intact(family: string): Promise<boolean> {
-    const cfg = this.#tables.find((t) => t.family === family);
-    if (!cfg) return true;
+    const commands = this.#commands.get(family);
+    if (!commands) return true;
     // One command per transaction: nft stops at the first refused command of a batch.
-    for (const command of probeCommands(cfg)) {
+    for (const command of commands) {
       try {
         await this.#checks.run(`${command}\n`, command);
       } catch (e) {
