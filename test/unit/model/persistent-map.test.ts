@@ -17,6 +17,17 @@ function seeded(seed: number): () => number {
 const sorted = (m: ReadonlyMap<string, number>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
 
 describe("PersistentMap", () => {
+  it("gives its keys and values as columns in its iteration order", () => {
+    const random = seeded(7);
+    let map = PersistentMap.empty<number>();
+    for (let i = 0; i < 5000; i++) map = map.set(`k${Math.floor(random() * 3000)}`, i);
+    const { keys, values } = map.columns();
+    assert.deepEqual(keys, [...map.keys()]);
+    assert.deepEqual(values, [...map.values()]);
+    assert.equal(keys.length, map.size);
+    assert.deepEqual(PersistentMap.empty<number>().columns(), { keys: [], values: [] });
+  });
+
   it("behaves like a Map over random sets and deletes, through both the editor and single edits", () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const random = seeded(seed);
