@@ -36,7 +36,7 @@ export function takeBatch(frames: readonly Frame[], from: number): Batch {
   let size = frames[from]!.length;
   while (end < frames.length && size + frames[end]!.length <= BATCH_BYTES) size += frames[end++]!.length;
   const pieces: Buffer[] = [];
-  let reused: Buffer[] | undefined;
+  const reused: Buffer[] = [];
   for (let i = from; i < end; ) {
     const frame = frames[i]!;
     if (frame.length >= DIRECT_BYTES) {
@@ -56,7 +56,7 @@ export function takeBatch(frames: readonly Frame[], from: number): Batch {
     // shared pool rather than holding a whole batch buffer while it is written.
     const small = runSize <= SMALL_BYTES;
     const buffer = small ? Buffer.allocUnsafe(runSize) : (idle.pop() ?? Buffer.allocUnsafeSlow(BATCH_BYTES));
-    if (!small) (reused ??= []).push(buffer);
+    if (!small) reused.push(buffer);
     let at = 0;
     for (; i < runEnd; i++) {
       buffer.set(frames[i]!, at);
@@ -64,8 +64,7 @@ export function takeBatch(frames: readonly Frame[], from: number): Batch {
     }
     pieces.push(small ? buffer : buffer.subarray(0, at));
   }
-  if (reused === undefined) return { pieces, count: end - from, release: NOTHING_TO_RELEASE };
-  const buffers = reused;
+  if (reused.length === 0) return { pieces, count: end - from, release: NOTHING_TO_RELEASE };
   let released = false;
   return {
     pieces,
@@ -73,7 +72,7 @@ export function takeBatch(frames: readonly Frame[], from: number): Batch {
     release: () => {
       if (released) return;
       released = true;
-      for (const buffer of buffers) if (idle.length < KEPT) idle.push(buffer);
+      for (const buffer of reused) if (idle.length < KEPT) idle.push(buffer);
     },
   };
 }
