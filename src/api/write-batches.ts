@@ -1,14 +1,15 @@
 // Frames grouped for one HTTP/2 write each. A frame of DIRECT_BYTES or more (a full state's
-// segments, shared between nodes) is handed to HTTP/2 as it is: copying 8.6 MB of such frames
-// per node into fresh buffers cost more than HTTP/2's queue entry for each. Runs of smaller
-// frames (~100k per full state when nothing is shared) are copied into one buffer, used again
-// once HTTP/2 has written it: a fresh buffer for each run cost more than the copies.
+// segments, shared between nodes) is handed to HTTP/2 as it is: copying every node's full state
+// into write buffers cost more than HTTP/2's queue entry per frame. Runs of smaller frames (a
+// full state of a node whose segments are its own, a change set) are copied into one buffer,
+// used again once HTTP/2 has written it: a fresh buffer for each run cost more than the copies.
 
 import type { Frame } from "./frames.ts";
 
 /**
  * Bytes per batch: frames are gathered until the next would not fit. Each batch costs a wait for
- * 'drain' and a write completion: ~135 of 64 KiB per full state cost more than the copies saved.
+ * 'drain' and a write completion, so a full state goes in fewer, larger batches (see
+ * docs/performance.md).
  */
 export const BATCH_BYTES = 256 * 1024;
 

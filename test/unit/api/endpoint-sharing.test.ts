@@ -20,6 +20,7 @@ import {
 } from "../../../src/api/local-codec.ts";
 import { encodedService } from "../../../src/api/local-diff.ts";
 import type { LocalEndpoint, LocalService } from "../../../src/model/local.ts";
+import { seeded } from "../../support/seeded.ts";
 import { endpoint, service, servicePort } from "./fixtures.ts";
 
 const sample = (): GatheredEndpoint => ({
@@ -77,18 +78,6 @@ test("endpointDescriptor differs exactly when the encoding does, for every input
   }
   assert.equal(endpointDescriptor(structuredClone(base)), endpointDescriptor(base));
 });
-
-/** A small seeded generator (mulberry32): every run draws the same sequence. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Services of a few names, as the nodes of several zones would compute them: mostly alike. */
 function randomService(random: () => number): LocalService {

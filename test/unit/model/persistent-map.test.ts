@@ -1,18 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { PersistentMap } from "../../../src/model/persistent-map.ts";
-
-/** A small seeded generator (mulberry32): every run draws the same sequence. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from "../../support/seeded.ts";
 
 const sorted = (m: ReadonlyMap<string, number>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
 
