@@ -6,15 +6,8 @@
 
 import type { Frame } from "./frames.ts";
 
-/**
- * Bytes per batch: frames are gathered until the next would not fit. Each batch costs a wait for
- * 'drain' and a write completion, so a full state goes in fewer, larger batches (see
- * docs/performance.md).
- */
-export const BATCH_BYTES = 256 * 1024;
-
-/** Bytes of small frames copied into one buffer, at most. */
-export const RUN_BYTES = 64 * 1024;
+/** Bytes per batch: frames are gathered until the next would not fit. */
+export const BATCH_BYTES = 64 * 1024;
 
 /** Frames this large are written as they are, not copied. */
 export const DIRECT_BYTES = 1024;
@@ -53,12 +46,7 @@ export function takeBatch(frames: readonly Frame[], from: number): Batch {
     }
     let runEnd = i + 1;
     let runSize = frame.length;
-    while (
-      runEnd < end &&
-      frames[runEnd]!.length < DIRECT_BYTES &&
-      runSize + frames[runEnd]!.length <= RUN_BYTES
-    )
-      runSize += frames[runEnd++]!.length;
+    while (runEnd < end && frames[runEnd]!.length < DIRECT_BYTES) runSize += frames[runEnd++]!.length;
     if (runEnd === i + 1) {
       pieces.push(frame);
       i++;
@@ -67,7 +55,7 @@ export function takeBatch(frames: readonly Frame[], from: number): Batch {
     // A small change set (a few hundred bytes to each of 1,000 streams) takes a slice of Node's
     // shared pool rather than holding a whole batch buffer while it is written.
     const small = runSize <= SMALL_BYTES;
-    const buffer = small ? Buffer.allocUnsafe(runSize) : (idle.pop() ?? Buffer.allocUnsafeSlow(RUN_BYTES));
+    const buffer = small ? Buffer.allocUnsafe(runSize) : (idle.pop() ?? Buffer.allocUnsafeSlow(BATCH_BYTES));
     if (!small) reused.push(buffer);
     let at = 0;
     for (; i < runEnd; i++) {
