@@ -5,6 +5,7 @@
 // full state needs one sort of the service keys, not one of every endpoint path.
 
 import { sameStrings } from "../brain/local-equal.ts";
+import { TwoGenerations } from "../lib/two-generations.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
 import {
   concatFrames,
@@ -42,24 +43,18 @@ const cache = new WeakMap<LocalService, EncodedService>();
 /**
  * Endpoint values by path and descriptor, shared between the LocalService objects of different
  * nodes (a node that runs one of a service's endpoints has its own object, equal to other
- * nodes' but for that endpoint). Two generations bound it: when the newer one is full it
- * becomes the older and the oldest is dropped, so what every node still uses stays cached.
+ * nodes' but for that endpoint). Two generations bound it, so what every node still uses
+ * stays cached.
  */
-const ENDPOINT_VALUES_PER_GENERATION = 131_072;
-let endpointValues = new Map<string, WireValue>();
-let olderEndpointValues = new Map<string, WireValue>();
+const endpointValues = new TwoGenerations<WireValue>(131_072);
 
 function endpointValue(path: string, descriptor: string, endpoint: () => Endpoint): WireValue {
   const id = `${path}\0${descriptor}`;
   let value = endpointValues.get(id);
-  if (value !== undefined) return value;
-  value =
-    olderEndpointValues.get(id) ?? wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(endpoint()));
-  if (endpointValues.size >= ENDPOINT_VALUES_PER_GENERATION) {
-    olderEndpointValues = endpointValues;
-    endpointValues = new Map();
+  if (value === undefined) {
+    value = wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(endpoint()));
+    endpointValues.set(id, value);
   }
-  endpointValues.set(id, value);
   return value;
 }
 
@@ -79,17 +74,7 @@ interface LastEncoding {
   readonly values: readonly WireValue[];
 }
 
-const LAST_ENCODINGS_PER_GENERATION = 65_536;
-let lastEncodings = new Map<string, LastEncoding>();
-let olderLastEncodings = new Map<string, LastEncoding>();
-
-function rememberEncoding(key: string, last: LastEncoding): void {
-  if (!lastEncodings.has(key) && lastEncodings.size >= LAST_ENCODINGS_PER_GENERATION) {
-    olderLastEncodings = lastEncodings;
-    lastEncodings = new Map();
-  }
-  lastEncodings.set(key, last);
-}
+const lastEncodings = new TwoGenerations<LastEncoding>(65_536);
 
 /** Whether the gathered endpoints are of exactly these IPs. */
 function sameIPs(gathered: ReadonlyMap<string, unknown>, ips: readonly string[]): boolean {
@@ -102,7 +87,7 @@ export function encodedService(svc: LocalService): EncodedService {
   const cached = cache.get(svc);
   if (cached !== undefined) return cached;
   const key = `${svc.namespace}/${svc.name}`;
-  const last = lastEncodings.get(key) ?? olderLastEncodings.get(key);
+  const last = lastEncodings.get(key);
   const gathered = gatherEndpoints(svc);
   const alike = last !== undefined && sameIPs(gathered, last.ips);
   const ips = alike ? last.ips : [...gathered.keys()].sort();
@@ -141,7 +126,7 @@ export function encodedService(svc: LocalService): EncodedService {
       allAlike && last !== undefined ? last.encoded.endpointSets : concatFrames(values.map((v) => v.frame)),
   };
   cache.set(svc, encoded);
-  rememberEncoding(key, { svc, encoded, ips, paths, descriptors, values });
+  lastEncodings.set(key, { svc, encoded, ips, paths, descriptors, values });
   return encoded;
 }
 
