@@ -68,9 +68,16 @@ export class FullStateSegments {
       list = [];
       this.#variants[position] = list;
     }
-    for (const variant of list) {
+    for (let v = 0; v < list.length; v++) {
+      const variant = list[v]!;
       if (sameMembers(variant.members, sorted, start, end)) {
         variant.lastUse = this.#uses;
+        // Most recently used first: the zone's variant is then found first, not after the
+        // nodes' own variants tried before it.
+        if (v > 0) {
+          list.copyWithin(1, 0, v);
+          list[0] = variant;
+        }
         if (variant.built === undefined) {
           const encoded = variant.members.map(this.#encode);
           variant.built = {

@@ -1,7 +1,7 @@
 // One gRPC call on an HTTP/2 stream, server side (the gRPC-over-HTTP/2 protocol: length-prefixed
-// messages, status in trailers). Responses are written as batches of pre-encoded messages copied
-// into one buffer: a full state is ~100k small messages per client, and one HTTP/2 write per
-// message (as a general-purpose gRPC server does) costs more than everything else together.
+// messages, status in trailers). Responses are written as batches of pre-encoded messages: a full
+// state is ~100k small messages per client, and one HTTP/2 write per message (as a
+// general-purpose gRPC server does) costs more than everything else together.
 
 import { once } from "node:events";
 import type { ServerHttp2Stream } from "node:http2";
@@ -104,27 +104,34 @@ export class GrpcServerCall<Req> {
   }
 
   /**
-   * Writes frames (pre-framed messages), copied into batches of about BATCH_BYTES, one HTTP/2
-   * write each; waits for 'drain' whenever HTTP/2 holds more than its buffer, so a client that
-   * stops reading costs at most one batch plus the stream's buffer here, and the rest of the
-   * change set stays unwritten.
+   * Writes frames (pre-framed messages) in batches of about BATCH_BYTES, one HTTP/2 write each
+   * (see write-batches.ts); waits for 'drain' whenever HTTP/2 holds more than its buffer, so a
+   * client that stops reading costs at most one batch plus the stream's buffer here, and the
+   * rest of the change set stays unwritten.
    */
   async write(frames: readonly Frame[], signal: AbortSignal): Promise<void> {
     this.#sendHeaders();
     let i = 0;
     this.#queuedFrames = frames.length;
+    const stream = this.#stream;
     try {
       while (i < frames.length && !signal.aborted && !this.closed) {
-        // One copy into one buffer costs less than handing HTTP/2 thousands of small chunks
-        // (even corked, each costs a queue entry in JS and a buffer in the native write): a
-        // full state is ~20k frames a node. The buffer is reused once written, never before.
         const batch = takeBatch(frames, i);
         i += batch.count;
-        this.#stream.write(batch.bytes, (err) => {
+        const done = (err: Error | null | undefined) => {
           if (err === undefined || err === null) batch.release();
-        });
+        };
+        const { pieces } = batch;
+        if (pieces.length === 1) stream.write(pieces[0], done);
+        else {
+          // Corked, the pieces reach HTTP/2 as one vectored write.
+          stream.cork();
+          for (let p = 0; p < pieces.length - 1; p++) stream.write(pieces[p]);
+          stream.write(pieces[pieces.length - 1], done);
+          stream.uncork();
+        }
         this.#queuedFrames = frames.length - i;
-        if (this.#stream.writableNeedDrain) await once(this.#stream, "drain", { signal });
+        if (stream.writableNeedDrain) await once(stream, "drain", { signal });
       }
     } finally {
       this.#queuedFrames = 0;

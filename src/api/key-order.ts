@@ -3,6 +3,8 @@
 // once and reused: checking that a map's iteration order is the one remembered costs one pass
 // of identity comparisons, where sorting 10k keys for each of 1,000 nodes cost seconds.
 
+import { PersistentMap } from "../model/persistent-map.ts";
+
 /** How many distinct key orders are remembered (nodes of one server nearly always share one). */
 const REMEMBERED = 4;
 
@@ -13,6 +15,17 @@ interface Order {
   readonly rank: Uint32Array;
 }
 
+function columnsOf<V>(map: ReadonlyMap<string, V>): { keys: string[]; values: V[] } {
+  const keys: string[] = [];
+  const values: V[] = [];
+  // forEach, not entries(): no [key, value] pair per entry.
+  map.forEach((v, k) => {
+    keys.push(k);
+    values.push(v);
+  });
+  return { keys, values };
+}
+
 const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export class KeyOrder {
@@ -20,13 +33,7 @@ export class KeyOrder {
 
   /** The map's values in ascending key order. */
   sortedValues<V>(map: ReadonlyMap<string, V>): V[] {
-    const keys: string[] = [];
-    const values: V[] = [];
-    // forEach, not entries(): no [key, value] pair per entry (10k per node, for every node).
-    map.forEach((v, k) => {
-      keys.push(k);
-      values.push(v);
-    });
+    const { keys, values } = map instanceof PersistentMap ? map.columns() : columnsOf(map);
     const order = this.#orderOf(keys);
     const out = new Array<V>(values.length);
     for (let i = 0; i < values.length; i++) out[order.rank[i]!] = values[i]!;

@@ -3,6 +3,7 @@
 // family, unlike kpng's pod name, so a dual-stack pod gives two values that never collide.
 
 import { BinaryWriter } from "@bufbuild/protobuf/wire";
+import { sameServiceFields } from "../brain/local-equal.ts";
 import { canonicalIP, familyOf } from "../model/ip.ts";
 import type { IPFamily, Protocol as KubeProtocol, ServiceType } from "../model/kube.ts";
 import {
@@ -44,7 +45,7 @@ export function encodeLocalService(svc: LocalService): WireService {
   return { service: encodeServiceValue(svc), endpoints: encodeEndpoints(svc) };
 }
 
-function encodeServiceValue(svc: LocalService): Service {
+export function encodeServiceValue(svc: LocalService): Service {
   return {
     Namespace: svc.namespace,
     Name: svc.name,
@@ -97,7 +98,7 @@ function encodePort(port: LocalServicePort): PortMapping {
     Port: port.port,
     NodePort: port.nodePort,
     // kpng clients resolve an unnamed port through TargetPort; give it when it is unambiguous.
-    TargetPort: port.name === "" ? (singleTargetPort(port) ?? 0) : 0,
+    TargetPort: port.name === "" ? singleTargetPort(port) : 0,
     TargetPortName: "",
     HasEndpoints: port.hasEndpoints,
     HasIPv4Endpoints: port.endpointFamilies.includes("IPv4"),
@@ -105,34 +106,48 @@ function encodePort(port: LocalServicePort): PortMapping {
   };
 }
 
-function singleTargetPort(port: LocalServicePort): number | undefined {
-  const ports = new Set<number>();
-  for (const ep of port.internalEndpoints) ports.add(ep.port);
-  for (const ep of port.externalEndpoints) ports.add(ep.port);
-  return ports.size === 1 ? ports.values().next().value : undefined;
+/** The one target port of every endpoint of the port; 0 when there are several or none. */
+function singleTargetPort(port: LocalServicePort): number {
+  let target = -1;
+  for (const list of [port.internalEndpoints, port.externalEndpoints]) {
+    for (const ep of list) {
+      if (target === -1) target = ep.port;
+      else if (ep.port !== target) return 0;
+    }
+  }
+  return target === -1 ? 0 : target;
 }
 
-function encodeEndpoints(svc: LocalService): Map<string, Endpoint> {
-  const byIP = new Map<string, Endpoint>();
+/** Whether the two services' Service values (not their endpoints) encode to the same bytes. */
+export function sameServiceValue(a: LocalService, b: LocalService): boolean {
+  if (!sameServiceFields(a, b)) return false;
+  for (let i = 0; i < a.ports.length; i++) {
+    const port = a.ports[i]!;
+    if (port.name === "" && singleTargetPort(port) !== singleTargetPort(b.ports[i]!)) return false;
+  }
+  return true;
+}
+
+/** What one endpoint IP's Endpoint value is made of: its first LocalEndpoint, its port scopes. */
+export interface GatheredEndpoint {
+  readonly first: LocalEndpoint;
+  /** In the order the ports and their internal, then external, lists name them. */
+  readonly scopes: EndpointPortScope[];
+}
+
+/** The service's endpoints by IP, in the order the ports name them. */
+export function gatherEndpoints(svc: LocalService): Map<string, GatheredEndpoint> {
+  const byIP = new Map<string, GatheredEndpoint>();
   const scopeOf = (ep: LocalEndpoint, portName: string): EndpointPortScope => {
-    let wire = byIP.get(ep.ip);
-    if (wire === undefined) {
-      wire = {
-        Hostname: "",
-        IPs: toIPSet([ep.ip]),
-        Local: ep.local,
-        PortOverrides: [],
-        Scopes: { Internal: false, External: false },
-        Conditions: { Ready: ep.ready, Serving: ep.serving, Terminating: ep.terminating },
-        PortScopes: [],
-      };
-      byIP.set(ep.ip, wire);
+    let gathered = byIP.get(ep.ip);
+    if (gathered === undefined) {
+      gathered = { first: ep, scopes: [] };
+      byIP.set(ep.ip, gathered);
     }
-    let scope = wire.PortScopes.find((s) => s.Name === portName && s.Port === ep.port);
+    let scope = gathered.scopes.find((s) => s.Name === portName && s.Port === ep.port);
     if (scope === undefined) {
       scope = { Name: portName, Port: ep.port, Internal: false, External: false };
-      wire.PortScopes.push(scope);
-      wire.PortOverrides.push({ Name: portName, Port: ep.port });
+      gathered.scopes.push(scope);
     }
     return scope;
   };
@@ -140,28 +155,44 @@ function encodeEndpoints(svc: LocalService): Map<string, Endpoint> {
     for (const ep of port.internalEndpoints) scopeOf(ep, port.name).Internal = true;
     for (const ep of port.externalEndpoints) scopeOf(ep, port.name).External = true;
   }
-  for (const wire of byIP.values()) {
-    wire.Scopes = {
-      Internal: wire.PortScopes.some((s) => s.Internal),
-      External: wire.PortScopes.some((s) => s.External),
-    };
-  }
   return byIP;
 }
 
 /**
- * A string that two Endpoint values share exactly when they encode to the same bytes: every
- * field, in order. Nodes see most endpoints alike (only `Local` differs on the node that runs
- * one), so the encoding is looked up by this instead of being done again for each node.
+ * A string that two gathered endpoints of one IP share exactly when their Endpoint values encode
+ * to the same bytes: every input of endpointValueOf but the IP. Nodes see most endpoints alike
+ * (only `Local` differs on the node that runs one), so the encoding is looked up by this instead
+ * of being done again for each node.
  */
-export function endpointFingerprint(ep: Endpoint): string {
-  const flag = (b: boolean | undefined) => (b === undefined ? "-" : b ? "1" : "0");
-  let out = `${ep.Hostname}\0${ep.IPs === undefined ? "-" : `${ep.IPs.V4.join(",")}\0${ep.IPs.V6.join(",")}`}\0`;
-  out += `${flag(ep.Local)}${flag(ep.Scopes?.Internal)}${flag(ep.Scopes?.External)}`;
-  out += `${ep.Conditions === undefined ? "-" : `${flag(ep.Conditions.Ready)}${flag(ep.Conditions.Serving)}${flag(ep.Conditions.Terminating)}`}`;
-  for (const o of ep.PortOverrides) out += `\0o${o.Name}\0${o.Port}`;
-  for (const s of ep.PortScopes) out += `\0s${s.Name}\0${s.Port}\0${flag(s.Internal)}${flag(s.External)}`;
+export function endpointDescriptor({ first, scopes }: GatheredEndpoint): string {
+  let out = `${first.local ? 1 : 0}${first.ready ? 1 : 0}${first.serving ? 1 : 0}${first.terminating ? 1 : 0}`;
+  for (const s of scopes) out += `\0${s.Name}\0${s.Port}\0${s.Internal ? 1 : 0}${s.External ? 1 : 0}`;
   return out;
+}
+
+/** The Endpoint value of one IP. */
+export function endpointValueOf(ip: string, { first, scopes }: GatheredEndpoint): Endpoint {
+  let internal = false;
+  let external = false;
+  for (const s of scopes) {
+    internal ||= s.Internal;
+    external ||= s.External;
+  }
+  return {
+    Hostname: "",
+    IPs: toIPSet([ip]),
+    Local: first.local,
+    PortOverrides: scopes.map((s) => ({ Name: s.Name, Port: s.Port })),
+    Scopes: { Internal: internal, External: external },
+    Conditions: { Ready: first.ready, Serving: first.serving, Terminating: first.terminating },
+    PortScopes: scopes.map((s) => ({ ...s })),
+  };
+}
+
+function encodeEndpoints(svc: LocalService): Map<string, Endpoint> {
+  const byIP = new Map<string, Endpoint>();
+  for (const [ip, gathered] of gatherEndpoints(svc)) byIP.set(ip, endpointValueOf(ip, gathered));
+  return byIP;
 }
 
 /**

@@ -5,6 +5,7 @@
 // full state needs one sort of the service keys, not one of every endpoint path.
 
 import { sameStrings } from "../brain/local-equal.ts";
+import { TwoGenerations } from "../lib/two-generations.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
 import {
   concatFrames,
@@ -20,9 +21,12 @@ import { type Endpoint, NodeInfo, ServiceCIDRs, Set as WireSet } from "./gen/api
 import { KeyOrder } from "./key-order.ts";
 import {
   encodeEndpointBytes,
-  encodeLocalService,
   encodeServiceBytes,
-  endpointFingerprint,
+  encodeServiceValue,
+  endpointDescriptor,
+  endpointValueOf,
+  gatherEndpoints,
+  sameServiceValue,
 } from "./local-codec.ts";
 
 /** A service's wire values. Cached per LocalService object: unchanged services keep theirs. */
@@ -37,46 +41,92 @@ interface EncodedService {
 const cache = new WeakMap<LocalService, EncodedService>();
 
 /**
- * Endpoint values by path and fingerprint, shared between the LocalService objects of different
+ * Endpoint values by path and descriptor, shared between the LocalService objects of different
  * nodes (a node that runs one of a service's endpoints has its own object, equal to other
- * nodes' but for that endpoint). Two generations bound it: when the newer one is full it
- * becomes the older and the oldest is dropped, so what every node still uses stays cached.
+ * nodes' but for that endpoint). Two generations bound it, so what every node still uses
+ * stays cached.
  */
-const ENDPOINT_VALUES_PER_GENERATION = 131_072;
-let endpointValues = new Map<string, WireValue>();
-let olderEndpointValues = new Map<string, WireValue>();
+const endpointValues = new TwoGenerations<WireValue>(131_072);
 
-function endpointValue(path: string, endpoint: Endpoint): WireValue {
-  const id = `${path}\0${endpointFingerprint(endpoint)}`;
+function endpointValue(path: string, descriptor: string, endpoint: () => Endpoint): WireValue {
+  const id = `${path}\0${descriptor}`;
   let value = endpointValues.get(id);
-  if (value !== undefined) return value;
-  value = olderEndpointValues.get(id) ?? wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(endpoint));
-  if (endpointValues.size >= ENDPOINT_VALUES_PER_GENERATION) {
-    olderEndpointValues = endpointValues;
-    endpointValues = new Map();
+  if (value === undefined) {
+    value = wireValue(WireSet.EndpointsSet, path, encodeEndpointBytes(endpoint()));
+    endpointValues.set(id, value);
   }
-  endpointValues.set(id, value);
   return value;
 }
 
+/**
+ * The latest encoding of each service key, with what its values were made from. A node's own
+ * LocalService differs from its zone's in the endpoint it runs and one count, so it takes every
+ * other value from here, compared by descriptor, without a lookup by path: ~100k such own
+ * services were most of the encoding of a full state to 1,000 nodes. Bounded like endpointValues.
+ */
+interface LastEncoding {
+  readonly svc: LocalService;
+  readonly encoded: EncodedService;
+  /** The endpoint IPs in path order, and each one's path, descriptor and value. */
+  readonly ips: readonly string[];
+  readonly paths: readonly string[];
+  readonly descriptors: readonly string[];
+  readonly values: readonly WireValue[];
+}
+
+const lastEncodings = new TwoGenerations<LastEncoding>(65_536);
+
+/** Whether the gathered endpoints are of exactly these IPs. */
+function sameIPs(gathered: ReadonlyMap<string, unknown>, ips: readonly string[]): boolean {
+  if (gathered.size !== ips.length) return false;
+  for (const ip of ips) if (!gathered.has(ip)) return false;
+  return true;
+}
+
 export function encodedService(svc: LocalService): EncodedService {
-  let encoded = cache.get(svc);
-  if (encoded === undefined) {
-    const wire = encodeLocalService(svc);
-    const key = `${svc.namespace}/${svc.name}`;
-    const endpoints = new Map<string, WireValue>();
-    for (const ip of [...wire.endpoints.keys()].sort()) {
-      const path = `${key}/${ip}`;
-      endpoints.set(path, endpointValue(path, wire.endpoints.get(ip)!));
+  const cached = cache.get(svc);
+  if (cached !== undefined) return cached;
+  const key = `${svc.namespace}/${svc.name}`;
+  const last = lastEncodings.get(key);
+  const gathered = gatherEndpoints(svc);
+  const alike = last !== undefined && sameIPs(gathered, last.ips);
+  const ips = alike ? last.ips : [...gathered.keys()].sort();
+  const paths = new Array<string>(ips.length);
+  const descriptors = new Array<string>(ips.length);
+  const values = new Array<WireValue>(ips.length);
+  const endpoints = new Map<string, WireValue>();
+  let allAlike = alike;
+  for (let i = 0; i < ips.length; i++) {
+    const ip = ips[i]!;
+    const endpoint = gathered.get(ip)!;
+    const descriptor = endpointDescriptor(endpoint);
+    let path: string;
+    let value: WireValue;
+    if (alike && last.descriptors[i] === descriptor) {
+      path = last.paths[i]!;
+      value = last.values[i]!;
+    } else {
+      allAlike = false;
+      path = `${key}/${ip}`;
+      value = endpointValue(path, descriptor, () => endpointValueOf(ip, endpoint));
     }
-    encoded = {
-      service: wireValue(WireSet.ServicesSet, key, encodeServiceBytes(wire.service)),
-      endpoints,
-      // One buffer for the full state, which sends every endpoint.
-      endpointSets: concatFrames([...endpoints.values()].map((v) => v.frame)),
-    };
-    cache.set(svc, encoded);
+    paths[i] = path;
+    descriptors[i] = descriptor;
+    values[i] = value;
+    endpoints.set(path, value);
   }
+  const encoded: EncodedService = {
+    service:
+      last !== undefined && sameServiceValue(last.svc, svc)
+        ? last.encoded.service
+        : wireValue(WireSet.ServicesSet, key, encodeServiceBytes(encodeServiceValue(svc))),
+    endpoints,
+    // One buffer for the full state, which sends every endpoint.
+    endpointSets:
+      allAlike && last !== undefined ? last.encoded.endpointSets : concatFrames(values.map((v) => v.frame)),
+  };
+  cache.set(svc, encoded);
+  lastEncodings.set(key, { svc, encoded, ips, paths, descriptors, values });
   return encoded;
 }
 

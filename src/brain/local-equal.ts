@@ -28,14 +28,20 @@ function sameEndpoint(a: LocalEndpoint, b: LocalEndpoint): boolean {
   );
 }
 
-function samePort(a: LocalServicePort, b: LocalServicePort): boolean {
+function samePortFields(a: LocalServicePort, b: LocalServicePort): boolean {
   return (
     a.name === b.name &&
     a.protocol === b.protocol &&
     a.port === b.port &&
     a.nodePort === b.nodePort &&
     a.hasEndpoints === b.hasEndpoints &&
-    sameList(a.endpointFamilies, b.endpointFamilies, sameValue) &&
+    sameList(a.endpointFamilies, b.endpointFamilies, sameValue)
+  );
+}
+
+function samePort(a: LocalServicePort, b: LocalServicePort): boolean {
+  return (
+    samePortFields(a, b) &&
     sameList(a.internalEndpoints, b.internalEndpoints, sameEndpoint) &&
     sameList(a.externalEndpoints, b.externalEndpoints, sameEndpoint)
   );
@@ -51,18 +57,25 @@ function sameFamily(a: LocalServiceFamily, b: LocalServiceFamily): boolean {
   );
 }
 
-export function sameLocalService(a: LocalService, b: LocalService): boolean {
+function sameTopFields(a: LocalService, b: LocalService): boolean {
   return (
-    a === b ||
-    (a.namespace === b.namespace &&
-      a.name === b.name &&
-      a.type === b.type &&
-      a.sessionAffinitySeconds === b.sessionAffinitySeconds &&
-      a.internalTrafficPolicy === b.internalTrafficPolicy &&
-      a.externalTrafficPolicy === b.externalTrafficPolicy &&
-      a.healthCheckNodePort === b.healthCheckNodePort &&
-      a.localReadyEndpoints === b.localReadyEndpoints &&
-      sameList(a.families, b.families, sameFamily) &&
-      sameList(a.ports, b.ports, samePort))
+    a.namespace === b.namespace &&
+    a.name === b.name &&
+    a.type === b.type &&
+    a.sessionAffinitySeconds === b.sessionAffinitySeconds &&
+    a.internalTrafficPolicy === b.internalTrafficPolicy &&
+    a.externalTrafficPolicy === b.externalTrafficPolicy &&
+    a.healthCheckNodePort === b.healthCheckNodePort &&
+    a.localReadyEndpoints === b.localReadyEndpoints &&
+    sameList(a.families, b.families, sameFamily)
   );
+}
+
+export function sameLocalService(a: LocalService, b: LocalService): boolean {
+  return a === b || (sameTopFields(a, b) && sameList(a.ports, b.ports, samePort));
+}
+
+/** Equal but for the ports' endpoint lists (which may differ). */
+export function sameServiceFields(a: LocalService, b: LocalService): boolean {
+  return a === b || (sameTopFields(a, b) && sameList(a.ports, b.ports, samePortFields));
 }

@@ -376,6 +376,21 @@ export class PersistentMap<V> implements ReadonlyMap<string, V> {
     return out.values();
   }
 
+  /** Keys and values in iteration order, as two arrays filled in one pass (no pair per entry). */
+  columns(): { keys: string[]; values: V[] } {
+    const keys = new Array<string>(this.size);
+    const values = new Array<V>(this.size);
+    let at = 0;
+    for (const node of nodesOf(this.#root)) {
+      const c = node.content;
+      for (let i = 0, n = entryLength(node); i < n; i += 2) {
+        keys[at] = c[i] as string;
+        values[at++] = c[i + 1] as V;
+      }
+    }
+    return { keys, values };
+  }
+
   [Symbol.iterator](): MapIterator<[string, V]> {
     return this.entries();
   }

@@ -1,68 +1,140 @@
-// Endpoint values are encoded once for every node that sees them alike: the fingerprint tells
-// apart exactly the values that encode differently, and a node's own LocalService reuses the
-// other nodes' frames for every endpoint it sees as they do.
+// Endpoint values are encoded once for every node that sees them alike: the descriptor tells
+// apart exactly the values that encode differently, a node's own LocalService reuses the other
+// nodes' frames for every endpoint it sees as they do, and whatever is reused, the bytes are the
+// generated encoder's.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { opItemsOf } from "../../../src/api/frames.ts";
-import { type Endpoint, Endpoint as EndpointCodec, OpItem } from "../../../src/api/gen/api/localv1/api.ts";
-import { endpointFingerprint } from "../../../src/api/local-codec.ts";
+import { concatFrames, opItemsOf, setFrame } from "../../../src/api/frames.ts";
+import {
+  Endpoint as EndpointCodec,
+  OpItem,
+  Service as ServiceCodec,
+  Set as WireSet,
+} from "../../../src/api/gen/api/localv1/api.ts";
+import {
+  encodeLocalService,
+  endpointDescriptor,
+  endpointValueOf,
+  type GatheredEndpoint,
+} from "../../../src/api/local-codec.ts";
 import { encodedService } from "../../../src/api/local-diff.ts";
+import type { LocalEndpoint, LocalService } from "../../../src/model/local.ts";
+import { seeded } from "../../support/seeded.ts";
 import { endpoint, service, servicePort } from "./fixtures.ts";
 
-const sample = (): Endpoint => ({
-  Hostname: "pod-a",
-  IPs: { V4: ["192.0.2.1"], V6: [] },
-  Local: false,
-  PortOverrides: [{ Name: "http", Port: 8080 }],
-  Scopes: { Internal: true, External: false },
-  Conditions: { Ready: true, Serving: true, Terminating: false },
-  PortScopes: [{ Name: "http", Port: 8080, Internal: true, External: false }],
+const sample = (): GatheredEndpoint => ({
+  first: { ip: "192.0.2.1", port: 8080, local: false, ready: true, serving: true, terminating: false },
+  scopes: [
+    { Name: "http", Port: 8080, Internal: true, External: false },
+    { Name: "", Port: 9090, Internal: false, External: true },
+  ],
 });
 
-/** Every leaf of a value, as a path of keys, with a different value for it. */
-function* variants(
-  value: unknown,
-  path: (string | number)[] = [],
-): Generator<[(string | number)[], unknown]> {
-  if (typeof value === "boolean") yield [path, !value];
-  else if (typeof value === "number") yield [path, value + 1];
-  else if (typeof value === "string") yield [path, `${value}x`];
-  else if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) yield* variants(v, [...path, i]);
-    yield [path, []];
-  } else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) {
-      yield* variants(v, [...path, k]);
-      if (typeof v === "object" && !Array.isArray(v)) yield [[...path, k], undefined];
+/** Every input of an endpoint's value but its IP, each changed in turn. */
+function variants(): [string, GatheredEndpoint][] {
+  const out: [string, GatheredEndpoint][] = [];
+  for (const flag of ["local", "ready", "serving", "terminating"] as const) {
+    const v = sample();
+    out.push([flag, { ...v, first: { ...v.first, [flag]: !v.first[flag] } }]);
+  }
+  for (let i = 0; i < 2; i++) {
+    for (const field of ["Name", "Port", "Internal", "External"] as const) {
+      const v = sample();
+      const scope = v.scopes[i]!;
+      const changed =
+        typeof scope[field] === "string"
+          ? `${scope[field]}x`
+          : typeof scope[field] === "number"
+            ? (scope[field] as number) + 1
+            : !scope[field];
+      v.scopes[i] = { ...scope, [field]: changed };
+      out.push([`scope ${i} ${field}`, v]);
     }
   }
+  const fewer = sample();
+  fewer.scopes.pop();
+  out.push(["one scope less", fewer]);
+  const swapped = sample();
+  swapped.scopes.reverse();
+  out.push(["scopes in the other order", swapped]);
+  // Not on the wire: the descriptor ignores them as the encoding does.
+  const v = sample();
+  out.push(["another target port on the first", { ...v, first: { ...v.first, port: 1 } }]);
+  out.push(["node unknown", { ...v, first: { ...v.first, nodeUnknown: true } }]);
+  return out;
 }
 
-function withLeaf(base: Endpoint, path: (string | number)[], leaf: unknown): Endpoint {
-  const copy = structuredClone(base) as unknown as Record<string | number, unknown>;
-  let at = copy;
-  for (const key of path.slice(0, -1)) at = at[key] as Record<string | number, unknown>;
-  at[path.at(-1)!] = leaf;
-  return copy as unknown as Endpoint;
-}
-
-test("endpointFingerprint differs whenever the encoding does, for every field", () => {
+test("endpointDescriptor differs exactly when the encoding does, for every input", () => {
   const base = sample();
-  const bytes = (e: Endpoint) => Buffer.from(EndpointCodec.encode(e).finish());
-  let checked = 0;
-  for (const [path, leaf] of variants(base)) {
-    const other = withLeaf(base, path, leaf);
-    const sameBytes = bytes(other).equals(bytes(base));
+  const bytes = (g: GatheredEndpoint) =>
+    Buffer.from(EndpointCodec.encode(endpointValueOf("192.0.2.1", g)).finish());
+  for (const [name, other] of variants()) {
     assert.equal(
-      endpointFingerprint(other) === endpointFingerprint(base),
-      sameBytes,
-      `${path.join(".")} = ${JSON.stringify(leaf)}`,
+      endpointDescriptor(other) === endpointDescriptor(base),
+      bytes(other).equals(bytes(base)),
+      name,
     );
-    checked++;
   }
-  assert.ok(checked >= 20, `every field was varied (${checked})`);
-  assert.equal(endpointFingerprint(structuredClone(base)), endpointFingerprint(base));
+  assert.equal(endpointDescriptor(structuredClone(base)), endpointDescriptor(base));
+});
+
+/** Services of a few names, as the nodes of several zones would compute them: mostly alike. */
+function randomService(random: () => number): LocalService {
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  const ips = ["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.10", "2001:db8::1", "2001:db8::2"];
+  const portSpecs = pick([
+    [{ name: "http", target: 8080 }],
+    [{ name: "", target: 8080 }],
+    [
+      { name: "http", target: 8080 },
+      { name: "dns", target: 53 },
+    ],
+  ]);
+  const local = random() < 0.5 ? pick(ips) : undefined;
+  const epOf = (ip: string, target: number): LocalEndpoint =>
+    endpoint(ip, random() < 0.1 ? target + 1 : target, {
+      local: ip === local,
+      ready: random() < 0.9,
+      terminating: random() < 0.1,
+    });
+  const chosen = ips.filter(() => random() < 0.8);
+  const ports = portSpecs.map(({ name, target }) => {
+    const internal = chosen.filter(() => random() < 0.9).map((ip) => epOf(ip, target));
+    const external = random() < 0.3 ? internal.filter((ep) => ep.local) : internal;
+    return servicePort({ name, internalEndpoints: internal, externalEndpoints: external });
+  });
+  return service(pick(["web", "api", "db"]), {
+    ports,
+    localReadyEndpoints: local === undefined ? 0 : pick([0, 1]),
+    ...(random() < 0.2 ? { type: "NodePort" as const } : {}),
+  });
+}
+
+test("every service encodes to the generated encoder's bytes, whatever it reuses", () => {
+  const random = seeded(24);
+  for (let n = 0; n < 2000; n++) {
+    const svc = randomService(random);
+    const key = `${svc.namespace}/${svc.name}`;
+    const encoded = encodedService(svc);
+    const wire = encodeLocalService(svc);
+    const serviceBytes = ServiceCodec.encode(wire.service).finish();
+    assert.deepEqual(Buffer.from(encoded.service.bytes), Buffer.from(serviceBytes), `service ${n}`);
+    assert.deepEqual(encoded.service.frame, setFrame(WireSet.ServicesSet, key, serviceBytes));
+    const ips = [...wire.endpoints.keys()].sort();
+    assert.deepEqual(
+      [...encoded.endpoints.keys()],
+      ips.map((ip) => `${key}/${ip}`),
+      `endpoint paths ${n}`,
+    );
+    const frames = ips.map((ip) => {
+      const bytes = EndpointCodec.encode(wire.endpoints.get(ip)!).finish();
+      const value = encoded.endpoints.get(`${key}/${ip}`)!;
+      assert.deepEqual(Buffer.from(value.bytes), Buffer.from(bytes), `endpoint ${ip} of ${n}`);
+      return setFrame(WireSet.EndpointsSet, `${key}/${ip}`, bytes);
+    });
+    assert.deepEqual(encoded.endpointSets, concatFrames(frames), `endpoint sets ${n}`);
+  }
 });
 
 test("a node's own LocalService shares the frames of the endpoints it sees like other nodes", () => {

@@ -1,22 +1,22 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { PersistentMap } from "../../../src/model/persistent-map.ts";
-
-/** A small seeded generator (mulberry32): every run draws the same sequence. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seeded } from "../../support/seeded.ts";
 
 const sorted = (m: ReadonlyMap<string, number>) => [...m.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
 
 describe("PersistentMap", () => {
+  it("gives its keys and values as columns in its iteration order", () => {
+    const random = seeded(7);
+    let map = PersistentMap.empty<number>();
+    for (let i = 0; i < 5000; i++) map = map.set(`k${Math.floor(random() * 3000)}`, i);
+    const { keys, values } = map.columns();
+    assert.deepEqual(keys, [...map.keys()]);
+    assert.deepEqual(values, [...map.values()]);
+    assert.equal(keys.length, map.size);
+    assert.deepEqual(PersistentMap.empty<number>().columns(), { keys: [], values: [] });
+  });
+
   it("behaves like a Map over random sets and deletes, through both the editor and single edits", () => {
     for (const seed of [1, 2, 3, 4, 5]) {
       const random = seeded(seed);
