@@ -12,20 +12,9 @@ import type { EndpointSlice, Service } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { FakeNft } from "../../support/fake-nft.ts";
+import { seeded } from "../../support/seeded.ts";
 import { ep, node, slice, svc } from "../brain/fixtures.ts";
 import { V4, V6 } from "./nft/fixtures.ts";
-
-/** mulberry32: the same seed draws the same sequence. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const pick = <T>(random: () => number, items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 

@@ -26,18 +26,12 @@ import {
   type SliceEndpoint,
 } from "../../../src/model/kube.ts";
 import type { LocalService, LocalState } from "../../../src/model/local.ts";
+import { seeded } from "../../support/seeded.ts";
 import { node as nodeObject, slice as sliceObject, svc } from "./fixtures.ts";
 
-/** A small deterministic generator (mulberry32), so a failing seed can be run again. */
+/** Draws from a seeded generator, so a failing seed can be run again. */
 function random(seed: number) {
-  let a = seed >>> 0;
-  const next = (): number => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = seeded(seed);
   const int = (n: number) => Math.floor(next() * n);
   const pick = <T>(items: readonly T[]): T => items[int(items.length)] as T;
   const chance = (p: number) => next() < p;
