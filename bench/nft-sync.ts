@@ -164,8 +164,12 @@ async function main(): Promise<void> {
   } finally {
     netns.close();
   }
-  const header = ["scenario", "kpng", "kube-proxy-shaped nft -f", "ratio"];
+  // --no-upstream: kpng's column only.
+  const header = skipUpstream
+    ? ["scenario", "kpng"]
+    : ["scenario", "kpng", "kube-proxy-shaped nft -f", "ratio"];
   const table = rows.map((r) => {
+    if (skipUpstream) return r.slice(0, 2);
     const a = Number.parseFloat(r[1] ?? "");
     const timedOut = r[2]?.startsWith(">") === true;
     const b = timedOut ? UPSTREAM_TIMEOUT_MS : Number.parseFloat(r[2] ?? "");
