@@ -25,6 +25,7 @@ import { EbpfProbe } from "./probe.ts";
 import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
 import { NO_NODE_PORTS, type RenderContext, renderService } from "./render.ts";
 import { EbpfRulesReader } from "./rules-reader.ts";
+import { PinnedUdpDestroyer, UdpSocketDestroyer } from "./udp-destroy.ts";
 
 const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
 
@@ -141,6 +142,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
           render,
           log,
+          udpSockets: new UdpSocketDestroyer(new PinnedUdpDestroyer(opts.loader.bpfRoot), log),
         });
         const loop = new SyncLoop({
           backend: "ebpf",
