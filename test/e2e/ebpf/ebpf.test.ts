@@ -323,7 +323,7 @@ describe("eBPF backend", { skip }, () => {
   ] as const) {
     test(`a connected UDP socket (${family}) to an endpoint that leaves is destroyed; connected again, it reaches the other one`, async () => {
       assert.ok(existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter")), "the iterator is pinned");
-      const client = env.topology.client.ns.spawn(
+      const client = env.topology.node.spawn(
         [process.execPath, UDP_CLIENT, "--host", address, "--port", "53", "--cgroup", mounts.clients],
         { name: "udp-connected-client" },
       );
