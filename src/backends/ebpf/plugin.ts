@@ -25,7 +25,7 @@ import { EbpfProbe } from "./probe.ts";
 import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
 import { NO_NODE_PORTS, type RenderContext, renderService } from "./render.ts";
 import { EbpfRulesReader } from "./rules-reader.ts";
-import { PinnedUdpDestroyer, UdpSocketDestroyer } from "./udp-destroy.ts";
+import { PinnedUdpDestroyer, UDP_DESTROY_BINARIES, UdpSocketDestroyer } from "./udp-destroy.ts";
 
 const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
 
@@ -74,7 +74,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
     name: "to-ebpf",
     description: "balance the node's own connections to services in BPF (cgroup hooks); nft for the rest",
     defaultMinSyncPeriod: "1s",
-    binaries: [...external.binaries, "bpftool"],
+    binaries: [...external.binaries, "bpftool", ...UDP_DESTROY_BINARIES],
     addOptions(cmd) {
       external.addOptions(cmd);
       cmd
@@ -142,7 +142,10 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
           render,
           log,
-          udpSockets: new UdpSocketDestroyer(new PinnedUdpDestroyer(opts.loader.bpfRoot), log),
+          udpSockets: new UdpSocketDestroyer(
+            new PinnedUdpDestroyer(opts.loader.bpfRoot, opts.loader.cgroupRoot, log),
+            log,
+          ),
         });
         const loop = new SyncLoop({
           backend: "ebpf",

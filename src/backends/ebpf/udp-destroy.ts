@@ -3,14 +3,17 @@
 // endpoint's conntrack entries go and the next datagram is balanced again. Here the node's UDP
 // sockets connected to a gone endpoint are destroyed instead (bpf/udp-destroy.bpf.c, a UDP
 // socket iterator calling bpf_sock_destroy): their next send fails, and a client that connects
-// again gets a live endpoint. kpng puts the gone (address, port) pairs in the iterator's map,
+// again gets a live endpoint. An iterator walks the sockets of the network namespace it is read
+// from: kpng reads it in its own (the node's) and, through nsenter, in each other namespace of
+// the processes in the balanced cgroup tree (the pods). kpng puts the gone (address, port) pairs in the iterator's map,
 // runs the iterator by reading its pinned file, and empties the map again. Runs are queued and
 // made in the background, one at a time, after the maps no longer name those endpoints.
 
-import { existsSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { existsSync, statSync } from "node:fs";
+import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createMapRef, objGet, RawMap } from "bpf";
+import { execCommand } from "../../host/exec.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter } from "../../observability/metrics.ts";
 import { type Backend, MAPS, writeBackend } from "./layout.ts";
@@ -25,6 +28,13 @@ const MAX_PER_RUN = 4096;
 /** Endpoints waiting beyond this are dropped (counted): their sockets keep their endpoint. */
 const MAX_PENDING = 65_536;
 const RUN_TIMEOUT_MS = 5_000;
+/** Network namespaces (pods) walked per run beyond kpng's own; more are logged and left. */
+const MAX_NAMESPACES = 1_024;
+/** Processes of the cgroup tree looked at per run to find them. */
+const MAX_PROCESSES = 65_536;
+
+/** The programs a run starts: the iterator is read from inside each pod's network namespace. */
+export const UDP_DESTROY_BINARIES: readonly string[] = ["nsenter", "cat"];
 
 const destroyed = counter(
   "kpng_ebpf_udp_sockets_destroyed_total",
@@ -56,12 +66,16 @@ export interface SocketDestroyRunner {
   run(endpoints: readonly Backend[]): Promise<DestroyResult | undefined>;
 }
 
-/** The kernel's: the pinned map and iterator. */
+/** The kernel's: the pinned map and iterator, read in the node's namespace and in each pod's. */
 export class PinnedUdpDestroyer implements SocketDestroyRunner {
   readonly #pins: ReturnType<typeof udpDestroyPins>;
+  readonly #cgroupRoot: string;
+  readonly #log: Logger;
 
-  constructor(bpfRoot: string) {
+  constructor(bpfRoot: string, cgroupRoot: string, log: Logger) {
     this.#pins = udpDestroyPins(bpfRoot);
+    this.#cgroupRoot = cgroupRoot;
+    this.#log = log;
   }
 
   async run(endpoints: readonly Backend[]): Promise<DestroyResult | undefined> {
@@ -75,14 +89,69 @@ export class PinnedUdpDestroyer implements SocketDestroyRunner {
     const one = Buffer.from([1]);
     try {
       for (const key of keys) map.set(key, one);
-      const out = await readFile(this.#pins.iterator, {
+      // An iterator walks the sockets of the namespace it is read from: the node's first.
+      const own = await readFile(this.#pins.iterator, {
         encoding: "utf8",
         signal: AbortSignal.timeout(RUN_TIMEOUT_MS),
       });
-      return destroyResults(out);
+      let result = destroyResults(own);
+      let namespaceFailures = 0;
+      for (const pid of await this.#podNamespaces()) {
+        const r = await execCommand(
+          ["nsenter", `--net=/proc/${pid}/ns/net`, "--", "cat", this.#pins.iterator],
+          {
+            timeoutMs: RUN_TIMEOUT_MS,
+          },
+        );
+        // A process that ended in between took its namespace along (or left it to another).
+        if (r.code !== 0 || r.timedOut) {
+          if (existsSync(`/proc/${pid}`)) namespaceFailures++;
+          continue;
+        }
+        const more = destroyResults(r.stdout);
+        result = { destroyed: result.destroyed + more.destroyed, failed: result.failed + more.failed };
+      }
+      if (namespaceFailures > 0) {
+        this.#log.warn(
+          { namespaces: namespaceFailures },
+          "the UDP socket iterator failed in pod network namespaces",
+        );
+        result = { ...result, failed: result.failed + namespaceFailures };
+      }
+      return result;
     } finally {
       for (const key of keys) map.delete(key);
     }
+  }
+
+  /** One process of each network namespace in the cgroup tree other than kpng's own. */
+  async #podNamespaces(): Promise<number[]> {
+    const seen = new Set<bigint>([statSync("/proc/self/ns/net", { bigint: true }).ino]);
+    const pids: number[] = [];
+    let looked = 0;
+    const dirs = [this.#cgroupRoot];
+    while (dirs.length > 0 && looked < MAX_PROCESSES && pids.length < MAX_NAMESPACES) {
+      const dir = dirs.pop()!;
+      const procs = await readFile(join(dir, "cgroup.procs"), "utf8").catch(() => "");
+      for (const line of procs.split("\n")) {
+        if (line === "" || ++looked > MAX_PROCESSES || pids.length >= MAX_NAMESPACES) continue;
+        const ino = await stat(`/proc/${line}/ns/net`, { bigint: true }).then(
+          (st) => st.ino,
+          () => undefined,
+        );
+        if (ino === undefined || seen.has(ino)) continue;
+        seen.add(ino);
+        pids.push(Number(line));
+      }
+      for (const e of await readdir(dir, { withFileTypes: true }).catch(() => []))
+        if (e.isDirectory()) dirs.push(join(dir, e.name));
+    }
+    if (looked > MAX_PROCESSES || pids.length >= MAX_NAMESPACES)
+      this.#log.warn(
+        { looked, namespaces: pids.length },
+        "too many processes or namespaces: the UDP socket iterator walked only some pods",
+      );
+    return pids;
   }
 }
 

@@ -317,13 +317,16 @@ describe("eBPF backend", { skip }, () => {
     writeCluster(file, services());
   });
 
-  for (const [family, address, name, ip] of [
-    ["IPv4", "203.0.113.18", "dns", (pod: string) => env.topology.pod(pod).ipv4!],
-    ["IPv6", "2001:db8:2::18", "dns6", (pod: string) => env.topology.pod(pod).ipv6!],
+  for (const [who, family, address, name, ip] of [
+    ["a node process", "IPv4", "203.0.113.18", "dns", (pod: string) => env.topology.pod(pod).ipv4!],
+    ["a node process", "IPv6", "2001:db8:2::18", "dns6", (pod: string) => env.topology.pod(pod).ipv6!],
+    ["a pod", "IPv4", "203.0.113.18", "dns", (pod: string) => env.topology.pod(pod).ipv4!],
   ] as const) {
-    test(`a connected UDP socket (${family}) to an endpoint that leaves is destroyed; connected again, it reaches the other one`, async () => {
+    test(`${who}'s connected UDP socket (${family}) to an endpoint that leaves is destroyed; connected again, it reaches the other one`, async () => {
       assert.ok(existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter")), "the iterator is pinned");
-      const client = env.topology.node.spawn(
+      // The node's namespace (kpng's own) or the client pod's: the iterator is read in both.
+      const ns = who === "a pod" ? env.topology.client.ns : env.topology.node;
+      const client = ns.spawn(
         [process.execPath, UDP_CLIENT, "--host", address, "--port", "53", "--cgroup", mounts.clients],
         { name: "udp-connected-client" },
       );
