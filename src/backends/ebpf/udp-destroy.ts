@@ -241,6 +241,7 @@ export class UdpSocketDestroyer {
         batch.push(e);
         this.#pending.delete(key);
       }
+      const started = performance.now();
       try {
         const r = await this.#runner.run(batch);
         if (r === undefined) continue;
