@@ -249,7 +249,7 @@ export class UdpSocketDestroyer {
         if (r.failed > 0) failures.inc(r.failed);
         if (r.destroyed + r.failed > 0)
           this.#log.info(
-            { endpoints: batch.length, ...r },
+            { endpoints: batch.length, ...r, ms: Math.round(performance.now() - started) },
             "destroyed UDP sockets connected to gone endpoints",
           );
       } catch (err) {
