@@ -287,9 +287,11 @@ describe("eBPF backend", { skip }, () => {
       join(mounts.bpfRoot, "kpng/progs/kpng_connect4"),
     ]);
     rmSync(join(mounts.bpfRoot, "kpng", "maps"), { recursive: true, force: true });
+    rmSync(join(mounts.bpfRoot, "kpng", "udp-destroy"), { recursive: true, force: true });
     const started = Date.now();
     await eventually(
       async () => {
+        if (!existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter"))) return false;
         const web = (await listed()).find((f) => f.address === "203.0.113.10");
         if (web?.backends.length !== 2) return false;
         const seen = await names(tcp("203.0.113.10", 80), 10);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { EbpfBackend } from "../../../../src/backends/ebpf/backend.ts";
 import type { Backend } from "../../../../src/backends/ebpf/layout.ts";
-import type { ProgramLoader } from "../../../../src/backends/ebpf/programs.ts";
+import { NO_UDP_DESTROY, type ProgramLoader } from "../../../../src/backends/ebpf/programs.ts";
 import { renderService } from "../../../../src/backends/ebpf/render.ts";
 import {
   type DestroyResult,
@@ -18,6 +18,7 @@ import {
 } from "../../../../src/backends/ebpf/udp-destroy.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
+import { capturingLogger } from "../../../faults/support.ts";
 import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
 import { ep, port, service, state } from "../nft/fixtures.ts";
 
@@ -133,6 +134,29 @@ describe("connected UDP sockets to gone endpoints", () => {
 function dnsEps() {
   return [ep("198.51.100.2", 53), ep("198.51.100.3", 53)];
 }
+
+describe("a kernel without bpf_sock_destroy", () => {
+  test("the balancing maps are written and the missing iterator is logged once, as a warning", async () => {
+    const { log, lines } = capturingLogger();
+    let ensured = 0;
+    const backend = new EbpfBackend({
+      loader: {
+        ...loader,
+        ensure: async () => (ensured++ === 0 ? [`${NO_UDP_DESTROY}: bpf_sock_destroy not found`] : []),
+      },
+      openMaps: () => new FakeBpfMaps(),
+      render: { nodePortIPs: { IPv4: [], IPv6: [] } },
+      log,
+    });
+    const report = await backend.sync(state([dns()], 1));
+    assert.ok(report.frontendsWritten > 0);
+    for (const a of backend.asFamilies()) a.forget();
+    await backend.sync(state([dns()], 2));
+    const warned = lines.filter((l) => String(l.msg).startsWith("connected UDP sockets keep an endpoint"));
+    assert.equal(warned.length, 1);
+    assert.equal(warned[0]?.level, 40);
+  });
+});
 
 describe("goneUdpEndpoints", () => {
   const render = (svc: ReturnType<typeof dns>) =>
