@@ -80,6 +80,8 @@ export class EbpfBackend {
    */
   readonly #reads = new Map<IPFamily, Adopted>();
   #render: RenderContext;
+  /** The UDP socket iterator's load in progress. */
+  #iterator: Promise<void> | undefined;
 
   constructor(options: EbpfBackendOptions) {
     this.#o = options;
@@ -202,13 +204,27 @@ export class EbpfBackend {
   async #ensure(): Promise<void> {
     const done = await this.#o.loader.ensure();
     if (done.length > 0) this.#o.log.info({ done }, "BPF programs and maps in place");
-    const noDestroy = done.find((d) => d.startsWith(NO_UDP_DESTROY));
-    if (noDestroy !== undefined)
+    if (done.some((d) => d.startsWith(CREATED_MAP))) this.#mapsGeneration++;
+    this.#iterator ??= this.#ensureIterator().finally(() => {
+      this.#iterator = undefined;
+    });
+  }
+
+  /** The UDP socket iterator, after the programs and without holding up the sync. */
+  async #ensureIterator(): Promise<void> {
+    const done = (await this.#o.loader.ensureUdpDestroy?.()) ?? [];
+    const missing = done.find((d) => d.startsWith(NO_UDP_DESTROY));
+    if (missing !== undefined)
       this.#o.log.warn(
-        { reason: noDestroy },
+        { reason: missing },
         "connected UDP sockets keep an endpoint that left its Service (bpf_sock_destroy needs Linux 6.5)",
       );
-    if (done.some((d) => d.startsWith(CREATED_MAP))) this.#mapsGeneration++;
+    else if (done.length > 0) this.#o.log.info({ done }, "UDP socket iterator in place");
+  }
+
+  /** Resolves once the UDP socket iterator's load (started by a full sync) is over. */
+  async iteratorSettled(): Promise<void> {
+    await this.#iterator;
   }
 
   /** What the families shared in this round no longer holds: the next full sync looks again. */

@@ -18,6 +18,11 @@ export interface ProgramLoader {
   check(): Promise<string[]>;
   /** Detaches kpng's programs from the cgroup and removes every pin under `kpng/`. */
   remove(): Promise<string[]>;
+  /**
+   * Pins the UDP socket iterator if it is missing; never throws. Apart from ensure(): the
+   * balancing programs never wait for it, nor fail for it.
+   */
+  ensureUdpDestroy?(): Promise<string[]>;
 }
 
 export interface LoaderSettings {
@@ -75,6 +80,8 @@ export class BpftoolLoader implements ProgramLoader {
   readonly #tool: string;
   /** Why the UDP socket iterator cannot load on this kernel; once known, it is not tried again. */
   #noUdpDestroy: string | undefined;
+  /** This loader pinned the iterator: check() reports it when it goes missing. */
+  #udpDestroyPinned = false;
 
   constructor(settings: LoaderSettings) {
     this.#s = settings;
@@ -163,7 +170,6 @@ export class BpftoolLoader implements ProgramLoader {
       ]);
       done.push(`attached ${hook}`);
     }
-    await this.#ensureUdpDestroy(done);
     return done;
   }
 
@@ -173,9 +179,14 @@ export class BpftoolLoader implements ProgramLoader {
    * `bpftool iter pin` loads the object and pins the iterator's link; the map it was loaded with
    * is then found through the link and pinned next to it, for kpng to fill.
    */
-  async #ensureUdpDestroy(done: string[]): Promise<void> {
+  async ensureUdpDestroy(): Promise<string[]> {
+    const done: string[] = [];
     const pins = udpDestroyPins(this.#s.bpfRoot);
-    if (this.#noUdpDestroy !== undefined || (existsSync(pins.iterator) && existsSync(pins.map))) return;
+    if (this.#noUdpDestroy !== undefined) return done;
+    if (existsSync(pins.iterator) && existsSync(pins.map)) {
+      this.#udpDestroyPinned = true;
+      return done;
+    }
     rmSync(pins.dir, { recursive: true, force: true });
     mkdirSync(pins.dir, { recursive: true });
     try {
@@ -190,8 +201,9 @@ export class BpftoolLoader implements ProgramLoader {
         const map = JSON.parse(await this.#run(["-j", "map", "show", "id", String(id)])) as { name: string };
         if (map.name !== UDP_GONE_MAP) continue;
         await this.#run(["map", "pin", "id", String(id), pins.map]);
+        this.#udpDestroyPinned = true;
         done.push("pinned the UDP socket iterator");
-        return;
+        return done;
       }
       throw new Error(`the iterator holds no map ${UDP_GONE_MAP}`);
     } catch (err) {
@@ -199,6 +211,7 @@ export class BpftoolLoader implements ProgramLoader {
       this.#noUdpDestroy = (err as Error).message;
       done.push(`${NO_UDP_DESTROY}: ${this.#noUdpDestroy}`);
     }
+    return done;
   }
 
   async check(): Promise<string[]> {
@@ -212,7 +225,7 @@ export class BpftoolLoader implements ProgramLoader {
       if (attached.get(SHOWN_AS[hook])?.name !== programName(hook)) problems.push(`${hook} not attached`);
     }
     const pins = udpDestroyPins(this.#s.bpfRoot);
-    if (this.#noUdpDestroy === undefined && !(existsSync(pins.iterator) && existsSync(pins.map)))
+    if (this.#udpDestroyPinned && !(existsSync(pins.iterator) && existsSync(pins.map)))
       problems.push("UDP socket iterator not pinned");
     return problems;
   }

@@ -325,7 +325,10 @@ describe("eBPF backend", { skip }, () => {
     ["a pod", "IPv4", "203.0.113.18", "dns", (pod: string) => env.topology.pod(pod).ipv4!],
   ] as const) {
     test(`${who}'s connected UDP socket (${family}) to an endpoint that leaves is destroyed; connected again, it reaches the other one`, async () => {
-      assert.ok(existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter")), "the iterator is pinned");
+      await eventually(
+        async () => existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter")),
+        "the UDP socket iterator to be pinned",
+      );
       // The node's namespace (kpng's own) or the client pod's: the iterator is read in both.
       const ns = who === "a pod" ? env.topology.client.ns : env.topology.node;
       const client = ns.spawn(

@@ -142,7 +142,8 @@ describe("a kernel without bpf_sock_destroy", () => {
     const backend = new EbpfBackend({
       loader: {
         ...loader,
-        ensure: async () => (ensured++ === 0 ? [`${NO_UDP_DESTROY}: bpf_sock_destroy not found`] : []),
+        ensureUdpDestroy: async () =>
+          ensured++ === 0 ? [`${NO_UDP_DESTROY}: bpf_sock_destroy not found`] : [],
       },
       openMaps: () => new FakeBpfMaps(),
       render: { nodePortIPs: { IPv4: [], IPv6: [] } },
@@ -150,8 +151,10 @@ describe("a kernel without bpf_sock_destroy", () => {
     });
     const report = await backend.sync(state([dns()], 1));
     assert.ok(report.frontendsWritten > 0);
+    await backend.iteratorSettled();
     for (const a of backend.asFamilies()) a.forget();
     await backend.sync(state([dns()], 2));
+    await backend.iteratorSettled();
     const warned = lines.filter((l) => String(l.msg).startsWith("connected UDP sockets keep an endpoint"));
     assert.equal(warned.length, 1);
     assert.equal(warned[0]?.level, 40);
