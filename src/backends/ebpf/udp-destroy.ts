@@ -120,7 +120,13 @@ export class PinnedUdpDestroyer implements SocketDestroyRunner {
       }
       return result;
     } finally {
-      for (const key of keys) map.delete(key);
+      for (const key of keys) {
+        try {
+          map.delete(key);
+        } catch {
+          // not written: the run failed before it (the error is already on its way)
+        }
+      }
     }
   }
 
