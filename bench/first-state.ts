@@ -12,8 +12,7 @@
 //
 // --cpu-prof profiles the CLI run and prints where its time went (bench/lib/cpu-profile.ts).
 
-import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +23,7 @@ import { localStateText } from "../src/sinks/json/local-state-text.ts";
 import { parseClusterFile } from "../src/sources/file/parse.ts";
 import { writeClusterFile } from "./lib/cluster.ts";
 import { summarizeProfile } from "./lib/cpu-profile.ts";
+import { measured } from "./lib/measured.ts";
 import { sizesFlag, table } from "./lib/table.ts";
 
 const NODE_NAME = "n1";
@@ -70,42 +70,6 @@ async function phases(file: string): Promise<void> {
   out.textMiB = bytes / 2 ** 20;
   out.peakRssMiB = process.resourceUsage().maxRSS / 1024;
   console.log(JSON.stringify(out));
-}
-
-function childrenCpuMs(): number {
-  // utime, stime, cutime, cstime are fields 14–17 of /proc/self/stat, in clock ticks (100 Hz).
-  const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]?.split(" ") ?? [];
-  return (Number(fields[13]) + Number(fields[14])) * 10;
-}
-
-/** Runs a command with stdout to /dev/null; its CPU and the highest VmHWM seen while it ran. */
-function measured(args: readonly string[]): Promise<{ cpuMs: number; peakRssMiB: number; stdout: string }> {
-  return new Promise((resolve, reject) => {
-    const before = childrenCpuMs();
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "inherit"] });
-    let stdout = "";
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (chunk: string) => {
-      // Only the phases' JSON line is kept; the CLI's document is counted, not held.
-      if (stdout.length < 4096) stdout += chunk;
-    });
-    let peak = 0;
-    const poll = setInterval(() => {
-      try {
-        const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
-        const kb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0);
-        peak = Math.max(peak, kb / 1024);
-      } catch {
-        // It has exited.
-      }
-    }, 20);
-    child.on("error", reject);
-    child.on("exit", (code) => {
-      clearInterval(poll);
-      if (code !== 0) reject(new Error(`${args.join(" ")} exited with ${code}`));
-      else resolve({ cpuMs: childrenCpuMs() - before, peakRssMiB: peak, stdout });
-    });
-  });
 }
 
 async function main(): Promise<void> {

@@ -6,10 +6,9 @@
 //
 //   node bench/process-start.ts [--runs=10] [--quick]
 
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { measured } from "./lib/measured.ts";
 import { flagValue, quick, table } from "./lib/table.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -26,38 +25,12 @@ const ARGS = [
   "--once",
 ];
 
-/** This process's reaped children's user + system time, ms (cutime + cstime, 100 Hz ticks). */
-function childrenCpuMs(): number {
-  const stat = readFileSync("/proc/self/stat", "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(f[13]) + Number(f[14])) * 10;
-}
-
-function run(cache: boolean): Promise<{ cpuMs: number; wallMs: number; rssMiB: number }> {
+function run(cache: boolean) {
   const env = { ...process.env };
   delete env.NODE_COMPILE_CACHE;
   if (cache) delete env.NODE_DISABLE_COMPILE_CACHE;
   else env.NODE_DISABLE_COMPILE_CACHE = "1";
-  return new Promise((resolve, reject) => {
-    const cpu0 = childrenCpuMs();
-    const t0 = performance.now();
-    const child = spawn(process.execPath, ARGS, { env, stdio: "ignore" });
-    let peak = 0;
-    const poll = setInterval(() => {
-      try {
-        const kb = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? 0);
-        peak = Math.max(peak, kb / 1024);
-      } catch {
-        // It has exited.
-      }
-    }, 5);
-    child.on("error", reject);
-    child.on("exit", (code) => {
-      clearInterval(poll);
-      if (code !== 0) reject(new Error(`kpng exited with ${code}`));
-      else resolve({ cpuMs: childrenCpuMs() - cpu0, wallMs: performance.now() - t0, rssMiB: peak });
-    });
-  });
+  return measured(ARGS, { env, stderr: "ignore" });
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
@@ -80,7 +53,7 @@ console.log(
       k,
       median(samples[k].map((s) => s.cpuMs)).toFixed(0),
       median(samples[k].map((s) => s.wallMs)).toFixed(0),
-      median(samples[k].map((s) => s.rssMiB)).toFixed(0),
+      median(samples[k].map((s) => s.peakRssMiB)).toFixed(0),
     ]),
   ),
 );

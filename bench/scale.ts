@@ -23,7 +23,7 @@
 //                       [--cold-timeout-s=N] [--idle-s=90] [--idle-settle-s=5] [--trace-gc]
 //                       [--change-settle-s=120]
 // --cpu-prof profiles kpng and prints where the CPU time went, for the cold start and (with the
-// change section) for the run of changes on its own. --trace-gc counts kpng's collections and
+// change section) for the run of changes on its own, (with the idle section) for the idle window. --trace-gc counts kpng's collections and
 // their pauses in the idle and change windows.
 
 import { spawnSync } from "node:child_process";
@@ -278,8 +278,14 @@ interface Idle {
   readonly seconds: number;
   /** kpng's own CPU over the window, in % of one core. */
   readonly kpngPercent: number;
-  /** The nft processes it ran in the window (reaped, and the long-lived ones), % of one core. */
+  /** The processes it ran in the window (reaped, and the long-lived ones), % of one core. */
   readonly nftPercent: number;
+  /** Of which the reaped ones (short commands: `ip`, `nft -f`), and each long-lived one. */
+  readonly reapedPercent: number;
+  readonly livePercent: ReadonlyMap<string, number>;
+  /** The window, for the CPU profile. */
+  readonly from: number;
+  readonly to: number;
   readonly syncs: number;
   /** With --trace-gc: collections in the window and their main-thread pauses. */
   readonly gcs: number;
@@ -290,21 +296,31 @@ interface Idle {
 async function measureIdle(kpng: Kpng, services: number): Promise<Idle> {
   await new Promise((r) => setTimeout(r, IDLE_SETTLE_MS));
   const from = kpng.process.cpuTimes();
-  const liveFrom = kpng.process.liveChildrenCpuMs();
+  const liveFrom = kpng.process.liveChildrenCpu();
   const since = wallMs();
   await new Promise((r) => setTimeout(r, IDLE_S * 1000));
   const to = kpng.process.cpuTimes();
-  const liveTo = kpng.process.liveChildrenCpuMs();
-  const window = wallMs() - since;
+  const liveTo = kpng.process.liveChildrenCpu();
+  const until = wallMs();
+  const window = until - since;
+  const livePercent = new Map(
+    [...liveTo].map(([name, ms]) => [name, (Math.max(0, ms - (liveFrom.get(name) ?? 0)) / window) * 100]),
+  );
+  const liveMs = [...livePercent.values()].reduce((a, b) => a + b, 0) * (window / 100);
   if (TRACE_GC)
     for (const line of kpng.process.lines(since)) if (GC_LINE.test(line)) console.log(`  ${line}`);
-  const nftMs = to.childrenMs - from.childrenMs + Math.max(0, liveTo - liveFrom);
+  const reapedMs = to.childrenMs - from.childrenMs;
+  const nftMs = reapedMs + liveMs;
   const gc = gcPauses(kpng.process, since);
   return {
     services,
     seconds: window / 1000,
     kpngPercent: ((to.selfMs - from.selfMs) / window) * 100,
     nftPercent: (nftMs / window) * 100,
+    reapedPercent: (reapedMs / window) * 100,
+    livePercent,
+    from: since,
+    to: until,
     syncs: kpng.process.count((t) => t.includes("periodic resync"), since),
     gcs: gc.count,
     gcPauseMs: gc.totalMs,
@@ -464,7 +480,18 @@ async function main(): Promise<void> {
           await kpng.process.stop(STOP_GRACE_MS);
           rmSync(file);
         }
-        if (profileDir) printProfile(profileDir, `file source, ${n} services, start to first ruleset`);
+        if (profileDir) {
+          const idleWindow = idle.find((d) => d.services === n);
+          printProfile(profileDir, `file source, ${n} services, start to first ruleset`, {
+            from: 0,
+            to: kpng.firstSync?.at ?? wallMs(),
+          });
+          if (idleWindow)
+            printProfile(profileDir, `file source, ${n} services, idle ${IDLE_S} s`, {
+              from: idleWindow.from,
+              to: idleWindow.to,
+            });
+        }
         console.log(`  done file ${n}`);
       }
     }
@@ -576,7 +603,8 @@ function report(
           "services",
           "window s",
           "kpng % of a core",
-          "nft % of a core",
+          "children % of a core",
+          "of which reaped (ip, nft -f)",
           "periodic resyncs",
           ...(TRACE_GC ? ["GCs", "GC pauses ms"] : []),
         ],
@@ -585,11 +613,15 @@ function report(
           d.seconds.toFixed(0),
           d.kpngPercent.toFixed(2),
           d.nftPercent.toFixed(2),
+          d.reapedPercent.toFixed(2),
           String(d.syncs),
           ...(TRACE_GC ? [String(d.gcs), d.gcPauseMs.toFixed(0)] : []),
         ]),
       ),
     );
+    for (const d of idle)
+      for (const [name, percent] of d.livePercent)
+        console.log(`  ${d.services} services, long-lived \`${name}\`: ${percent.toFixed(2)} % of a core`);
   }
 }
 

@@ -123,21 +123,31 @@ export class LineProcess {
    */
   liveChildrenCpuMs(): number {
     let total = 0;
+    for (const ms of this.liveChildrenCpu().values()) total += ms;
+    return total;
+  }
+
+  /** liveChildrenCpuMs() by child, named by its first three arguments (`nft -c -i`). */
+  liveChildrenCpu(): Map<string, number> {
+    const out = new Map<string, number>();
     let children: string[] = [];
     try {
       children = readFileSync(`/proc/${this.pid}/task/${this.pid}/children`, "utf8").trim().split(" ");
     } catch {
-      return 0;
+      return out;
     }
     for (const pid of children) {
       if (pid === "") continue;
       try {
-        total += cpuOf(readFileSync(`/proc/${pid}/stat`, "utf8")).selfMs;
+        const ms = cpuOf(readFileSync(`/proc/${pid}/stat`, "utf8")).selfMs;
+        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(0, 3);
+        const name = argv.map((a, i) => (i === 0 ? (a.split("/").pop() ?? a) : a)).join(" ");
+        out.set(name, (out.get(name) ?? 0) + ms);
       } catch {
         // It has exited since.
       }
     }
-    return total;
+    return out;
   }
 
   /** SIGTERM, then SIGKILL after graceMs; resolves once it is gone. */

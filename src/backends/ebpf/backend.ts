@@ -124,6 +124,18 @@ export class EbpfBackend {
     return f?.writer !== undefined && f.generation !== this.#mapsGeneration;
   }
 
+  /**
+   * Puts the programs and maps in place now, while the source and the brain work towards the
+   * first state: loading and attaching take `bpftool` a second or more, which the first sync
+   * would otherwise wait for. A failure surfaces at the first sync, which tries again.
+   */
+  prepare(): void {
+    if (this.#ensured !== undefined) return;
+    const ensured = this.#ensure();
+    ensured.catch(() => {});
+    this.#ensured = ensured;
+  }
+
   /** One sync of both families to `state`, one after the other; throws the first failure. */
   async sync(state: LocalState): Promise<SyncReport> {
     const reports: SyncReport[] = [];

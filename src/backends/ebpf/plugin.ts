@@ -147,6 +147,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
             log,
           ),
         });
+        ebpf.prepare();
         const loop = new SyncLoop({
           backend: "ebpf",
           families: ebpf.asFamilies(),

@@ -75,6 +75,9 @@ interface Attached {
   readonly name: string;
 }
 
+/** Words that bpftool's batch reader takes as they are: no blanks, quotes, escapes or comments. */
+const PLAIN_WORD = /^[\w./:=,+@-]+$/;
+
 export class BpftoolLoader implements ProgramLoader {
   readonly #s: LoaderSettings;
   readonly #tool: string;
@@ -98,6 +101,8 @@ export class BpftoolLoader implements ProgramLoader {
 
   async ensure(): Promise<string[]> {
     const done: string[] = [];
+    const commands: string[][] = [];
+    let loadAll: string[] | undefined;
     mkdirSync(join(this.#dir, "maps"), { recursive: true });
     const sizes = {
       services: this.#s.serviceEntries,
@@ -110,7 +115,7 @@ export class BpftoolLoader implements ProgramLoader {
       const path = mapPinPath(this.#s.bpfRoot, m);
       if (existsSync(path)) continue;
       const d = MAPS[m];
-      await this.#run([
+      commands.push([
         "map",
         "create",
         path,
@@ -135,7 +140,7 @@ export class BpftoolLoader implements ProgramLoader {
       rmSync(join(this.#dir, "progs"), { recursive: true, force: true });
       // The node's namespace, before the programs that read it: a failed write leaves the
       // programs unpinned, so the next sync comes back here. It never changes while kpng runs.
-      await this.#run([
+      commands.push([
         "map",
         "update",
         "pinned",
@@ -152,14 +157,19 @@ export class BpftoolLoader implements ProgramLoader {
         "pinned",
         mapPinPath(this.#s.bpfRoot, m),
       ]);
-      await this.#run(["prog", "loadall", this.#s.object, join(this.#dir, "progs"), ...reuse]);
+      loadAll = ["prog", "loadall", this.#s.object, join(this.#dir, "progs"), ...reuse];
       done.push("loaded programs");
     }
+    await this.#runAll(commands);
+    // On its own: bpftool 7.1's batch reports a `prog loadall` that succeeded as failed (it
+    // leaves errno set, which the batch reader then takes for a read error).
+    if (loadAll !== undefined) await this.#run(loadAll);
+    const attaches: string[][] = [];
     const attached = reload ? new Map<string, Attached>() : await this.#attached();
     for (const hook of HOOKS) {
       if (attached.get(SHOWN_AS[hook])?.name === programName(hook)) continue;
       // override: replaces the program attached before in one step, so no connect goes unbalanced.
-      await this.#run([
+      attaches.push([
         "cgroup",
         "attach",
         this.#s.cgroupRoot,
@@ -170,6 +180,7 @@ export class BpftoolLoader implements ProgramLoader {
       ]);
       done.push(`attached ${hook}`);
     }
+    await this.#runAll(attaches);
     return done;
   }
 
@@ -214,6 +225,20 @@ export class BpftoolLoader implements ProgramLoader {
     return done;
   }
 
+  /**
+   * Runs the commands in order, stopping at the first that fails. In one `bpftool batch` when
+   * bpftool's batch reader would read every word back unchanged: each process costs kpng a turn of
+   * its event loop, which a cold start's parsing holds for up to a second at a time, and a first
+   * load is fifteen commands.
+   */
+  async #runAll(commands: readonly (readonly string[])[]): Promise<void> {
+    if (commands.length > 1 && commands.every((c) => c.every((word) => PLAIN_WORD.test(word)))) {
+      await this.#run(["batch", "file", "-"], `${commands.map((c) => c.join(" ")).join("\n")}\n`);
+      return;
+    }
+    for (const c of commands) await this.#run(c);
+  }
+
   async check(): Promise<string[]> {
     const problems: string[] = [];
     for (const m of MAP_KEYS) {
@@ -254,8 +279,11 @@ export class BpftoolLoader implements ProgramLoader {
     return new Map(list.map((a) => [a.attach_type, a]));
   }
 
-  async #run(args: readonly string[]): Promise<string> {
-    const r = await execCommand([this.#tool, ...args], { timeoutMs: TIMEOUT_MS });
+  async #run(args: readonly string[], stdin?: string): Promise<string> {
+    const r = await execCommand([this.#tool, ...args], {
+      timeoutMs: TIMEOUT_MS,
+      ...(stdin === undefined ? {} : { stdin }),
+    });
     if (r.timedOut)
       throw new Error(`bpftool ${args.slice(0, 2).join(" ")}: no answer within ${TIMEOUT_MS} ms`);
     if (r.code !== 0) {

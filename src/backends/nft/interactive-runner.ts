@@ -7,7 +7,7 @@
 // was applied and the fallback's re-run fails, which the backend answers with a full resync.
 
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import { spawnCommand, stopCommand } from "../../host/exec.ts";
+import { CommandFailed, spawnCommand, stopCommand } from "../../host/exec.ts";
 import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { NftError, type NftRunner } from "./runner.ts";
@@ -79,6 +79,37 @@ export class InteractiveNftRunner implements NftRunner {
       if (isNftError(output)) throw new NftError(`nft failed: ${firstError(output)}`, output);
       this.#giveUp(`unexpected output: ${output.slice(0, 200)}`);
       return this.#fallback.run(text);
+    });
+  }
+
+  /**
+   * Runs each line as a transaction of its own, with one marker after the last (so one round
+   * trip for them all), and resolves with what nft printed for them: the refused ones' errors,
+   * each with its command echoed. Without the process, each line goes to the fallback alone.
+   */
+  runEach(lines: readonly string[]): Promise<string> {
+    return this.#serialized(async () => {
+      if (!this.#closed) {
+        try {
+          const output = await this.#send(lines.join("\n"));
+          if (output === "" || isNftError(output)) return output;
+          this.#giveUp(`unexpected output: ${output.slice(0, 200)}`);
+        } catch (e) {
+          if (!(e instanceof ProtocolFailure)) throw e;
+          this.#giveUp(e.message);
+        }
+      }
+      let output = "";
+      for (const line of lines) {
+        try {
+          await this.#fallback.run(`${line}\n`);
+        } catch (e) {
+          // Only nft's refusal of this very command is an answer; anything else is a failure.
+          if (!(e instanceof CommandFailed) || !e.stderr.includes(line)) throw e;
+          output += e.stderr;
+        }
+      }
+      return output;
     });
   }
 

@@ -10,14 +10,14 @@
 // first fetches every set element of the table (see docs/node-services.md).
 // The checks go to one long-lived `nft -c -i` (each line its own dry-run transaction, see
 // interactive-runner.ts): starting an nft process from a large kpng twice a second per family
-// was most of an idle proxy's CPU. If that process fails, a check goes to `nft -c -f -`.
+// was most of an idle proxy's CPU. A family's two checks go as two lines with one marker after
+// them: one round trip. If that process fails, each check goes to `nft -c -f -`.
 
 import type { RulesProbe } from "../../backend-core/rules-probe.ts";
-import { CommandFailed } from "../../host/exec.ts";
 import type { TableConfig } from "./fragment.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { STATIC } from "./names.ts";
-import { ExecNftRunner, type NftRunner } from "./runner.ts";
+import { ExecNftRunner } from "./runner.ts";
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -28,8 +28,9 @@ export function probeCommands(cfg: Pick<TableConfig, "family" | "table">): strin
 }
 
 export class NftRulesProbe implements RulesProbe {
-  readonly #tables: readonly TableConfig[];
-  readonly #checks: NftRunner;
+  /** Each family's checks, built once: the probe runs every second. */
+  readonly #commands: ReadonlyMap<string, readonly string[]>;
+  readonly #checks: InteractiveNftRunner;
 
   /** `command` is the `nft` command, possibly prefixed; `onRestart` hears why `nft -c -i` was restarted. */
   constructor(
@@ -37,7 +38,7 @@ export class NftRulesProbe implements RulesProbe {
     command: readonly string[] = ["nft"],
     onRestart?: (reason: string) => void,
   ) {
-    this.#tables = tables;
+    this.#commands = new Map(tables.map((t) => [t.family, probeCommands(t)]));
     const dryRun = [...command, "-c"];
     this.#checks = new InteractiveNftRunner({
       command: dryRun,
@@ -48,21 +49,20 @@ export class NftRulesProbe implements RulesProbe {
   }
 
   async intact(family: string): Promise<boolean> {
-    const cfg = this.#tables.find((t) => t.family === family);
-    if (!cfg) return true;
-    // One command per transaction: nft stops at the first refused command of a batch.
-    for (const command of probeCommands(cfg)) {
-      try {
-        await this.#checks.run(`${command}\n`, command);
-      } catch (e) {
-        if (!(e instanceof CommandFailed)) throw e;
-        if (/Device or resource busy/.test(e.stderr)) continue;
-        // The table or object is gone.
-        if (/No such file or directory/.test(e.stderr)) return false;
-        throw new Error(`nft -c ${command} failed: ${e.stderr.trim().split("\n")[0] ?? e.message}`);
-      }
-      // Allowed: nothing refers to the object any more.
-      return false;
+    const commands = this.#commands.get(family);
+    if (!commands) return true;
+    // One command per transaction: in one batch, deleting `services` would free `service-ips`
+    // for the next command, and nft stops at the first command it refuses.
+    const output = (await this.#checks.runEach(commands)).split("\n");
+    for (const command of commands) {
+      const at = output.findIndex((line, i) => line === command && output[i - 1]?.includes("Error:"));
+      // No error: allowed, nothing refers to the object any more.
+      if (at < 0) return false;
+      const error = output[at - 1] ?? "";
+      if (/Device or resource busy/.test(error)) continue;
+      // The table or object is gone.
+      if (/No such file or directory/.test(error)) return false;
+      throw new Error(`nft -c ${command} failed: ${error.trim()}`);
     }
     return true;
   }

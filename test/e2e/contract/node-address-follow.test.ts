@@ -5,10 +5,11 @@
 // - nft, "primary" NodePorts from the Node object: the Node's InternalIP changes, and the
 //   NodePort moves to the new address;
 // - eBPF, NodePorts in a CIDR: an address added inside it takes NodePort connections from the
-//   node's own sockets (balanced by the programs, through the NodePort address map).
+//   node's own sockets (balanced by the programs, through the NodePort address map);
+// - the `ip monitor` that says when to re-read, killed: logged, restarted, and still followed.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -27,7 +28,7 @@ const NODE_PORT = 30932;
 const HEALTH_PORT = 30933;
 /** An address of the node's link that the node does not hold at start. */
 const ADDED = "192.0.2.7";
-/** The addresses are re-read every 5 s; then one sync. */
+/** The addresses are re-read at an `ip monitor` event (the safety net reads every 60 s); then one sync. */
 const FOLLOWED_MS = 20_000;
 
 describe("the node's addresses are followed in place", { skip }, () => {
@@ -64,6 +65,23 @@ describe("the node's addresses are followed in place", { skip }, () => {
 
   const fromOutside = async (ip: string) =>
     outcome(await probeOneFrom(env.topology.external, tcp(ip, NODE_PORT, 500)));
+
+  /** The processes `pid` started that still run. */
+  const childrenOf = (pid: number): number[] =>
+    readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+      readFileSync(`/proc/${pid}/task/${task}/children`, "utf8")
+        .trim()
+        .split(" ")
+        .filter(Boolean)
+        .map(Number),
+    );
+  const commandLine = (pid: number): string => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
+    } catch {
+      return "";
+    }
+  };
 
   /** Fails the test if kpng exited (a restart would be an exit). */
   const stillRunning = async (kpng: Spawned) => {
@@ -178,6 +196,32 @@ describe("the node's addresses are followed in place", { skip }, () => {
     );
     assert.match(await listeners(), new RegExp(topo.nodeIPv4.replaceAll(".", "\\.")));
     assert.equal((await health(topo.nodeIPv4)).status, 200);
+    await stillRunning(kpng);
+  });
+
+  test("nft: the ip monitor killed is logged and restarted, and an address added after is followed", async (t) => {
+    const topo = env.topology;
+    const file = join(dir, "monitor.yaml");
+    writeCluster(file, [service()]);
+    const kpng = start(t, file, ["to-nft"], ["nft"], ["--nodeport-addresses", "192.0.2.0/24"]);
+    await eventually(async () => (await fromOutside(topo.nodeIPv4)) === "web", "the first state", 60_000);
+    const monitors = () => childrenOf(kpng.pid).filter((pid) => commandLine(pid).includes("monitor"));
+    await eventually(async () => monitors().length === 1, "kpng's ip monitor");
+    const [first] = monitors();
+    process.kill(first ?? 0, "SIGKILL");
+    await kpng.waitForLine(/the monitor of the node's addresses stopped/, FOLLOWED_MS);
+    await eventually(
+      async () => monitors().length === 1 && monitors()[0] !== first,
+      "a new ip monitor",
+      FOLLOWED_MS,
+    );
+
+    await topo.node.exec(["ip", "address", "add", `${ADDED}/24`, "dev", "ext0"]);
+    await eventually(
+      async () => (await fromOutside(ADDED)) === "web",
+      `the NodePort on ${ADDED}`,
+      FOLLOWED_MS,
+    );
     await stillRunning(kpng);
   });
 

@@ -25,8 +25,13 @@ class FakeLoader implements ProgramLoader {
   missing: string[] = [];
   /** The next ensure() creates the maps anew (their pins were removed). */
   recreate = false;
+  /** The next ensure() fails with this. */
+  failNext: Error | undefined;
   async ensure(): Promise<string[]> {
     this.ensured++;
+    const failure = this.failNext;
+    this.failNext = undefined;
+    if (failure !== undefined) throw failure;
     const done = this.missing.map((m) => `restored ${m}`);
     if (this.recreate) done.push(`${CREATED_MAP} kpng_svc`);
     this.missing = [];
@@ -70,6 +75,32 @@ describe("eBPF backend sync loop", () => {
     assert.equal(next.services, 100); // no change log in this state: each family compares every key…
     assert.equal(next.backendsWritten, 1); // …but only the changed one is written
     assert.equal(loader.ensured, 1);
+  });
+
+  test("prepare() loads the programs before the first state, and the first sync does not wait to load again", async () => {
+    const { loader, maps, backend } = setup();
+    backend.prepare();
+    backend.prepare();
+    assert.equal(loader.ensured, 1);
+    await settle();
+    const first = await backend.sync(state(manyServices(5), 1));
+    assert.equal(first.full, true);
+    assert.equal(loader.ensured, 1);
+    assert.equal(listFrontends(maps).length, 5);
+  });
+
+  test("a load that failed in prepare() fails the first sync, and the next sync loads again", async () => {
+    const { loader, maps, backend } = setup();
+    loader.failNext = new Error("bpftool prog loadall: Permission denied");
+    backend.prepare();
+    await settle();
+    await assert.rejects(backend.sync(state([service()], 1)), /Permission denied/);
+    assert.match(backend.problem ?? "", /Permission denied/);
+    const again = await backend.sync(state([service()], 1));
+    assert.equal(again.full, true);
+    assert.equal(loader.ensured, 2);
+    assert.equal(listFrontends(maps).length, 1);
+    assert.equal(backend.problem, undefined);
   });
 
   test("a failed write is retried as a full sync, which converges the maps", async () => {

@@ -40,6 +40,7 @@ const answer = (command) => {
 const refusal = (why, command) => "Error: Could not process rule: " + why + "\\n" + command + "\\n^^^^\\n";
 if (args === "-c -i" && ${interactive}) {
   createInterface({ input: process.stdin }).on("line", (command) => {
+    appendFileSync(${JSON.stringify(join(dir, "lines"))}, command + "\\n");
     const a = answer(command);
     if (a !== "allowed")
       process.stderr.write(refusal(a === "busy" ? "Device or resource busy" : "No such file or directory", command));
@@ -92,13 +93,17 @@ for (const interactive of [true, false]) {
   });
 }
 
-test("one nft -c -i process answers every check: no nft started per check", async () => {
+test("one nft -c -i process answers every check: no nft started per check, one round trip per family", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kpng-probe-"));
   const [chain = "", map = ""] = probeCommands(CFG);
   const probe = new NftRulesProbe([CFG], fakeNft(dir, { [chain]: "busy", [map]: "busy" }));
   try {
     for (let i = 0; i < 5; i++) assert.equal(await probe.intact("ip"), true);
     assert.deepEqual(starts(dir), ["-c -i"]);
+    const lines = readFileSync(join(dir, "lines"), "utf8").trim().split("\n");
+    assert.equal(lines.filter((l) => l === chain).length, 5);
+    assert.equal(lines.filter((l) => l === map).length, 5);
+    assert.equal(lines.filter((l) => l.includes("marker")).length, 5, "one marker after both checks");
   } finally {
     probe.close();
     rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,70 @@
+// The loader's bpftool commands, run by a fake bpftool that records them: a first load is three
+// processes (the maps in one batch, `prog loadall` on its own, the attaches in one batch), and
+// paths that bpftool's batch reader would split or unquote go one command per process.
+
+import assert from "node:assert/strict";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, test } from "node:test";
+import { BpftoolLoader } from "../../../../src/backends/ebpf/programs.ts";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A bpftool that appends each call (and a batch's input) to `calls` beside it, and succeeds. */
+function fakeBpftool(dir: string): { path: string; calls: () => string[] } {
+  const path = join(dir, "bpftool");
+  const log = join(dir, "calls");
+  writeFileSync(
+    path,
+    `#!/bin/sh\nprintf 'CALL %s\\n' "$*" >> '${log}'\nif [ "$1" = batch ]; then cat >> '${log}'; fi\n`,
+  );
+  chmodSync(path, 0o755);
+  return { path, calls: () => readFileSync(log, "utf8").trim().split("\n") };
+}
+
+function loader(root: string, bpftool: string): BpftoolLoader {
+  return new BpftoolLoader({
+    bpfRoot: join(root, "bpf"),
+    cgroupRoot: join(root, "cgroup"),
+    object: join(root, "kpng.bpf.o"),
+    serviceEntries: 16,
+    backendEntries: 32,
+    affinityEntries: 8,
+    reverseEntries: 16,
+    bpftool,
+  });
+}
+
+test("a first load: the maps and the node's entry in one batch, loadall alone, the attaches in one batch", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kpng-loader-"));
+  dirs.push(dir);
+  const fake = fakeBpftool(dir);
+  const done = await loader(dir, fake.path).ensure();
+  assert.equal(done.length, 14);
+  const calls = fake.calls();
+  const processes = calls.filter((l) => l.startsWith("CALL "));
+  assert.deepEqual(
+    processes.map((l) => l.split(" ").slice(1, 3).join(" ")),
+    ["batch file", "prog loadall", "batch file"],
+  );
+  const lines = calls.filter((l) => !l.startsWith("CALL "));
+  assert.deepEqual(
+    lines.map((l) => l.split(" ").slice(0, 2).join(" ")),
+    [...Array(5).fill("map create"), "map update", ...Array(8).fill("cgroup attach")],
+  );
+  assert.ok(lines.every((l) => !l.includes("prog loadall")));
+});
+
+test("a path with a space: every command in a process of its own", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kpng loader "));
+  dirs.push(dir);
+  const fake = fakeBpftool(dir);
+  await loader(dir, fake.path).ensure();
+  const calls = fake.calls();
+  assert.equal(calls.filter((l) => l.startsWith("CALL batch")).length, 0);
+  assert.equal(calls.length, 15);
+});
