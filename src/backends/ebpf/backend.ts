@@ -12,9 +12,11 @@ import type { LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter, gauge } from "../../observability/metrics.ts";
+import type { Backend } from "./layout.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
-import { CREATED_MAP, type ProgramLoader } from "./programs.ts";
+import { CREATED_MAP, NO_UDP_DESTROY, type ProgramLoader } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
+import { goneUdpEndpoints, type UdpSocketDestroyer } from "./udp-destroy.ts";
 import { type Adopted, MapWriter, readMaps, type WriteReport } from "./writer.ts";
 
 const syncFailures = counter(
@@ -39,6 +41,8 @@ interface EbpfBackendOptions {
   readonly openMaps: () => LbMaps;
   readonly render: RenderContext;
   readonly log: Logger;
+  /** Cuts the node's UDP sockets connected to endpoints a sync removed (udp-destroy.ts). */
+  readonly udpSockets?: UdpSocketDestroyer;
 }
 
 /** What one sync of one or both families wrote. */
@@ -76,6 +80,8 @@ export class EbpfBackend {
    */
   readonly #reads = new Map<IPFamily, Adopted>();
   #render: RenderContext;
+  /** The UDP socket iterator's load in progress. */
+  #iterator: Promise<void> | undefined;
 
   constructor(options: EbpfBackendOptions) {
     this.#o = options;
@@ -159,6 +165,7 @@ export class EbpfBackend {
     const started = performance.now();
     try {
       let report: WriteReport;
+      const gone: Backend[] = [];
       if (full) {
         this.#ensured ??= this.#ensure();
         await this.#ensured;
@@ -171,8 +178,10 @@ export class EbpfBackend {
         this.#reads.delete(family);
         report = f.writer.fullSync(this.#renderAll(state, family), read);
       } else {
-        report = f.writer!.update(this.#renderChanged(f, state));
+        report = f.writer!.update(this.#renderChanged(f, state, gone));
       }
+      // The maps no longer name them: a socket connected again gets a live endpoint.
+      if (gone.length > 0) this.#o.udpSockets?.destroy(gone);
       f.applied = state;
       f.lastError = undefined;
       programmed.set(this.#inLine() ? 1 : 0);
@@ -208,6 +217,26 @@ export class EbpfBackend {
     const done = await this.#o.loader.ensure();
     if (done.length > 0) this.#o.log.info({ done }, "BPF programs and maps in place");
     if (done.some((d) => d.startsWith(CREATED_MAP))) this.#mapsGeneration++;
+    this.#iterator ??= this.#ensureIterator().finally(() => {
+      this.#iterator = undefined;
+    });
+  }
+
+  /** The UDP socket iterator, after the programs and without holding up the sync. */
+  async #ensureIterator(): Promise<void> {
+    const done = (await this.#o.loader.ensureUdpDestroy?.()) ?? [];
+    const missing = done.find((d) => d.startsWith(NO_UDP_DESTROY));
+    if (missing !== undefined)
+      this.#o.log.warn(
+        { reason: missing },
+        "connected UDP sockets keep an endpoint that left its Service (bpf_sock_destroy needs Linux 6.5)",
+      );
+    else if (done.length > 0) this.#o.log.info({ done }, "UDP socket iterator in place");
+  }
+
+  /** Resolves once the UDP socket iterator's load (started by a full sync) is over. */
+  async iteratorSettled(): Promise<void> {
+    await this.#iterator;
   }
 
   /** What the families shared in this round no longer holds: the next full sync looks again. */
@@ -225,12 +254,17 @@ export class EbpfBackend {
     for (const [key, svc] of state.services) yield [key, renderService(svc, this.#render, family)];
   }
 
+  /** The changed Services' groups; the UDP endpoints they no longer balance to go into `gone`. */
   *#renderChanged(
     f: FamilyWrites,
     state: LocalState,
+    gone: Backend[],
   ): Generator<[string, readonly RenderedGroup[] | undefined]> {
-    for (const [key, , svc] of serviceChanges(f.applied, state)) {
-      yield [key, svc === undefined ? undefined : renderService(svc, this.#render, f.family)];
+    for (const [key, prev, svc] of serviceChanges(f.applied, state)) {
+      const groups = svc === undefined ? undefined : renderService(svc, this.#render, f.family);
+      if (this.#o.udpSockets !== undefined && prev?.ports.some((p) => p.protocol === "UDP"))
+        gone.push(...goneUdpEndpoints(renderService(prev, this.#render, f.family), groups));
+      yield [key, groups];
     }
   }
 

@@ -25,6 +25,7 @@ import { EbpfProbe } from "./probe.ts";
 import { BpftoolLoader, type LoaderSettings } from "./programs.ts";
 import { NO_NODE_PORTS, type RenderContext, renderService } from "./render.ts";
 import { EbpfRulesReader } from "./rules-reader.ts";
+import { PinnedUdpDestroyer, UDP_DESTROY_BINARIES, UdpSocketDestroyer } from "./udp-destroy.ts";
 
 const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import.meta.url));
 
@@ -73,7 +74,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
     name: "to-ebpf",
     description: "balance the node's own connections to services in BPF (cgroup hooks); nft for the rest",
     defaultMinSyncPeriod: "1s",
-    binaries: [...external.binaries, "bpftool"],
+    binaries: [...external.binaries, "bpftool", ...UDP_DESTROY_BINARIES],
     addOptions(cmd) {
       external.addOptions(cmd);
       cmd
@@ -141,6 +142,10 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
           render,
           log,
+          udpSockets: new UdpSocketDestroyer(
+            new PinnedUdpDestroyer(opts.loader.bpfRoot, opts.loader.cgroupRoot, log),
+            log,
+          ),
         });
         ebpf.prepare();
         const loop = new SyncLoop({

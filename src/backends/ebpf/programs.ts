@@ -5,10 +5,11 @@
 // nothing; after someone removed a pin or detached a program it puts back only what is missing.
 
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { execCommand } from "../../host/exec.ts";
 import { HOOKS, type Hook, MAP_KEYS, MAPS, programName } from "./layout.ts";
 import { mapPinPath } from "./maps.ts";
+import { UDP_DESTROY_OBJECT, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
 
 export interface ProgramLoader {
   /** Puts back whatever is missing (maps, programs, attachments); returns what it did. */
@@ -17,6 +18,11 @@ export interface ProgramLoader {
   check(): Promise<string[]>;
   /** Detaches kpng's programs from the cgroup and removes every pin under `kpng/`. */
   remove(): Promise<string[]>;
+  /**
+   * Pins the UDP socket iterator if it is missing; never throws. Apart from ensure(): the
+   * balancing programs never wait for it, nor fail for it.
+   */
+  ensureUdpDestroy?(): Promise<string[]>;
 }
 
 export interface LoaderSettings {
@@ -35,6 +41,9 @@ const TIMEOUT_MS = 10_000;
 
 /** How ensure() reports a map it created (any entries the old one held are gone). */
 export const CREATED_MAP = "created map";
+
+/** How ensure() reports that the UDP socket iterator cannot load here (reported once). */
+export const NO_UDP_DESTROY = "connected UDP sockets are not cut";
 
 /** How `bpftool cgroup show` names each hook's attach type. */
 const SHOWN_AS: Readonly<Record<Hook, string>> = {
@@ -72,6 +81,10 @@ const PLAIN_WORD = /^[\w./:=,+@-]+$/;
 export class BpftoolLoader implements ProgramLoader {
   readonly #s: LoaderSettings;
   readonly #tool: string;
+  /** Why the UDP socket iterator cannot load on this kernel; once known, it is not tried again. */
+  #noUdpDestroy: string | undefined;
+  /** This loader pinned the iterator: check() reports it when it goes missing. */
+  #udpDestroyPinned = false;
 
   constructor(settings: LoaderSettings) {
     this.#s = settings;
@@ -172,6 +185,47 @@ export class BpftoolLoader implements ProgramLoader {
   }
 
   /**
+   * The UDP socket iterator (udp-destroy.ts), from its own object: a kernel without
+   * bpf_sock_destroy (before 6.5) refuses it, and the balancing programs above never depend on it.
+   * `bpftool iter pin` loads the object and pins the iterator's link; the map it was loaded with
+   * is then found through the link and pinned next to it, for kpng to fill.
+   */
+  async ensureUdpDestroy(): Promise<string[]> {
+    const done: string[] = [];
+    const pins = udpDestroyPins(this.#s.bpfRoot);
+    if (this.#noUdpDestroy !== undefined) return done;
+    if (existsSync(pins.iterator) && existsSync(pins.map)) {
+      this.#udpDestroyPinned = true;
+      return done;
+    }
+    rmSync(pins.dir, { recursive: true, force: true });
+    mkdirSync(pins.dir, { recursive: true });
+    try {
+      await this.#run(["iter", "pin", join(dirname(this.#s.object), UDP_DESTROY_OBJECT), pins.iterator]);
+      const link = JSON.parse(await this.#run(["-j", "link", "show", "pinned", pins.iterator])) as {
+        prog_id: number;
+      };
+      const prog = JSON.parse(await this.#run(["-j", "prog", "show", "id", String(link.prog_id)])) as {
+        map_ids?: number[];
+      };
+      for (const id of prog.map_ids ?? []) {
+        const map = JSON.parse(await this.#run(["-j", "map", "show", "id", String(id)])) as { name: string };
+        if (map.name !== UDP_GONE_MAP) continue;
+        await this.#run(["map", "pin", "id", String(id), pins.map]);
+        this.#udpDestroyPinned = true;
+        done.push("pinned the UDP socket iterator");
+        return done;
+      }
+      throw new Error(`the iterator holds no map ${UDP_GONE_MAP}`);
+    } catch (err) {
+      rmSync(pins.dir, { recursive: true, force: true });
+      this.#noUdpDestroy = (err as Error).message;
+      done.push(`${NO_UDP_DESTROY}: ${this.#noUdpDestroy}`);
+    }
+    return done;
+  }
+
+  /**
    * Runs the commands in order, stopping at the first that fails. In one `bpftool batch` when
    * bpftool's batch reader would read every word back unchanged: each process costs kpng a turn of
    * its event loop, which a cold start's parsing holds for up to a second at a time, and a first
@@ -195,6 +249,9 @@ export class BpftoolLoader implements ProgramLoader {
     for (const hook of HOOKS) {
       if (attached.get(SHOWN_AS[hook])?.name !== programName(hook)) problems.push(`${hook} not attached`);
     }
+    const pins = udpDestroyPins(this.#s.bpfRoot);
+    if (this.#udpDestroyPinned && !(existsSync(pins.iterator) && existsSync(pins.map)))
+      problems.push("UDP socket iterator not pinned");
     return problems;
   }
 

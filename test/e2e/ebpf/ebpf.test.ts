@@ -22,6 +22,7 @@ import {
 import { type TestService, writeCluster } from "../contract/cluster.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
+const UDP_CLIENT = fileURLToPath(new URL("../../../tools/netns/udp-connected-client.ts", import.meta.url));
 const skip = await ebpfSkipReason();
 const echo = { tcpPorts: [8080], udpPorts: [5353] };
 const http = [{ name: "http", port: 80, targetPort: 8080 }];
@@ -286,9 +287,11 @@ describe("eBPF backend", { skip }, () => {
       join(mounts.bpfRoot, "kpng/progs/kpng_connect4"),
     ]);
     rmSync(join(mounts.bpfRoot, "kpng", "maps"), { recursive: true, force: true });
+    rmSync(join(mounts.bpfRoot, "kpng", "udp-destroy"), { recursive: true, force: true });
     const started = Date.now();
     await eventually(
       async () => {
+        if (!existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter"))) return false;
         const web = (await listed()).find((f) => f.address === "203.0.113.10");
         if (web?.backends.length !== 2) return false;
         const seen = await names(tcp("203.0.113.10", 80), 10);
@@ -315,6 +318,70 @@ describe("eBPF backend", { skip }, () => {
     );
     writeCluster(file, services());
   });
+
+  for (const [who, family, address, name, ip] of [
+    ["a node process", "IPv4", "203.0.113.18", "dns", (pod: string) => env.topology.pod(pod).ipv4!],
+    ["a node process", "IPv6", "2001:db8:2::18", "dns6", (pod: string) => env.topology.pod(pod).ipv6!],
+    ["a pod", "IPv4", "203.0.113.18", "dns", (pod: string) => env.topology.pod(pod).ipv4!],
+  ] as const) {
+    test(`${who}'s connected UDP socket (${family}) to an endpoint that leaves is destroyed; connected again, it reaches the other one`, async () => {
+      await eventually(
+        async () => existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter")),
+        "the UDP socket iterator to be pinned",
+      );
+      // The node's namespace (kpng's own) or the client pod's: the iterator is read in both.
+      const ns = who === "a pod" ? env.topology.client.ns : env.topology.node;
+      const client = ns.spawn(
+        [process.execPath, UDP_CLIENT, "--host", address, "--port", "53", "--cgroup", mounts.clients],
+        { name: "udp-connected-client" },
+      );
+      try {
+        const events = () =>
+          client
+            .stdout()
+            .split("\n")
+            .filter((l) => l !== "")
+            .map((l) => JSON.parse(l) as { reply?: string; error?: string });
+        const first = await client.waitForLine(/"reply"/, 10_000);
+        const got = JSON.parse(first).reply as string;
+        const other = got === "web-1" ? "web-2" : "web-1";
+        // The socket keeps its endpoint while it serves: connect() translated the address once.
+        await eventually(async () => events().filter((e) => e.reply === got).length >= 3, "three replies");
+        const before = events().length;
+        writeCluster(file, services({ [name]: { endpoints: [{ ip: ip(other), node: "node-1" }] } }));
+        // Its endpoint left: the next send fails (the echo server of the gone endpoint still
+        // runs, so without the destroy the socket would go on getting its replies).
+        await eventually(
+          async () =>
+            events()
+              .slice(before)
+              .some((e) => e.error !== undefined),
+          "the connected socket's send to fail",
+          15_000,
+        );
+        const after = events().slice(before);
+        const failedAt = after.findIndex((e) => e.error !== undefined);
+        await eventually(
+          async () =>
+            events()
+              .slice(before + failedAt)
+              .some((e) => e.reply !== undefined),
+          "a reply on the socket connected again",
+        );
+        const replies = events()
+          .slice(before + failedAt)
+          .filter((e) => e.reply !== undefined);
+        assert.deepEqual(new Set(replies.map((e) => e.reply)), new Set([other]));
+      } finally {
+        await client.stop();
+        writeCluster(file, services());
+      }
+      await eventually(async () => {
+        const dns = (await listed()).find((f) => f.address === address);
+        return dns?.backends.length === 2;
+      }, "both endpoints again");
+    });
+  }
 
   test("kpng cleanup ebpf detaches and unpins everything, and nothing else", async () => {
     await kpng?.stop();

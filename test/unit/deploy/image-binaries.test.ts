@@ -20,6 +20,8 @@ const PACKAGE_OF: Readonly<Record<string, string>> = {
   ipvsadm: "ipvsadm",
   bpftool: "bpftool",
   prlimit: "util-linux",
+  nsenter: "util-linux",
+  cat: "coreutils",
   ...Object.fromEntries(
     ["iptables", "ip6tables"].flatMap((base) =>
       ["nft", "legacy"].flatMap((variant) =>
