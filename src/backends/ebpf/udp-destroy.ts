@@ -88,6 +88,9 @@ export class PinnedUdpDestroyer implements SocketDestroyRunner {
     });
     const one = Buffer.from([1]);
     try {
+      // Runs never overlap, so whatever the map holds now was left by one that did not finish
+      // (kpng stopped in between): those endpoints are not this run's to cut.
+      map.clear();
       for (const key of keys) map.set(key, one);
       // An iterator walks the sockets of the namespace it is read from: the node's first.
       const own = await readFile(this.#pins.iterator, {

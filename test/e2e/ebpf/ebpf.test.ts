@@ -9,6 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import { createMapRef, objGet, RawMap } from "bpf";
+import { MAPS, writeBackend } from "../../../src/backends/ebpf/layout.ts";
+import { udpDestroyPins } from "../../../src/backends/ebpf/udp-destroy.ts";
 import { outcome, type ProbeRequest, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import {
@@ -382,6 +385,64 @@ describe("eBPF backend", { skip }, () => {
       }, "both endpoints again");
     });
   }
+
+  test("an entry left in the iterator's map by a run that did not finish cuts nothing later", async () => {
+    await eventually(
+      async () => existsSync(udpDestroyPins(mounts.bpfRoot).map),
+      "the UDP socket iterator's map to be pinned",
+    );
+    const start = (address: string) =>
+      env.topology.node.spawn(
+        [process.execPath, UDP_CLIENT, "--host", address, "--port", "53", "--cgroup", mounts.clients],
+        { name: "udp-connected-client" },
+      );
+    const events = (c: ReturnType<typeof start>) =>
+      c
+        .stdout()
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { reply?: string; error?: string });
+    const kept = start("203.0.113.18");
+    const leaving = start("2001:db8:2::18");
+    try {
+      const keptAt = JSON.parse(await kept.waitForLine(/"reply"/, 10_000)).reply as string;
+      const leftAt = JSON.parse(await leaving.waitForLine(/"reply"/, 10_000)).reply as string;
+      // As a kpng stopped between filling the map and emptying it leaves it: the endpoint the
+      // first client uses, which stays in its Service.
+      const key = Buffer.alloc(MAPS.backends.value);
+      writeBackend(key, 0, { ip: env.topology.pod(keptAt).ipv4!, port: 5353 });
+      const gone = new RawMap(createMapRef(objGet(udpDestroyPins(mounts.bpfRoot).map), { transfer: true }));
+      gone.set(key, Buffer.from([1]));
+      const keptBefore = events(kept).length;
+      const leavingBefore = events(leaving).length;
+      // The second client's endpoint leaves: a run, which must cut its socket and only that.
+      const other = leftAt === "web-1" ? "web-2" : "web-1";
+      writeCluster(
+        file,
+        services({ dns6: { endpoints: [{ ip: env.topology.pod(other).ipv6!, node: "node-1" }] } }),
+      );
+      await eventually(
+        async () =>
+          events(leaving)
+            .slice(leavingBefore)
+            .some((e) => e.error !== undefined),
+        "the leaving endpoint's socket to be cut",
+        15_000,
+      );
+      await new Promise((r) => setTimeout(r, 1000));
+      const keptAfter = events(kept).slice(keptBefore);
+      assert.deepEqual(
+        keptAfter.filter((e) => e.error !== undefined),
+        [],
+        "the socket whose endpoint stays was cut",
+      );
+      assert.ok(keptAfter.some((e) => e.reply === keptAt));
+    } finally {
+      await kept.stop();
+      await leaving.stop();
+      writeCluster(file, services());
+    }
+  });
 
   test("kpng cleanup ebpf detaches and unpins everything, and nothing else", async () => {
     await kpng?.stop();
