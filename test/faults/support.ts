@@ -3,8 +3,6 @@
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import type { ClusterSink } from "../../src/model/global.ts";
 import type { KubeKind, KubeObject } from "../../src/model/kube.ts";
 import type { LocalState } from "../../src/model/local.ts";
@@ -43,16 +41,7 @@ export class RecordingClusterSink implements ClusterSink {
   }
 }
 
-export function capturingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split("\n")) if (line !== "") lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { log: pino({ level: "debug" }, stream), lines };
-}
+export { capturingLogger } from "../support/capturing-logger.ts";
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 

@@ -2,25 +2,12 @@
 // listeners, a failed or hung read is logged and counted and the last good addresses stay.
 
 import assert from "node:assert/strict";
-import { Writable } from "node:stream";
 import { describe, test } from "node:test";
-import { pino } from "pino";
 import { type HostAddresses, HostAddressWatch, hostAddressReader } from "../../../src/host/address-watch.ts";
 import type { HostNetwork } from "../../../src/host/host-network.ts";
 import { registry } from "../../../src/observability/metrics.ts";
+import { capturingLogger } from "../../support/capturing-logger.ts";
 import { FakeClock } from "../../support/fake-clock.ts";
-
-/** A pino logger whose JSON lines the test can read. */
-function capturingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split("\n")) if (line !== "") lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { log: pino({ level: "info" }, stream), lines };
-}
 
 async function failures(reason: string): Promise<number> {
   const m = (await registry.getMetricsAsJSON()).find(
@@ -49,7 +36,7 @@ function scriptedSource(answers: (HostAddresses | Error | "hang")[]) {
 
 function watchOf(source: ReturnType<typeof scriptedSource>) {
   const clock = new FakeClock();
-  const { log, lines } = capturingLogger();
+  const { log, lines } = capturingLogger("info");
   const watch = new HostAddressWatch({ read: source.read, initial: START, clock, log, intervalMs: 5000 });
   const changes: [HostAddresses, HostAddresses][] = [];
   watch.subscribe((now, was) => changes.push([now, was]));
@@ -106,7 +93,7 @@ describe("faults of the address source", () => {
     const before = await failures("timeout");
     const source = scriptedSource(["hang", ADDED]);
     const clock = new FakeClock();
-    const { log, lines } = capturingLogger();
+    const { log, lines } = capturingLogger("info");
     const watch = new HostAddressWatch({
       read: source.read,
       initial: START,

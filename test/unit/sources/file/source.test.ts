@@ -2,12 +2,12 @@ import assert from "node:assert/strict";
 import { mkdtemp, rename, rm, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { afterEach, beforeEach, describe, test } from "node:test";
 import { pino } from "pino";
 import type { ClusterSink } from "../../../../src/model/global.ts";
 import type { KubeKind, KubeObject } from "../../../../src/model/kube.ts";
 import { FileSource } from "../../../../src/sources/file/source.ts";
+import { capturingLogger } from "../../../support/capturing-logger.ts";
 import { eventually as eventuallyAsync } from "../../../support/eventually.ts";
 import { settle } from "../../../support/settle.ts";
 
@@ -47,18 +47,6 @@ class RecordingSink implements ClusterSink {
       });
     });
   }
-}
-
-/** A pino logger whose JSON lines the test can read. */
-function capturingLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _enc, done) {
-      for (const line of String(chunk).split("\n")) if (line !== "") lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { log: pino({ level: "debug" }, stream), lines };
 }
 
 const nodes = (...names: string[]) =>
