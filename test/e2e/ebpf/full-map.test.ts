@@ -116,21 +116,29 @@ describe("eBPF backend with a full map", { skip }, () => {
 
   test("once the Services fit, the maps are written and /healthz is healthy again", async () => {
     writeCluster(file, services(50));
-    await eventually(async () => (await get(":10256/healthz")).status === 200, "/healthz 200", 60_000);
-    const listed = JSON.parse(
-      (
-        await env.topology.node.exec([
-          process.execPath,
-          MAIN,
-          "ebpf",
-          "list",
-          "-o",
-          "json",
-          "--bpf-root",
-          mounts.bpfRoot,
-        ])
-      ).stdout,
-    ) as { backends: string[] }[];
+    // A new state is queued at once, so /healthz may turn 200 (a sync pending, not yet overdue, as
+    // kube-proxy counts it) before the maps are written: wait for both.
+    const list = async () =>
+      JSON.parse(
+        (
+          await env.topology.node.exec([
+            process.execPath,
+            MAIN,
+            "ebpf",
+            "list",
+            "-o",
+            "json",
+            "--bpf-root",
+            mounts.bpfRoot,
+          ])
+        ).stdout,
+      ) as { backends: string[] }[];
+    let listed: { backends: string[] }[] = [];
+    await eventually(
+      async () => (await get(":10256/healthz")).status === 200 && (listed = await list()).length === 50,
+      "/healthz 200 and the maps written",
+      60_000,
+    );
     assert.equal(listed.length, 50);
     assert.ok(listed.every((f) => f.backends.length === 10));
     const scrape = (await get(":10249/metrics")).body;
