@@ -135,7 +135,11 @@ describe("eBPF backend with a full map", { skip }, () => {
       ) as { backends: string[] }[];
     let listed: { backends: string[] }[] = [];
     await eventually(
-      async () => (await get(":10256/healthz")).status === 200 && (listed = await list()).length === 50,
+      async () => {
+        if ((await get(":10256/healthz")).status !== 200) return false;
+        listed = await list();
+        return listed.length === 50;
+      },
       "/healthz 200 and the maps written",
       60_000,
     );
