@@ -13,6 +13,8 @@ export interface BackendSetup {
   readonly flags: readonly string[];
   /** A cgroup that node-local clients and pods join (the eBPF backend balances its sockets). */
   readonly clientCgroup?: string;
+  /** The bpffs directory kpng pins under (to-ebpf). */
+  readonly bpfRoot?: string;
   teardown(): Promise<void>;
 }
 
@@ -113,6 +115,7 @@ function ebpf(): BackendUnderTest {
       return {
         flags: ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients],
         clientCgroup: mounts.clients,
+        bpfRoot: mounts.bpfRoot,
         teardown: () => m().destroy(),
       };
     },

@@ -16,7 +16,7 @@ import { waitForSocket } from "../../support/kpng-cli.ts";
 import { netnsSkipReason, type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
 import { writeCluster } from "./cluster.ts";
 import { checkRelabelMoves, holders, OLD, PODS, probe, services, WEB } from "./relabel-moves.ts";
-import { SINK_FLAGS } from "./two-backends.ts";
+import { IPTABLES, SINK_FLAGS } from "./two-backends.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const skip = await netnsSkipReason();
@@ -78,12 +78,12 @@ describe("per-Service backends over the API: two remote backends of one brain", 
       remoteBackend(
         "iptables backend",
         ["--service-proxy-name", "legacy"],
-        ["to-iptables", "--iptables-mode", "nft"],
+        [...IPTABLES.sink()],
         [10257, 10250],
       ),
     );
     await eventually(
-      async () => (await probe(topo, WEB, 80)).ok && (await probe(topo, OLD, 80)).ok,
+      async () => (await probe(topo, IPTABLES, WEB, 80)).ok && (await probe(topo, IPTABLES, OLD, 80)).ok,
       "both remote backends to program their Services",
       30_000,
     );
@@ -99,12 +99,12 @@ describe("per-Service backends over the API: two remote backends of one brain", 
   });
 
   test("each remote backend serves only the Services of its proxy name", async () => {
-    assert.deepEqual(await holders(topo, WEB), { nft: true, iptables: false });
-    assert.deepEqual(await holders(topo, OLD), { nft: false, iptables: true });
+    assert.deepEqual(await holders(topo, IPTABLES, WEB), { nft: true, labelled: false });
+    assert.deepEqual(await holders(topo, IPTABLES, OLD), { nft: false, labelled: true });
   });
 
   test("relabelling moves a Service between remote backends while clients keep connecting", async (t) => {
-    await checkRelabelMoves(t, topo, file);
+    await checkRelabelMoves(t, topo, IPTABLES, file);
     // Confirmed by the gaining backend's sync reports: the brain never fell back.
     const log = brain.stderr();
     assert.doesNotMatch(log, /did not confirm a sync holding it|reports no syncs/);

@@ -1,13 +1,14 @@
 // The per-Service backend tests' shared part: the Services (web, unlabelled at first, and old,
-// labelled legacy), who holds an address (nft's service map, iptables' nat rules), and the moves
-// of web between the two backends by relabelling, with connections opened all along and the
-// holders sampled until only the gaining backend holds it.
+// labelled legacy), who holds an address (nft's service map, the labelled backend's kernel
+// state), and the moves of web between the two backends by relabelling, with connections opened
+// all along and the holders sampled until only the gaining backend holds it.
 
 import assert from "node:assert/strict";
 import type { TestContext } from "node:test";
 import { outcome, type ProbeResult, probeFrom, tcp } from "../../support/client.ts";
 import type { Topology } from "../../support/netns.ts";
 import { type TestService, writeCluster } from "./cluster.ts";
+import type { LabelledBackend } from "./two-backends.ts";
 
 export const WEB = "203.0.113.10";
 export const OLD = "203.0.113.11";
@@ -46,32 +47,39 @@ export function services(topo: Topology, webProxyName: string | undefined): Test
   ];
 }
 
+/** A connection from the client pod, inside the labelled backend's cgroup if it has one. */
 export async function probe(
   topo: Topology,
+  labelled: LabelledBackend,
   host: string,
   port: number,
   timeoutMs = 1000,
 ): Promise<ProbeResult> {
-  const [r] = await probeFrom(topo.client.ns, [tcp(host, port, timeoutMs)]);
+  const [r] = await probeFrom(topo.client.ns, [tcp(host, port, timeoutMs)], { cgroup: labelled.cgroup() });
   return r!;
 }
 
-/** Whether each backend holds the address: nft in its service map, iptables in its nat rules. */
-export async function holders(topo: Topology, ip: string): Promise<{ nft: boolean; iptables: boolean }> {
+/** Whether each backend holds the address: nft in its table's service map, the other in its own state. */
+export async function holders(
+  topo: Topology,
+  labelled: LabelledBackend,
+  ip: string,
+): Promise<{ nft: boolean; labelled: boolean }> {
   const nft = (await topo.node.exec(["nft", "list", "table", "ip", "kpng"])).stdout;
-  const ipt = (await topo.node.exec(["iptables-nft-save", "-t", "nat"])).stdout;
-  return {
-    nft: nft.includes(ip),
-    iptables: ipt.split("\n").some((l) => l.startsWith("-A KPNG") && l.includes(ip)),
-  };
+  return { nft: nft.includes(ip), labelled: await labelled.holds(topo.node, ip) };
 }
 
 /**
- * Moves web to iptables (labelled legacy) and back to nft while clients keep connecting, and
- * checks the handover: no connection fails, the Service is never held by neither backend, and
- * by both only for one sync of the loser.
+ * Moves web to the labelled backend (labelled legacy) and back to nft while clients keep
+ * connecting, and checks the handover: no connection fails, the Service is never held by neither
+ * backend, and by both only for one sync of the loser.
  */
-export async function checkRelabelMoves(t: TestContext, topo: Topology, file: string): Promise<void> {
+export async function checkRelabelMoves(
+  t: TestContext,
+  topo: Topology,
+  labelled: LabelledBackend,
+  file: string,
+): Promise<void> {
   const results: { at: number; r: ProbeResult }[] = [];
   let moving = true;
   const traffic = (async () => {
@@ -79,7 +87,7 @@ export async function checkRelabelMoves(t: TestContext, topo: Topology, file: st
       const batch = await probeFrom(
         topo.client.ns,
         Array.from({ length: 10 }, () => tcp(WEB, 80, 1000)),
-        { concurrency: 2 },
+        { concurrency: 2, cgroup: labelled.cgroup() },
       );
       const at = Date.now();
       for (const r of batch) results.push({ at, r });
@@ -88,7 +96,7 @@ export async function checkRelabelMoves(t: TestContext, topo: Topology, file: st
   const moves: number[] = [];
   /** Per move: how long both backends held the Service, and how often neither did. */
   const windows: { to: string; bothMs: number; neither: number; samples: number }[] = [];
-  const move = async (proxyName: string | undefined, to: "nft" | "iptables") => {
+  const move = async (proxyName: string | undefined, to: "nft" | "labelled") => {
     await new Promise((r) => setTimeout(r, 1000));
     moves.push(Date.now());
     writeCluster(file, services(topo, proxyName));
@@ -99,22 +107,22 @@ export async function checkRelabelMoves(t: TestContext, topo: Topology, file: st
     let samples = 0;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const h = await holders(topo, WEB);
+      const h = await holders(topo, labelled, WEB);
       const at = Date.now();
       samples++;
-      if (h.nft && h.iptables) bothSince ??= at;
-      if (!h.nft && !h.iptables) neither++;
-      const moved = to === "iptables" ? h.iptables && !h.nft : h.nft && !h.iptables;
+      if (h.nft && h.labelled) bothSince ??= at;
+      if (!h.nft && !h.labelled) neither++;
+      const moved = to === "labelled" ? h.labelled && !h.nft : h.nft && !h.labelled;
       if (moved) {
         if (bothSince !== undefined) bothMs = at - bothSince;
         break;
       }
-      assert.ok(at < deadline, `web to move to ${to}`);
+      assert.ok(at < deadline, `web to move to ${to === "nft" ? "nft" : labelled.name}`);
     }
-    windows.push({ to, bothMs, neither, samples });
+    windows.push({ to: to === "nft" ? "nft" : labelled.name, bothMs, neither, samples });
   };
   try {
-    await move("legacy", "iptables");
+    await move("legacy", "labelled");
     await move(undefined, "nft");
     await new Promise((r) => setTimeout(r, 1000));
   } finally {
@@ -130,7 +138,7 @@ export async function checkRelabelMoves(t: TestContext, topo: Topology, file: st
     [],
     `connections failed during the moves (moves at +0 and +${(moves[1] ?? 0) - (moves[0] ?? 0)} ms)`,
   );
-  assert.ok((await probe(topo, WEB, 80)).ok);
+  assert.ok((await probe(topo, labelled, WEB, 80)).ok);
   // The handover: the loser drops the Service once the gainer's sync holds it, so neither is
   // never seen, and both only until the loser's next sync: one --min-sync-period (100 ms) and
   // the sync itself, allowed ONE_SYNC_MS on this loaded machine.

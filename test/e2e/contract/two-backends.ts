@@ -1,9 +1,12 @@
 // One kpng process with two backends, as the per-Service backend tests run it: the nft backend
-// for the unlabelled Services and the iptables backend (iptables-nft) for those labelled
+// for the unlabelled Services and another backend (iptables-nft, or eBPF) for those labelled
 // service.kubernetes.io/service-proxy-name=legacy, both with the same flags.
 
 import { fileURLToPath } from "node:url";
+import { listFrontends } from "../../../src/backends/ebpf/list.ts";
+import { PinnedMaps } from "../../../src/backends/ebpf/maps.ts";
 import type { Netns, Spawned } from "../../support/netns.ts";
+import { suiteEbpfSetup } from "./backends.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 
@@ -19,8 +22,69 @@ export const SINK_FLAGS = [
   "100ms",
 ] as const;
 
-/** `kpng file --input FILE to-local to-nft … to-iptables --service-proxy-name legacy …` in `node`. */
-export function spawnTwoBackends(node: Netns, file: string, extraFlags: readonly string[] = []): Spawned {
+/** The backend of the Services labelled legacy, beside to-nft for the unlabelled ones. */
+export interface LabelledBackend {
+  readonly name: string;
+  /** The `backend` label of its sync metrics. */
+  readonly metricsLabel: string;
+  /** Its sink and the sink's own flags (without --service-proxy-name). */
+  sink(): readonly string[];
+  /** The cgroup that clients join so that its programs balance their sockets (to-ebpf). */
+  cgroup(): string | undefined;
+  /** Whether its kernel state holds the address. */
+  holds(node: Netns, ip: string): Promise<boolean>;
+}
+
+export const IPTABLES: LabelledBackend = {
+  name: "iptables",
+  metricsLabel: "iptables",
+  sink: () => ["to-iptables", "--iptables-mode", "nft"],
+  cgroup: () => undefined,
+  async holds(node, ip) {
+    const nat = (await node.exec(["iptables-nft-save", "-t", "nat"])).stdout;
+    return nat.split("\n").some((l) => l.startsWith("-A KPNG") && l.includes(ip));
+  },
+};
+
+/**
+ * to-ebpf with its bpffs and cgroup (made in the calling `describe`'s hooks). Its nft rules for
+ * traffic from other machines get their own table: `kpng` is to-nft's.
+ */
+export function ebpfLabelled(): LabelledBackend {
+  const mounts = suiteEbpfSetup();
+  const setup = () => {
+    if (mounts.setup === undefined) throw new Error("ebpf: the suite's before hook has not run");
+    return mounts.setup;
+  };
+  return {
+    name: "ebpf",
+    metricsLabel: "ebpf",
+    sink: () => ["to-ebpf", "--table-name", "kpng_ebpf", ...setup().flags],
+    cgroup: () => setup().clientCgroup,
+    // The frontend map, read as `kpng ebpf list` reads it.
+    async holds(_node, ip) {
+      let maps: PinnedMaps;
+      try {
+        maps = new PinnedMaps(setup().bpfRoot ?? "");
+      } catch {
+        return false;
+      }
+      try {
+        return listFrontends(maps).some((f) => f.address === ip);
+      } finally {
+        maps.close();
+      }
+    },
+  };
+}
+
+/** `kpng file --input FILE to-local to-nft … <labelled sink> --service-proxy-name legacy …` in `node`. */
+export function spawnTwoBackends(
+  node: Netns,
+  file: string,
+  extraFlags: readonly string[] = [],
+  labelled: LabelledBackend = IPTABLES,
+): Spawned {
   const sink = [...SINK_FLAGS, ...extraFlags];
   return node.spawn(
     [
@@ -32,9 +96,7 @@ export function spawnTwoBackends(node: Netns, file: string, extraFlags: readonly
       "to-local",
       "to-nft",
       ...sink,
-      "to-iptables",
-      "--iptables-mode",
-      "nft",
+      ...labelled.sink(),
       "--service-proxy-name",
       "legacy",
       ...sink,
