@@ -7,7 +7,7 @@ import type { Command } from "commander";
 import type { LocalStateFeed } from "../model/local.ts";
 import type { NodeServicesFlags } from "../node/options.ts";
 import type { SyncObserver } from "../node/sync-observer.ts";
-import type { RawOptions, RunContext } from "../plugin/contracts.ts";
+import type { Owned, RawOptions, RunContext } from "../plugin/contracts.ts";
 import type { RulesReader } from "../plugin/rules-reader.ts";
 
 export interface CompanionBackend<O = unknown> {
@@ -28,6 +28,8 @@ export interface CompanionBackend<O = unknown> {
   inspect(opts: O): Promise<InspectedCompanion>;
   /** Removes what the backend installed. */
   cleanup(opts: O, ctx: RunContext): Promise<void>;
+  /** What it programs alone (the composing sink's `owns`). */
+  owns(opts: O): readonly Owned[];
 }
 
 interface CompanionAddresses {

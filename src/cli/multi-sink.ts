@@ -68,5 +68,21 @@ export function joinSinkInvocations(parsed: readonly Invocation[]): Invocation {
         `--node-name: every sink serves the same node (${first.nodeName}), ${run.sink.name} names ${run.nodeName}`,
       );
   }
+  refuseShared(all);
   return { ...first, moreSinks: more };
+}
+
+/**
+ * Two sinks that would program the same kernel objects (to-nft and to-ebpf's nft rules in one
+ * table) undo each other's changes: a UsageError naming the object and the flag to change.
+ */
+function refuseShared(runs: readonly SinkRun[]): void {
+  const owner = new Map<string, string>();
+  for (const run of runs)
+    for (const owned of run.sink.owns?.(run.sinkOpts) ?? []) {
+      const other = owner.get(owned.what);
+      if (other !== undefined)
+        throw new UsageError(`${other} and ${run.sink.name} would both program ${owned.what}: ${owned.fix}`);
+      owner.set(owned.what, run.sink.name);
+    }
 }

@@ -64,6 +64,20 @@ export interface LocalSinkPlugin<O = unknown> extends Plugin<O> {
    * image must contain each (test/unit/deploy/image-binaries.test.ts checks deploy/Dockerfile).
    */
   readonly binaries: readonly string[];
+  /**
+   * What it programs that no other sink of the same process may program too (nft tables of one
+   * name, the pins under one bpffs directory): a second sink claiming one is refused before
+   * either starts.
+   */
+  owns?(opts: O): readonly Owned[];
+}
+
+/** Something a sink programs alone, and how two sinks keep apart. */
+export interface Owned {
+  /** "nft tables ip/ip6 kpng" */
+  readonly what: string;
+  /** What to change so that two sinks do not share it: "give one of them another --table-name". */
+  readonly fix: string;
 }
 
 export interface GlobalSinkContext extends RunContext {

@@ -92,6 +92,14 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
           "2097152",
         );
     },
+    owns: (opts) => [
+      ...external.owns(opts.companion),
+      { what: `the BPF pins under ${opts.loader.bpfRoot}/kpng`, fix: "give one of them another --bpf-root" },
+      {
+        what: `the programs attached to the cgroup ${opts.loader.cgroupRoot}`,
+        fix: "give one of them another --cgroup-root",
+      },
+    ],
     parseOptions: (raw) => ({
       loader: parseLoaderOptions(raw),
       localhostNodePorts: parseOptionsWith(ebpfOptions, raw).localhostNodeports,

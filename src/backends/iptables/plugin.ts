@@ -123,6 +123,8 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
   description: "program the node's services into iptables (KPNG- chains; iptables-nft or -legacy)",
   defaultMinSyncPeriod: "1s",
   binaries: [...IPTABLES_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES],
+  // The chain names are fixed: one to-iptables per process.
+  owns: () => [{ what: "the KPNG- chains of iptables", fix: "run one to-iptables sink per process" }],
   addOptions(cmd: Command): void {
     addTrafficAddressOptions(cmd);
     cmd

@@ -109,6 +109,9 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     addNodeServicesOptions(cmd);
   },
   parseOptions: parseNftOptions,
+  owns: (opts) => [
+    { what: `nft tables ip/ip6 ${opts.tableName}`, fix: "give one of them another --table-name" },
+  ],
   async run(input, opts, ctx: RunContext): Promise<void> {
     const host = new IpCommandHost();
     const log = ctx.log.child({ component: "nft" });
@@ -311,4 +314,5 @@ export const nftCompanion: CompanionBackend<NftOptions> = {
     };
   },
   cleanup: (o, ctx) => toNftPlugin.cleanup!(o, ctx),
+  owns: (o) => toNftPlugin.owns!(o),
 };
