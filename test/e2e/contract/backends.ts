@@ -20,6 +20,8 @@ export interface BackendSetup {
 
 export interface BackendUnderTest {
   readonly name: string;
+  /** kube-proxy's name of its mode: what /proxyMode answers, the `backend` label of the sync metrics. */
+  readonly mode: string;
   /** The sink and its flags, after `to-local`. */
   readonly sink: readonly string[];
   /** `kpng cleanup <cleanup>`. */
@@ -40,6 +42,7 @@ export interface BackendUnderTest {
 
 const nft: BackendUnderTest = {
   name: "nft",
+  mode: "nftables",
   sink: ["to-nft"],
   cleanup: "nft",
   async adoptionMarker(node) {
@@ -65,6 +68,7 @@ function iptables(variant: "nft" | "legacy"): BackendUnderTest {
     (await node.exec([`ip6tables-${variant}-save`])).stdout;
   return {
     name: `iptables-${variant}`,
+    mode: "iptables",
     sink: ["to-iptables", "--iptables-mode", variant],
     cleanup: "iptables",
     async adoptionMarker(node) {
@@ -107,6 +111,7 @@ function ebpf(): BackendUnderTest {
   };
   return {
     name: "ebpf",
+    mode: "ebpf",
     sink: ["to-ebpf"],
     cleanup: "ebpf",
     hairpinKeepsClientAddress: true,

@@ -86,7 +86,7 @@ for (const pair of PAIRS)
       ]);
       assert.equal(health.stdout, "200");
       const metrics = (await topo.node.exec(["curl", "-s", "http://127.0.0.1:10249/metrics"])).stdout;
-      for (const backend of ["nftables", labelled.metricsLabel])
+      for (const backend of ["nftables", labelled.mode])
         assert.match(
           metrics,
           new RegExp(

@@ -25,8 +25,8 @@ export const SINK_FLAGS = [
 /** The backend of the Services labelled legacy, beside to-nft for the unlabelled ones. */
 export interface LabelledBackend {
   readonly name: string;
-  /** The `backend` label of its sync metrics. */
-  readonly metricsLabel: string;
+  /** kube-proxy's name of its mode: the `backend` label of its sync metrics. */
+  readonly mode: string;
   /** Its sink and the sink's own flags (without --service-proxy-name). */
   sink(): readonly string[];
   /** The cgroup that clients join so that its programs balance their sockets (to-ebpf). */
@@ -37,7 +37,7 @@ export interface LabelledBackend {
 
 export const IPTABLES: LabelledBackend = {
   name: "iptables",
-  metricsLabel: "iptables",
+  mode: "iptables",
   sink: () => ["to-iptables", "--iptables-mode", "nft"],
   cgroup: () => undefined,
   async holds(node, ip) {
@@ -58,7 +58,7 @@ export function ebpfLabelled(): LabelledBackend {
   };
   return {
     name: "ebpf",
-    metricsLabel: "ebpf",
+    mode: "ebpf",
     sink: () => ["to-ebpf", "--table-name", "kpng_ebpf", ...setup().flags],
     cgroup: () => setup().clientCgroup,
     // The frontend map, read as `kpng ebpf list` reads it.
