@@ -11,28 +11,12 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { outcome, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
-import {
-  ebpfSkipReason,
-  netnsSkipReason,
-  type Spawned,
-  suiteTopology,
-  type Topology,
-} from "../../support/netns.ts";
+import { type Spawned, suiteTopology, type Topology } from "../../support/netns.ts";
 import { writeCluster } from "./cluster.ts";
 import { checkRelabelMoves, holders, OLD, PODS, probe, services, WEB } from "./relabel-moves.ts";
-import { ebpfLabelled, IPTABLES, type LabelledBackend, spawnTwoBackends } from "./two-backends.ts";
+import { LABELLED, spawnTwoBackends } from "./two-backends.ts";
 
-/** The backend beside to-nft, made in the suite's describe body, and why it cannot run here. */
-const PAIRS: {
-  readonly name: string;
-  readonly make: () => LabelledBackend;
-  readonly skip: string | false;
-}[] = [
-  { name: "iptables", make: () => IPTABLES, skip: await netnsSkipReason() },
-  { name: "ebpf", make: ebpfLabelled, skip: await ebpfSkipReason() },
-];
-
-for (const pair of PAIRS)
+for (const pair of LABELLED)
   describe(`per-Service backends: nft and ${pair.name} in one process`, { skip: pair.skip }, () => {
     const env = suiteTopology({ pods: PODS });
     const labelled = pair.make();

@@ -5,7 +5,7 @@
 import { fileURLToPath } from "node:url";
 import { listFrontends } from "../../../src/backends/ebpf/list.ts";
 import { PinnedMaps } from "../../../src/backends/ebpf/maps.ts";
-import type { Netns, Spawned } from "../../support/netns.ts";
+import { ebpfSkipReason, type Netns, netnsSkipReason, type Spawned } from "../../support/netns.ts";
 import { suiteEbpfSetup } from "./backends.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
@@ -35,7 +35,7 @@ export interface LabelledBackend {
   holds(node: Netns, ip: string): Promise<boolean>;
 }
 
-export const IPTABLES: LabelledBackend = {
+const IPTABLES: LabelledBackend = {
   name: "iptables",
   mode: "iptables",
   sink: () => ["to-iptables", "--iptables-mode", "nft"],
@@ -50,7 +50,7 @@ export const IPTABLES: LabelledBackend = {
  * to-ebpf with its bpffs and cgroup (made in the calling `describe`'s hooks). Its nft rules for
  * traffic from other machines get their own table: `kpng` is to-nft's.
  */
-export function ebpfLabelled(): LabelledBackend {
+function ebpfLabelled(): LabelledBackend {
   const mounts = suiteEbpfSetup();
   const setup = () => {
     if (mounts.setup === undefined) throw new Error("ebpf: the suite's before hook has not run");
@@ -77,6 +77,16 @@ export function ebpfLabelled(): LabelledBackend {
     },
   };
 }
+
+/** The backends run beside to-nft: each made in the suite's describe body, with why it cannot run here. */
+export const LABELLED: readonly {
+  readonly name: string;
+  readonly make: () => LabelledBackend;
+  readonly skip: string | false;
+}[] = [
+  { name: "iptables", make: () => IPTABLES, skip: await netnsSkipReason() },
+  { name: "ebpf", make: ebpfLabelled, skip: await ebpfSkipReason() },
+];
 
 /** `kpng file --input FILE to-local to-nft … <labelled sink> --service-proxy-name legacy …` in `node`. */
 export function spawnTwoBackends(
