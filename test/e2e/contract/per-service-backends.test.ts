@@ -52,6 +52,11 @@ for (const pair of LABELLED)
     test("each backend serves only the Services of its proxy name", async () => {
       assert.deepEqual(await holders(topo, labelled, WEB), { nft: true, labelled: false });
       assert.deepEqual(await holders(topo, labelled, OLD), { nft: false, labelled: true });
+      const listed = await labelled.listing(topo.node);
+      assert.ok(
+        listed.some((l) => l.includes(OLD)) && !listed.some((l) => l.includes(WEB)),
+        listed.join("\n"),
+      );
       assert.equal(outcome(await probe(topo, labelled, OLD, 80)), "web-2");
       // The node port of the labelled backend's Service, past the nft backend's node-port chain.
       const [np] = await probeFrom(topo.external, [tcp("192.0.2.1", 30080)]);

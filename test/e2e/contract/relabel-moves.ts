@@ -59,14 +59,25 @@ export async function probe(
   return r!;
 }
 
-/** Whether each backend holds the address: nft in its table's service map, the other in its own state. */
+/**
+ * Whether each backend holds the address: nft in its table's service map, the other in its own
+ * state. The two reads are not one instant: during a move the losing backend is read first, so
+ * that a gainer that takes the address between the reads is not taken for "held by neither".
+ */
 export async function holders(
   topo: Topology,
   labelled: LabelledBackend,
   ip: string,
+  gainer: "nft" | "labelled" = "nft",
 ): Promise<{ nft: boolean; labelled: boolean }> {
-  const nft = (await topo.node.exec(["nft", "list", "table", "ip", "kpng"])).stdout;
-  return { nft: nft.includes(ip), labelled: await labelled.holds(topo.node, ip) };
+  const nft = async () => (await topo.node.exec(["nft", "list", "table", "ip", "kpng"])).stdout.includes(ip);
+  const other = () => labelled.holds(topo.node, ip);
+  if (gainer === "nft") {
+    const held = await other();
+    return { nft: await nft(), labelled: held };
+  }
+  const held = await nft();
+  return { nft: held, labelled: await other() };
 }
 
 /**
@@ -107,7 +118,7 @@ export async function checkRelabelMoves(
     let samples = 0;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const h = await holders(topo, labelled, WEB);
+      const h = await holders(topo, labelled, WEB, to);
       const at = Date.now();
       samples++;
       if (h.nft && h.labelled) bothSince ??= at;
@@ -139,6 +150,13 @@ export async function checkRelabelMoves(
     `connections failed during the moves (moves at +0 and +${(moves[1] ?? 0) - (moves[0] ?? 0)} ms)`,
   );
   assert.ok((await probe(topo, labelled, WEB, 80)).ok);
+  // Exactly one backend holds it afterwards, as each backend's own listing shows.
+  assert.deepEqual(
+    (await labelled.listing(topo.node)).filter((l) => l.includes(WEB)),
+    [],
+    `${labelled.name} still lists ${WEB}`,
+  );
+  assert.ok((await holders(topo, labelled, WEB)).nft, `nft lists ${WEB}`);
   // The handover: the loser drops the Service once the gainer's sync holds it, so neither is
   // never seen, and both only until the loser's next sync: one --min-sync-period (100 ms) and
   // the sync itself, allowed ONE_SYNC_MS on this loaded machine.

@@ -31,8 +31,10 @@ export interface LabelledBackend {
   sink(): readonly string[];
   /** The cgroup that clients join so that its programs balance their sockets (to-ebpf). */
   cgroup(): string | undefined;
-  /** Whether its kernel state holds the address. */
+  /** Whether its kernel state holds the address (read fast enough to sample a handover). */
   holds(node: Netns, ip: string): Promise<boolean>;
+  /** The lines of its kernel state that name Service addresses, as its own tool prints them. */
+  listing(node: Netns): Promise<string[]>;
 }
 
 const IPTABLES: LabelledBackend = {
@@ -41,8 +43,11 @@ const IPTABLES: LabelledBackend = {
   sink: () => ["to-iptables", "--iptables-mode", "nft"],
   cgroup: () => undefined,
   async holds(node, ip) {
+    return (await this.listing(node)).some((l) => l.includes(ip));
+  },
+  async listing(node) {
     const nat = (await node.exec(["iptables-nft-save", "-t", "nat"])).stdout;
-    return nat.split("\n").some((l) => l.startsWith("-A KPNG") && l.includes(ip));
+    return nat.split("\n").filter((l) => l.startsWith("-A KPNG"));
   },
 };
 
@@ -61,7 +66,7 @@ function ebpfLabelled(): LabelledBackend {
     mode: "ebpf",
     sink: () => ["to-ebpf", "--table-name", "kpng_ebpf", ...setup().flags],
     cgroup: () => setup().clientCgroup,
-    // The frontend map, read as `kpng ebpf list` reads it.
+    // The frontend map, read as `kpng ebpf list` reads it (which takes a process start).
     async holds(_node, ip) {
       let maps: PinnedMaps;
       try {
@@ -74,6 +79,17 @@ function ebpfLabelled(): LabelledBackend {
       } finally {
         maps.close();
       }
+    },
+    async listing(node) {
+      const out = await node.exec([
+        process.execPath,
+        MAIN,
+        "ebpf",
+        "list",
+        "--bpf-root",
+        setup().bpfRoot ?? "",
+      ]);
+      return out.stdout.split("\n").filter(Boolean);
     },
   };
 }
