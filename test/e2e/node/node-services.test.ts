@@ -23,6 +23,7 @@ import { kpngArgv, type TestService, writeCluster } from "../contract/cluster.ts
 import { httpGet } from "./http-get.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
+/** The backends the suite runs on, with why one cannot run here. */
 const SKIP: Record<string, string | false> = {
   nft: await netnsSkipReason(),
   ebpf: await ebpfSkipReason(),
@@ -47,7 +48,7 @@ const udpFixed = (host: string): ProbeRequest => ({
 
 function nodeServices(backend: BackendUnderTest): void {
   describe(`node services end to end (${backend.name})`, {
-    skip: SKIP[backend.name] ?? "not run on this backend",
+    skip: SKIP[backend.name] ?? false,
   }, () => {
     const env = suiteTopology({
       pods: [
