@@ -23,6 +23,7 @@ import {
   suiteTopology,
 } from "../../support/netns.ts";
 import { type TestService, writeCluster } from "../contract/cluster.ts";
+import { httpGet } from "../node/http-get.ts";
 
 const MAIN = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 const UDP_CLIENT = fileURLToPath(new URL("../../../tools/netns/udp-connected-client.ts", import.meta.url));
@@ -154,7 +155,7 @@ describe("eBPF backend", { skip }, () => {
         "--healthz-bind-address",
         "",
         "--metrics-bind-address",
-        "",
+        "127.0.0.1:10249",
       ],
       { name: "kpng", env: { KPNG_LOG_LEVEL: "debug" } },
     );
@@ -310,6 +311,8 @@ describe("eBPF backend", { skip }, () => {
     );
     console.log(`repaired in ${Date.now() - started} ms`);
     assert.match(kpng?.stderr() ?? "", /BPF pins or attachments missing/);
+    const metrics = await httpGet(env.topology.node, "http://127.0.0.1:10249/metrics");
+    assert.match(metrics.body, /kpng_rules_repairs_total\{backend="ebpf",family="IPv4"\} [1-9]/);
     // The programs now read the new maps: a change after the repair reaches the traffic.
     writeCluster(
       file,
