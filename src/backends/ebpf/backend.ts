@@ -16,7 +16,7 @@ import type { Backend } from "./layout.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
 import { CREATED_MAP, NO_UDP_DESTROY, type ProgramLoader } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
-import { goneUdpEndpoints, type UdpSocketDestroyer } from "./udp-destroy.ts";
+import { goneFromMaps, goneUdpEndpoints, keepUdpEndpoints, type UdpSocketDestroyer } from "./udp-destroy.ts";
 import { type Adopted, MapWriter, readMaps, type WriteReport } from "./writer.ts";
 
 const syncFailures = counter(
@@ -176,7 +176,11 @@ export class EbpfBackend {
         f.needsFull = false;
         const read = this.#reads.get(family) ?? this.#readFor(family, f.maps);
         this.#reads.delete(family);
-        report = f.writer.fullSync(this.#renderAll(state, family), read);
+        // What the maps held is the state before this one (a run before a restart, or the
+        // write before a repair): its UDP endpoints the new state drops are gone as well.
+        const kept = this.#o.udpSockets === undefined ? undefined : new Set<string>();
+        report = f.writer.fullSync(this.#renderAll(state, family, kept), read);
+        if (kept !== undefined) gone.push(...goneFromMaps(read, kept));
       } else {
         report = f.writer!.update(this.#renderChanged(f, state, gone));
       }
@@ -250,8 +254,17 @@ export class EbpfBackend {
     return true;
   }
 
-  *#renderAll(state: LocalState, family: IPFamily): Generator<[string, readonly RenderedGroup[]]> {
-    for (const [key, svc] of state.services) yield [key, renderService(svc, this.#render, family)];
+  /** Every Service's groups; their UDP endpoints go into `kept` when given. */
+  *#renderAll(
+    state: LocalState,
+    family: IPFamily,
+    kept: Set<string> | undefined,
+  ): Generator<[string, readonly RenderedGroup[]]> {
+    for (const [key, svc] of state.services) {
+      const groups = renderService(svc, this.#render, family);
+      if (kept !== undefined) keepUdpEndpoints(groups, kept);
+      yield [key, groups];
+    }
   }
 
   /** The changed Services' groups; the UDP endpoints they no longer balance to go into `gone`. */

@@ -16,8 +16,9 @@ import { createMapRef, objGet, RawMap } from "bpf";
 import { execCommand } from "../../host/exec.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter } from "../../observability/metrics.ts";
-import { type Backend, MAPS, writeBackend } from "./layout.ts";
+import { type Backend, decodeBackend, MAPS, writeBackend } from "./layout.ts";
 import type { RenderedGroup } from "./render.ts";
+import type { Adopted } from "./writer.ts";
 
 /** The iterator's object, next to kpng.bpf.o (a kernel without bpf_sock_destroy refuses only it). */
 export const UDP_DESTROY_OBJECT = "kpng-udp-destroy.bpf.o";
@@ -182,6 +183,40 @@ export function goneUdpEndpoints(
     for (const b of g.backends) {
       const key = `${b.ip} ${b.port}`;
       if (!kept.has(key)) gone.set(key, { ip: b.ip, port: b.port });
+    }
+  }
+  return [...gone.values()];
+}
+
+/** The byte of a frontend's key that holds its protocol, and UDP's number there (layout.ts). */
+const KEY_PROTOCOL = 18;
+const UDP = 17;
+
+const endpointKey = (b: Backend) => `${b.ip} ${b.port}`;
+
+/** Adds the endpoints of `groups`' UDP groups to `kept`, as goneFromMaps takes them. */
+export function keepUdpEndpoints(groups: readonly RenderedGroup[], kept: Set<string>): void {
+  for (const g of groups)
+    if (g.frontends[0]?.protocol === "UDP") for (const b of g.backends) kept.add(endpointKey(b));
+}
+
+/**
+ * The UDP endpoints the maps held when a full sync read them (what the run before this one, or
+ * the write before a failure, left there) that no UDP group of the new state names (`kept`, by
+ * keepUdpEndpoints). The maps do not say which Service a frontend belongs to, so an endpoint
+ * still balanced to by any UDP frontend stays: a socket connected to it may still be right.
+ */
+export function goneFromMaps(read: Adopted, kept: ReadonlySet<string>): Backend[] {
+  const gone = new Map<string, Backend>();
+  for (const [key, value] of read.byFrontend) {
+    if (key.charCodeAt(KEY_PROTOCOL) !== UDP) continue;
+    const slots = read.slots.get(`${value.id}/${value.gen}`) ?? [];
+    for (let index = 0; index < Math.min(value.count, slots.length); index++) {
+      const slot = slots[index];
+      if (slot === undefined) continue;
+      const b = decodeBackend(slot);
+      const k = endpointKey(b);
+      if (!kept.has(k)) gone.set(k, b);
     }
   }
   return [...gone.values()];

@@ -128,11 +128,8 @@ describe("eBPF backend", { skip }, () => {
     }[];
   };
 
-  before(async () => {
-    mounts = await mountBpf();
-    flags = ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients];
-    writeCluster(file, services());
-    kpng = env.topology.node.spawn(
+  const startKpng = () =>
+    env.topology.node.spawn(
       [
         process.execPath,
         MAIN,
@@ -158,6 +155,12 @@ describe("eBPF backend", { skip }, () => {
       ],
       { name: "kpng", env: { KPNG_LOG_LEVEL: "debug" } },
     );
+
+  before(async () => {
+    mounts = await mountBpf();
+    flags = ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients];
+    writeCluster(file, services());
+    kpng = startKpng();
     await eventually(async () => (await listed()).length >= 4, "kpng to program the maps");
   });
 
@@ -442,6 +445,84 @@ describe("eBPF backend", { skip }, () => {
       await leaving.stop();
       writeCluster(file, services());
     }
+  });
+
+  test("a connected UDP socket to an endpoint that left while kpng was stopped is destroyed when kpng starts again", async () => {
+    await eventually(
+      async () => existsSync(udpDestroyPins(mounts.bpfRoot).iterator),
+      "the UDP socket iterator to be pinned",
+    );
+    const client = env.topology.node.spawn(
+      [process.execPath, UDP_CLIENT, "--host", "203.0.113.18", "--port", "53", "--cgroup", mounts.clients],
+      { name: "udp-connected-client" },
+    );
+    const events = () =>
+      client
+        .stdout()
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { reply?: string; error?: string });
+    try {
+      const got = JSON.parse(await client.waitForLine(/"reply"/, 10_000)).reply as string;
+      const other = got === "web-1" ? "web-2" : "web-1";
+      await eventually(async () => events().filter((e) => e.reply === got).length >= 3, "three replies");
+      // The programs and maps stay when kpng stops; the endpoint leaves while nothing watches.
+      await kpng?.stop();
+      kpng = undefined;
+      writeCluster(
+        file,
+        services({ dns: { endpoints: [{ ip: env.topology.pod(other).ipv4!, node: "node-1" }] } }),
+      );
+      const stopped = events().length;
+      await eventually(
+        async () =>
+          events()
+            .slice(stopped)
+            .filter((e) => e.reply === got).length >= 2,
+        "replies from the gone endpoint while kpng is stopped",
+      );
+      assert.deepEqual(
+        events()
+          .slice(stopped)
+          .filter((e) => e.error !== undefined),
+        [],
+      );
+      const before = events().length;
+      kpng = startKpng();
+      // The first sync adopts the maps of the run before: they are the state the endpoint left.
+      await eventually(
+        async () =>
+          events()
+            .slice(before)
+            .some((e) => e.error !== undefined),
+        "the connected socket's send to fail after the restart",
+        30_000,
+      );
+      const failedAt =
+        before +
+        events()
+          .slice(before)
+          .findIndex((e) => e.error !== undefined);
+      await eventually(
+        async () =>
+          events()
+            .slice(failedAt)
+            .some((e) => e.reply !== undefined),
+        "a reply on the socket connected again",
+      );
+      const replies = events()
+        .slice(failedAt)
+        .filter((e) => e.reply !== undefined);
+      assert.deepEqual(new Set(replies.map((e) => e.reply)), new Set([other]));
+    } finally {
+      await client.stop();
+      writeCluster(file, services());
+    }
+    kpng ??= startKpng();
+    await eventually(async () => {
+      const dns = (await listed()).find((f) => f.address === "203.0.113.18");
+      return dns?.backends.length === 2;
+    }, "both endpoints again");
   });
 
   test("kpng cleanup ebpf detaches and unpins everything, and nothing else", async () => {

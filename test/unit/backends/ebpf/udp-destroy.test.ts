@@ -1,7 +1,8 @@
 // Connected UDP sockets to gone endpoints: a sync that removes UDP endpoints from the maps leads
 // to one run of the socket iterator with exactly those endpoints (a fake runner behind the
-// runner interface); TCP endpoints, kept endpoints and full syncs lead to none; a failed run is
-// logged and counted, and the next one still runs.
+// runner interface); TCP endpoints and kept endpoints lead to none. A full sync (a restart over
+// the pinned maps, a repair) compares with what the maps held: endpoints the new state drops
+// are destroyed too. A failed run is logged and counted, and the next one still runs.
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
@@ -41,12 +42,13 @@ const loader: ProgramLoader = {
   remove: async () => [],
 };
 
-function setup() {
+/** One kpng process: its own runner and backend, over `maps` (fresh ones unless given). */
+function setup(maps?: FakeBpfMaps) {
   const runner = new FakeRunner();
   const sockets = new UdpSocketDestroyer(runner, silentLogger);
   const backend = new EbpfBackend({
     loader,
-    openMaps: () => new FakeBpfMaps(),
+    openMaps: () => maps ?? new FakeBpfMaps(),
     render: { nodePortIPs: { IPv4: ["192.0.2.1"], IPv6: [] } },
     log: silentLogger,
     udpSockets: sockets,
@@ -69,7 +71,7 @@ describe("connected UDP sockets to gone endpoints", () => {
     const { runner, sockets, backend } = setup();
     await backend.sync(state([dns()], 1));
     await sockets.idle();
-    assert.deepEqual(runner.runs, [], "a full sync destroys nothing");
+    assert.deepEqual(runner.runs, [], "a full sync over empty maps destroys nothing");
     await backend.sync(state([dns([ep("198.51.100.3", 53)])], 2));
     await sockets.idle();
     assert.deepEqual(runner.runs, [[{ ip: "198.51.100.2", port: 53 }]]);
@@ -128,6 +130,69 @@ describe("connected UDP sockets to gone endpoints", () => {
     sockets.destroy([{ ip: "198.51.100.3", port: 53 }]);
     await sockets.idle();
     assert.deepEqual(runner.runs, [[{ ip: "198.51.100.2", port: 53 }], [{ ip: "198.51.100.3", port: 53 }]]);
+  });
+});
+
+describe("a full sync over the maps of the run before", () => {
+  test("a restart destroys the UDP endpoints that left while kpng was down", async () => {
+    const maps = new FakeBpfMaps();
+    const before = setup(maps);
+    await before.backend.sync(state([dns()], 1));
+    await before.sockets.idle();
+    const after = setup(maps);
+    await after.backend.sync(state([dns([ep("198.51.100.3", 53)])], 1));
+    await after.sockets.idle();
+    assert.deepEqual(before.runner.runs, []);
+    assert.deepEqual(after.runner.runs, [[{ ip: "198.51.100.2", port: 53 }]]);
+  });
+
+  test("a restart with nothing changed destroys nothing", async () => {
+    const maps = new FakeBpfMaps();
+    await setup(maps).backend.sync(state([dns()], 1));
+    const after = setup(maps);
+    await after.backend.sync(state([dns()], 1));
+    await after.sockets.idle();
+    assert.deepEqual(after.runner.runs, []);
+  });
+
+  test("a restart after the Service was deleted destroys its endpoints of both families", async () => {
+    const maps = new FakeBpfMaps();
+    const dual = dns([ep("198.51.100.2", 53), ep("2001:db8::2", 53)], {
+      clusterIPs: ["10.96.0.10", "2001:db8:96::a"],
+    });
+    await setup(maps).backend.sync(state([dual, service({ name: "web" })], 1));
+    const after = setup(maps);
+    await after.backend.sync(state([service({ name: "web" })], 1));
+    await after.sockets.idle();
+    const all = after.runner.runs.flat().sort((a, b) => a.ip.localeCompare(b.ip));
+    assert.deepEqual(all, [
+      { ip: "198.51.100.2", port: 53 },
+      { ip: "2001:db8::2", port: 53 },
+    ]);
+  });
+
+  test("an endpoint another UDP Service still balances to stays; TCP endpoints are never cut", async () => {
+    const maps = new FakeBpfMaps();
+    const other = service({
+      name: "other",
+      clusterIPs: ["10.96.0.11"],
+      ports: [port({ name: "dns", protocol: "UDP", port: 53, internalEndpoints: [ep("198.51.100.2", 53)] })],
+    });
+    const web = service({ name: "web", ports: [port({ internalEndpoints: [ep("198.51.100.9", 80)] })] });
+    await setup(maps).backend.sync(state([dns(), other, web], 1));
+    const after = setup(maps);
+    await after.backend.sync(state([dns([]), other], 1));
+    await after.sockets.idle();
+    assert.deepEqual(after.runner.runs, [[{ ip: "198.51.100.3", port: 53 }]]);
+  });
+
+  test("a repair's full sync compares with what the maps still hold", async () => {
+    const { runner, sockets, backend } = setup(new FakeBpfMaps());
+    await backend.sync(state([dns()], 1));
+    for (const f of backend.asFamilies()) f.forget();
+    await backend.sync(state([dns([ep("198.51.100.3", 53)])], 2));
+    await sockets.idle();
+    assert.deepEqual(runner.runs, [[{ ip: "198.51.100.2", port: 53 }]]);
   });
 });
 
