@@ -16,7 +16,7 @@ import type { Backend } from "./layout.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
 import { CREATED_MAP, NO_UDP_DESTROY, type ProgramLoader } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
-import { goneFromMaps, goneUdpEndpoints, keepUdpEndpoints, type UdpSocketDestroyer } from "./udp-destroy.ts";
+import { goneFromMaps, goneUdpPeers, keepUdpEndpoints, type UdpSocketDestroyer } from "./udp-destroy.ts";
 import { type Adopted, MapWriter, readMaps, type WriteReport } from "./writer.ts";
 
 const syncFailures = counter(
@@ -275,8 +275,8 @@ export class EbpfBackend {
   ): Generator<[string, readonly RenderedGroup[] | undefined]> {
     for (const [key, prev, svc] of serviceChanges(f.applied, state)) {
       const groups = svc === undefined ? undefined : renderService(svc, this.#render, f.family);
-      if (this.#o.udpSockets !== undefined && prev?.ports.some((p) => p.protocol === "UDP"))
-        gone.push(...goneUdpEndpoints(renderService(prev, this.#render, f.family), groups));
+      if (this.#o.udpSockets !== undefined && prev !== undefined)
+        gone.push(...goneUdpPeers(prev, svc, f.family));
       yield [key, groups];
     }
   }

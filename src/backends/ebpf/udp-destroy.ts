@@ -14,6 +14,9 @@ import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createMapRef, objGet, RawMap } from "bpf";
 import { execCommand } from "../../host/exec.ts";
+import { goneEndpoints } from "../../model/gone-endpoints.ts";
+import type { IPFamily } from "../../model/kube.ts";
+import type { LocalService } from "../../model/local.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter } from "../../observability/metrics.ts";
 import { type Backend, decodeBackend, MAPS, writeBackend } from "./layout.ts";
@@ -165,25 +168,27 @@ export class PinnedUdpDestroyer implements SocketDestroyRunner {
   }
 }
 
+const endpointKey = (b: Backend) => `${b.ip} ${b.port}`;
+
 /**
- * The UDP endpoints a Service's groups balanced to before and balance to no more (`after`
- * undefined: the Service is gone). An endpoint kept by any of its UDP groups stays: a socket
- * connected to it may still be right.
+ * The UDP endpoints of `family` that left the Service (model/gone-endpoints.ts), as the iterator
+ * matches sockets: by peer alone, so an endpoint another UDP port of the Service still uses is
+ * kept (a socket connected to it may still be right).
  */
-export function goneUdpEndpoints(
-  before: readonly RenderedGroup[],
-  after: readonly RenderedGroup[] | undefined,
+export function goneUdpPeers(
+  prev: LocalService,
+  next: LocalService | undefined,
+  family: IPFamily,
 ): Backend[] {
-  const udp = (g: RenderedGroup) => g.frontends[0]?.protocol === "UDP";
   const kept = new Set<string>();
-  for (const g of after ?? []) if (udp(g)) for (const b of g.backends) kept.add(`${b.ip} ${b.port}`);
+  for (const p of next?.ports ?? [])
+    if (p.protocol === "UDP")
+      for (const e of [...p.internalEndpoints, ...p.externalEndpoints]) kept.add(endpointKey(e));
   const gone = new Map<string, Backend>();
-  for (const g of before) {
-    if (!udp(g)) continue;
-    for (const b of g.backends) {
-      const key = `${b.ip} ${b.port}`;
-      if (!kept.has(key)) gone.set(key, { ip: b.ip, port: b.port });
-    }
+  for (const g of goneEndpoints(prev, next)) {
+    if (g.protocol !== "UDP" || g.family !== family) continue;
+    const key = endpointKey(g.endpoint);
+    if (!kept.has(key)) gone.set(key, g.endpoint);
   }
   return [...gone.values()];
 }
@@ -191,8 +196,6 @@ export function goneUdpEndpoints(
 /** The byte of a frontend's key that holds its protocol, and UDP's number there (layout.ts). */
 const KEY_PROTOCOL = 18;
 const UDP = 17;
-
-const endpointKey = (b: Backend) => `${b.ip} ${b.port}`;
 
 /** Adds the endpoints of `groups`' UDP groups to `kept`, as goneFromMaps takes them. */
 export function keepUdpEndpoints(groups: readonly RenderedGroup[], kept: Set<string>): void {
@@ -252,7 +255,7 @@ export class UdpSocketDestroyer {
   destroy(endpoints: readonly Backend[]): void {
     let dropped = 0;
     for (const e of endpoints) {
-      const key = `${e.ip} ${e.port}`;
+      const key = endpointKey(e);
       if (this.#pending.has(key)) continue;
       if (this.#pending.size >= MAX_PENDING) dropped++;
       else this.#pending.set(key, { ip: e.ip, port: e.port });

@@ -90,6 +90,30 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       ],
     },
     {
+      name: "the target port changed: entries DNATed to the old one are stale",
+      before: [dns(["198.51.100.2"])],
+      after: [
+        service({
+          name: "dns",
+          ports: [
+            udp({
+              internalEndpoints: [ep("198.51.100.2", 5353)],
+              externalEndpoints: [ep("198.51.100.2", 5353)],
+            }),
+          ],
+        }),
+      ],
+      want: [
+        {
+          family: "IPv4",
+          protocol: "udp",
+          origDst: "203.0.113.10",
+          origDstPort: 53,
+          replySrc: "198.51.100.2",
+        },
+      ],
+    },
+    {
       name: "TCP needs nothing",
       before: [service({ ports: [port()] })],
       after: [

@@ -9,11 +9,10 @@ import { describe, test } from "node:test";
 import { EbpfBackend } from "../../../../src/backends/ebpf/backend.ts";
 import type { Backend } from "../../../../src/backends/ebpf/layout.ts";
 import { NO_UDP_DESTROY, type ProgramLoader } from "../../../../src/backends/ebpf/programs.ts";
-import { renderService } from "../../../../src/backends/ebpf/render.ts";
 import {
   type DestroyResult,
   destroyResults,
-  goneUdpEndpoints,
+  goneUdpPeers,
   type SocketDestroyRunner,
   UdpSocketDestroyer,
 } from "../../../../src/backends/ebpf/udp-destroy.ts";
@@ -226,9 +225,15 @@ describe("a kernel without bpf_sock_destroy", () => {
   });
 });
 
-describe("goneUdpEndpoints", () => {
-  const render = (svc: ReturnType<typeof dns>) =>
-    renderService(svc, { nodePortIPs: { IPv4: ["192.0.2.1"], IPv6: [] } }, "IPv4");
+describe("goneUdpPeers", () => {
+  const dnsTwoPorts = (eps: ReturnType<typeof dnsEps>) =>
+    service({
+      name: "dns",
+      ports: [
+        port({ name: "dns", protocol: "UDP", port: 53, internalEndpoints: eps }),
+        port({ name: "dns-alt", protocol: "UDP", port: 5353, internalEndpoints: dnsEps() }),
+      ],
+    });
   const rows: [string, ReturnType<typeof dns>, ReturnType<typeof dns> | undefined, string[]][] = [
     ["an endpoint removed", dns(), dns([ep("198.51.100.3", 53)]), ["198.51.100.2:53"]],
     ["the Service deleted", dns(), undefined, ["198.51.100.2:53", "198.51.100.3:53"]],
@@ -239,10 +244,17 @@ describe("goneUdpEndpoints", () => {
       dns(dnsEps().map((e) => ({ ...e, port: 5353 }))),
       ["198.51.100.2:53", "198.51.100.3:53"],
     ],
+    [
+      "an endpoint that leaves one UDP port but serves another of the Service stays (matched by peer)",
+      dnsTwoPorts(dnsEps()),
+      dnsTwoPorts([ep("198.51.100.3", 53)]),
+      [],
+    ],
+    ["an IPv6 endpoint is the IPv6 family's", dns([ep("2001:db8::2", 53)]), undefined, []],
   ];
   for (const [name, before, after, want] of rows) {
     test(name, () => {
-      const gone = goneUdpEndpoints(render(before), after && render(after));
+      const gone = goneUdpPeers(before, after, "IPv4");
       assert.deepEqual(
         gone.map((b) => `${b.ip}:${b.port}`),
         want,
