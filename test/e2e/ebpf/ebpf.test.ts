@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createMapRef, objGet, RawMap } from "bpf";
-import { MAPS, writeBackend } from "../../../src/backends/ebpf/layout.ts";
-import { udpDestroyPins } from "../../../src/backends/ebpf/udp-destroy.ts";
+import { mapPinPath } from "../../../src/backends/ebpf/maps.ts";
+import { connectedThrough, udpDestroyPins } from "../../../src/backends/ebpf/udp-destroy.ts";
 import { outcome, type ProbeRequest, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import {
@@ -52,6 +52,12 @@ describe("eBPF backend", { skip }, () => {
       {
         name: "dns",
         clusterIP: "203.0.113.18",
+        ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
+        endpoints: [on("web-1"), on("web-2")],
+      },
+      {
+        name: "dns-b",
+        clusterIP: "203.0.113.16",
         ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
         endpoints: [on("web-1"), on("web-2")],
       },
@@ -410,12 +416,17 @@ describe("eBPF backend", { skip }, () => {
     try {
       const keptAt = JSON.parse(await kept.waitForLine(/"reply"/, 10_000)).reply as string;
       const leftAt = JSON.parse(await leaving.waitForLine(/"reply"/, 10_000)).reply as string;
-      // As a kpng stopped between filling the map and emptying it leaves it: the endpoint the
-      // first client uses, which stays in its Service.
-      const key = Buffer.alloc(MAPS.backends.value);
-      writeBackend(key, 0, { ip: env.topology.pod(keptAt).ipv4!, port: 5353 });
+      // As a kpng stopped between filling the map and emptying it leaves it: the socket of the
+      // first client, whose endpoint stays in its Service.
+      const cookies = connectedThrough(
+        new RawMap(createMapRef(objGet(mapPinPath(mounts.bpfRoot, "reverse")), { transfer: true })).getBatch(
+          4096,
+        ),
+        [{ address: "203.0.113.18", port: 53, endpoint: { ip: env.topology.pod(keptAt).ipv4!, port: 5353 } }],
+      );
+      assert.ok(cookies.length > 0, "the first client's socket in kpng_rev");
       const gone = new RawMap(createMapRef(objGet(udpDestroyPins(mounts.bpfRoot).map), { transfer: true }));
-      gone.set(key, Buffer.from([1]));
+      for (const cookie of cookies) gone.set(cookie, Buffer.from([1]));
       const keptBefore = events(kept).length;
       const leavingBefore = events(leaving).length;
       // The second client's endpoint leaves: a run, which must cut its socket and only that.
@@ -445,6 +456,86 @@ describe("eBPF backend", { skip }, () => {
       await leaving.stop();
       writeCluster(file, services());
     }
+  });
+
+  test("only sockets connected through the Service the endpoint left are cut: not through another Service, not straight to the pod", async () => {
+    await eventually(
+      async () => existsSync(udpDestroyPins(mounts.bpfRoot).iterator),
+      "the UDP socket iterator to be pinned",
+    );
+    const start = (address: string, port: number) =>
+      env.topology.node.spawn(
+        [process.execPath, UDP_CLIENT, "--host", address, "--port", String(port), "--cgroup", mounts.clients],
+        { name: "udp-connected-client" },
+      );
+    const events = (c: ReturnType<typeof start>) =>
+      c
+        .stdout()
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => JSON.parse(l) as { reply?: string; error?: string });
+    const leaving = start("203.0.113.18", 53);
+    const clients = [leaving];
+    try {
+      const got = JSON.parse(await leaving.waitForLine(/"reply"/, 10_000)).reply as string;
+      const other = got === "web-1" ? "web-2" : "web-1";
+      const pod = env.topology.pod(got).ipv4!;
+      // The same endpoint through another Service (its only endpoint, so certainly this one),
+      // and straight to the pod's address.
+      writeCluster(file, services({ "dns-b": { endpoints: [{ ip: pod, node: "node-1" }] } }));
+      await eventually(
+        async () => (await listed()).find((f) => f.address === "203.0.113.16")?.backends.length === 1,
+        "dns-b on one endpoint",
+      );
+      const viaOther = start("203.0.113.16", 53);
+      const direct = start(pod, 5353);
+      clients.push(viaOther, direct);
+      for (const c of [viaOther, direct])
+        assert.equal(JSON.parse(await c.waitForLine(/"reply"/, 10_000)).reply, got);
+      const before = clients.map((c) => events(c).length);
+      writeCluster(
+        file,
+        services({
+          "dns-b": { endpoints: [{ ip: pod, node: "node-1" }] },
+          dns: { endpoints: [{ ip: env.topology.pod(other).ipv4!, node: "node-1" }] },
+        }),
+      );
+      await eventually(
+        async () =>
+          events(leaving)
+            .slice(before[0])
+            .some((e) => e.error !== undefined),
+        "the socket connected through dns to be cut",
+        15_000,
+      );
+      // Replies keep coming on the other two sockets, and none of them was cut.
+      const after = [viaOther, direct].map((c) => events(c).length);
+      await eventually(
+        async () =>
+          [viaOther, direct].every(
+            (c, i) =>
+              events(c)
+                .slice(after[i])
+                .filter((e) => e.reply === got).length >= 3,
+          ),
+        "more replies on the sockets that stay",
+      );
+      for (const [i, c] of [viaOther, direct].entries())
+        assert.deepEqual(
+          events(c)
+            .slice(before[i + 1])
+            .filter((e) => e.error !== undefined),
+          [],
+          i === 0 ? "the socket connected through dns-b was cut" : "the socket connected to the pod was cut",
+        );
+    } finally {
+      for (const c of clients) await c.stop();
+      writeCluster(file, services());
+    }
+    await eventually(async () => {
+      const dns = (await listed()).find((f) => f.address === "203.0.113.18");
+      return dns?.backends.length === 2;
+    }, "both endpoints again");
   });
 
   test("a connected UDP socket to an endpoint that left while kpng was stopped is destroyed when kpng starts again", async () => {
