@@ -134,6 +134,26 @@ describe("eBPF backend", { skip }, () => {
     }[];
   };
 
+  /** A connected UDP client (tools/netns/udp-connected-client.ts) in the balanced cgroup. */
+  const udpClient = (
+    address: string,
+    port = 53,
+    ns: Pick<typeof env.topology.node, "spawn"> = env.topology.node,
+  ) =>
+    ns.spawn(
+      [process.execPath, UDP_CLIENT, "--host", address, "--port", String(port), "--cgroup", mounts.clients],
+      { name: "udp-connected-client" },
+    );
+  /** What a UDP client printed so far: one event per line. */
+  const udpEvents = (c: Spawned) =>
+    c
+      .stdout()
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l) as { reply?: string; error?: string });
+  /** The name of the echo server a UDP client's first reply came from. */
+  const firstReply = async (c: Spawned) => JSON.parse(await c.waitForLine(/"reply"/, 10_000)).reply as string;
+
   const startKpng = () =>
     env.topology.node.spawn(
       [
@@ -343,19 +363,10 @@ describe("eBPF backend", { skip }, () => {
       );
       // The node's namespace (kpng's own) or the client pod's: the iterator is read in both.
       const ns = who === "a pod" ? env.topology.client.ns : env.topology.node;
-      const client = ns.spawn(
-        [process.execPath, UDP_CLIENT, "--host", address, "--port", "53", "--cgroup", mounts.clients],
-        { name: "udp-connected-client" },
-      );
+      const client = udpClient(address, 53, ns);
       try {
-        const events = () =>
-          client
-            .stdout()
-            .split("\n")
-            .filter((l) => l !== "")
-            .map((l) => JSON.parse(l) as { reply?: string; error?: string });
-        const first = await client.waitForLine(/"reply"/, 10_000);
-        const got = JSON.parse(first).reply as string;
+        const events = () => udpEvents(client);
+        const got = await firstReply(client);
         const other = got === "web-1" ? "web-2" : "web-1";
         // The socket keeps its endpoint while it serves: connect() translated the address once.
         await eventually(async () => events().filter((e) => e.reply === got).length >= 3, "three replies");
@@ -400,22 +411,12 @@ describe("eBPF backend", { skip }, () => {
       async () => existsSync(udpDestroyPins(mounts.bpfRoot).map),
       "the UDP socket iterator's map to be pinned",
     );
-    const start = (address: string) =>
-      env.topology.node.spawn(
-        [process.execPath, UDP_CLIENT, "--host", address, "--port", "53", "--cgroup", mounts.clients],
-        { name: "udp-connected-client" },
-      );
-    const events = (c: ReturnType<typeof start>) =>
-      c
-        .stdout()
-        .split("\n")
-        .filter((l) => l !== "")
-        .map((l) => JSON.parse(l) as { reply?: string; error?: string });
-    const kept = start("203.0.113.18");
-    const leaving = start("2001:db8:2::18");
+    const events = udpEvents;
+    const kept = udpClient("203.0.113.18");
+    const leaving = udpClient("2001:db8:2::18");
     try {
-      const keptAt = JSON.parse(await kept.waitForLine(/"reply"/, 10_000)).reply as string;
-      const leftAt = JSON.parse(await leaving.waitForLine(/"reply"/, 10_000)).reply as string;
+      const keptAt = await firstReply(kept);
+      const leftAt = await firstReply(leaving);
       // As a kpng stopped between filling the map and emptying it leaves it: the socket of the
       // first client, whose endpoint stays in its Service.
       const cookies = connectedThrough(
@@ -463,21 +464,11 @@ describe("eBPF backend", { skip }, () => {
       async () => existsSync(udpDestroyPins(mounts.bpfRoot).iterator),
       "the UDP socket iterator to be pinned",
     );
-    const start = (address: string, port: number) =>
-      env.topology.node.spawn(
-        [process.execPath, UDP_CLIENT, "--host", address, "--port", String(port), "--cgroup", mounts.clients],
-        { name: "udp-connected-client" },
-      );
-    const events = (c: ReturnType<typeof start>) =>
-      c
-        .stdout()
-        .split("\n")
-        .filter((l) => l !== "")
-        .map((l) => JSON.parse(l) as { reply?: string; error?: string });
-    const leaving = start("203.0.113.18", 53);
+    const events = udpEvents;
+    const leaving = udpClient("203.0.113.18");
     const clients = [leaving];
     try {
-      const got = JSON.parse(await leaving.waitForLine(/"reply"/, 10_000)).reply as string;
+      const got = await firstReply(leaving);
       const other = got === "web-1" ? "web-2" : "web-1";
       const pod = env.topology.pod(got).ipv4!;
       // The same endpoint through another Service (its only endpoint, so certainly this one),
@@ -487,11 +478,10 @@ describe("eBPF backend", { skip }, () => {
         async () => (await listed()).find((f) => f.address === "203.0.113.16")?.backends.length === 1,
         "dns-b on one endpoint",
       );
-      const viaOther = start("203.0.113.16", 53);
-      const direct = start(pod, 5353);
+      const viaOther = udpClient("203.0.113.16");
+      const direct = udpClient(pod, 5353);
       clients.push(viaOther, direct);
-      for (const c of [viaOther, direct])
-        assert.equal(JSON.parse(await c.waitForLine(/"reply"/, 10_000)).reply, got);
+      for (const c of [viaOther, direct]) assert.equal(await firstReply(c), got);
       const before = clients.map((c) => events(c).length);
       writeCluster(
         file,
@@ -543,18 +533,10 @@ describe("eBPF backend", { skip }, () => {
       async () => existsSync(udpDestroyPins(mounts.bpfRoot).iterator),
       "the UDP socket iterator to be pinned",
     );
-    const client = env.topology.node.spawn(
-      [process.execPath, UDP_CLIENT, "--host", "203.0.113.18", "--port", "53", "--cgroup", mounts.clients],
-      { name: "udp-connected-client" },
-    );
-    const events = () =>
-      client
-        .stdout()
-        .split("\n")
-        .filter((l) => l !== "")
-        .map((l) => JSON.parse(l) as { reply?: string; error?: string });
+    const client = udpClient("203.0.113.18");
+    const events = () => udpEvents(client);
     try {
-      const got = JSON.parse(await client.waitForLine(/"reply"/, 10_000)).reply as string;
+      const got = await firstReply(client);
       const other = got === "web-1" ? "web-2" : "web-1";
       await eventually(async () => events().filter((e) => e.reply === got).length >= 3, "three replies");
       // The programs and maps stay when kpng stops; the endpoint leaves while nothing watches.
