@@ -154,6 +154,19 @@ describe("eBPF backend", { skip }, () => {
   /** The name of the echo server a UDP client's first reply came from. */
   const firstReply = async (c: Spawned) => JSON.parse(await c.waitForLine(/"reply"/, 10_000)).reply as string;
 
+  /** Waits for the UDP socket iterator's pins (put in place in the background, after the programs). */
+  const iteratorPinned = () =>
+    eventually(async () => {
+      const pins = udpDestroyPins(mounts.bpfRoot);
+      return existsSync(pins.iterator) && existsSync(pins.map);
+    }, "the UDP socket iterator to be pinned");
+  /** Waits until the maps give `address` both endpoints again. */
+  const bothEndpointsAgain = (address: string) =>
+    eventually(
+      async () => (await listed()).find((f) => f.address === address)?.backends.length === 2,
+      "both endpoints again",
+    );
+
   const startKpng = () =>
     env.topology.node.spawn(
       [
@@ -357,10 +370,7 @@ describe("eBPF backend", { skip }, () => {
     ["a pod", "IPv4", "203.0.113.18", "dns", (pod: string) => env.topology.pod(pod).ipv4!],
   ] as const) {
     test(`${who}'s connected UDP socket (${family}) to an endpoint that leaves is destroyed; connected again, it reaches the other one`, async () => {
-      await eventually(
-        async () => existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter")),
-        "the UDP socket iterator to be pinned",
-      );
+      await iteratorPinned();
       // The node's namespace (kpng's own) or the client pod's: the iterator is read in both.
       const ns = who === "a pod" ? env.topology.client.ns : env.topology.node;
       const client = udpClient(address, 53, ns);
@@ -399,18 +409,12 @@ describe("eBPF backend", { skip }, () => {
         await client.stop();
         writeCluster(file, services());
       }
-      await eventually(async () => {
-        const dns = (await listed()).find((f) => f.address === address);
-        return dns?.backends.length === 2;
-      }, "both endpoints again");
+      await bothEndpointsAgain(address);
     });
   }
 
   test("an entry left in the iterator's map by a run that did not finish cuts nothing later", async () => {
-    await eventually(
-      async () => existsSync(udpDestroyPins(mounts.bpfRoot).map),
-      "the UDP socket iterator's map to be pinned",
-    );
+    await iteratorPinned();
     const events = udpEvents;
     const kept = udpClient("203.0.113.18");
     const leaving = udpClient("2001:db8:2::18");
@@ -460,10 +464,7 @@ describe("eBPF backend", { skip }, () => {
   });
 
   test("only sockets connected through the Service the endpoint left are cut: not through another Service, not straight to the pod", async () => {
-    await eventually(
-      async () => existsSync(udpDestroyPins(mounts.bpfRoot).iterator),
-      "the UDP socket iterator to be pinned",
-    );
+    await iteratorPinned();
     const events = udpEvents;
     const leaving = udpClient("203.0.113.18");
     const clients = [leaving];
@@ -522,17 +523,11 @@ describe("eBPF backend", { skip }, () => {
       for (const c of clients) await c.stop();
       writeCluster(file, services());
     }
-    await eventually(async () => {
-      const dns = (await listed()).find((f) => f.address === "203.0.113.18");
-      return dns?.backends.length === 2;
-    }, "both endpoints again");
+    await bothEndpointsAgain("203.0.113.18");
   });
 
   test("a connected UDP socket to an endpoint that left while kpng was stopped is destroyed when kpng starts again", async () => {
-    await eventually(
-      async () => existsSync(udpDestroyPins(mounts.bpfRoot).iterator),
-      "the UDP socket iterator to be pinned",
-    );
+    await iteratorPinned();
     const client = udpClient("203.0.113.18");
     const events = () => udpEvents(client);
     try {
@@ -592,10 +587,7 @@ describe("eBPF backend", { skip }, () => {
       writeCluster(file, services());
     }
     kpng ??= startKpng();
-    await eventually(async () => {
-      const dns = (await listed()).find((f) => f.address === "203.0.113.18");
-      return dns?.backends.length === 2;
-    }, "both endpoints again");
+    await bothEndpointsAgain("203.0.113.18");
   });
 
   test("kpng cleanup ebpf detaches and unpins everything, and nothing else", async () => {
