@@ -13,7 +13,7 @@ import { serviceChanges } from "../../model/local-changes.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter, gauge } from "../../observability/metrics.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
-import { CREATED_MAP, NO_UDP_DESTROY, type ProgramLoader } from "./programs.ts";
+import { CREATED_MAP, NO_UDP_DESTROY, type ProgramLoader, UDP_DESTROY_RETRY } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
 import {
   type GoneFlow,
@@ -240,6 +240,8 @@ export class EbpfBackend {
         { reason: missing },
         "connected UDP sockets keep an endpoint that left its Service (bpf_sock_destroy needs Linux 6.5)",
       );
+    else if (done.some((d) => d.startsWith(UDP_DESTROY_RETRY)))
+      this.#o.log.warn({ done }, "the UDP socket iterator could not be pinned: the repair tries again");
     else if (done.length > 0) this.#o.log.info({ done }, "UDP socket iterator in place");
   }
 
