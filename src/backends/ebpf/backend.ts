@@ -12,11 +12,16 @@ import type { LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter, gauge } from "../../observability/metrics.ts";
-import type { Backend } from "./layout.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
-import { CREATED_MAP, NO_UDP_DESTROY, type ProgramLoader } from "./programs.ts";
+import { CREATED_MAP, NO_UDP_DESTROY, type ProgramLoader, UDP_DESTROY_RETRY } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
-import { goneUdpEndpoints, type UdpSocketDestroyer } from "./udp-destroy.ts";
+import {
+  type GoneFlow,
+  goneFromMaps,
+  goneUdpFlows,
+  keepUdpFlows,
+  type UdpSocketDestroyer,
+} from "./udp-destroy.ts";
 import { type Adopted, MapWriter, readMaps, type WriteReport } from "./writer.ts";
 
 const syncFailures = counter(
@@ -165,7 +170,7 @@ export class EbpfBackend {
     const started = performance.now();
     try {
       let report: WriteReport;
-      const gone: Backend[] = [];
+      const gone: GoneFlow[] = [];
       if (full) {
         this.#ensured ??= this.#ensure();
         await this.#ensured;
@@ -176,7 +181,11 @@ export class EbpfBackend {
         f.needsFull = false;
         const read = this.#reads.get(family) ?? this.#readFor(family, f.maps);
         this.#reads.delete(family);
-        report = f.writer.fullSync(this.#renderAll(state, family), read);
+        // What the maps held is the state before this one (a run before a restart, or the
+        // write before a repair): its UDP pairs the new state drops are gone as well.
+        const kept = this.#o.udpSockets === undefined ? undefined : new Set<string>();
+        report = f.writer.fullSync(this.#renderAll(state, family, kept), read);
+        if (kept !== undefined) gone.push(...goneFromMaps(read, kept));
       } else {
         report = f.writer!.update(this.#renderChanged(f, state, gone));
       }
@@ -231,6 +240,8 @@ export class EbpfBackend {
         { reason: missing },
         "connected UDP sockets keep an endpoint that left its Service (bpf_sock_destroy needs Linux 6.5)",
       );
+    else if (done.some((d) => d.startsWith(UDP_DESTROY_RETRY)))
+      this.#o.log.warn({ done }, "the UDP socket iterator could not be pinned: the repair tries again");
     else if (done.length > 0) this.#o.log.info({ done }, "UDP socket iterator in place");
   }
 
@@ -250,20 +261,29 @@ export class EbpfBackend {
     return true;
   }
 
-  *#renderAll(state: LocalState, family: IPFamily): Generator<[string, readonly RenderedGroup[]]> {
-    for (const [key, svc] of state.services) yield [key, renderService(svc, this.#render, family)];
+  /** Every Service's groups; their UDP (frontend, endpoint) pairs go into `kept` when given. */
+  *#renderAll(
+    state: LocalState,
+    family: IPFamily,
+    kept: Set<string> | undefined,
+  ): Generator<[string, readonly RenderedGroup[]]> {
+    for (const [key, svc] of state.services) {
+      const groups = renderService(svc, this.#render, family);
+      if (kept !== undefined) keepUdpFlows(groups, kept);
+      yield [key, groups];
+    }
   }
 
-  /** The changed Services' groups; the UDP endpoints they no longer balance to go into `gone`. */
+  /** The changed Services' groups; the UDP (frontend, endpoint) pairs they dropped go into `gone`. */
   *#renderChanged(
     f: FamilyWrites,
     state: LocalState,
-    gone: Backend[],
+    gone: GoneFlow[],
   ): Generator<[string, readonly RenderedGroup[] | undefined]> {
     for (const [key, prev, svc] of serviceChanges(f.applied, state)) {
       const groups = svc === undefined ? undefined : renderService(svc, this.#render, f.family);
-      if (this.#o.udpSockets !== undefined && prev?.ports.some((p) => p.protocol === "UDP"))
-        gone.push(...goneUdpEndpoints(renderService(prev, this.#render, f.family), groups));
+      if (this.#o.udpSockets !== undefined && prev !== undefined)
+        gone.push(...goneUdpFlows(prev, svc, f.family));
       yield [key, groups];
     }
   }

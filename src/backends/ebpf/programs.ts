@@ -38,12 +38,17 @@ export interface LoaderSettings {
 }
 
 const TIMEOUT_MS = 10_000;
+/** Each try of the iterator's load after a failure costs a repair (a full sync): a few only. */
+const MAX_UDP_DESTROY_TRIES = 5;
 
 /** How ensure() reports a map it created (any entries the old one held are gone). */
 export const CREATED_MAP = "created map";
 
 /** How ensure() reports that the UDP socket iterator cannot load here (reported once). */
 export const NO_UDP_DESTROY = "connected UDP sockets are not cut";
+
+/** How ensure() reports a load of the iterator that failed for now (the repair tries again). */
+export const UDP_DESTROY_RETRY = "the UDP socket iterator is not pinned yet";
 
 /** How `bpftool cgroup show` names each hook's attach type. */
 const SHOWN_AS: Readonly<Record<Hook, string>> = {
@@ -85,6 +90,8 @@ export class BpftoolLoader implements ProgramLoader {
   #noUdpDestroy: string | undefined;
   /** This loader pinned the iterator: check() reports it when it goes missing. */
   #udpDestroyPinned = false;
+  /** Loads of the iterator in a row that failed for now; at MAX_UDP_DESTROY_TRIES kpng gives up. */
+  #udpDestroyFailures = 0;
 
   constructor(settings: LoaderSettings) {
     this.#s = settings;
@@ -200,8 +207,10 @@ export class BpftoolLoader implements ProgramLoader {
     }
     rmSync(pins.dir, { recursive: true, force: true });
     mkdirSync(pins.dir, { recursive: true });
+    let loaded = false;
     try {
       await this.#run(["iter", "pin", join(dirname(this.#s.object), UDP_DESTROY_OBJECT), pins.iterator]);
+      loaded = true;
       const link = JSON.parse(await this.#run(["-j", "link", "show", "pinned", pins.iterator])) as {
         prog_id: number;
       };
@@ -213,14 +222,25 @@ export class BpftoolLoader implements ProgramLoader {
         if (map.name !== UDP_GONE_MAP) continue;
         await this.#run(["map", "pin", "id", String(id), pins.map]);
         this.#udpDestroyPinned = true;
+        this.#udpDestroyFailures = 0;
         done.push("pinned the UDP socket iterator");
         return done;
       }
       throw new Error(`the iterator holds no map ${UDP_GONE_MAP}`);
     } catch (err) {
+      const reason = (err as Error).message;
+      // Only the kernel refusing the object says it cannot load here. A bpftool that did not
+      // answer in time, or pins removed while they were made, say nothing about the kernel: the
+      // probe reports the iterator missing and the repair tries again.
+      const refused = !loaded && !reason.includes("no answer within") && existsSync(pins.dir);
       rmSync(pins.dir, { recursive: true, force: true });
-      this.#noUdpDestroy = (err as Error).message;
-      done.push(`${NO_UDP_DESTROY}: ${this.#noUdpDestroy}`);
+      if (refused || ++this.#udpDestroyFailures >= MAX_UDP_DESTROY_TRIES) {
+        this.#noUdpDestroy = refused ? reason : `${MAX_UDP_DESTROY_TRIES} tries failed, the last: ${reason}`;
+        done.push(`${NO_UDP_DESTROY}: ${this.#noUdpDestroy}`);
+      } else {
+        this.#udpDestroyPinned = true;
+        done.push(`${UDP_DESTROY_RETRY}: ${reason}`);
+      }
     }
     return done;
   }
@@ -250,7 +270,8 @@ export class BpftoolLoader implements ProgramLoader {
       if (attached.get(SHOWN_AS[hook])?.name !== programName(hook)) problems.push(`${hook} not attached`);
     }
     const pins = udpDestroyPins(this.#s.bpfRoot);
-    if (this.#udpDestroyPinned && !(existsSync(pins.iterator) && existsSync(pins.map)))
+    const wanted = this.#udpDestroyPinned && this.#noUdpDestroy === undefined;
+    if (wanted && !(existsSync(pins.iterator) && existsSync(pins.map)))
       problems.push("UDP socket iterator not pinned");
     return problems;
   }

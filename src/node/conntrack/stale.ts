@@ -2,17 +2,11 @@
 // a connection to a gone endpoint fails and the client reconnects. A UDP "connection" lives as
 // long as the client keeps sending, so without cleanup it keeps going to a gone endpoint, or
 // keeps being dropped after a service that had no endpoints gets one. Pure: two states in,
-// deletion filters out.
+// deletion filters out. Which endpoints left is model/gone-endpoints.ts's to say.
 
-import { familyOf } from "../../model/ip.ts";
-import type { IPFamily } from "../../model/kube.ts";
-import {
-  type LocalEndpoint,
-  type LocalService,
-  type LocalServicePort,
-  type LocalState,
-  serviceFamily,
-} from "../../model/local.ts";
+import { goneEndpoints, samePort } from "../../model/gone-endpoints.ts";
+import type { IPFamily, Protocol } from "../../model/kube.ts";
+import type { LocalState } from "../../model/local.ts";
 import { serviceChanges } from "../../model/local-changes.ts";
 
 type CtProtocol = "udp" | "sctp";
@@ -29,20 +23,7 @@ export interface CtFilter {
   readonly replySrc?: string;
 }
 
-const ctFamilyOf = (ip: string): IPFamily => familyOf(ip) ?? "IPv4";
-
-function protocolOf(p: LocalServicePort): CtProtocol | undefined {
-  if (p.protocol === "UDP") return "udp";
-  if (p.protocol === "SCTP") return "sctp";
-  return undefined;
-}
-
-const ips = (eps: readonly LocalEndpoint[]): Set<string> => new Set(eps.map((e) => e.ip));
-
-/** The same port of the other state: same protocol and port number. */
-function findPort(s: LocalService | undefined, p: LocalServicePort): LocalServicePort | undefined {
-  return s?.ports.find((q) => q.protocol === p.protocol && q.port === p.port);
-}
+const CT_PROTOCOLS: Readonly<Partial<Record<Protocol, CtProtocol>>> = { UDP: "udp", SCTP: "sctp" };
 
 /** The filters that delete every stale entry between `before` and `after`, without duplicates. */
 export function staleFilters(before: LocalState | undefined, after: LocalState): CtFilter[] {
@@ -52,31 +33,22 @@ export function staleFilters(before: LocalState | undefined, after: LocalState):
   };
   for (const [, prev, next] of serviceChanges(before, after)) {
     // Endpoints that left: entries DNATed to them, per service IP and per node port.
-    for (const p of prev?.ports ?? []) {
-      const protocol = protocolOf(p);
-      if (protocol === undefined || prev === undefined) continue;
-      const q = findPort(next, p);
-      const keptInternal = ips(q?.internalEndpoints ?? []);
-      const keptExternal = ips(q?.externalEndpoints ?? []);
-      for (const ip of ips(p.internalEndpoints)) {
-        if (keptInternal.has(ip)) continue;
-        const own = serviceFamily(prev, ctFamilyOf(ip));
-        if (own !== undefined)
-          add({ family: own.family, protocol, origDst: own.clusterIP, origDstPort: p.port, replySrc: ip });
-      }
-      for (const ip of ips(p.externalEndpoints)) {
-        if (keptExternal.has(ip)) continue;
-        const own = serviceFamily(prev, ctFamilyOf(ip));
-        for (const vip of [...(own?.externalIPs ?? []), ...(own?.loadBalancerIPs ?? [])])
-          add({ family: ctFamilyOf(ip), protocol, origDst: vip, origDstPort: p.port, replySrc: ip });
-        if (p.nodePort > 0) add({ family: ctFamilyOf(ip), protocol, origDstPort: p.nodePort, replySrc: ip });
-      }
+    for (const g of goneEndpoints(prev, next)) {
+      const protocol = CT_PROTOCOLS[g.protocol];
+      if (protocol === undefined) continue;
+      add({
+        family: g.family,
+        protocol,
+        ...(g.address === undefined ? {} : { origDst: g.address }),
+        origDstPort: g.port,
+        replySrc: g.endpoint.ip,
+      });
     }
     // Ports that gained endpoints: entries created while traffic was dropped or rejected.
     for (const q of next?.ports ?? []) {
-      const protocol = protocolOf(q);
+      const protocol = CT_PROTOCOLS[q.protocol];
       if (protocol === undefined || next === undefined) continue;
-      const p = findPort(prev, q);
+      const p = samePort(prev, q);
       if (q.internalEndpoints.length > 0 && (p?.internalEndpoints.length ?? 0) === 0) {
         for (const { family, clusterIP } of next.families)
           add({ family, protocol, origDst: clusterIP, origDstPort: q.port });

@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createMapRef, objGet, RawMap } from "bpf";
-import { MAPS, writeBackend } from "../../../src/backends/ebpf/layout.ts";
-import { udpDestroyPins } from "../../../src/backends/ebpf/udp-destroy.ts";
+import { mapPinPath } from "../../../src/backends/ebpf/maps.ts";
+import { connectedThrough, udpDestroyPins } from "../../../src/backends/ebpf/udp-destroy.ts";
 import { outcome, type ProbeRequest, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
 import {
@@ -53,6 +53,12 @@ describe("eBPF backend", { skip }, () => {
       {
         name: "dns",
         clusterIP: "203.0.113.18",
+        ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
+        endpoints: [on("web-1"), on("web-2")],
+      },
+      {
+        name: "dns-b",
+        clusterIP: "203.0.113.16",
         ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
         endpoints: [on("web-1"), on("web-2")],
       },
@@ -129,11 +135,41 @@ describe("eBPF backend", { skip }, () => {
     }[];
   };
 
-  before(async () => {
-    mounts = await mountBpf();
-    flags = ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients];
-    writeCluster(file, services());
-    kpng = env.topology.node.spawn(
+  /** A connected UDP client (tools/netns/udp-connected-client.ts) in the balanced cgroup. */
+  const udpClient = (
+    address: string,
+    port = 53,
+    ns: Pick<typeof env.topology.node, "spawn"> = env.topology.node,
+  ) =>
+    ns.spawn(
+      [process.execPath, UDP_CLIENT, "--host", address, "--port", String(port), "--cgroup", mounts.clients],
+      { name: "udp-connected-client" },
+    );
+  /** What a UDP client printed so far: one event per line. */
+  const udpEvents = (c: Spawned) =>
+    c
+      .stdout()
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => JSON.parse(l) as { reply?: string; error?: string });
+  /** The name of the echo server a UDP client's first reply came from. */
+  const firstReply = async (c: Spawned) => JSON.parse(await c.waitForLine(/"reply"/, 10_000)).reply as string;
+
+  /** Waits for the UDP socket iterator's pins (put in place in the background, after the programs). */
+  const iteratorPinned = () =>
+    eventually(async () => {
+      const pins = udpDestroyPins(mounts.bpfRoot);
+      return existsSync(pins.iterator) && existsSync(pins.map);
+    }, "the UDP socket iterator to be pinned");
+  /** Waits until the maps give `address` both endpoints again. */
+  const bothEndpointsAgain = (address: string) =>
+    eventually(
+      async () => (await listed()).find((f) => f.address === address)?.backends.length === 2,
+      "both endpoints again",
+    );
+
+  const startKpng = () =>
+    env.topology.node.spawn(
       [
         process.execPath,
         MAIN,
@@ -159,6 +195,12 @@ describe("eBPF backend", { skip }, () => {
       ],
       { name: "kpng", env: { KPNG_LOG_LEVEL: "debug" } },
     );
+
+  before(async () => {
+    mounts = await mountBpf();
+    flags = ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients];
+    writeCluster(file, services());
+    kpng = startKpng();
     await eventually(async () => (await listed()).length >= 4, "kpng to program the maps");
   });
 
@@ -331,25 +373,13 @@ describe("eBPF backend", { skip }, () => {
     ["a pod", "IPv4", "203.0.113.18", "dns", (pod: string) => env.topology.pod(pod).ipv4!],
   ] as const) {
     test(`${who}'s connected UDP socket (${family}) to an endpoint that leaves is destroyed; connected again, it reaches the other one`, async () => {
-      await eventually(
-        async () => existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter")),
-        "the UDP socket iterator to be pinned",
-      );
+      await iteratorPinned();
       // The node's namespace (kpng's own) or the client pod's: the iterator is read in both.
       const ns = who === "a pod" ? env.topology.client.ns : env.topology.node;
-      const client = ns.spawn(
-        [process.execPath, UDP_CLIENT, "--host", address, "--port", "53", "--cgroup", mounts.clients],
-        { name: "udp-connected-client" },
-      );
+      const client = udpClient(address, 53, ns);
       try {
-        const events = () =>
-          client
-            .stdout()
-            .split("\n")
-            .filter((l) => l !== "")
-            .map((l) => JSON.parse(l) as { reply?: string; error?: string });
-        const first = await client.waitForLine(/"reply"/, 10_000);
-        const got = JSON.parse(first).reply as string;
+        const events = () => udpEvents(client);
+        const got = await firstReply(client);
         const other = got === "web-1" ? "web-2" : "web-1";
         // The socket keeps its endpoint while it serves: connect() translated the address once.
         await eventually(async () => events().filter((e) => e.reply === got).length >= 3, "three replies");
@@ -382,40 +412,29 @@ describe("eBPF backend", { skip }, () => {
         await client.stop();
         writeCluster(file, services());
       }
-      await eventually(async () => {
-        const dns = (await listed()).find((f) => f.address === address);
-        return dns?.backends.length === 2;
-      }, "both endpoints again");
+      await bothEndpointsAgain(address);
     });
   }
 
   test("an entry left in the iterator's map by a run that did not finish cuts nothing later", async () => {
-    await eventually(
-      async () => existsSync(udpDestroyPins(mounts.bpfRoot).map),
-      "the UDP socket iterator's map to be pinned",
-    );
-    const start = (address: string) =>
-      env.topology.node.spawn(
-        [process.execPath, UDP_CLIENT, "--host", address, "--port", "53", "--cgroup", mounts.clients],
-        { name: "udp-connected-client" },
-      );
-    const events = (c: ReturnType<typeof start>) =>
-      c
-        .stdout()
-        .split("\n")
-        .filter((l) => l !== "")
-        .map((l) => JSON.parse(l) as { reply?: string; error?: string });
-    const kept = start("203.0.113.18");
-    const leaving = start("2001:db8:2::18");
+    await iteratorPinned();
+    const events = udpEvents;
+    const kept = udpClient("203.0.113.18");
+    const leaving = udpClient("2001:db8:2::18");
     try {
-      const keptAt = JSON.parse(await kept.waitForLine(/"reply"/, 10_000)).reply as string;
-      const leftAt = JSON.parse(await leaving.waitForLine(/"reply"/, 10_000)).reply as string;
-      // As a kpng stopped between filling the map and emptying it leaves it: the endpoint the
-      // first client uses, which stays in its Service.
-      const key = Buffer.alloc(MAPS.backends.value);
-      writeBackend(key, 0, { ip: env.topology.pod(keptAt).ipv4!, port: 5353 });
+      const keptAt = await firstReply(kept);
+      const leftAt = await firstReply(leaving);
+      // As a kpng stopped between filling the map and emptying it leaves it: the socket of the
+      // first client, whose endpoint stays in its Service.
+      const cookies = connectedThrough(
+        new RawMap(createMapRef(objGet(mapPinPath(mounts.bpfRoot, "reverse")), { transfer: true })).getBatch(
+          4096,
+        ),
+        [{ address: "203.0.113.18", port: 53, endpoint: { ip: env.topology.pod(keptAt).ipv4!, port: 5353 } }],
+      );
+      assert.ok(cookies.length > 0, "the first client's socket in kpng_rev");
       const gone = new RawMap(createMapRef(objGet(udpDestroyPins(mounts.bpfRoot).map), { transfer: true }));
-      gone.set(key, Buffer.from([1]));
+      for (const cookie of cookies) gone.set(cookie, Buffer.from([1]));
       const keptBefore = events(kept).length;
       const leavingBefore = events(leaving).length;
       // The second client's endpoint leaves: a run, which must cut its socket and only that.
@@ -445,6 +464,133 @@ describe("eBPF backend", { skip }, () => {
       await leaving.stop();
       writeCluster(file, services());
     }
+  });
+
+  test("only sockets connected through the Service the endpoint left are cut: not through another Service, not straight to the pod", async () => {
+    await iteratorPinned();
+    const events = udpEvents;
+    const leaving = udpClient("203.0.113.18");
+    const clients = [leaving];
+    try {
+      const got = await firstReply(leaving);
+      const other = got === "web-1" ? "web-2" : "web-1";
+      const pod = env.topology.pod(got).ipv4!;
+      // The same endpoint through another Service (its only endpoint, so certainly this one),
+      // and straight to the pod's address.
+      writeCluster(file, services({ "dns-b": { endpoints: [{ ip: pod, node: "node-1" }] } }));
+      await eventually(
+        async () => (await listed()).find((f) => f.address === "203.0.113.16")?.backends.length === 1,
+        "dns-b on one endpoint",
+      );
+      const viaOther = udpClient("203.0.113.16");
+      const direct = udpClient(pod, 5353);
+      clients.push(viaOther, direct);
+      for (const c of [viaOther, direct]) assert.equal(await firstReply(c), got);
+      const before = clients.map((c) => events(c).length);
+      writeCluster(
+        file,
+        services({
+          "dns-b": { endpoints: [{ ip: pod, node: "node-1" }] },
+          dns: { endpoints: [{ ip: env.topology.pod(other).ipv4!, node: "node-1" }] },
+        }),
+      );
+      await eventually(
+        async () =>
+          events(leaving)
+            .slice(before[0])
+            .some((e) => e.error !== undefined),
+        "the socket connected through dns to be cut",
+        15_000,
+      );
+      // Replies keep coming on the other two sockets, and none of them was cut.
+      const after = [viaOther, direct].map((c) => events(c).length);
+      await eventually(
+        async () =>
+          [viaOther, direct].every(
+            (c, i) =>
+              events(c)
+                .slice(after[i])
+                .filter((e) => e.reply === got).length >= 3,
+          ),
+        "more replies on the sockets that stay",
+      );
+      for (const [i, c] of [viaOther, direct].entries())
+        assert.deepEqual(
+          events(c)
+            .slice(before[i + 1])
+            .filter((e) => e.error !== undefined),
+          [],
+          i === 0 ? "the socket connected through dns-b was cut" : "the socket connected to the pod was cut",
+        );
+    } finally {
+      for (const c of clients) await c.stop();
+      writeCluster(file, services());
+    }
+    await bothEndpointsAgain("203.0.113.18");
+  });
+
+  test("a connected UDP socket to an endpoint that left while kpng was stopped is destroyed when kpng starts again", async () => {
+    await iteratorPinned();
+    const client = udpClient("203.0.113.18");
+    const events = () => udpEvents(client);
+    try {
+      const got = await firstReply(client);
+      const other = got === "web-1" ? "web-2" : "web-1";
+      await eventually(async () => events().filter((e) => e.reply === got).length >= 3, "three replies");
+      // The programs and maps stay when kpng stops; the endpoint leaves while nothing watches.
+      await kpng?.stop();
+      kpng = undefined;
+      writeCluster(
+        file,
+        services({ dns: { endpoints: [{ ip: env.topology.pod(other).ipv4!, node: "node-1" }] } }),
+      );
+      const stopped = events().length;
+      await eventually(
+        async () =>
+          events()
+            .slice(stopped)
+            .filter((e) => e.reply === got).length >= 2,
+        "replies from the gone endpoint while kpng is stopped",
+      );
+      assert.deepEqual(
+        events()
+          .slice(stopped)
+          .filter((e) => e.error !== undefined),
+        [],
+      );
+      const before = events().length;
+      kpng = startKpng();
+      // The first sync adopts the maps of the run before: they are the state the endpoint left.
+      await eventually(
+        async () =>
+          events()
+            .slice(before)
+            .some((e) => e.error !== undefined),
+        "the connected socket's send to fail after the restart",
+        30_000,
+      );
+      const failedAt =
+        before +
+        events()
+          .slice(before)
+          .findIndex((e) => e.error !== undefined);
+      await eventually(
+        async () =>
+          events()
+            .slice(failedAt)
+            .some((e) => e.reply !== undefined),
+        "a reply on the socket connected again",
+      );
+      const replies = events()
+        .slice(failedAt)
+        .filter((e) => e.reply !== undefined);
+      assert.deepEqual(new Set(replies.map((e) => e.reply)), new Set([other]));
+    } finally {
+      await client.stop();
+      writeCluster(file, services());
+    }
+    kpng ??= startKpng();
+    await bothEndpointsAgain("203.0.113.18");
   });
 
   test("kpng cleanup ebpf detaches and unpins everything, and nothing else", async () => {

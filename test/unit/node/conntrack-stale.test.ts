@@ -20,6 +20,15 @@ const dns = (eps: string[], over: LocalServiceOverrides = {}, nodePort = 0) =>
     ...over,
   });
 
+/** The filter for entries to dns's cluster IP DNATed to an endpoint that left. */
+const leftClusterIP = (replySrc: string): CtFilter => ({
+  family: "IPv4",
+  protocol: "udp",
+  origDst: "203.0.113.10",
+  origDstPort: 53,
+  replySrc,
+});
+
 const cases: { name: string; before: LocalService[] | undefined; after: LocalService[]; want: CtFilter[] }[] =
   [
     { name: "nothing changed", before: [dns(["198.51.100.2"])], after: [dns(["198.51.100.2"])], want: [] },
@@ -27,15 +36,7 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       name: "an endpoint left the cluster IP",
       before: [dns(["198.51.100.2", "198.51.100.3"])],
       after: [dns(["198.51.100.3"])],
-      want: [
-        {
-          family: "IPv4",
-          protocol: "udp",
-          origDst: "203.0.113.10",
-          origDstPort: 53,
-          replySrc: "198.51.100.2",
-        },
-      ],
+      want: [leftClusterIP("198.51.100.2")],
     },
     {
       name: "an endpoint left a service with a node port, an external IP and an LB IP",
@@ -48,13 +49,7 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       ],
       after: [dns(["198.51.100.3"], { externalIPs: ["192.0.2.9"], loadBalancerIPs: ["192.0.2.10"] }, 30053)],
       want: [
-        {
-          family: "IPv4",
-          protocol: "udp",
-          origDst: "203.0.113.10",
-          origDstPort: 53,
-          replySrc: "198.51.100.2",
-        },
+        leftClusterIP("198.51.100.2"),
         { family: "IPv4", protocol: "udp", origDst: "192.0.2.9", origDstPort: 53, replySrc: "198.51.100.2" },
         { family: "IPv4", protocol: "udp", origDst: "192.0.2.10", origDstPort: 53, replySrc: "198.51.100.2" },
         { family: "IPv4", protocol: "udp", origDstPort: 30053, replySrc: "198.51.100.2" },
@@ -79,15 +74,23 @@ const cases: { name: string; before: LocalService[] | undefined; after: LocalSer
       name: "a deleted service: every endpoint left",
       before: [dns(["198.51.100.2"])],
       after: [],
-      want: [
-        {
-          family: "IPv4",
-          protocol: "udp",
-          origDst: "203.0.113.10",
-          origDstPort: 53,
-          replySrc: "198.51.100.2",
-        },
+      want: [leftClusterIP("198.51.100.2")],
+    },
+    {
+      name: "the target port changed: entries DNATed to the old one are stale",
+      before: [dns(["198.51.100.2"])],
+      after: [
+        service({
+          name: "dns",
+          ports: [
+            udp({
+              internalEndpoints: [ep("198.51.100.2", 5353)],
+              externalEndpoints: [ep("198.51.100.2", 5353)],
+            }),
+          ],
+        }),
       ],
+      want: [leftClusterIP("198.51.100.2")],
     },
     {
       name: "TCP needs nothing",

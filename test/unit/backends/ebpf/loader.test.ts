@@ -7,20 +7,23 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, test } from "node:test";
-import { BpftoolLoader } from "../../../../src/backends/ebpf/programs.ts";
+import { BpftoolLoader, NO_UDP_DESTROY, UDP_DESTROY_RETRY } from "../../../../src/backends/ebpf/programs.ts";
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-/** A bpftool that appends each call (and a batch's input) to `calls` beside it, and succeeds. */
-function fakeBpftool(dir: string): { path: string; calls: () => string[] } {
+/**
+ * A bpftool that appends each call (and a batch's input) to `calls` beside it, and succeeds, but
+ * for calls whose first two words are `fail` (exit 1).
+ */
+function fakeBpftool(dir: string, fail = ""): { path: string; calls: () => string[] } {
   const path = join(dir, "bpftool");
   const log = join(dir, "calls");
   writeFileSync(
     path,
-    `#!/bin/sh\nprintf 'CALL %s\\n' "$*" >> '${log}'\nif [ "$1" = batch ]; then cat >> '${log}'; fi\n`,
+    `#!/bin/sh\nprintf 'CALL %s\\n' "$*" >> '${log}'\nif [ "$1 $2" = '${fail}' ]; then echo refused >&2; exit 1; fi\nif [ "$1" = batch ]; then cat >> '${log}'; fi\n`,
   );
   chmodSync(path, 0o755);
   return { path, calls: () => readFileSync(log, "utf8").trim().split("\n") };
@@ -67,4 +70,36 @@ test("a path with a space: every command in a process of its own", async () => {
   const calls = fake.calls();
   assert.equal(calls.filter((l) => l.startsWith("CALL batch")).length, 0);
   assert.equal(calls.length, 15);
+});
+
+test("the UDP socket iterator refused by the kernel is not tried again", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kpng-loader-"));
+  dirs.push(dir);
+  const fake = fakeBpftool(dir, "iter pin");
+  const l = loader(dir, fake.path);
+  const [first] = await l.ensureUdpDestroy();
+  assert.ok(first?.startsWith(NO_UDP_DESTROY), first);
+  assert.deepEqual(await l.ensureUdpDestroy(), []);
+  assert.equal(fake.calls().filter((c) => c.startsWith("CALL iter pin")).length, 1);
+  assert.ok(!(await l.check()).includes("UDP socket iterator not pinned"));
+});
+
+test("a load of the iterator that fails after the kernel took it is reported missing, and tried again", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kpng-loader-"));
+  dirs.push(dir);
+  // `iter pin` succeeds; reading its link back fails (the pins removed meanwhile, say).
+  const fake = fakeBpftool(dir, "-j link");
+  const l = loader(dir, fake.path);
+  const [first] = await l.ensureUdpDestroy();
+  assert.ok(first?.startsWith(UDP_DESTROY_RETRY), first);
+  assert.ok((await l.check()).includes("UDP socket iterator not pinned"));
+  await l.ensureUdpDestroy();
+  assert.equal(fake.calls().filter((c) => c.startsWith("CALL iter pin")).length, 2);
+  // Each try costs a repair: after five in a row kpng gives up, as on a kernel that refuses it.
+  const last: string[] = [];
+  for (let i = 0; i < 3; i++) last.splice(0, last.length, ...(await l.ensureUdpDestroy()));
+  assert.deepEqual(await l.ensureUdpDestroy(), []);
+  assert.equal(fake.calls().filter((c) => c.startsWith("CALL iter pin")).length, 5);
+  assert.ok(last[0]?.startsWith(`${NO_UDP_DESTROY}: 5 tries failed`), last[0]);
+  assert.ok(!(await l.check()).includes("UDP socket iterator not pinned"));
 });
