@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { execCommand } from "../../host/exec.ts";
 import { HOOKS, type Hook, MAP_KEYS, MAPS, programName } from "./layout.ts";
 import { mapPinPath } from "./maps.ts";
-import { UDP_DESTROY_OBJECT, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
+import { UDP_DESTROY_OBJECT, UDP_GONE_KEY_BYTES, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
 
 export interface ProgramLoader {
   /** Puts back whatever is missing (maps, programs, attachments); returns what it did. */
@@ -197,13 +197,31 @@ export class BpftoolLoader implements ProgramLoader {
    * `bpftool iter pin` loads the object and pins the iterator's link; the map it was loaded with
    * is then found through the link and pinned next to it, for kpng to fill.
    */
+  /**
+   * Whether an iterator pinned before this process (a restart, an upgrade) keys its map as this
+   * version writes it: one of another version would refuse every entry until it is replaced.
+   */
+  async #udpGoneMapFits(path: string): Promise<boolean> {
+    try {
+      const map = JSON.parse(await this.#run(["-j", "map", "show", "pinned", path])) as {
+        bytes_key?: number;
+      };
+      return map.bytes_key === UDP_GONE_KEY_BYTES;
+    } catch {
+      return false;
+    }
+  }
+
   async ensureUdpDestroy(): Promise<string[]> {
     const done: string[] = [];
     const pins = udpDestroyPins(this.#s.bpfRoot);
     if (this.#noUdpDestroy !== undefined) return done;
     if (existsSync(pins.iterator) && existsSync(pins.map)) {
-      this.#udpDestroyPinned = true;
-      return done;
+      if (this.#udpDestroyPinned || (await this.#udpGoneMapFits(pins.map))) {
+        this.#udpDestroyPinned = true;
+        return done;
+      }
+      done.push("replaced the UDP socket iterator of another kpng version");
     }
     rmSync(pins.dir, { recursive: true, force: true });
     mkdirSync(pins.dir, { recursive: true });

@@ -31,6 +31,7 @@ import type { Adopted } from "./writer.ts";
 export const UDP_DESTROY_OBJECT = "kpng-udp-destroy.bpf.o";
 /** The iterator's map of the sockets to destroy: socket cookies (8 bytes, the host's order). */
 export const UDP_GONE_MAP = "kpng_udp_gone";
+export const UDP_GONE_KEY_BYTES = 8;
 /** The map's size (bpf/udp-destroy.bpf.c): sockets per pass of the iterator. */
 const MAX_SOCKETS_PER_PASS = 65_536;
 /** Gone pairs per run. */

@@ -3,11 +3,12 @@
 // paths that bpftool's batch reader would split or unquote go one command per process.
 
 import assert from "node:assert/strict";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, test } from "node:test";
 import { BpftoolLoader, NO_UDP_DESTROY, UDP_DESTROY_RETRY } from "../../../../src/backends/ebpf/programs.ts";
+import { udpDestroyPins } from "../../../../src/backends/ebpf/udp-destroy.ts";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -18,12 +19,20 @@ afterEach(() => {
  * A bpftool that appends each call (and a batch's input) to `calls` beside it, and succeeds, but
  * for calls whose first two words are `fail` (exit 1).
  */
-function fakeBpftool(dir: string, fail = ""): { path: string; calls: () => string[] } {
+function fakeBpftool(dir: string, fail = "", pinnedKeyBytes = 8): { path: string; calls: () => string[] } {
   const path = join(dir, "bpftool");
   const log = join(dir, "calls");
+  // What the loader reads back when it pins the UDP socket iterator (its link, program and map),
+  // and the key size of a map pinned before.
+  const answers = [
+    `"-j map show pinned "*) echo '{"bytes_key":${pinnedKeyBytes}}' ;;`,
+    `"-j link show pinned "*) echo '{"prog_id":7}' ;;`,
+    `"-j prog show id 7") echo '{"map_ids":[9]}' ;;`,
+    `"-j map show id 9") echo '{"name":"kpng_udp_gone"}' ;;`,
+  ].join("\n");
   writeFileSync(
     path,
-    `#!/bin/sh\nprintf 'CALL %s\\n' "$*" >> '${log}'\nif [ "$1 $2" = '${fail}' ]; then echo refused >&2; exit 1; fi\nif [ "$1" = batch ]; then cat >> '${log}'; fi\n`,
+    `#!/bin/sh\nprintf 'CALL %s\\n' "$*" >> '${log}'\nif [ "$1 $2" = '${fail}' ]; then echo refused >&2; exit 1; fi\nif [ "$1" = batch ]; then cat >> '${log}'; fi\ncase "$*" in\n${answers}\nesac\n`,
   );
   chmodSync(path, 0o755);
   return { path, calls: () => readFileSync(log, "utf8").trim().split("\n") };
@@ -102,4 +111,38 @@ test("a load of the iterator that fails after the kernel took it is reported mis
   assert.equal(fake.calls().filter((c) => c.startsWith("CALL iter pin")).length, 5);
   assert.ok(last[0]?.startsWith(`${NO_UDP_DESTROY}: 5 tries failed`), last[0]);
   assert.ok(!(await l.check()).includes("UDP socket iterator not pinned"));
+});
+
+/** Pins left by the process before: the iterator's link and its map (plain files stand in). */
+function pinnedBefore(root: string): void {
+  const pins = udpDestroyPins(join(root, "bpf"));
+  mkdirSync(pins.dir, { recursive: true });
+  writeFileSync(pins.iterator, "");
+  writeFileSync(pins.map, "");
+}
+
+test("a UDP socket iterator pinned before, keyed as this version writes, is adopted (checked once)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kpng-loader-"));
+  dirs.push(dir);
+  pinnedBefore(dir);
+  const fake = fakeBpftool(dir);
+  const l = loader(dir, fake.path);
+  assert.deepEqual(await l.ensureUdpDestroy(), []);
+  assert.deepEqual(await l.ensureUdpDestroy(), []);
+  const calls = fake.calls();
+  assert.equal(calls.filter((c) => c.startsWith("CALL -j map show pinned")).length, 1);
+  assert.equal(calls.filter((c) => c.startsWith("CALL iter pin")).length, 0);
+});
+
+test("a UDP socket iterator of another kpng version (its map keyed otherwise) is replaced", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kpng-loader-"));
+  dirs.push(dir);
+  pinnedBefore(dir);
+  const fake = fakeBpftool(dir, "", 20);
+  const done = await loader(dir, fake.path).ensureUdpDestroy();
+  assert.deepEqual(done, [
+    "replaced the UDP socket iterator of another kpng version",
+    "pinned the UDP socket iterator",
+  ]);
+  assert.equal(fake.calls().filter((c) => c.startsWith("CALL iter pin")).length, 1);
 });
