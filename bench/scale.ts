@@ -241,7 +241,14 @@ async function measureChanges(
     }
     revision = revisionOf(applied.text);
     latencies.push(applied.at - at);
-    if (process.env.KPNG_BENCH_TRACE) console.log(`  change ${k}: ${(applied.at - at).toFixed(2)} ms`);
+    if (process.env.KPNG_BENCH_TRACE) {
+      console.log(`  change ${k}: ${(applied.at - at).toFixed(2)} ms`);
+      // kpng's own lines of the change, at their arrival (ms after the MODIFIED was written).
+      for (const line of kpng.process.timedLines(at - 30)) {
+        if (line.at > applied.at + 30) break;
+        console.log(`    +${(line.at - at).toFixed(2)} ${line.text.slice(0, 220)}`);
+      }
+    }
   }
   const to = wallMs();
   const cpuTo = kpng.process.cpuTimes();

@@ -101,6 +101,11 @@ export class LineProcess {
     return this.#lines.filter((l) => l.at >= since).map((l) => l.text);
   }
 
+  /** The lines read at or after `since` (wallMs), with their arrival times, of the recent lines kept. */
+  timedLines(since = 0): Line[] {
+    return this.#lines.filter((l) => l.at >= since);
+  }
+
   /** How many lines read at or after `since` (wallMs) `match` accepts (of the recent lines kept). */
   count(match: (text: string) => boolean, since = 0): number {
     return this.#lines.filter((l) => l.at >= since && match(l.text)).length;

@@ -30,6 +30,13 @@ export async function conntrackMissing(
   }
 }
 
+/**
+ * conntrack runs beside the syncs, never in their way (see cleaner.ts): each filter is a walk of
+ * the whole conntrack hash table (262,144 buckets by default, ~10 ms of CPU), and a batch that
+ * took a core from the next sync's `nft` delayed that sync.
+ */
+const CONNTRACK_NICENESS = 10;
+
 class ConntrackError extends Error {
   override readonly name = "ConntrackError";
 }
@@ -69,7 +76,7 @@ export class ExecConntrackRunner implements ConntrackRunner {
     const argv = [...this.#command, "-L", "-p", protocol, "-o", "extended"];
     let r: ExecResult;
     try {
-      r = await execCommand(argv, { timeoutMs: this.#timeoutMs, onStdout });
+      r = await execCommand(argv, { timeoutMs: this.#timeoutMs, onStdout, niceness: CONNTRACK_NICENESS });
     } catch (e) {
       throw new ConntrackError((e as Error).message);
     }
@@ -91,7 +98,11 @@ export class ExecConntrackRunner implements ConntrackRunner {
     };
     let r: ExecResult;
     try {
-      r = await execCommand([...this.#command, "-R", file], { timeoutMs: this.#timeoutMs, onStdout });
+      r = await execCommand([...this.#command, "-R", file], {
+        timeoutMs: this.#timeoutMs,
+        onStdout,
+        niceness: CONNTRACK_NICENESS,
+      });
     } catch (e) {
       throw new ConntrackError((e as Error).message);
     }
