@@ -24,7 +24,10 @@
 //                       [--change-settle-s=120]
 // --cpu-prof profiles kpng and prints where the CPU time went, for the cold start and (with the
 // change section) for the run of changes on its own, (with the idle section) for the idle window. --trace-gc counts kpng's collections and
-// their pauses in the idle and change windows.
+// their pauses in the idle and change windows. KPNG_BENCH_TRACE=1 runs kpng with trace logging and
+// prints each change's latency with kpng's lines around it, at their arrival (ms after the watch
+// event was written): the watch event read, the sync started, each family's plan, each nft
+// transaction rendered and applied, conntrack batches, probes, collections.
 
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
