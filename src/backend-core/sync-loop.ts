@@ -397,12 +397,14 @@ export class SyncLoop {
         if (due > t) {
           lastProbe = t;
           const startedAt = syncs;
+          this.#o.log.trace(`${this.#o.backend} probe started`);
           probing = this.#probe(() => syncs !== startedAt)
             .then((probed) => {
               if (probed.lost) dirty = true;
             })
             .catch((err: unknown) => this.#o.log.warn({ err: String(err) }, "cannot check the rules"))
             .finally(() => {
+              this.#o.log.trace(`${this.#o.backend} probe done`);
               probing = undefined;
               lastProbe = now();
               wake?.();
