@@ -398,7 +398,8 @@ export class SyncLoop {
           lastProbe = t;
           const startedAt = syncs;
           this.#o.log.trace(`${this.#o.backend} probe started`);
-          probing = this.#probe(() => syncs !== startedAt)
+          // Nor does a probe that outlives the loop.
+          probing = this.#probe(() => syncs !== startedAt || signal.aborted)
             .then((probed) => {
               if (probed.lost) dirty = true;
             })
