@@ -419,7 +419,14 @@ export class SyncLoop {
         const first = lastPeriodic === Number.NEGATIVE_INFINITY;
         const periodic = !first && t >= lastPeriodic + this.#o.syncPeriodMs;
         if (periodic && !dirty && this.#o.probe && !this.#followUpDue(lastStart, t)) {
-          if (probing !== undefined && (await unlessAborted(probing, signal)) === ABORTED) break;
+          if (probing !== undefined) {
+            // The probe's answer (its end wakes the loop) or a new state, whichever comes first.
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+            });
+            wake = undefined;
+            continue;
+          }
           const rest = await unlessAborted(this.#confirm(families), signal);
           if (rest === ABORTED) break;
           lastProbe = now();

@@ -202,6 +202,31 @@ describe("the shared sync loop", () => {
     await stop();
   });
 
+  test("a state that arrives while the periodic resync waits for a probe's answer is synced at once", async () => {
+    const a = new FakeFamily("a");
+    const held = gate();
+    let hold = false;
+    const { feed, stop } = start([a], {
+      probe: async () => {
+        if (hold) await held.promise;
+        return true;
+      },
+    });
+    feed.push(1);
+    await settle();
+    for (let i = 0; i < 28; i++) await advance(1000);
+    hold = true;
+    await advance(1000);
+    await advance(1000);
+    assert.deepEqual(a.revisions(), [1], "the period is due; the probe started before it has not answered");
+    feed.push(2);
+    await settle();
+    assert.deepEqual(a.revisions(), [1, 2], "the change did not wait for the probe");
+    held.open();
+    await settle();
+    await stop();
+  });
+
   test("with a probe, the periodic resync confirms an intact family instead of rewriting it", async () => {
     const a = new FakeFamily("a");
     const b = new FakeFamily("b");
