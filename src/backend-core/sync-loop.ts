@@ -7,8 +7,9 @@
 //   or a deleted table, not an edited rule, and it is what an idle proxy spends its CPU on.
 // - Between syncs the backend's probe checks each programmed family; rules found flushed or
 //   deleted by another program are counted, logged and rewritten by a full sync at once. A new
-//   state never waits for a probe: the probe runs beside the loop, and a verdict of "lost" from a
-//   probe that a sync overtook is dropped (the next probe decides).
+//   state never waits for this probe: it runs beside the loop, and a verdict of "lost" from a
+//   probe that a sync overtook is dropped (the next probe decides). (The periodic resync's own
+//   check, once per sync period, is still awaited.)
 // - Families are applied independently: a failed family is logged (a recurring failure at a
 //   decaying rate), counted, forgotten (its next sync reads the kernel and rewrites everything)
 //   and retried with one backoff, while the other family keeps following every change. After
