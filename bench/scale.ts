@@ -24,7 +24,10 @@
 //                       [--change-settle-s=120]
 // --cpu-prof profiles kpng and prints where the CPU time went, for the cold start and (with the
 // change section) for the run of changes on its own, (with the idle section) for the idle window. --trace-gc counts kpng's collections and
-// their pauses in the idle and change windows.
+// their pauses in the idle and change windows. KPNG_BENCH_TRACE=1 runs kpng with trace logging and
+// prints each change's latency with kpng's lines around it, at their arrival (ms after the watch
+// event was written): the watch event read, the sync started, each family's plan, each nft
+// transaction rendered and applied, conntrack batches, probes, collections.
 
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -241,7 +244,14 @@ async function measureChanges(
     }
     revision = revisionOf(applied.text);
     latencies.push(applied.at - at);
-    if (process.env.KPNG_BENCH_TRACE) console.log(`  change ${k}: ${(applied.at - at).toFixed(2)} ms`);
+    if (process.env.KPNG_BENCH_TRACE) {
+      console.log(`  change ${k}: ${(applied.at - at).toFixed(2)} ms`);
+      // kpng's own lines of the change, at their arrival (ms after the MODIFIED was written).
+      for (const line of kpng.process.timedLines(at - 30)) {
+        if (line.at > applied.at + 30) break;
+        console.log(`    +${(line.at - at).toFixed(2)} ${line.text.slice(0, 220)}`);
+      }
+    }
   }
   const to = wallMs();
   const cpuTo = kpng.process.cpuTimes();

@@ -27,8 +27,15 @@ export function benchNodeFlags(nodeIPv4: string): string[] {
   ];
 }
 
-/** The environment of a benchmarked kpng: debug lines (read as they arrive), no kubeconfig. */
-export const BENCH_KPNG_ENV = { KPNG_LOG_LEVEL: "debug", KUBECONFIG: "", HOME: "/nonexistent" };
+/**
+ * The environment of a benchmarked kpng: debug lines (read as they arrive; trace lines too with
+ * KPNG_BENCH_TRACE), no kubeconfig.
+ */
+export const BENCH_KPNG_ENV = {
+  KPNG_LOG_LEVEL: process.env.KPNG_BENCH_TRACE ? "trace" : "debug",
+  KUBECONFIG: "",
+  HOME: "/nonexistent",
+};
 
 /** Cluster IPs for the probed Services: 203.0.113.1 … 203.0.113.250. */
 export const MAX_PROBED = 250;

@@ -101,6 +101,11 @@ export class LineProcess {
     return this.#lines.filter((l) => l.at >= since).map((l) => l.text);
   }
 
+  /** The lines read at or after `since` (wallMs), with their arrival times, of the recent lines kept. */
+  timedLines(since = 0): Line[] {
+    return this.#lines.filter((l) => l.at >= since);
+  }
+
   /** How many lines read at or after `since` (wallMs) `match` accepts (of the recent lines kept). */
   count(match: (text: string) => boolean, since = 0): number {
     return this.#lines.filter((l) => l.at >= since && match(l.text)).length;
@@ -118,8 +123,9 @@ export class LineProcess {
   }
 
   /**
-   * CPU of the children still running (a long-lived `nft -i`), ms: reaped children are in
-   * cpuTimes().childrenMs, live ones only in their own /proc entries.
+   * CPU of the children still running (a long-lived `nft -i`, the small spawner) and of what
+   * they reaped, ms: reaped children are in cpuTimes().childrenMs, live ones only in their own
+   * /proc entries.
    */
   liveChildrenCpuMs(): number {
     let total = 0;
@@ -139,7 +145,9 @@ export class LineProcess {
     for (const pid of children) {
       if (pid === "") continue;
       try {
-        const ms = cpuOf(readFileSync(`/proc/${pid}/stat`, "utf8")).selfMs;
+        // With what it reaped: the commands kpng's small spawner started for it (conntrack).
+        const cpu = cpuOf(readFileSync(`/proc/${pid}/stat`, "utf8"));
+        const ms = cpu.selfMs + cpu.childrenMs;
         const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").slice(0, 3);
         const name = argv.map((a, i) => (i === 0 ? (a.split("/").pop() ?? a) : a)).join(" ");
         out.set(name, (out.get(name) ?? 0) + ms);

@@ -5,13 +5,16 @@
 //   with nothing new, every family is resynced once per sync period (the max sync period). With
 //   a probe, a family it finds intact is confirmed rather than rewritten: the probe sees a flush
 //   or a deleted table, not an edited rule, and it is what an idle proxy spends its CPU on.
+// - Between syncs the backend's probe checks each programmed family; rules found flushed or
+//   deleted by another program are counted, logged and rewritten by a full sync at once. A new
+//   state never waits for this probe: it runs beside the loop, and a verdict of "lost" from a
+//   probe that a sync overtook is dropped (the next probe decides). (The periodic resync's own
+//   check, once per sync period, is still awaited.)
 // - Families are applied independently: a failed family is logged (a recurring failure at a
 //   decaying rate), counted, forgotten (its next sync reads the kernel and rewrites everything)
 //   and retried with one backoff, while the other family keeps following every change. After
 //   RESET_AFTER_FAILURES failures in a row, a backend that can deletes what it owns in the family
 //   first (a foreign object in its table), with a warning.
-// - Between syncs the backend's probe checks each programmed family; rules found flushed or
-//   deleted by another program are counted, logged and rewritten by a full sync at once.
 // - Shutdown never waits for a hung kernel call.
 
 import { Backoff } from "../lib/backoff.ts";
@@ -270,7 +273,9 @@ export class SyncLoop {
    * Checks every armed family; a lost one is forgotten, counted and logged. Returns the families
    * found intact (empty when there is no probe) and whether one was lost.
    */
-  async #probe(): Promise<{ readonly lost: boolean; readonly intact: ReadonlySet<string> }> {
+  async #probe(
+    superseded: () => boolean = () => false,
+  ): Promise<{ readonly lost: boolean; readonly intact: ReadonlySet<string> }> {
     const probe = this.#o.probe;
     let lost = false;
     const intact = new Set<string>();
@@ -289,6 +294,9 @@ export class SyncLoop {
         intact.add(f.target.family);
         continue;
       }
+      // A sync started meanwhile: the check may have seen the rules between two of its
+      // transactions. The next probe decides.
+      if (superseded()) continue;
       // Disarmed until the repair sync succeeds, so one flush is one repair.
       f.armed = false;
       f.target.forget();
@@ -352,6 +360,10 @@ export class SyncLoop {
     let lastStart = Number.NEGATIVE_INFINITY;
     let lastPeriodic = Number.NEGATIVE_INFINITY;
     let lastProbe = Number.NEGATIVE_INFINITY;
+    /** The probe in flight, if any: it runs beside the syncs, so a change never waits for it. */
+    let probing: Promise<void> | undefined;
+    /** Syncs started so far: a probe overtaken by one does not judge the rules lost. */
+    let syncs = 0;
     try {
       while (!signal.aborted) {
         const t = now();
@@ -368,7 +380,7 @@ export class SyncLoop {
           }
           if (failing.length === 0) due = Math.min(due, lastPeriodic + this.#o.syncPeriodMs);
           due = Math.min(due, ...failing.map((f) => f.retryAt));
-          if (this.#o.probe && this.#families.some((f) => f.armed))
+          if (this.#o.probe && probing === undefined && this.#families.some((f) => f.armed))
             probeDue = lastProbe + this.#o.probeIntervalMs;
         }
         const next = Math.min(due, probeDue);
@@ -385,9 +397,20 @@ export class SyncLoop {
         }
         if (due > t) {
           lastProbe = t;
-          const probed = await unlessAborted(this.#probe(), signal);
-          if (probed === ABORTED) break;
-          if (probed.lost) dirty = true;
+          const startedAt = syncs;
+          this.#o.log.trace(`${this.#o.backend} probe started`);
+          // Nor does a probe that outlives the loop.
+          probing = this.#probe(() => syncs !== startedAt || signal.aborted)
+            .then((probed) => {
+              if (probed.lost) dirty = true;
+            })
+            .catch((err: unknown) => this.#o.log.warn({ err: String(err) }, "cannot check the rules"))
+            .finally(() => {
+              this.#o.log.trace(`${this.#o.backend} probe done`);
+              probing = undefined;
+              lastProbe = now();
+              wake?.();
+            });
           continue;
         }
         let families = new Set(
@@ -397,6 +420,14 @@ export class SyncLoop {
         const first = lastPeriodic === Number.NEGATIVE_INFINITY;
         const periodic = !first && t >= lastPeriodic + this.#o.syncPeriodMs;
         if (periodic && !dirty && this.#o.probe && !this.#followUpDue(lastStart, t)) {
+          if (probing !== undefined) {
+            // The probe's answer (its end wakes the loop) or a new state, whichever comes first.
+            await new Promise<void>((resolve) => {
+              wake = resolve;
+            });
+            wake = undefined;
+            continue;
+          }
           const rest = await unlessAborted(this.#confirm(families), signal);
           if (rest === ABORTED) break;
           lastProbe = now();
@@ -407,10 +438,12 @@ export class SyncLoop {
           families = rest;
         }
         lastStart = t;
+        syncs++;
         if (periodic || first) lastPeriodic = t;
         dirty = false;
         const synced = latest;
         const started = performance.now();
+        this.#o.log.trace({ revision: synced.revision, periodic }, `${this.#o.backend} sync started`);
         const result = await unlessAborted(this.#syncFamilies(synced, families, periodic), signal);
         if (result === ABORTED) break;
         const { report, errors } = result;

@@ -11,6 +11,7 @@
 // Whatever runs when kpng exits is killed then: no command outlives kpng.
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { getPriority, setPriority } from "node:os";
 import { basename } from "node:path";
 import { counter } from "../observability/metrics.ts";
 
@@ -47,6 +48,11 @@ interface ExecOptions {
   readonly track?: { add(child: ChildProcess): void; delete(child: ChildProcess): void };
   /** Called with each stdout chunk instead of collecting it (stdout is then ""). */
   readonly onStdout?: (chunk: Buffer) => void;
+  /**
+   * Runs the command at least this nice (background work: it then takes the CPU only when the
+   * proxy's own work does not want it). Set before anything is written to its stdin.
+   */
+  readonly niceness?: number;
 }
 
 const spawnFailures = counter(
@@ -142,6 +148,13 @@ export function spawnCommand(
   return child;
 }
 
+/** Best effort: a process that is gone already, or a refused change, leaves it as it is. */
+function lowerPriority(pid: number, niceness: number): void {
+  try {
+    setPriority(pid, Math.max(getPriority(), niceness));
+  } catch {}
+}
+
 function once(argv: readonly string[], options: ExecOptions): Promise<ExecResult> {
   return new Promise((resolve, reject) => {
     const command = basename(argv[0] ?? "");
@@ -189,6 +202,7 @@ function once(argv: readonly string[], options: ExecOptions): Promise<ExecResult
     });
     if (c.pid === undefined) return; // the `error` event follows
     options.track?.add(c);
+    if (options.niceness !== undefined) lowerPriority(c.pid, options.niceness);
     timer = setTimeout(() => {
       timeouts.inc({ command });
       killed(true);

@@ -517,6 +517,7 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
       this.#log.warn({ status: object }, "watch ERROR event; reconnecting");
       return "error";
     }
+    this.#log.trace({ type }, "watch event");
     const rv = object.metadata?.resourceVersion;
     const resourceVersion = typeof rv === "string" && rv !== "" ? rv : undefined;
     switch (type) {

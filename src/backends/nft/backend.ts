@@ -62,9 +62,11 @@ export class NftBackend {
   /** Each family's table, replaced by reconfigure(). */
   readonly #tables = new Map<NftFamily, TableConfig>();
   readonly #loop: SyncLoop;
+  readonly #log: Logger;
 
   constructor(options: NftBackendOptions) {
     this.#runner = options.runner;
+    this.#log = options.log;
     this.#maxStatements = options.maxStatementsPerTransaction ?? DEFAULT_MAX_STATEMENTS;
     this.#now = options.now ?? Date.now;
     for (const cfg of options.tables) this.#tables.set(cfg.family, cfg);
@@ -156,6 +158,7 @@ export class NftBackend {
       this.#mirrors.set(cfg.family, mirror);
     }
     const plan = mirror.plan(state, this.#now());
+    this.#log.trace({ family: cfg.family }, "nftables plan ready");
     // Units are built, packed and rendered as they are taken: while nft parses and commits one
     // transaction the next is rendered, and only those two are alive, whatever the size of the
     // table. Each is still applied only after the previous one succeeded, and the first failure
@@ -184,7 +187,9 @@ export class NftBackend {
 
   async #apply(cfg: TableConfig, tx: NftScript, cleanup: boolean): Promise<void> {
     try {
+      this.#log.trace({ family: cfg.family, bytes: tx.text.length }, "nftables transaction rendered");
       await this.#runner.run(tx.text, tx.line);
+      this.#log.trace({ family: cfg.family }, "nftables transaction applied");
     } catch (e) {
       if (cleanup) cleanupFailures.inc({ ip_family: ipFamilyOfNft(cfg.family) });
       const stderr = e instanceof NftError ? e.stderr : String(e);

@@ -162,6 +162,7 @@ export class ConntrackCleaner {
       for (const l of lines) this.#pending.delete(l);
       pendingGauge.set(this.#pending.size);
       const started = performance.now();
+      this.#log.trace({ filters: lines.length }, "conntrack batch started");
       try {
         const n = await this.#runner.deleteBatch(lines);
         deleted.inc({ ip_family: family }, n);
@@ -171,6 +172,7 @@ export class ConntrackCleaner {
         this.#log.warn({ err: String(err), filters: lines.length }, "conntrack cleanup failed");
       } finally {
         duration.observe({ ip_family: family }, (performance.now() - started) / 1000);
+        this.#log.trace("conntrack batch done");
       }
     }
   }

@@ -7,6 +7,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ExecResult, execCommand } from "../../host/exec.ts";
+import { SmallSpawner } from "../../host/small-spawner.ts";
 
 export interface ConntrackRunner {
   /** Runs every line of a batch; resolves with how many entries were deleted. */
@@ -30,6 +31,13 @@ export async function conntrackMissing(
   }
 }
 
+/**
+ * conntrack runs beside the syncs, never in their way (see cleaner.ts): each filter is a walk of
+ * the whole conntrack hash table, and a batch that took a core from the next sync's `nft`
+ * delayed that sync.
+ */
+const CONNTRACK_NICENESS = 10;
+
 class ConntrackError extends Error {
   override readonly name = "ConntrackError";
 }
@@ -40,11 +48,17 @@ export const CONNTRACK_BINARIES: readonly string[] = ["conntrack"];
 export class ExecConntrackRunner implements ConntrackRunner {
   readonly #command: readonly string[];
   readonly #timeoutMs: number;
+  /**
+   * Starts the deletion batches: one may follow any change, and started from kpng itself each
+   * would block kpng for as long as a fork of it takes, which grows with kpng's memory.
+   */
+  readonly #spawner: SmallSpawner;
 
   /** `command` may prefix conntrack, e.g. `["ip", "netns", "exec", "ns1", "conntrack"]`. */
   constructor(options: { command?: readonly string[]; timeoutMs?: number } = {}) {
     this.#command = options.command ?? ["conntrack"];
     this.#timeoutMs = options.timeoutMs ?? 60_000;
+    this.#spawner = new SmallSpawner();
   }
 
   async deleteBatch(lines: readonly string[]): Promise<number> {
@@ -69,7 +83,7 @@ export class ExecConntrackRunner implements ConntrackRunner {
     const argv = [...this.#command, "-L", "-p", protocol, "-o", "extended"];
     let r: ExecResult;
     try {
-      r = await execCommand(argv, { timeoutMs: this.#timeoutMs, onStdout });
+      r = await execCommand(argv, { timeoutMs: this.#timeoutMs, onStdout, niceness: CONNTRACK_NICENESS });
     } catch (e) {
       throw new ConntrackError((e as Error).message);
     }
@@ -81,21 +95,18 @@ export class ExecConntrackRunner implements ConntrackRunner {
   }
 
   async #run(file: string): Promise<number> {
-    let deleted = 0;
-    let partial = "";
-    // conntrack prints each deleted entry on a line of stdout: count them, keep nothing.
-    const onStdout = (chunk: Buffer) => {
-      const lines = (partial + chunk.toString()).split("\n");
-      partial = lines.pop() ?? "";
-      deleted += lines.filter((l) => l.trim() !== "").length;
-    };
     let r: ExecResult;
     try {
-      r = await execCommand([...this.#command, "-R", file], { timeoutMs: this.#timeoutMs, onStdout });
+      r = await this.#spawner.exec([...this.#command, "-R", file], {
+        timeoutMs: this.#timeoutMs,
+        niceness: CONNTRACK_NICENESS,
+      });
     } catch (e) {
       throw new ConntrackError((e as Error).message);
     }
-    if (partial.trim() !== "") deleted++;
+    // conntrack prints each deleted entry on a line of stdout.
+    let deleted = 0;
+    for (const line of r.stdout.split("\n")) if (line.trim() !== "") deleted++;
     if (r.timedOut)
       throw new ConntrackError(`conntrack -R did not finish within ${this.#timeoutMs} ms; killed`);
     if (r.signal !== null) throw new ConntrackError(`conntrack -R killed by ${r.signal}`);

@@ -4,7 +4,7 @@ import { type BackendFamily, RESET_AFTER_FAILURES, SyncLoop } from "../../../src
 import type { IPFamily } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
-import { settle } from "../../support/settle.ts";
+import { gate, settle } from "../../support/settle.ts";
 import { service, state } from "../backends/nft/fixtures.ts";
 
 /** A family that records what it is asked; `fail` makes apply throw, `hang` never return. */
@@ -161,6 +161,69 @@ describe("the shared sync loop", () => {
     answer = false;
     await advance(1000);
     assert.deepEqual(a.applied.at(-1), { revision: 1, periodic: false, full: true });
+    await stop();
+  });
+
+  test("a state that arrives while the probe runs is synced at once, not after the probe", async () => {
+    const a = new FakeFamily("a");
+    let probing = gate();
+    let answer = true;
+    let probes = 0;
+    const { feed, stop } = start([a], {
+      probe: async () => {
+        probes++;
+        await probing.promise;
+        return answer;
+      },
+    });
+    feed.push(1);
+    await advance(1000);
+    assert.equal(probes, 1, "the probe is running and has not answered");
+    feed.push(2);
+    await settle();
+    assert.deepEqual(a.revisions(), [1, 2], "the change did not wait for the probe");
+    probing.open();
+    await settle();
+    assert.deepEqual(a.revisions(), [1, 2], "intact: nothing more");
+    // A probe that saw a sync start meanwhile may have seen the rules between two transactions:
+    // its verdict is dropped, and the next probe decides.
+    probing = gate();
+    answer = false;
+    await advance(1000);
+    assert.equal(probes, 2);
+    feed.push(3);
+    await settle();
+    probing.open();
+    await settle();
+    assert.deepEqual(a.applied.at(-1), { revision: 3, periodic: false, full: false }, "no rewrite yet");
+    await advance(1000);
+    assert.equal(probes, 3);
+    assert.deepEqual(a.applied.at(-1), { revision: 3, periodic: false, full: true }, "lost: rewritten");
+    await stop();
+  });
+
+  test("a state that arrives while the periodic resync waits for a probe's answer is synced at once", async () => {
+    const a = new FakeFamily("a");
+    const held = gate();
+    let hold = false;
+    const { feed, stop } = start([a], {
+      probe: async () => {
+        if (hold) await held.promise;
+        return true;
+      },
+    });
+    feed.push(1);
+    await settle();
+    for (let i = 0; i < 28; i++) await advance(1000);
+    hold = true;
+    await advance(1000);
+    await advance(1000);
+    assert.deepEqual(a.revisions(), [1], "the period is due; the probe started before it has not answered");
+    feed.push(2);
+    await settle();
+    assert.deepEqual(a.revisions(), [1, 2], "the change did not wait for the probe");
+    held.open();
+    await settle();
     await stop();
   });
 

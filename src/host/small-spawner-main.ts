@@ -1,0 +1,22 @@
+// The small process behind SmallSpawner (small-spawner.ts): it runs the commands its parent sends
+// over the IPC channel with execCommand (deadline, process group, niceness) and sends each
+// result back. Starting a process forks the caller, and the fork copies the caller's page tables:
+// cheap from this small process, a blocked event loop in proportion to its memory from a proxy
+// holding 100k Services (docs/performance.md). When the parent goes, so does this process, and
+// the commands it still runs are killed with it (exec.ts kills them on exit).
+
+import { execCommand } from "./exec.ts";
+import type { SpawnRequest, SpawnResponse } from "./small-spawner.ts";
+
+const send = (response: SpawnResponse) => process.send?.(response);
+
+process.on("message", (request: SpawnRequest) => {
+  execCommand(request.argv, {
+    timeoutMs: request.timeoutMs,
+    ...(request.niceness === undefined ? {} : { niceness: request.niceness }),
+  }).then(
+    (result) => send({ id: request.id, result }),
+    (err: unknown) => send({ id: request.id, error: err instanceof Error ? err.message : String(err) }),
+  );
+});
+process.on("disconnect", () => process.exit(0));

@@ -1,0 +1,130 @@
+// Commands started from a small process instead of the proxy itself. Node starts a command by
+// forking, and a fork copies the page tables of the whole process: from a proxy with 100k
+// Services each start blocks the event loop for tens of milliseconds (docs/performance.md), and a
+// change that arrives meanwhile waits that long. The small process (small-spawner-main.ts) is forked once,
+// at start, while kpng is still small; the commands it runs for kpng cost kpng one IPC message.
+//
+// The same contract as execCommand: an argv array, a deadline, a result or a start failure.
+// Nothing is written to their stdin (commands that need data get a file). If the small process
+// dies, the calls in flight fail, and the next call starts it again; if it cannot start, or does
+// not answer within the deadline (then it is killed), the command fails as a timed-out command
+// would: a caller already handles that.
+
+import { type ChildProcess, fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { counter } from "../observability/metrics.ts";
+import type { ExecResult } from "./exec.ts";
+
+export interface SpawnRequest {
+  readonly id: number;
+  readonly argv: readonly string[];
+  readonly timeoutMs: number;
+  readonly niceness?: number;
+}
+
+export type SpawnResponse =
+  | { readonly id: number; readonly result: ExecResult }
+  | { readonly id: number; readonly error: string };
+
+const restarts = counter(
+  "kpng_small_spawner_restarts_total",
+  "Times the small process that starts background commands (conntrack) was started again after it died or hung.",
+);
+
+const MAIN = fileURLToPath(new URL("./small-spawner-main.ts", import.meta.url));
+/** How long past a command's own deadline its answer may take before the small process is killed. */
+const ANSWER_GRACE_MS = 5000;
+
+interface Waiting {
+  readonly child: ChildProcess;
+  readonly resolve: (r: ExecResult) => void;
+  readonly reject: (e: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+export class SmallSpawner {
+  #child: ChildProcess | undefined;
+  readonly #waiting = new Map<number, Waiting>();
+  #seq = 0;
+  #started = false;
+
+  /** Forks the small process now: call it early, while this process is small. */
+  constructor() {
+    this.#start();
+  }
+
+  /** The small process's pid (for tests and diagnostics). */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
+  /** Runs argv to completion within `timeoutMs` (see execCommand); rejects when it cannot start. */
+  exec(
+    argv: readonly string[],
+    options: { readonly timeoutMs: number; readonly niceness?: number },
+  ): Promise<ExecResult> {
+    const child = this.#child?.connected ? this.#child : this.#start();
+    if (child === undefined) return Promise.reject(new Error("cannot start the small spawner process"));
+    const id = ++this.#seq;
+    return new Promise<ExecResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#fail(child, `no answer within ${options.timeoutMs + ANSWER_GRACE_MS} ms`);
+      }, options.timeoutMs + ANSWER_GRACE_MS);
+      this.#waiting.set(id, { child, resolve, reject, timer });
+      const request: SpawnRequest = { id, argv, ...options };
+      child.send(request, (err) => {
+        if (err) this.#fail(child, `cannot reach the small spawner process: ${err.message}`);
+      });
+    });
+  }
+
+  /** Stops the small process; the calls in flight fail. */
+  close(): void {
+    const child = this.#child;
+    if (child !== undefined) this.#fail(child, "closed");
+  }
+
+  #start(): ChildProcess | undefined {
+    if (this.#started) restarts.inc();
+    this.#started = true;
+    let child: ChildProcess;
+    try {
+      // Not the proxy's own flags (heap size, profiling, GC tracing): this process is small.
+      child = fork(MAIN, [], { execArgv: [], stdio: ["ignore", "ignore", "inherit", "ipc"] });
+    } catch {
+      this.#child = undefined;
+      return undefined;
+    }
+    this.#child = child;
+    child.on("message", (m: SpawnResponse) => {
+      const waiting = this.#waiting.get(m.id);
+      if (waiting === undefined) return;
+      this.#waiting.delete(m.id);
+      clearTimeout(waiting.timer);
+      if ("result" in m) waiting.resolve(m.result);
+      else waiting.reject(new Error(m.error));
+    });
+    child.on("error", () => this.#fail(child, "the small spawner process failed"));
+    child.on("exit", (code, signal) =>
+      this.#fail(child, `the small spawner process exited (${signal ?? code})`),
+    );
+    // It must not keep the proxy alive; a call in flight does, by its timer.
+    child.unref();
+    child.channel?.unref();
+    return child;
+  }
+
+  /** The child is given up on: killed if it runs, and every call waiting on it fails. */
+  #fail(child: ChildProcess, why: string): void {
+    if (this.#child === child) this.#child = undefined;
+    child.removeAllListeners();
+    child.on("error", () => {});
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    for (const [id, w] of this.#waiting) {
+      if (w.child !== child) continue;
+      this.#waiting.delete(id);
+      clearTimeout(w.timer);
+      w.reject(new Error(why));
+    }
+  }
+}
