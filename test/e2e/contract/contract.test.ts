@@ -41,6 +41,7 @@ function contract(backend: BackendUnderTest): void {
 
     function services(over: Partial<Record<string, Partial<TestService>>> = {}): TestService[] {
       const on = (pod: string, node = "node-1", extra = {}) => ({ ip: ip4(pod), node, ...extra });
+      const on6 = (pod: string, node = "node-1") => ({ ip: ip6(pod), node });
       const base: TestService[] = [
         {
           name: "web",
@@ -150,10 +151,50 @@ function contract(backend: BackendUnderTest): void {
           name: "web6",
           clusterIP: "2001:db8:2::10",
           ports: http,
-          endpoints: [
-            { ip: ip6("web-1"), node: "node-1" },
-            { ip: ip6("web-2"), node: "node-2" },
-          ],
+          endpoints: [on6("web-1"), on6("web-2", "node-2")],
+        },
+        {
+          name: "lb6",
+          type: "LoadBalancer",
+          clusterIP: "2001:db8:2::11",
+          ports: [{ ...http[0]!, nodePort: 30090 }],
+          externalIPs: ["2001:db8:2::201"],
+          loadBalancerIP: "2001:db8:2::202",
+          endpoints: [on6("web-1"), on6("web-2", "node-2")],
+        },
+        {
+          name: "ranged6",
+          type: "LoadBalancer",
+          clusterIP: "2001:db8:2::12",
+          ports: [{ ...http[0]!, nodePort: 30091 }],
+          loadBalancerIP: "2001:db8:2::206",
+          sourceRanges: ["2001:db8::2/128"],
+          endpoints: [on6("web-1")],
+        },
+        {
+          name: "gone6",
+          type: "LoadBalancer",
+          clusterIP: "2001:db8:2::13",
+          ports: [{ ...http[0]!, nodePort: 30092 }],
+          externalIPs: ["2001:db8:2::203"],
+          loadBalancerIP: "2001:db8:2::204",
+          endpoints: [],
+        },
+        {
+          name: "local6",
+          type: "LoadBalancer",
+          clusterIP: "2001:db8:2::14",
+          ports: [{ ...http[0]!, nodePort: 30093 }],
+          loadBalancerIP: "2001:db8:2::205",
+          externalTrafficPolicy: "Local",
+          healthCheckNodePort: 30094,
+          endpoints: [on6("web-1"), on6("web-2", "node-2")],
+        },
+        {
+          name: "dns6",
+          clusterIP: "2001:db8:2::15",
+          ports: [{ name: "dns", protocol: "UDP", port: 53, targetPort: 5353 }],
+          endpoints: [on6("web-1"), on6("web-2", "node-2")],
         },
       ];
       return base.map((s) => ({ ...s, ...(over[s.name] ?? {}) }));
@@ -218,9 +259,11 @@ function contract(backend: BackendUnderTest): void {
       // it: each forwarded SYN would make the node send an ICMP redirect first, which spends the
       // per-peer ICMP budget and silences the reject's port unreachable. A client behind a router
       // (off-link) gets no redirect; so does this one.
+      // IPv6 has no switch for redirects: its per-peer ICMP budget is lifted instead (0: no limit).
       await topo.node.sysctl({
         "net.ipv4.conf.all.send_redirects": "0",
         "net.ipv4.conf.ext0.send_redirects": "0",
+        "net.ipv6.icmp.ratelimit": "0",
       });
       setup = await backend.setup?.();
       kpng = startKpng();
@@ -459,6 +502,87 @@ function contract(backend: BackendUnderTest): void {
         "web-1",
         "web-2",
       ]);
+    });
+
+    test("IPv6: externalIPs, load-balancer IPs and NodePorts reach every endpoint, from outside and from a pod; masqueraded from outside", async () => {
+      for (const from of ["external", "client"] as const)
+        for (const [ip, port] of [
+          ["2001:db8:2::201", 80],
+          ["2001:db8:2::202", 80],
+          ["2001:db8::1", 30090],
+        ] as const)
+          assert.deepEqual(
+            [...(await names(from, tcp(ip, port), 30))].sort(),
+            ["web-1", "web-2"],
+            `${from} to [${ip}]:${port}`,
+          );
+      const r = await one("external", tcp("2001:db8::1", 30090));
+      assert.ok(r.ok, outcome(r));
+      assert.notEqual(r.reply?.client.address, "2001:db8::2");
+    });
+
+    test("IPv6: an LB IP with source ranges answers a client inside them; a pod and the node outside them get no answer", async () => {
+      assert.equal(outcome(await one("external", tcp("2001:db8:2::206", 80))), "web-1");
+      for (const from of ["client", "node"] as const)
+        assert.equal(outcome(await one(from, tcp("2001:db8:2::206", 80, 1500))), "timeout", from);
+      assert.equal(
+        outcome(await one("client", tcp("2001:db8::1", 30091))),
+        "web-1",
+        "the NodePort is not filtered",
+      );
+    });
+
+    test("IPv6: eTP Local from outside reaches only the local endpoint and keeps the client IP; its healthCheckNodePort answers on the node's IPv6 address", async () => {
+      for (const [ip, port] of [
+        ["2001:db8:2::205", 80],
+        ["2001:db8::1", 30093],
+      ] as const)
+        assert.deepEqual([...(await names("external", tcp(ip, port), 20))], ["web-1"], `[${ip}]:${port}`);
+      const r = await one("external", tcp("2001:db8:2::205", 80));
+      assert.equal(r.ok && r.reply?.client.address, "2001:db8::2");
+      const hc = () => httpGet(topo.external, "http://[2001:db8::1]:30094/healthz");
+      await eventually(async () => (await hc()).status === 200, "the IPv6 healthCheckNodePort server");
+      assert.equal(JSON.parse((await hc()).body).localEndpoints, 1);
+    });
+
+    test("IPv6: a service without endpoints rejects at once on its ClusterIP, NodePort, externalIP and LB IP", async () => {
+      const targets: Record<"external" | "client", [string, number][]> = {
+        external: [
+          ["2001:db8:2::203", 80],
+          ["2001:db8:2::204", 80],
+          ["2001:db8::1", 30092],
+        ],
+        client: [
+          ["2001:db8:2::13", 80],
+          ["2001:db8:2::203", 80],
+          ["2001:db8:2::204", 80],
+          ["2001:db8::1", 30092],
+        ],
+      };
+      for (const from of ["external", "client"] as const) {
+        // Over veth the ICMPv6 error to the first SYN arrives while connect() still holds its
+        // socket, and Linux drops it (TcpExtLockDroppedIcmps); the SYN sent again after 1 s is
+        // refused. A drop would run into the 3 s timeout.
+        const results = await probeAt(
+          from,
+          targets[from].map(([ip, port]) => tcp(ip, port, 3000)),
+          4,
+        );
+        results.forEach((r, i) => {
+          const [ip, port] = targets[from][i]!;
+          assert.equal(outcome(r), "refused", `${from} to [${ip}]:${port}`);
+          assert.ok(r.ms < 2000, `${from} to [${ip}]:${port} took ${r.ms} ms`);
+        });
+      }
+    });
+
+    test("IPv6 UDP services are balanced", async () => {
+      const seen = await names(
+        "client",
+        { proto: "udp", host: "2001:db8:2::15", port: 53, timeoutMs: 1000 },
+        20,
+      );
+      assert.deepEqual([...seen].sort(), ["web-1", "web-2"]);
     });
 
     test("endpoints added and removed while a client keeps connecting: no failed connection", async () => {
