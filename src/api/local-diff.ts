@@ -251,6 +251,75 @@ export function localChangeFrames(delta: LocalDelta): Frame[] {
   return out;
 }
 
+/** A number per LocalService object, never reused: a delta's identity names its objects by these. */
+const objectIds = new WeakMap<LocalService, number>();
+let lastObjectId = 0;
+
+function objectId(svc: LocalService | undefined): number {
+  if (svc === undefined) return 0;
+  let id = objectIds.get(svc);
+  if (id === undefined) {
+    id = ++lastObjectId;
+    objectIds.set(svc, id);
+  }
+  return id;
+}
+
+/**
+ * Change sets by their delta's identity. Bounded like the encodings: a change reaches every node
+ * within one generation, and an entry naming objects that are gone is never asked for again.
+ */
+const sharedChanges = new TwoGenerations<readonly Frame[]>(4096);
+
+/**
+ * What the ops of `delta` are made of: each changed key with its objects before and after, and
+ * the ranges and Node facts when they changed. Two deltas with the same identity have the same
+ * ops; undefined for a delta too large to be worth naming (a resync of many services).
+ */
+function deltaIdentity(keys: readonly string[], delta: LocalDelta): string | undefined {
+  let id = "";
+  let count = 0;
+  for (const key of keys) {
+    const before = delta.before(key);
+    const after = delta.after(key);
+    if (before === after) continue;
+    if (++count > MAX_SHARED_CHANGES) return undefined;
+    // NUL is in no service key (namespace/name).
+    id += `${key}\0${objectId(before)}\0${objectId(after)}\0`;
+  }
+  const ranges = delta.serviceCIDRs;
+  if (ranges !== undefined && !sameStrings(ranges.before, ranges.after))
+    id += `\x01${ranges.after.join(",")}`;
+  const node = delta.node;
+  if (node !== undefined && !sameNodeFacts(node.before, node.after)) {
+    const after = node.after;
+    id += after === undefined ? "\x02" : `\x02${after.ips.join(",")};${after.podCIDRs.join(",")}`;
+  }
+  return id;
+}
+
+/** Changes of more services than this are encoded for their node alone. */
+const MAX_SHARED_CHANGES = 64;
+
+/**
+ * The ops of `delta` (localChangeFrames), shared by every node whose delta is made of the same
+ * objects: one endpoint change reaches ~1,000 nodes, most of which hold the same service objects
+ * before and after it, so the change set is built once for them all. The list is shared: read it,
+ * never change it.
+ */
+export function sharedChangeFrames(delta: LocalDelta): readonly Frame[] {
+  // The keys are read twice (identity, then ops), and may come as a one-pass iterator.
+  const keys = Array.isArray(delta.keys) ? delta.keys : [...delta.keys];
+  const id = deltaIdentity(keys, delta);
+  if (id === undefined) return localChangeFrames({ ...delta, keys });
+  let frames = sharedChanges.get(id);
+  if (frames === undefined) {
+    frames = Object.freeze(localChangeFrames({ ...delta, keys }));
+    sharedChanges.set(id, frames);
+  }
+  return frames;
+}
+
 /** Shared by every node: their maps nearly always hold the same keys, sorted once. */
 const fullStateOrder = new KeyOrder();
 /** Shared by every node: runs of services that nodes hold alike are built once. */

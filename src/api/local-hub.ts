@@ -21,10 +21,10 @@ import { FullStateCache } from "./full-state-cache.ts";
 import { GrpcStatus } from "./grpc-stream.ts";
 import {
   type LocalDelta,
-  localChangeFrames,
   localFullFrames,
   type NodeFacts,
   nodeFactsOf,
+  sharedChangeFrames,
 } from "./local-diff.ts";
 import type { Revisioned } from "./revision-session.ts";
 import { isValidNodeName, StreamRejection } from "./stream-rejection.ts";
@@ -100,7 +100,7 @@ export class NodeStates implements Revisioned {
    * Change sets computed for the current revision, by the revision they start from. Streams of
    * one node at the same revision share them; a new state clears them.
    */
-  #computed = new Map<number, Frame[] | undefined>();
+  #computed = new Map<number, readonly Frame[] | undefined>();
   /**
    * The full state's frames, shared by the streams that start from this revision. Bounded: most
    * of their bytes are shared with other nodes, but a node's own segments are not, and 1,000
@@ -133,10 +133,10 @@ export class NodeStates implements Revisioned {
     return this.#current?.revision;
   }
 
-  framesSince(revision: number): Frame[] | undefined {
+  framesSince(revision: number): readonly Frame[] | undefined {
     if (this.#computed.has(revision)) return this.#computed.get(revision);
     const delta = this.deltaSince(revision);
-    const frames = delta === undefined ? undefined : localChangeFrames(delta);
+    const frames = delta === undefined ? undefined : sharedChangeFrames(delta);
     this.#computed.set(revision, frames);
     return frames;
   }
@@ -221,9 +221,14 @@ export class NodeStates implements Revisioned {
     if (revision === current.revision) return { keys: [], before: () => undefined, after: () => undefined };
     const start = this.#log.findIndex((e) => e.from === revision);
     if (start < 0) return undefined;
-    const before = new Map<string, LocalService | undefined>();
-    for (let i = start; i < this.#log.length; i++) {
-      for (const [k, v] of this.#log[i]?.previous ?? []) if (!before.has(k)) before.set(k, v);
+    // A stream one revision behind (every stream, after each change) reads the entry as it is.
+    let before = this.#log[start]!.previous;
+    if (start < this.#log.length - 1) {
+      const merged = new Map(before);
+      for (let i = start + 1; i < this.#log.length; i++) {
+        for (const [k, v] of this.#log[i]!.previous) if (!merged.has(k)) merged.set(k, v);
+      }
+      before = merged;
     }
     const services = current.state.services;
     const serviceCIDRs = {

@@ -10,7 +10,7 @@ export interface Revisioned {
   readonly revision: number | undefined;
   onChange(listener: () => void): () => void;
   /** The Set/Delete ops from `revision` to now, or undefined when that revision is not in the log. */
-  framesSince(revision: number): Frame[] | undefined;
+  framesSince(revision: number): readonly Frame[] | undefined;
   /** The Set ops of the whole current state. */
   allFrames(): Frame[];
 }

@@ -16,6 +16,14 @@ import { type SeedSource, type TrackerSeeds, trackerSeedsOf } from "./tracker-se
 
 const NO_LABELS = Object.freeze({});
 
+/** What a tracker reads of its Node object. */
+interface NodeFacts {
+  readonly view: NodeView;
+  readonly eligible: boolean;
+  readonly ips: readonly string[];
+  readonly podCIDRs: readonly string[];
+}
+
 export class LocalStateTracker implements SeedSource {
   readonly #store: ClusterView;
   readonly #nodeName: string;
@@ -30,6 +38,8 @@ export class LocalStateTracker implements SeedSource {
   readonly #changeLog = new ServiceChangeLog();
   /** This node's zone label as last computed with: a change of it recomputes everything. */
   #zone: string | undefined;
+  /** What was last read of this node's Node object; undefined before the first update. */
+  #node: NodeFacts | undefined;
 
   constructor(store: ClusterView, nodeName: string) {
     this.#store = store;
@@ -71,7 +81,12 @@ export class LocalStateTracker implements SeedSource {
 
   /** Recomputes what changed for this node; returns the same LocalState object if nothing did. */
   update(change: ClusterChange): LocalState {
-    const node = this.#nodeView();
+    // The Node is read again only when the change names it: an endpoint change reaches every
+    // node's tracker, and reading the Node's facts each time was a cost per node per change.
+    const facts =
+      this.#node === undefined || change.nodes.has(this.#nodeName) ? this.#readNode() : this.#node;
+    this.#node = facts;
+    const { view: node, eligible: nodeEligible, ips: nodeIPs, podCIDRs: nodePodCIDRs } = facts;
     const zone = node.labels[LABEL_ZONE] ?? "";
     const everything = change.nodes.has(this.#nodeName) || this.#zone !== zone;
     this.#zone = zone;
@@ -111,10 +126,6 @@ export class LocalStateTracker implements SeedSource {
     // A state that starts from nothing changed every key: comparing finds them as fast as a
     // log would, so none is kept (10k keys per node held for nothing otherwise).
     const fromNothing = previous.size === 0 && this.#services.size > 0;
-    const known = this.#store.node(this.#nodeName);
-    const nodeEligible = known !== undefined && known.beingDeleted !== true;
-    const nodeIPs = this.#nodeIPs(known);
-    const nodePodCIDRs = this.#nodePodCIDRs(known);
     const ranges = change.serviceCIDRs ? this.#store.serviceCIDRs() : this.#ranges;
     const rangesChanged = !sameStrings(ranges, this.#ranges);
     this.#ranges = ranges;
@@ -157,8 +168,15 @@ export class LocalStateTracker implements SeedSource {
     return sameStrings(cidrs, last) ? last : cidrs;
   }
 
-  #nodeView(): NodeView {
-    return { name: this.#nodeName, labels: this.#store.node(this.#nodeName)?.metadata.labels ?? NO_LABELS };
+  /** What this tracker uses of its Node object, read from the store. */
+  #readNode(): NodeFacts {
+    const known = this.#store.node(this.#nodeName);
+    return {
+      view: { name: this.#nodeName, labels: known?.metadata.labels ?? NO_LABELS },
+      eligible: known !== undefined && known.beingDeleted !== true,
+      ips: this.#nodeIPs(known),
+      podCIDRs: this.#nodePodCIDRs(known),
+    };
   }
 
   /**
