@@ -182,8 +182,10 @@ export class EbpfBackend {
         const read = this.#reads.get(family) ?? this.#readFor(family, f.maps);
         this.#reads.delete(family);
         // What the maps held is the state before this one (a run before a restart, or the
-        // write before a repair): its UDP pairs the new state drops are gone as well.
-        const kept = this.#o.udpSockets === undefined ? undefined : new Set<string>();
+        // write before a repair): its UDP pairs the new state drops are gone as well. Empty maps
+        // (a first start) hold none, and the new state's pairs need not be gathered.
+        const kept =
+          this.#o.udpSockets === undefined || read.byFrontend.size === 0 ? undefined : new Set<string>();
         report = f.writer.fullSync(this.#renderAll(state, family, kept), read);
         if (kept !== undefined) gone.push(...goneFromMaps(read, kept));
       } else {
