@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { execCommand } from "../../host/exec.ts";
 import { HOOKS, type Hook, MAP_KEYS, MAPS, programName } from "./layout.ts";
 import { mapPinPath } from "./maps.ts";
-import { UDP_DESTROY_OBJECT, UDP_GONE_KEY_BYTES, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
+import { COOKIE_BYTES, UDP_DESTROY_OBJECT, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
 
 export interface ProgramLoader {
   /** Puts back whatever is missing (maps, programs, attachments); returns what it did. */
@@ -192,12 +192,6 @@ export class BpftoolLoader implements ProgramLoader {
   }
 
   /**
-   * The UDP socket iterator (udp-destroy.ts), from its own object: a kernel without
-   * bpf_sock_destroy (before 6.5) refuses it, and the balancing programs above never depend on it.
-   * `bpftool iter pin` loads the object and pins the iterator's link; the map it was loaded with
-   * is then found through the link and pinned next to it, for kpng to fill.
-   */
-  /**
    * Whether an iterator pinned before this process (a restart, an upgrade) keys its map as this
    * version writes it: one of another version would refuse every entry until it is replaced.
    */
@@ -206,12 +200,18 @@ export class BpftoolLoader implements ProgramLoader {
       const map = JSON.parse(await this.#run(["-j", "map", "show", "pinned", path])) as {
         bytes_key?: number;
       };
-      return map.bytes_key === UDP_GONE_KEY_BYTES;
+      return map.bytes_key === COOKIE_BYTES;
     } catch {
       return false;
     }
   }
 
+  /**
+   * The UDP socket iterator (udp-destroy.ts), from its own object: a kernel without
+   * bpf_sock_destroy (before 6.5) refuses it, and the balancing programs above never depend on it.
+   * `bpftool iter pin` loads the object and pins the iterator's link; the map it was loaded with
+   * is then found through the link and pinned next to it, for kpng to fill.
+   */
   async ensureUdpDestroy(): Promise<string[]> {
     const done: string[] = [];
     const pins = udpDestroyPins(this.#s.bpfRoot);

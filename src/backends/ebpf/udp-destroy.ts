@@ -31,7 +31,8 @@ import type { Adopted } from "./writer.ts";
 export const UDP_DESTROY_OBJECT = "kpng-udp-destroy.bpf.o";
 /** The iterator's map of the sockets to destroy: socket cookies (8 bytes, the host's order). */
 export const UDP_GONE_MAP = "kpng_udp_gone";
-export const UDP_GONE_KEY_BYTES = 8;
+/** A socket cookie's bytes: the iterator's map key, and the head of a kpng_rev key. */
+export const COOKIE_BYTES = 8;
 /** The map's size (bpf/udp-destroy.bpf.c): sockets per pass of the iterator. */
 const MAX_SOCKETS_PER_PASS = 65_536;
 /** Gone pairs per run. */
@@ -195,8 +196,7 @@ export class PinnedUdpDestroyer implements SocketDestroyRunner {
 }
 
 /** kpng_rev's layout (bpf/kpng.bpf.c rev_key, rev_val): where the endpoint and the frontend are. */
-const REV_COOKIE = 8;
-const REV_ENDPOINT = 8;
+const REV_ENDPOINT = COOKIE_BYTES;
 /** An address (16 bytes) and a port (2): the first 18 bytes of a backend value or a frontend key. */
 const ADDRESS_PORT = 18;
 const REVERSE_BATCH = 4096;
@@ -233,7 +233,7 @@ export function connectedThrough(
       const w = wanted.get(k.toString("latin1", REV_ENDPOINT, REV_ENDPOINT + ADDRESS_PORT));
       if (w === undefined) continue;
       if (w.exact.has(v.toString("latin1", 0, ADDRESS_PORT)) || w.any.has(v.readUInt16BE(16)))
-        out.push(Buffer.from(k.subarray(0, REV_COOKIE)));
+        out.push(Buffer.from(k.subarray(0, COOKIE_BYTES)));
     }
   }
   return out;
