@@ -172,7 +172,13 @@ function probeUdp(req: ProbeRequest): Promise<ProbeResult> {
     });
     const send = (): void => {
       if (req.unconnected !== true) {
-        socket.connect(req.port, req.host, () => socket.send("probe\n"));
+        // connect() itself may fail (a socket balancer refuses, no route): its callback then
+        // gets the error and the socket stays unconnected.
+        socket.connect(req.port, req.host, (err?: NodeJS.ErrnoException) => {
+          if (err)
+            finish({ ok: false, failure: classifyError(err.code), message: err.message, ms: elapsed() });
+          else socket.send("probe\n");
+        });
         return;
       }
       socket.send("probe\n", req.port, req.host, (err) => {

@@ -113,6 +113,13 @@ describe("netns harness: traffic", { skip }, () => {
     );
   });
 
+  test("a UDP connect() that fails is a failed probe, not a crash of the prober", async () => {
+    // An unreachable route fails connect() itself, as a socket balancer's refusal does (to-ebpf).
+    await topo.client.ns.ip(["route", "add", "unreachable", "203.0.113.97/32"]);
+    const [r] = await probeFrom(topo.client.ns, [{ proto: "udp", host: "203.0.113.97", port: 53 }]);
+    assert.equal(r && outcome(r), "unreachable");
+  });
+
   test("an ICMP host unreachable is reported as unreachable, which is neither refused nor timeout", async () => {
     await topo.node.ip(["route", "add", "unreachable", "203.0.113.98/32"]);
     const [result] = await probeFrom(topo.client.ns, [{ proto: "tcp", host: "203.0.113.98", port: 80 }]);
