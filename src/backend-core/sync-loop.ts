@@ -8,8 +8,9 @@
 // - Between syncs the backend's probe checks each programmed family; rules found flushed or
 //   deleted by another program are counted, logged and rewritten by a full sync at once. A new
 //   state never waits for this probe: it runs beside the loop, and a verdict of "lost" from a
-//   probe that a sync overtook is dropped (the next probe decides). (The periodic resync's own
-//   check, once per sync period, is still awaited.)
+//   probe that a sync overtook is dropped (the next probe decides). A sync that fails on rules
+//   lost beneath it is a repair too, retried at once. (The periodic resync's own check, once per
+//   sync period, is still awaited.)
 // - Families are applied independently: a failed family is logged (a recurring failure at a
 //   decaying rate), counted, forgotten (its next sync reads the kernel and rewrites everything)
 //   and retried with one backoff, while the other family keeps following every change. After
@@ -208,11 +209,18 @@ export class SyncLoop {
         this.#succeeded(f);
         this.#metrics.synced(label, { state, full: applied.full, durationMs });
       } catch (e) {
+        const wasArmed = f.armed;
         f.target.forget();
         const error = e instanceof Error ? e : new Error(String(e));
         this.#failed(f, error);
         this.#metrics.failed(label);
         errors.push(error);
+        // The failure may be the flush itself (a probe that saw it first was overtaken by
+        // this sync): that is a repair, retried at once rather than after a backoff.
+        if (wasArmed && (await this.#lostBeneath(f))) {
+          f.backoff.reset();
+          f.retryAt = this.#o.now();
+        }
       }
     }
     return { report: { full, transactions, bytes, programmed }, errors };
@@ -295,19 +303,38 @@ export class SyncLoop {
         continue;
       }
       // A sync started meanwhile: the check may have seen the rules between two of its
-      // transactions. The next probe decides.
+      // transactions. The next probe decides (or the sync, if it fails).
       if (superseded()) continue;
-      // Disarmed until the repair sync succeeds, so one flush is one repair.
-      f.armed = false;
-      f.target.forget();
-      rulesRepairs.inc(labels);
-      this.#o.log.warn(
-        { family: f.target.family },
-        "the rules were deleted or flushed by another program; rewriting them",
-      );
+      this.#repairing(f);
       lost = true;
     }
     return { lost, intact };
+  }
+
+  /** After a failed sync of a family that was programmed: whether its rules were lost beneath it. */
+  async #lostBeneath(f: FamilyRun): Promise<boolean> {
+    const probe = this.#o.probe;
+    if (!probe) return false;
+    try {
+      if (await probe.intact(f.target.family)) return false;
+    } catch {
+      // Cannot tell: an ordinary failure.
+      return false;
+    }
+    this.#repairing(f);
+    return true;
+  }
+
+  /** Counts and logs a family lost to another program, and forgets it so it is rewritten in full. */
+  #repairing(f: FamilyRun): void {
+    // Disarmed until the repair sync succeeds, so one flush is one repair.
+    f.armed = false;
+    f.target.forget();
+    rulesRepairs.inc({ backend: this.#o.backend, family: f.target.family });
+    this.#o.log.warn(
+      { family: f.target.family },
+      "the rules were deleted or flushed by another program; rewriting them",
+    );
   }
 
   /**

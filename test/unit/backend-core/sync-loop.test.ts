@@ -4,6 +4,7 @@ import { type BackendFamily, RESET_AFTER_FAILURES, SyncLoop } from "../../../src
 import type { IPFamily } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
+import { registry } from "../../../src/observability/metrics.ts";
 import { gate, settle } from "../../support/settle.ts";
 import { service, state } from "../backends/nft/fixtures.ts";
 
@@ -199,6 +200,42 @@ describe("the shared sync loop", () => {
     await advance(1000);
     assert.equal(probes, 3);
     assert.deepEqual(a.applied.at(-1), { revision: 3, periodic: false, full: true }, "lost: rewritten");
+    await stop();
+  });
+
+  test("rules flushed while a probe runs and a change is synced: one repair, rewritten at once", async () => {
+    // The flush is seen twice: by a probe that a sync overtook (its verdict is dropped) and by
+    // the sync itself, which fails on the missing table. The failed sync is the repair.
+    const a = new FakeFamily("a");
+    const probing = gate();
+    let flushed = false;
+    const { feed, stop } = start([a], {
+      probe: async () => {
+        await probing.promise;
+        return !flushed;
+      },
+    });
+    const repairs = async () =>
+      ((await registry.getSingleMetric("kpng_rules_repairs_total")?.get())?.values ?? []).find(
+        (v) => v.labels.backend === "test" && v.labels.family === "a",
+      )?.value ?? 0;
+    const before = await repairs();
+    feed.push(1);
+    await advance(1000);
+    flushed = true;
+    a.fail = true;
+    feed.push(2);
+    await settle();
+    assert.deepEqual(a.revisions(), [1], "the change failed on the flushed table");
+    a.fail = false;
+    probing.open();
+    await settle();
+    assert.equal(await repairs(), before + 1, "counted as a repair");
+    assert.deepEqual(
+      a.applied.at(-1),
+      { revision: 2, periodic: false, full: true },
+      "rewritten without a backoff",
+    );
     await stop();
   });
 
