@@ -335,23 +335,35 @@ describe("eBPF backend", { skip }, () => {
     rmSync(join(mounts.bpfRoot, "kpng", "maps"), { recursive: true, force: true });
     rmSync(join(mounts.bpfRoot, "kpng", "udp-destroy"), { recursive: true, force: true });
     const started = Date.now();
+    const attached = async () => {
+      const shown = (
+        await env.topology.node.exec(["bpftool", "-j", "cgroup", "show", mounts.clients])
+      ).stdout.trim();
+      return (
+        shown !== "" &&
+        (JSON.parse(shown) as { attach_type: string }[]).some((a) => a.attach_type === "cgroup_inet4_connect")
+      );
+    };
+    // Polled often and cheaply, so the time measured is the repair's, not the check's.
     await eventually(
-      async () => {
-        if (!existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter"))) return false;
-        const web = (await listed()).find((f) => f.address === "203.0.113.10");
-        if (web?.backends.length !== 2) return false;
-        const seen = await names(tcp("203.0.113.10", 80), 10);
-        const ct = await env.topology.node.exec(["conntrack", "-L", "-d", "203.0.113.10"], {
-          allowFailure: true,
-        });
-        return seen.size === 2 && ct.stdout.trim() === "";
-      },
-      "the programs and maps to come back",
-      // The probe runs every second; reloading takes bpftool a second on a quiet machine and
-      // far longer on a loaded one, so the deadline here is generous.
+      async () =>
+        existsSync(join(mounts.bpfRoot, "kpng", "udp-destroy", "iter")) &&
+        (await listed()).find((f) => f.address === "203.0.113.10")?.backends.length === 2 &&
+        (await attached()),
+      "the maps, programs and iterator to be back",
       20_000,
+      50,
     );
-    console.log(`repaired in ${Date.now() - started} ms`);
+    const repairedMs = Date.now() - started;
+    console.log(`repaired in ${repairedMs} ms`);
+    assert.ok(repairedMs <= 5000, `repaired in ${repairedMs} ms, not within 5 s`);
+    await eventually(async () => {
+      const seen = await names(tcp("203.0.113.10", 80), 10);
+      const ct = await env.topology.node.exec(["conntrack", "-L", "-d", "203.0.113.10"], {
+        allowFailure: true,
+      });
+      return seen.size === 2 && ct.stdout.trim() === "";
+    }, "traffic balanced by the programs again, with no conntrack entry");
     assert.match(kpng?.stderr() ?? "", /BPF pins or attachments missing/);
     const metrics = await httpGet(env.topology.node, "http://127.0.0.1:10249/metrics");
     assert.match(metrics.body, /kpng_rules_repairs_total\{backend="ebpf",family="IPv4"\} [1-9]/);
