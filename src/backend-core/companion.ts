@@ -22,8 +22,12 @@ export interface CompanionBackend<O = unknown> {
     readonly syncPeriodMs: number;
     readonly dryRun: boolean;
   };
-  /** Reads the node's addresses and takes what the backend holds exclusively; programs nothing. */
-  prepare(opts: O, ctx: RunContext): Promise<PreparedCompanion>;
+  /**
+   * Reads the node's addresses and takes what the backend holds exclusively; programs nothing.
+   * `owner` is the mode of the backend it serves: its metrics' `backend` label is the owner's
+   * and its own ("ebpf-nftables"), apart from a backend of its own kind in the same process.
+   */
+  prepare(opts: O, ctx: RunContext, owner: string): Promise<PreparedCompanion>;
   /** For `kpng explain --rules`: the node's addresses and a reader of the companion's rules; takes nothing. */
   inspect(opts: O): Promise<InspectedCompanion>;
   /** Removes what the backend installed. */

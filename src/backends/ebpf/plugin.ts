@@ -125,7 +125,7 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       // parses every backend's defaults on any host.
       const problems = startupProblems(opts.loader);
       if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
-      const nft = await external.prepare(opts.companion, ctx);
+      const nft = await external.prepare(opts.companion, ctx, "ebpf");
       const render = renderContext(nft.current(), opts.localhostNodePorts);
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
       if (opts.loader.cgroupRoot !== defaultCgroupRoot())

@@ -41,6 +41,11 @@ const cleanupFailures = counter(
 
 interface NftBackendOptions {
   readonly runner: NftRunner;
+  /**
+   * The `backend` label of its metrics: "nftables", or the name of the backend whose companion
+   * it is (two loops with one label would write one series).
+   */
+  readonly backend?: string;
   /** One table per family. */
   readonly tables: readonly TableConfig[];
   readonly log: Logger;
@@ -71,7 +76,7 @@ export class NftBackend {
     this.#now = options.now ?? Date.now;
     for (const cfg of options.tables) this.#tables.set(cfg.family, cfg);
     this.#loop = new SyncLoop({
-      backend: "nftables",
+      backend: options.backend ?? "nftables",
       families: options.tables.map((cfg) => this.#family(cfg.family)),
       log: options.log,
       ...(options.syncPeriodMs === undefined ? {} : { syncPeriodMs: options.syncPeriodMs }),

@@ -229,7 +229,7 @@ function socketBalanced(table: TableConfig): TableConfig {
  * The table lock, the runner and the node's addresses: to-nft without its node services. The
  * addresses are followed; `run` updates the tables in place when they change.
  */
-async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompanion> {
+async function prepareNft(opts: NftOptions, log: Logger, backend: string): Promise<PreparedCompanion> {
   const host = new IpCommandHost();
   const addresses = await watchHostAddresses(host, log);
   const protectedAddresses = await readProtectedAddresses(host);
@@ -264,7 +264,8 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
       const tables = (facts: NodeFacts) => tablesOf(opts.settings, facts).map(socketBalanced);
       const rules = tables(watch.current());
       const probe = rulesProbe(rules, log);
-      const backend = new NftBackend({
+      const rulesBackend = new NftBackend({
+        backend,
         runner,
         tables: rules,
         log,
@@ -274,15 +275,15 @@ async function prepareNft(opts: NftOptions, log: Logger): Promise<PreparedCompan
         probeIntervalMs: REPAIR_CHECK_MS,
       });
       followNode(watch, {
-        backend: "nftables",
+        backend,
         log,
         derive: (facts) => rulesAddresses(opts.settings, facts),
         apply: (now, facts, was) => {
-          if (rulesChanged(now, was)) backend.reconfigure(tables(facts));
+          if (rulesChanged(now, was)) rulesBackend.reconfigure(tables(facts));
         },
       });
       try {
-        await backend.run(feed, signal);
+        await rulesBackend.run(feed, signal);
       } finally {
         watch.stop();
         probe.close();
@@ -302,7 +303,7 @@ export const nftCompanion: CompanionBackend<NftOptions> = {
   addOptions: (cmd) => toNftPlugin.addOptions(cmd),
   parseOptions: parseNftOptions,
   settings: (o) => ({ node: o.node, syncPeriodMs: o.syncPeriod, dryRun: o.dryRun }),
-  prepare: (o, ctx) => prepareNft(o, ctx.log.child({ component: "nft" })),
+  prepare: (o, ctx, owner) => prepareNft(o, ctx.log.child({ component: "nft" }), `${owner}-nftables`),
   async inspect(o) {
     const host = new IpCommandHost();
     const tables = await companionConfigs(o.settings, host);

@@ -75,12 +75,18 @@ for (const pair of LABELLED)
       ]);
       assert.equal(health.stdout, "200");
       const metrics = (await topo.node.exec(["curl", "-s", "http://127.0.0.1:10249/metrics"])).stdout;
-      for (const backend of ["nftables", labelled.mode])
+      for (const backend of ["nftables", labelled.mode, ...labelled.companions])
         assert.match(
           metrics,
           new RegExp(
             `kubeproxy_sync_proxy_rules_last_timestamp_seconds\\{backend="${backend}",ip_family="IPv4"\\}`,
           ),
+        );
+      // Each loop has its own series: to-nft's table and a companion's are told apart.
+      for (const backend of ["nftables", ...labelled.companions])
+        assert.match(
+          metrics,
+          new RegExp(`^kpng_family_programmed\\{backend="${backend}",family="ip"\\} 1$`, "m"),
         );
     });
 

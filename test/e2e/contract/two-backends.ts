@@ -27,6 +27,8 @@ export interface LabelledBackend {
   readonly name: string;
   /** kube-proxy's name of its mode: the `backend` label of its sync metrics. */
   readonly mode: string;
+  /** The `backend` labels of the loops it runs beside its own (to-ebpf's nft rules). */
+  readonly companions: readonly string[];
   /** Its sink and the sink's own flags (without --service-proxy-name). */
   sink(): readonly string[];
   /** The cgroup that clients join so that its programs balance their sockets (to-ebpf). */
@@ -40,6 +42,7 @@ export interface LabelledBackend {
 const IPTABLES: LabelledBackend = {
   name: "iptables",
   mode: "iptables",
+  companions: [],
   sink: () => ["to-iptables", "--iptables-mode", "nft"],
   cgroup: () => undefined,
   async holds(node, ip) {
@@ -64,6 +67,7 @@ function ebpfLabelled(): LabelledBackend {
   return {
     name: "ebpf",
     mode: "ebpf",
+    companions: ["ebpf-nftables"],
     sink: () => ["to-ebpf", "--table-name", "kpng_ebpf", ...setup().flags],
     cgroup: () => setup().clientCgroup,
     // The frontend map, read as `kpng ebpf list` reads it (which takes a process start).
