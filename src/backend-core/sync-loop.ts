@@ -209,18 +209,14 @@ export class SyncLoop {
         this.#succeeded(f);
         this.#metrics.synced(label, { state, full: applied.full, durationMs });
       } catch (e) {
-        const wasArmed = f.armed;
+        // The failure may be the flush itself (a probe that saw it first was overtaken by this
+        // sync): that is a repair, retried at once rather than after a backoff.
+        const lost = f.armed && (await this.#lostBeneath(f));
         f.target.forget();
         const error = e instanceof Error ? e : new Error(String(e));
-        this.#failed(f, error);
+        this.#failed(f, error, lost);
         this.#metrics.failed(label);
         errors.push(error);
-        // The failure may be the flush itself (a probe that saw it first was overtaken by
-        // this sync): that is a repair, retried at once rather than after a backoff.
-        if (wasArmed && (await this.#lostBeneath(f))) {
-          f.backoff.reset();
-          f.retryAt = this.#o.now();
-        }
       }
     }
     return { report: { full, transactions, bytes, programmed }, errors };
@@ -250,10 +246,10 @@ export class SyncLoop {
     familyHealthy.set({ backend: this.#o.backend, family }, 1);
   }
 
-  #failed(f: FamilyRun, error: Error): void {
+  #failed(f: FamilyRun, error: Error, retryNow = false): void {
     const family = f.target.family;
     const failures = f.health.failures + 1;
-    const retryInMs = f.backoff.next();
+    const retryInMs = retryNow ? 0 : f.backoff.next();
     f.health = { ...f.health, failures, lastError: error.message };
     f.retryAt = this.#o.now() + retryInMs;
     // Its next sync is a full one anyway: nothing for the probe to find.

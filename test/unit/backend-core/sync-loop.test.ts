@@ -58,6 +58,12 @@ class ManualFeed {
   }
 }
 
+/** kpng_rules_repairs_total of the test backend's `family`. */
+async function repairs(family: string): Promise<number> {
+  const values = (await registry.getSingleMetric("kpng_rules_repairs_total")?.get())?.values ?? [];
+  return values.find((v) => v.labels.backend === "test" && v.labels.family === family)?.value ?? 0;
+}
+
 async function advance(ms: number): Promise<void> {
   await settle();
   mock.timers.tick(ms);
@@ -215,11 +221,7 @@ describe("the shared sync loop", () => {
         return !flushed;
       },
     });
-    const repairs = async () =>
-      ((await registry.getSingleMetric("kpng_rules_repairs_total")?.get())?.values ?? []).find(
-        (v) => v.labels.backend === "test" && v.labels.family === "a",
-      )?.value ?? 0;
-    const before = await repairs();
+    const before = await repairs("a");
     feed.push(1);
     await advance(1000);
     flushed = true;
@@ -230,12 +232,31 @@ describe("the shared sync loop", () => {
     a.fail = false;
     probing.open();
     await settle();
-    assert.equal(await repairs(), before + 1, "counted as a repair");
+    assert.equal(await repairs("a"), before + 1, "counted as a repair");
     assert.deepEqual(
       a.applied.at(-1),
       { revision: 2, periodic: false, full: true },
       "rewritten without a backoff",
     );
+    await stop();
+  });
+
+  test("a sync that fails over intact rules is an ordinary failure: no repair, retried after 1 s", async () => {
+    const a = new FakeFamily("a");
+    const { loop, feed, stop } = start([a], { probe: async () => true });
+    const before = await repairs("a");
+    feed.push(1);
+    await settle();
+    a.fail = true;
+    feed.push(2);
+    await settle();
+    assert.equal(await repairs("a"), before);
+    a.fail = false;
+    await advance(999);
+    assert.deepEqual(a.revisions(), [1]);
+    assert.equal(loop.health().families[0]?.failures, 1);
+    await advance(1);
+    assert.deepEqual(a.revisions(), [1, 2]);
     await stop();
   });
 
