@@ -28,6 +28,7 @@ export const HOOKS = [
   "recvmsg6",
   "getpeername4",
   "getpeername6",
+  "sock_release",
 ] as const;
 export type Hook = (typeof HOOKS)[number];
 export const programName = (hook: Hook): string => `kpng_${hook}`;

@@ -60,6 +60,7 @@ const SHOWN_AS: Readonly<Record<Hook, string>> = {
   recvmsg6: "cgroup_udp6_recvmsg",
   getpeername4: "cgroup_inet4_getpeername",
   getpeername6: "cgroup_inet6_getpeername",
+  sock_release: "cgroup_inet_sock_release",
 };
 
 /** The inode of kpng's own network namespace: the node's. */

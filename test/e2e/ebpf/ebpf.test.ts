@@ -322,6 +322,38 @@ describe("eBPF backend", { skip }, () => {
     await eventually(async () => (await names(tcp("203.0.113.10", 80), 20)).size === 2, "both again");
   });
 
+  test("a closed TCP connection leaves no entry in kpng_rev; a UDP socket keeps its entry while open", async () => {
+    /** The kpng_rev entries whose frontend is `address`:`port` (IPv4). */
+    const entriesFor = (address: string, port: number) => {
+      const reverse = new RawMap(
+        createMapRef(objGet(mapPinPath(mounts.bpfRoot, "reverse")), { transfer: true }),
+      );
+      const frontend = Buffer.alloc(18);
+      for (const [i, b] of address.split(".").entries()) frontend[i] = Number(b);
+      frontend.writeUInt16BE(port, 16);
+      let n = 0;
+      for (const batch of reverse.getBatch(4096))
+        for (const [, v] of batch) if (v.subarray(0, 18).equals(frontend)) n++;
+      return n;
+    };
+    assert.equal((await names(tcp("203.0.113.10", 80), 20)).size, 2);
+    assert.equal(entriesFor("203.0.113.10", 80), 0, "each connection's entry went with its socket");
+    // Earlier cases' unconnected UDP probes left theirs (a close cannot name them): counted apart.
+    const unconnected = entriesFor("203.0.113.18", 53);
+    await iteratorPinned();
+    const open = udpClient("203.0.113.18");
+    try {
+      await firstReply(open);
+      assert.equal(entriesFor("203.0.113.18", 53), unconnected + 1, "the open socket's entry");
+    } finally {
+      await open.stop();
+    }
+    await eventually(
+      async () => entriesFor("203.0.113.18", 53) === unconnected,
+      "the closed socket's entry to go",
+    );
+  });
+
   test("removed pins and detached programs are noticed and put back", async () => {
     await env.topology.node.exec([
       "bpftool",

@@ -322,4 +322,28 @@ int kpng_getpeername4(struct bpf_sock_addr *ctx) { return reverse4(ctx); }
 SEC("cgroup/getpeername6")
 int kpng_getpeername6(struct bpf_sock_addr *ctx) { return reverse6(ctx); }
 
+// A socket's entry goes with it. Without this, every TCP connection through a Service would keep
+// one until the LRU evicts it, and that churn would evict the entries of long-lived connected UDP
+// sockets too (their replies' source, and their cut when an endpoint leaves, need them). The
+// entries of an unconnected UDP socket (one per endpoint it sent to) are left to the LRU.
+SEC("cgroup/sock_release")
+int kpng_sock_release(struct bpf_sock *sk)
+{
+	struct rev_key rk = { .port = (__u16)sk->dst_port };
+	if (rk.port == 0)
+		return 1;
+	if (sk->family == AF_INET) {
+		__u32 ip = sk->dst_ip4;
+		__builtin_memcpy(rk.addr, &ip, 4);
+	} else if (sk->family == AF_INET6) {
+		__u32 a[4] = { sk->dst_ip6[0], sk->dst_ip6[1], sk->dst_ip6[2], sk->dst_ip6[3] };
+		__builtin_memcpy(rk.addr, a, 16);
+	} else {
+		return 1;
+	}
+	rk.cookie = bpf_get_socket_cookie(sk);
+	bpf_map_delete_elem(&kpng_rev, &rk);
+	return 1;
+}
+
 char LICENSE[] SEC("license") = "GPL";
