@@ -3,7 +3,8 @@
 // result back. Starting a process forks the caller, and the fork copies the caller's page tables:
 // cheap from this small process, a blocked event loop in proportion to its memory from a proxy
 // holding 100k Services (docs/performance.md). When the parent goes, so does this process, and
-// the commands it still runs are killed with it (exec.ts kills them on exit).
+// the commands it still runs are killed with it (exec.ts kills them on exit); should this
+// process die first, the parent kills them (each command's process group is sent to it).
 
 import { execCommand } from "./exec.ts";
 import type { SpawnRequest, SpawnResponse } from "./small-spawner.ts";
@@ -13,6 +14,13 @@ const send = (response: SpawnResponse) => process.send?.(response);
 process.on("message", (request: SpawnRequest) => {
   execCommand(request.argv, {
     timeoutMs: request.timeoutMs,
+    // Its process group, for the parent to kill should this process die first.
+    track: {
+      add: (child) => {
+        if (child.pid !== undefined) send({ id: request.id, started: child.pid });
+      },
+      delete: () => {},
+    },
     ...(request.niceness === undefined ? {} : { niceness: request.niceness }),
   }).then(
     (result) => send({ id: request.id, result }),

@@ -6,9 +6,9 @@
 //
 // The same contract as execCommand: an argv array, a deadline, a result or a start failure.
 // Nothing is written to their stdin (commands that need data get a file). If the small process
-// dies, the calls in flight fail, and the next call starts it again; if it cannot start, or does
-// not answer within the deadline (then it is killed), the command fails as a timed-out command
-// would: a caller already handles that.
+// dies, the calls in flight fail, their commands are killed, and the next call starts it again;
+// if it cannot start, or does not answer within the deadline (then it is killed with its
+// commands), the command fails as a timed-out command would: a caller already handles that.
 
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -23,6 +23,8 @@ export interface SpawnRequest {
 }
 
 export type SpawnResponse =
+  /** The command runs, in the process group `started` (sent before its result). */
+  | { readonly id: number; readonly started: number }
   | { readonly id: number; readonly result: ExecResult }
   | { readonly id: number; readonly error: string };
 
@@ -37,6 +39,8 @@ const ANSWER_GRACE_MS = 5000;
 
 interface Waiting {
   readonly child: ChildProcess;
+  /** The process groups of the call's command: killed with the small process, not orphaned. */
+  readonly groups: Set<number>;
   readonly resolve: (r: ExecResult) => void;
   readonly reject: (e: Error) => void;
   readonly timer: NodeJS.Timeout;
@@ -70,7 +74,7 @@ export class SmallSpawner {
       const timer = setTimeout(() => {
         this.#fail(child, `no answer within ${options.timeoutMs + ANSWER_GRACE_MS} ms`);
       }, options.timeoutMs + ANSWER_GRACE_MS);
-      this.#waiting.set(id, { child, resolve, reject, timer });
+      this.#waiting.set(id, { child, groups: new Set(), resolve, reject, timer });
       const request: SpawnRequest = { id, argv, ...options };
       child.send(request, (err) => {
         if (err) this.#fail(child, `cannot reach the small spawner process: ${err.message}`);
@@ -99,6 +103,10 @@ export class SmallSpawner {
     child.on("message", (m: SpawnResponse) => {
       const waiting = this.#waiting.get(m.id);
       if (waiting === undefined) return;
+      if ("started" in m) {
+        waiting.groups.add(m.started);
+        return;
+      }
       this.#waiting.delete(m.id);
       clearTimeout(waiting.timer);
       if ("result" in m) waiting.resolve(m.result);
@@ -114,17 +122,30 @@ export class SmallSpawner {
     return child;
   }
 
-  /** The child is given up on: killed if it runs, and every call waiting on it fails. */
+  /**
+   * The child is given up on: the commands it still runs are killed, then the child if it runs,
+   * and every call waiting on it fails. (Commands first: a command that ended while the child
+   * hangs is its unreaped zombie, so its group id cannot have been reused yet.)
+   */
   #fail(child: ChildProcess, why: string): void {
     if (this.#child === child) this.#child = undefined;
     child.removeAllListeners();
     child.on("error", () => {});
+    const failed = [...this.#waiting].filter(([, w]) => w.child === child);
+    for (const [, w] of failed) for (const group of w.groups) killGroup(group);
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    for (const [id, w] of this.#waiting) {
-      if (w.child !== child) continue;
+    for (const [id, w] of failed) {
       this.#waiting.delete(id);
       clearTimeout(w.timer);
       w.reject(new Error(why));
     }
+  }
+}
+
+function killGroup(group: number): void {
+  try {
+    process.kill(-group, "SIGKILL");
+  } catch {
+    // Gone already.
   }
 }

@@ -1,6 +1,19 @@
 import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { SmallSpawner } from "../../../src/host/small-spawner.ts";
+import { eventually } from "../../support/eventually.ts";
+
+/** Whether `pid` runs (a zombie, killed and waiting for its reaper, does not). */
+function running(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
 
 describe("commands started from the small process", () => {
   const spawner = new SmallSpawner();
@@ -33,5 +46,26 @@ describe("commands started from the small process", () => {
     const r = await spawner.exec(["sh", "-c", 'echo "$PPID"'], { timeoutMs: 10_000 });
     assert.notEqual(spawner.pid, first);
     assert.equal(r.stdout.trim(), String(spawner.pid));
+  });
+
+  test("the commands of a small process that died are killed, not left running", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kpng-small-spawner-"));
+    const pidFile = join(dir, "pid");
+    try {
+      const inFlight = spawner.exec(["sh", "-c", 'echo $$ > "$1"; exec sleep 30', "sh", pidFile], {
+        timeoutMs: 20_000,
+      });
+      await eventually(
+        async () => existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"),
+        "the pid",
+      );
+      const pid = Number(readFileSync(pidFile, "utf8"));
+      assert.equal(running(pid), true);
+      process.kill(spawner.pid ?? 0, "SIGKILL");
+      await assert.rejects(inFlight, /exited/);
+      await eventually(async () => !running(pid), "the orphaned command to be killed", 5000, 50);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
