@@ -53,6 +53,8 @@ interface ExecOptions {
    * proxy's own work does not want it). Set before anything is written to its stdin.
    */
   readonly niceness?: number;
+  /** Told of each start that failed (its errno name), besides the count here. */
+  readonly onSpawnFailure?: (code: string) => void;
 }
 
 const spawnFailures = counter(
@@ -71,6 +73,19 @@ const timeouts = counter(
 const TRANSIENT = new Set(["EMFILE", "ENFILE", "EAGAIN", "ENOMEM"]);
 const FIRST_RETRY_MS = 50;
 const MAX_RETRY_MS = 2000;
+
+/**
+ * Counts here what execCommand counted in another process that ran `argv` for this one (the
+ * small spawner's): a start that failed with `spawnFailure`, or a deadline that passed.
+ */
+export function countExecElsewhere(
+  argv: readonly string[],
+  what: { readonly spawnFailure: string } | { readonly timedOut: true },
+): void {
+  const command = basename(argv[0] ?? "");
+  if ("timedOut" in what) timeouts.inc({ command });
+  else spawnFailures.inc({ command, code: what.spawnFailure });
+}
 
 /** Why a command did not start; `code` is the errno name (ENOENT, EMFILE, …). */
 class SpawnError extends Error {
@@ -236,6 +251,7 @@ export async function execCommand(argv: readonly string[], options: ExecOptions)
     } catch (e) {
       if (!(e instanceof SpawnError)) throw e;
       spawnFailures.inc({ command: basename(argv[0] ?? ""), code: e.code });
+      options.onSpawnFailure?.(e.code);
       if (!TRANSIENT.has(e.code) || performance.now() + delay >= deadline) throw e;
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, MAX_RETRY_MS);

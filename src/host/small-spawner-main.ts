@@ -21,6 +21,8 @@ process.on("message", (request: SpawnRequest) => {
       },
       delete: () => {},
     },
+    // Counted by the parent, whose metrics are served.
+    onSpawnFailure: (code) => send({ id: request.id, spawnFailure: code }),
     ...(request.niceness === undefined ? {} : { niceness: request.niceness }),
   }).then(
     (result) => send({ id: request.id, result }),

@@ -13,7 +13,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { counter } from "../observability/metrics.ts";
-import type { ExecResult } from "./exec.ts";
+import { countExecElsewhere, type ExecResult } from "./exec.ts";
 
 export interface SpawnRequest {
   readonly id: number;
@@ -25,6 +25,8 @@ export interface SpawnRequest {
 export type SpawnResponse =
   /** The command runs, in the process group `started` (sent before its result). */
   | { readonly id: number; readonly started: number }
+  /** A start failed with this errno name (it may be retried): for kpng's metrics. */
+  | { readonly id: number; readonly spawnFailure: string }
   | { readonly id: number; readonly result: ExecResult }
   | { readonly id: number; readonly error: string };
 
@@ -39,6 +41,7 @@ const ANSWER_GRACE_MS = 5000;
 
 interface Waiting {
   readonly child: ChildProcess;
+  readonly argv: readonly string[];
   /** The process groups of the call's command: killed with the small process, not orphaned. */
   readonly groups: Set<number>;
   readonly resolve: (r: ExecResult) => void;
@@ -74,7 +77,7 @@ export class SmallSpawner {
       const timer = setTimeout(() => {
         this.#fail(child, `no answer within ${options.timeoutMs + ANSWER_GRACE_MS} ms`);
       }, options.timeoutMs + ANSWER_GRACE_MS);
-      this.#waiting.set(id, { child, groups: new Set(), resolve, reject, timer });
+      this.#waiting.set(id, { child, argv, groups: new Set(), resolve, reject, timer });
       const request: SpawnRequest = { id, argv, ...options };
       child.send(request, (err) => {
         if (err) this.#fail(child, `cannot reach the small spawner process: ${err.message}`);
@@ -107,10 +110,18 @@ export class SmallSpawner {
         waiting.groups.add(m.started);
         return;
       }
+      if ("spawnFailure" in m) {
+        countExecElsewhere(waiting.argv, { spawnFailure: m.spawnFailure });
+        return;
+      }
       this.#waiting.delete(m.id);
       clearTimeout(waiting.timer);
-      if ("result" in m) waiting.resolve(m.result);
-      else waiting.reject(new Error(m.error));
+      if ("error" in m) {
+        waiting.reject(new Error(m.error));
+        return;
+      }
+      if (m.result.timedOut) countExecElsewhere(waiting.argv, { timedOut: true });
+      waiting.resolve(m.result);
     });
     child.on("error", () => this.#fail(child, "the small spawner process failed"));
     child.on("exit", (code, signal) =>

@@ -4,7 +4,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { SmallSpawner } from "../../../src/host/small-spawner.ts";
+import { registry } from "../../../src/observability/metrics.ts";
 import { eventually } from "../../support/eventually.ts";
+
+/** A series of this process's registry (0 when absent). */
+async function metric(name: string, labels: Record<string, string>): Promise<number> {
+  const values = (await registry.getSingleMetric(name)?.get())?.values ?? [];
+  const found = values.find((v) => Object.entries(labels).every(([k, x]) => v.labels[k] === x));
+  return found?.value ?? 0;
+}
 
 /** Whether `pid` runs (a zombie, killed and waiting for its reaper, does not). */
 function running(pid: number): boolean {
@@ -36,6 +44,17 @@ describe("commands started from the small process", () => {
 
   test("a command that cannot start is a rejection", async () => {
     await assert.rejects(spawner.exec(["/nonexistent/conntrack"], { timeoutMs: 10_000 }), /ENOENT/);
+  });
+
+  test("start failures and deadlines are counted in kpng's metrics, not the small process's", async () => {
+    const failures = () =>
+      metric("kpng_exec_spawn_failures_total", { command: "kpng-absent", code: "ENOENT" });
+    const timeouts = () => metric("kpng_exec_timeouts_total", { command: "sleep" });
+    const [failedBefore, timedOutBefore] = [await failures(), await timeouts()];
+    await assert.rejects(spawner.exec(["/nonexistent/kpng-absent"], { timeoutMs: 10_000 }), /ENOENT/);
+    assert.equal((await spawner.exec(["sleep", "30"], { timeoutMs: 100 })).timedOut, true);
+    assert.equal(await failures(), failedBefore + 1);
+    assert.equal(await timeouts(), timedOutBefore + 1);
   });
 
   test("if the small process dies, the call in flight fails and the next one starts it again", async () => {
