@@ -9,8 +9,8 @@
 //   deleted by another program are counted, logged and rewritten by a full sync at once. A new
 //   state never waits for this probe: it runs beside the loop, and a verdict of "lost" from a
 //   probe that a sync overtook is dropped (the next probe decides). A sync that fails on rules
-//   lost beneath it is a repair too, retried at once. (The periodic resync's own check, once per
-//   sync period, is still awaited.)
+//   lost beneath it is a repair too, retried at once. The periodic resync's own check runs
+//   beside the loop as well.
 // - Families are applied independently: a failed family is logged (a recurring failure at a
 //   decaying rate), counted, forgotten (its next sync reads the kernel and rewrites everything)
 //   and retried with one backoff, while the other family keeps following every change. After
@@ -338,8 +338,8 @@ export class SyncLoop {
    * what was last applied, so rewriting them would redo work (at 100k Services, most of an idle
    * proxy's CPU). They are confirmed instead; the others are returned, to be synced.
    */
-  async #confirm(families: ReadonlySet<string>): Promise<Set<string>> {
-    const { intact } = await this.#probe();
+  async #confirm(families: ReadonlySet<string>, superseded: () => boolean): Promise<Set<string>> {
+    const { intact } = await this.#probe(superseded);
     const rest = new Set<string>();
     for (const f of this.#families) {
       if (!families.has(f.target.family)) continue;
@@ -387,6 +387,22 @@ export class SyncLoop {
     let probing: Promise<void> | undefined;
     /** Syncs started so far: a probe overtaken by one does not judge the rules lost. */
     let syncs = 0;
+    /** The families the periodic resync's check did not find intact: resynced in full next. */
+    let periodicRest: Set<string> | undefined;
+    /** Starts a check beside the loop (the probe in flight); `then` hears its answer. */
+    const beside = <T>(check: (superseded: () => boolean) => Promise<T>, then: (answer: T) => void) => {
+      const startedAt = syncs;
+      this.#o.log.trace(`${this.#o.backend} probe started`);
+      probing = check(() => syncs !== startedAt || signal.aborted)
+        .then(then)
+        .catch((err: unknown) => this.#o.log.warn({ err: String(err) }, "cannot check the rules"))
+        .finally(() => {
+          this.#o.log.trace(`${this.#o.backend} probe done`);
+          probing = undefined;
+          lastProbe = now();
+          wake?.();
+        });
+    };
     try {
       while (!signal.aborted) {
         const t = now();
@@ -396,7 +412,7 @@ export class SyncLoop {
         let probeDue = Number.POSITIVE_INFINITY;
         if (latest !== undefined) {
           // A failing family waits for its retry; the others follow every change.
-          if (dirty && healthy) due = t;
+          if ((dirty || periodicRest !== undefined) && healthy) due = t;
           for (const f of this.#families) {
             const followUp = f.target.followUpMs?.();
             if (followUp !== undefined) due = Math.min(due, lastStart + followUp);
@@ -420,20 +436,12 @@ export class SyncLoop {
         }
         if (due > t) {
           lastProbe = t;
-          const startedAt = syncs;
-          this.#o.log.trace(`${this.#o.backend} probe started`);
-          // Nor does a probe that outlives the loop.
-          probing = this.#probe(() => syncs !== startedAt || signal.aborted)
-            .then((probed) => {
+          beside(
+            (superseded) => this.#probe(superseded),
+            (probed) => {
               if (probed.lost) dirty = true;
-            })
-            .catch((err: unknown) => this.#o.log.warn({ err: String(err) }, "cannot check the rules"))
-            .finally(() => {
-              this.#o.log.trace(`${this.#o.backend} probe done`);
-              probing = undefined;
-              lastProbe = now();
-              wake?.();
-            });
+            },
+          );
           continue;
         }
         let families = new Set(
@@ -441,24 +449,38 @@ export class SyncLoop {
         );
         // The first sync starts the period; it is not a periodic one.
         const first = lastPeriodic === Number.NEGATIVE_INFINITY;
-        const periodic = !first && t >= lastPeriodic + this.#o.syncPeriodMs;
+        let periodic = !first && t >= lastPeriodic + this.#o.syncPeriodMs;
         if (periodic && !dirty && this.#o.probe && !this.#followUpDue(lastStart, t)) {
-          if (probing !== undefined) {
-            // The probe's answer (its end wakes the loop) or a new state, whichever comes first.
-            await new Promise<void>((resolve) => {
-              wake = resolve;
-            });
-            wake = undefined;
-            continue;
-          }
-          const rest = await unlessAborted(this.#confirm(families), signal);
-          if (rest === ABORTED) break;
-          lastProbe = now();
-          if (rest.size === 0) {
+          if (probing === undefined) {
+            // The period's check runs beside the loop too: a new state does not wait for it.
             lastPeriodic = t;
+            const checked = families;
+            beside(
+              (superseded) => this.#confirm(checked, superseded),
+              (rest) => {
+                if (rest.size > 0) periodicRest = rest;
+              },
+            );
             continue;
           }
-          families = rest;
+          // The probe's answer (its end wakes the loop) or a new state, whichever comes first.
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+          wake = undefined;
+          continue;
+        }
+        if (periodicRest !== undefined) {
+          const rest = periodicRest;
+          periodicRest = undefined;
+          // What the period's check did not find intact is rewritten as the periodic resync; a
+          // new state syncs every family instead, and the next period checks again.
+          if (!dirty) {
+            families = new Set([...families].filter((family) => rest.has(family)));
+            // A failing family among them is rewritten by its own retry.
+            if (families.size === 0) continue;
+            periodic = true;
+          }
         }
         lastStart = t;
         syncs++;

@@ -285,6 +285,42 @@ describe("the shared sync loop", () => {
     await stop();
   });
 
+  test("a state that arrives while the periodic resync's own check runs is synced at once", async () => {
+    const a = new FakeFamily("a");
+    const checking = gate();
+    let checks = 0;
+    const loop = new SyncLoop({
+      backend: "test",
+      families: [a],
+      log: silentLogger,
+      syncPeriodMs: 30_000,
+      // Only the periodic resync probes here.
+      probeIntervalMs: 3_600_000,
+      probe: {
+        intact: async () => {
+          checks++;
+          await checking.promise;
+          return true;
+        },
+      },
+    });
+    const feed = new ManualFeed();
+    const ac = new AbortController();
+    const running = loop.run(feed, ac.signal);
+    feed.push(1);
+    await settle();
+    await advance(30_000);
+    assert.equal(checks, 1, "the period's check runs and has not answered");
+    feed.push(2);
+    await settle();
+    assert.deepEqual(a.revisions(), [1, 2], "the change did not wait for the check");
+    checking.open();
+    await settle();
+    assert.deepEqual(a.revisions(), [1, 2], "intact: confirmed, not rewritten");
+    ac.abort();
+    await running;
+  });
+
   test("with a probe, the periodic resync confirms an intact family instead of rewriting it", async () => {
     const a = new FakeFamily("a");
     const b = new FakeFamily("b");
