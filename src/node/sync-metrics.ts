@@ -92,8 +92,10 @@ const FAILURE_METRIC: Readonly<Record<string, string>> = {
 };
 const failureCounters = new Map<string, Counter>();
 
+/** `mode` may name a companion ("ebpf-nftables"): its failures are its own kind's, by label. */
 function failureCounter(mode: string): Counter {
-  const name = FAILURE_METRIC[mode] ?? `kpng_${mode.replace(/\W/g, "_")}_sync_failures_total`;
+  const name =
+    FAILURE_METRIC[mode.split("-").at(-1) ?? mode] ?? `kpng_${mode.replace(/\W/g, "_")}_sync_failures_total`;
   let c = failureCounters.get(name);
   if (c === undefined) {
     c = counter(name, `Failed syncs of the ${mode} rules (each is retried).`, ["backend", "ip_family"]);

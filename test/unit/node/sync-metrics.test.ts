@@ -66,6 +66,16 @@ describe("SyncMetrics (kube-proxy names)", () => {
     );
   });
 
+  test("a companion's failures count under its own kind's name, told apart by the backend label", async () => {
+    const m = new SyncMetrics("ebpf-nftables", ["IPv4"]);
+    m.failed("IPv4");
+    const companion = (await values("kubeproxy_sync_proxy_rules_nftables_sync_failures_total")).find(
+      (v) => v.labels.backend === "ebpf-nftables",
+    );
+    assert.equal(companion?.value, 1);
+    assert.equal(registry.getSingleMetric("kpng_ebpf_nftables_sync_failures_total"), undefined);
+  });
+
   test("changes pending: what arrived since the last sync, each service once, zero once synced", async () => {
     const m = new SyncMetrics("pending-test", ["IPv4"]);
     const pending = async (name: string) =>
