@@ -70,13 +70,19 @@ async function advance(ms: number): Promise<void> {
   await settle();
 }
 
-function start(families: FakeFamily[], options: { probe?: () => Promise<boolean> } = {}) {
+/** `probeIntervalMs` of an hour leaves probing to the periodic resync. */
+function start(
+  families: FakeFamily[],
+  options: { probe?: (family: string) => Promise<boolean>; probeIntervalMs?: number } = {},
+) {
   const loop = new SyncLoop({
     backend: "test",
     families,
     log: silentLogger,
     syncPeriodMs: 30_000,
-    ...(options.probe ? { probe: { intact: options.probe }, probeIntervalMs: 1000 } : {}),
+    ...(options.probe
+      ? { probe: { intact: options.probe }, probeIntervalMs: options.probeIntervalMs ?? 1000 }
+      : {}),
   });
   const feed = new ManualFeed();
   const ac = new AbortController();
@@ -289,24 +295,14 @@ describe("the shared sync loop", () => {
     const a = new FakeFamily("a");
     const checking = gate();
     let checks = 0;
-    const loop = new SyncLoop({
-      backend: "test",
-      families: [a],
-      log: silentLogger,
-      syncPeriodMs: 30_000,
-      // Only the periodic resync probes here.
+    const { feed, stop } = start([a], {
       probeIntervalMs: 3_600_000,
-      probe: {
-        intact: async () => {
-          checks++;
-          await checking.promise;
-          return true;
-        },
+      probe: async () => {
+        checks++;
+        await checking.promise;
+        return true;
       },
     });
-    const feed = new ManualFeed();
-    const ac = new AbortController();
-    const running = loop.run(feed, ac.signal);
     feed.push(1);
     await settle();
     await advance(30_000);
@@ -317,8 +313,7 @@ describe("the shared sync loop", () => {
     checking.open();
     await settle();
     assert.deepEqual(a.revisions(), [1, 2], "intact: confirmed, not rewritten");
-    ac.abort();
-    await running;
+    await stop();
   });
 
   test("with a probe, the periodic resync confirms an intact family instead of rewriting it", async () => {
@@ -327,24 +322,14 @@ describe("the shared sync loop", () => {
     let probes = 0;
     const lost = new Set<string>();
     const cannotTell = new Set<string>();
-    const loop = new SyncLoop({
-      backend: "test",
-      families: [a, b],
-      log: silentLogger,
-      syncPeriodMs: 30_000,
-      // Only the periodic resync probes here: the interval probe is out of the way.
+    const { loop, feed, stop } = start([a, b], {
       probeIntervalMs: 3_600_000,
-      probe: {
-        intact: async (family) => {
-          probes++;
-          if (cannotTell.has(family)) throw new Error("timeout");
-          return !lost.has(family);
-        },
+      probe: async (family) => {
+        probes++;
+        if (cannotTell.has(family)) throw new Error("timeout");
+        return !lost.has(family);
       },
     });
-    const feed = new ManualFeed();
-    const ac = new AbortController();
-    const running = loop.run(feed, ac.signal);
     feed.push(1);
     await settle();
     await advance(30_000);
@@ -364,8 +349,7 @@ describe("the shared sync loop", () => {
     await settle();
     await advance(30_000);
     assert.deepEqual(a.revisions(), [1, 1, 2], "a new state is applied; the next period only confirms");
-    ac.abort();
-    await running;
+    await stop();
   });
 
   test(`after ${RESET_AFTER_FAILURES} failures in a row the family's own objects are deleted first`, async () => {
