@@ -8,7 +8,8 @@
 //             what connections from the node need. Before it: the brain's first state and the
 //             loader (bpftool: maps created, programs loaded and attached, "BPF programs and maps
 //             in place"), then the two families' writes;
-//   companion the nft companion's first ruleset ("nftables synced"), started after the maps.
+//   companion the nft companion's first ruleset ("ebpf-nftables synced"; to-nft's own: "nftables
+//   synced"), started after the maps.
 // With --sinks=ebpf,nft the same file also goes through `to-nft` for a side-by-side row. Peak RSS
 // (VmHWM) and kpng's own CPU are read when the maps (or nft's rules) are in place.
 // Needs root and build/kpng.bpf.o (npm run build:bpf).
@@ -83,7 +84,12 @@ async function run(topo: Topology, sink: string, n: number, file: string): Promi
       );
     }
     const atMaps = { rss: kpng.peakRssMiB(), cpu: kpng.cpuTimes() };
-    const rules = await kpng.waitFor(msg("nftables synced"), 0, COLD_TIMEOUT_MS);
+    // The companion's sync loop logs under its own backend label.
+    const rules = await kpng.waitFor(
+      msg(mounts === undefined ? "nftables synced" : "ebpf-nftables synced"),
+      0,
+      COLD_TIMEOUT_MS,
+    );
     const atRules = { rss: kpng.peakRssMiB(), cpu: kpng.cpuTimes() };
     const t0 = kpng.startedAt;
     return {
