@@ -340,6 +340,9 @@ export class SyncLoop {
    */
   async #confirm(families: ReadonlySet<string>, superseded: () => boolean): Promise<Set<string>> {
     const { intact } = await this.#probe(superseded);
+    // A sync started meanwhile: its outcome stands (a family found intact before it may have
+    // failed in it), and the next period checks again.
+    if (superseded()) return new Set();
     const rest = new Set<string>();
     for (const f of this.#families) {
       if (!families.has(f.target.family)) continue;

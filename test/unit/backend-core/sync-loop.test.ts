@@ -316,6 +316,33 @@ describe("the shared sync loop", () => {
     await stop();
   });
 
+  test("a sync that fails while the periodic check runs is retried: the check's answer does not hide it", async () => {
+    const a = new FakeFamily("a");
+    const b = new FakeFamily("b");
+    const checking = gate();
+    const { loop, feed, stop } = start([a, b], {
+      probeIntervalMs: 3_600_000,
+      // a is found intact at once; the check then waits on b.
+      probe: async (family) => {
+        if (family === "b") await checking.promise;
+        return true;
+      },
+    });
+    feed.push(1);
+    await settle();
+    await advance(30_000);
+    a.fail = true;
+    feed.push(2);
+    await settle();
+    checking.open();
+    await settle();
+    assert.equal(loop.health().families[0]?.failures, 1, "still failing");
+    a.fail = false;
+    await advance(1000);
+    assert.deepEqual(a.applied.at(-1), { revision: 2, periodic: false, full: true }, "retried at 1 s");
+    await stop();
+  });
+
   test("with a probe, the periodic resync confirms an intact family instead of rewriting it", async () => {
     const a = new FakeFamily("a");
     const b = new FakeFamily("b");
