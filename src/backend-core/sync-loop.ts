@@ -89,6 +89,8 @@ export class FamilySyncError extends Error {
 interface SyncLoopOptions {
   /** kube-proxy's name of the mode ("nftables", "iptables"): the `backend` label of the metrics. */
   readonly backend: string;
+  /** The mode when `backend` names a companion's rules ("ebpf-nftables" runs "nftables"). */
+  readonly mode?: string;
   readonly families: readonly BackendFamily[];
   readonly log: Logger;
   /** The periodic resync, and the longest retry wait. */
@@ -128,7 +130,7 @@ interface FamilyRun {
 }
 
 export class SyncLoop {
-  readonly #o: Required<Omit<SyncLoopOptions, "probe">> & { probe: RulesProbe | undefined };
+  readonly #o: Required<Omit<SyncLoopOptions, "probe" | "mode">> & { probe: RulesProbe | undefined };
   readonly #families: FamilyRun[];
   readonly #metrics: SyncMetrics;
   /** Set while run() runs: marks the state dirty and wakes the loop. */
@@ -143,7 +145,12 @@ export class SyncLoop {
       ...options,
       probe: options.probe,
     };
-    this.#metrics = new SyncMetrics(options.backend, options.families.map(familyLabel), this.#o.now);
+    this.#metrics = new SyncMetrics(
+      options.backend,
+      options.families.map(familyLabel),
+      this.#o.now,
+      options.mode ?? options.backend,
+    );
     this.#families = options.families.map((target) => {
       const labels = { backend: options.backend, family: target.family };
       familyHealthy.set(labels, 0);

@@ -92,10 +92,8 @@ const FAILURE_METRIC: Readonly<Record<string, string>> = {
 };
 const failureCounters = new Map<string, Counter>();
 
-/** `mode` may name a companion ("ebpf-nftables"): its failures are its own kind's, by label. */
 function failureCounter(mode: string): Counter {
-  const name =
-    FAILURE_METRIC[mode.split("-").at(-1) ?? mode] ?? `kpng_${mode.replace(/\W/g, "_")}_sync_failures_total`;
+  const name = FAILURE_METRIC[mode] ?? `kpng_${mode.replace(/\W/g, "_")}_sync_failures_total`;
   let c = failureCounters.get(name);
   if (c === undefined) {
     c = counter(name, `Failed syncs of the ${mode} rules (each is retried).`, ["backend", "ip_family"]);
@@ -214,9 +212,18 @@ class FamilySeries {
 export class SyncMetrics {
   readonly #families: ReadonlyMap<IPFamily | "", FamilySeries>;
 
-  constructor(mode: string, families: readonly (IPFamily | "")[], now: () => number = Date.now) {
+  /**
+   * `backend` is the label; `mode`, kube-proxy's mode name that names the failure counter, is
+   * the label too unless the rules are another backend's companion ("ebpf-nftables" runs nftables).
+   */
+  constructor(
+    backend: string,
+    families: readonly (IPFamily | "")[],
+    now: () => number = Date.now,
+    mode: string = backend,
+  ) {
     const failures = failureCounter(mode);
-    this.#families = new Map(families.map((f) => [f, new FamilySeries(mode, f, failures, now)]));
+    this.#families = new Map(families.map((f) => [f, new FamilySeries(backend, f, failures, now)]));
   }
 
   #series(family: IPFamily | ""): FamilySeries {

@@ -77,6 +77,7 @@ export class NftBackend {
     for (const cfg of options.tables) this.#tables.set(cfg.family, cfg);
     this.#loop = new SyncLoop({
       backend: options.backend ?? "nftables",
+      mode: "nftables",
       families: options.tables.map((cfg) => this.#family(cfg.family)),
       log: options.log,
       ...(options.syncPeriodMs === undefined ? {} : { syncPeriodMs: options.syncPeriodMs }),

@@ -67,7 +67,7 @@ describe("SyncMetrics (kube-proxy names)", () => {
   });
 
   test("a companion's failures count under its own kind's name, told apart by the backend label", async () => {
-    const m = new SyncMetrics("ebpf-nftables", ["IPv4"]);
+    const m = new SyncMetrics("ebpf-nftables", ["IPv4"], Date.now, "nftables");
     m.failed("IPv4");
     const companion = (await values("kubeproxy_sync_proxy_rules_nftables_sync_failures_total")).find(
       (v) => v.labels.backend === "ebpf-nftables",
