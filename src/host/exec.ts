@@ -75,10 +75,10 @@ const FIRST_RETRY_MS = 50;
 const MAX_RETRY_MS = 2000;
 
 /**
- * Counts here what execCommand counted in another process that ran `argv` for this one (the
- * small spawner's): a start that failed with `spawnFailure`, or a deadline that passed.
+ * Counts a start of `argv` that failed with `spawnFailure`, or a deadline that passed: execCommand's
+ * own, and those of commands another process ran for this one (the small spawner's).
  */
-export function countExecElsewhere(
+export function countExec(
   argv: readonly string[],
   what: { readonly spawnFailure: string } | { readonly timedOut: true },
 ): void {
@@ -250,7 +250,7 @@ export async function execCommand(argv: readonly string[], options: ExecOptions)
       return await once(argv, { ...options, timeoutMs: left });
     } catch (e) {
       if (!(e instanceof SpawnError)) throw e;
-      spawnFailures.inc({ command: basename(argv[0] ?? ""), code: e.code });
+      countExec(argv, { spawnFailure: e.code });
       options.onSpawnFailure?.(e.code);
       if (!TRANSIENT.has(e.code) || performance.now() + delay >= deadline) throw e;
       await new Promise((r) => setTimeout(r, delay));

@@ -13,7 +13,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { counter } from "../observability/metrics.ts";
-import { countExecElsewhere, type ExecResult } from "./exec.ts";
+import { countExec, type ExecResult } from "./exec.ts";
 
 export interface SpawnRequest {
   readonly id: number;
@@ -111,7 +111,7 @@ export class SmallSpawner {
         return;
       }
       if ("spawnFailure" in m) {
-        countExecElsewhere(waiting.argv, { spawnFailure: m.spawnFailure });
+        countExec(waiting.argv, { spawnFailure: m.spawnFailure });
         return;
       }
       this.#waiting.delete(m.id);
@@ -120,7 +120,7 @@ export class SmallSpawner {
         waiting.reject(new Error(m.error));
         return;
       }
-      if (m.result.timedOut) countExecElsewhere(waiting.argv, { timedOut: true });
+      if (m.result.timedOut) countExec(waiting.argv, { timedOut: true });
       waiting.resolve(m.result);
     });
     child.on("error", () => this.#fail(child, "the small spawner process failed"));
