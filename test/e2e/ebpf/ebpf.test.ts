@@ -124,6 +124,13 @@ describe("eBPF backend", { skip }, () => {
   const names = async (req: ProbeRequest, n: number) => new Set((await fromClient(req, n)).map(outcome));
   const kpngCli = (args: string[], allowFailure = false) =>
     env.topology.node.exec([process.execPath, MAIN, ...args], { allowFailure });
+  /** The programs attached to the balanced cgroup, as `bpftool cgroup show` lists them. */
+  const attachments = async () => {
+    const shown = (
+      await env.topology.node.exec(["bpftool", "-j", "cgroup", "show", mounts.clients])
+    ).stdout.trim();
+    return (shown === "" ? [] : JSON.parse(shown)) as { attach_type: string; name: string }[];
+  };
   /** What `kpng ebpf list -o json` prints; empty while there are no maps yet. */
   const listed = async () => {
     const r = await kpngCli(["ebpf", "list", "-o", "json", "--bpf-root", mounts.bpfRoot], true);
@@ -367,15 +374,7 @@ describe("eBPF backend", { skip }, () => {
     rmSync(join(mounts.bpfRoot, "kpng", "maps"), { recursive: true, force: true });
     rmSync(join(mounts.bpfRoot, "kpng", "udp-destroy"), { recursive: true, force: true });
     const started = Date.now();
-    const attached = async () => {
-      const shown = (
-        await env.topology.node.exec(["bpftool", "-j", "cgroup", "show", mounts.clients])
-      ).stdout.trim();
-      return (
-        shown !== "" &&
-        (JSON.parse(shown) as { attach_type: string }[]).some((a) => a.attach_type === "cgroup_inet4_connect")
-      );
-    };
+    const attached = async () => (await attachments()).some((a) => a.attach_type === "cgroup_inet4_connect");
     // Polled often and cheaply, so the time measured is the repair's, not the check's.
     await eventually(
       async () =>
@@ -645,10 +644,7 @@ describe("eBPF backend", { skip }, () => {
     await kpngCli(["cleanup", "ebpf", ...flags]);
     assert.equal(existsSync(join(mounts.bpfRoot, "kpng")), false);
     assert.equal(existsSync(foreign), true);
-    const shown = (
-      await env.topology.node.exec(["bpftool", "-j", "cgroup", "show", mounts.clients])
-    ).stdout.trim();
-    assert.deepEqual(shown === "" ? [] : JSON.parse(shown), []);
+    assert.deepEqual(await attachments(), []);
     rmSync(foreign);
   });
 });
