@@ -73,7 +73,21 @@ async function waitTurn(bucket: TokenBucket, verb: string, host: string, signal?
   waitDuration.observe({ verb, host }, (performance.now() - started) / 1000);
 }
 
-/** A transport whose list and watch requests wait for a token of `bucket` before they start. */
+/**
+ * Whether a GET continues a list (`continue=` in its query): the next page of a list already
+ * started, one in flight at a time.
+ */
+function continuesList(pathAndQuery: string): boolean {
+  const q = pathAndQuery.indexOf("?");
+  return q >= 0 && new URLSearchParams(pathAndQuery.slice(q + 1)).has("continue");
+}
+
+/**
+ * A transport whose lists and watches wait for a token of `bucket` before they start. A list
+ * takes one token, not one per page. kube-proxy's first list of a kind is one request, served
+ * whole from the API server's watch cache. At the default 5 per second, a token per page of 500
+ * would hold the first list of 100k Services and their EndpointSlices for 80 s.
+ */
 export class RateLimitedTransport implements KubeTransport {
   readonly #inner: KubeTransport & { readonly server?: string };
   readonly #bucket: TokenBucket;
@@ -88,7 +102,7 @@ export class RateLimitedTransport implements KubeTransport {
   }
 
   async get(pathAndQuery: string, signal: AbortSignal): Promise<ApiResponse> {
-    await waitTurn(this.#bucket, "GET", hostOf(this.#inner.server), signal);
+    if (!continuesList(pathAndQuery)) await waitTurn(this.#bucket, "GET", hostOf(this.#inner.server), signal);
     return await this.#inner.get(pathAndQuery, signal);
   }
 }

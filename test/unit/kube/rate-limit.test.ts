@@ -119,4 +119,36 @@ describe("the API client's token bucket (clientConnection.qps / burst)", () => {
     await clock.advance(1000);
     assert.deepEqual(started.at(-1), "POST /api/v1/namespaces/default/events");
   });
+
+  // A page that waits for a token waits for the fake clock, which no one moves: the deadline
+  // turns that wait into a failure.
+  test("a list takes one token, whatever its pages: its continuations go at once", {
+    timeout: 5000,
+  }, async () => {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket({ qps: 5, burst: 10 }, clock);
+    const started: string[] = [];
+    const transport = new RateLimitedTransport(
+      {
+        get: async (path) => {
+          started.push(path);
+          return { statusCode: 200, async *[Symbol.asyncIterator]() {} } as ApiResponse;
+        },
+      },
+      bucket,
+    );
+    const signal = new AbortController().signal;
+    // 100k EndpointSlices in pages of 500, one after the other, as the reflector reads them.
+    await transport.get("/apis/discovery.k8s.io/v1/endpointslices?limit=500", signal);
+    for (let page = 1; page < 200; page++)
+      await transport.get(`/apis/discovery.k8s.io/v1/endpointslices?limit=500&continue=t${page}`, signal);
+    assert.equal(started.length, 200, "no page waited for the clock");
+    assert.equal(clock.pending, 0);
+    // The list took one token of the burst of 10: nine more requests go at once, the tenth waits.
+    const t = takes(bucket, 10);
+    await settle();
+    assert.equal(t.done(), 9);
+    await clock.advance(200);
+    assert.equal(t.done(), 10);
+  });
 });
