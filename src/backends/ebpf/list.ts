@@ -30,7 +30,14 @@ interface ListedFrontend {
   readonly affinitySeconds: number;
 }
 
-/** Every frontend in the maps, sorted by address, port and protocol. */
+/** How often a frontend is read again while a sync beside the reader moves it to newer slots. */
+const MAX_REREADS = 3;
+
+/**
+ * Every frontend in the maps, sorted by address, port and protocol. The backends are scanned
+ * first, then the frontends: a frontend that a sync running meanwhile pointed at new slots is
+ * read again by its key, as the programs read it, so no frontend is listed with half a list.
+ */
 export function listFrontends(maps: LbMaps): ListedFrontend[] {
   const slots = new Map<string, Backend[]>();
   for (const [k, v] of maps.entries("backends")) {
@@ -45,6 +52,11 @@ export function listFrontends(maps: LbMaps): ListedFrontend[] {
     const f = decodeFrontend(k);
     const value = decodeServiceValue(v);
     const list = slots.get(`${value.id}/${value.gen}`) ?? [];
+    if (!holdsAll(list, value.count)) {
+      const reread = rereadFrontend(maps, f);
+      if (reread !== undefined) out.push(reread);
+      continue;
+    }
     out.push({
       address: f.ip,
       port: f.port,
@@ -57,6 +69,21 @@ export function listFrontends(maps: LbMaps): ListedFrontend[] {
   return out.sort(
     (a, b) => a.address.localeCompare(b.address) || a.port - b.port || a.protocol.localeCompare(b.protocol),
   );
+}
+
+function holdsAll(list: readonly (Backend | undefined)[], count: number): boolean {
+  for (let i = 0; i < count; i++) if (list[i] === undefined) return false;
+  return true;
+}
+
+/** The frontend by its key until its slots are all there; undefined when it was deleted. */
+function rereadFrontend(maps: LbMaps, f: Frontend): ListedFrontend | undefined {
+  let found: ListedFrontend | undefined;
+  for (let i = 0; i < MAX_REREADS; i++) {
+    found = lookupFrontend(maps, f)?.listed;
+    if (found === undefined || !found.backends.includes("?")) break;
+  }
+  return found;
 }
 
 /**

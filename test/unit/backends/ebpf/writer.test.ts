@@ -160,6 +160,39 @@ describe("eBPF map writer", () => {
     assert.equal(maps.maps.backends.size, 200);
   });
 
+  test("a listing during a sync shows each frontend with a whole list, old or new", () => {
+    // A sync runs between the listing's scan of the backends and its scan of the frontends.
+    class SyncedBetweenScans extends FakeBpfMaps {
+      between: (() => void) | undefined;
+      override *entries(map: "services" | "backends"): Iterable<[Buffer, Buffer]> {
+        yield* super.entries(map);
+        if (map === "backends") {
+          this.between?.();
+          this.between = undefined;
+        }
+      }
+    }
+    const maps = new SyncedBetweenScans();
+    const writer = new MapWriter(maps);
+    writer.fullSync(rendered(manyServices(3)));
+    const changed = manyServices(3)[1]!;
+    maps.between = () =>
+      writer.update(
+        rendered([
+          { ...changed, ports: [port({ internalEndpoints: [ep("10.9.9.8"), ep("10.9.9.9")] })] },
+          service({ name: "added", clusterIPs: ["203.0.113.99"] }),
+        ]),
+      );
+    const listed = listFrontends(maps);
+    assert.equal(listed.length, 4);
+    for (const f of listed)
+      assert.ok(f.backends.length === 2 && !f.backends.includes("?"), JSON.stringify(f));
+    assert.ok(
+      listed.some((f) => f.backends.join() === "10.9.9.8:8080,10.9.9.9:8080"),
+      "the moved Service's new list",
+    );
+  });
+
   test("a failing map write throws and leaves the old list serving", () => {
     const maps = new FakeBpfMaps();
     const writer = new MapWriter(maps);
