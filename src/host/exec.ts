@@ -100,15 +100,21 @@ class SpawnError extends Error {
 /** Every command running now, with the function that kills its group and ends its call. */
 const live = new Map<ChildProcess, () => void>();
 
+/** Kills the process group `group` (a command and whatever it started); false when there is none. */
+export function killProcessGroup(group: number): boolean {
+  try {
+    process.kill(-group, "SIGKILL");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Kills the child's process group (the child and whatever it started). */
 function killGroup(child: ChildProcess): void {
   if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {
-    // The group is gone already, or the child never made one: kill the child itself.
-    child.kill("SIGKILL");
-  }
+  // The group is gone already, or the child never made one: kill the child itself.
+  if (!killProcessGroup(child.pid)) child.kill("SIGKILL");
 }
 
 /** Kills one running command's process group and ends its call at once (it fails). */

@@ -13,7 +13,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { counter } from "../observability/metrics.ts";
-import { countExec, type ExecResult } from "./exec.ts";
+import { countExec, type ExecResult, killProcessGroup } from "./exec.ts";
 
 export interface SpawnRequest {
   readonly id: number;
@@ -143,20 +143,12 @@ export class SmallSpawner {
     child.removeAllListeners();
     child.on("error", () => {});
     const failed = [...this.#waiting].filter(([, w]) => w.child === child);
-    for (const [, w] of failed) for (const group of w.groups) killGroup(group);
+    for (const [, w] of failed) for (const group of w.groups) killProcessGroup(group);
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     for (const [id, w] of failed) {
       this.#waiting.delete(id);
       clearTimeout(w.timer);
       w.reject(new Error(why));
     }
-  }
-}
-
-function killGroup(group: number): void {
-  try {
-    process.kill(-group, "SIGKILL");
-  } catch {
-    // Gone already.
   }
 }

@@ -61,7 +61,7 @@ export function listFrontends(maps: LbMaps): ListedFrontend[] {
       address: f.ip,
       port: f.port,
       protocol: f.protocol,
-      backends: list.slice(0, value.count).map((b) => (b === undefined ? "?" : endpointString(b))),
+      backends: list.slice(0, value.count).map((b) => endpointString(b)),
       reject: (value.flags & SVC_REJECT) !== 0,
       affinitySeconds: value.affinitySeconds,
     });
