@@ -4,6 +4,7 @@
 // a failed table is resynced from a fresh listing (its mirror is no longer trusted). The log
 // shows the failing statement, not the whole transaction.
 
+import { availableParallelism } from "node:os";
 import type { BackendHealth } from "../../backend-core/family-health.ts";
 import type { RulesProbe } from "../../backend-core/rules-probe.ts";
 import {
@@ -24,7 +25,8 @@ import type { TableConfig } from "./fragment.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
 import { type NftScript, renderScript } from "./ops.ts";
 import { NftError, type NftRunner } from "./runner.ts";
-import { packTransactions } from "./transaction.ts";
+import { type PackedTransaction, packTransactions } from "./transaction.ts";
+import { TransactionWindow } from "./transaction-window.ts";
 
 /**
  * Statements per transaction on a large sync (each element counts as one): bounded so no single
@@ -32,6 +34,12 @@ import { packTransactions } from "./transaction.ts";
  * chunks cost more in total: 44k services took 14.6 s with 10k, 8.1 s with 25k, 6.6 s with 50k.
  */
 const DEFAULT_MAX_STATEMENTS = 25_000;
+
+/**
+ * Transactions of element changes in flight at once on a large sync: one `nft` process per core
+ * (nft parses on one core), at most four.
+ */
+const DEFAULT_CONCURRENCY = Math.min(4, availableParallelism());
 
 const cleanupFailures = counter(
   "kubeproxy_sync_proxy_rules_nftables_cleanup_failures_total",
@@ -56,12 +64,15 @@ interface NftBackendOptions {
   readonly probe?: RulesProbe;
   readonly probeIntervalMs?: number;
   readonly maxStatementsPerTransaction?: number;
+  /** How many transactions of element changes may be in flight at once (when the runner allows it). */
+  readonly concurrentTransactions?: number;
   readonly now?: () => number;
 }
 
 export class NftBackend {
   readonly #runner: NftRunner;
   readonly #maxStatements: number;
+  readonly #concurrency: number;
   readonly #now: () => number;
   readonly #mirrors = new Map<NftFamily, TableMirror>();
   /** Each family's table, replaced by reconfigure(). */
@@ -73,6 +84,7 @@ export class NftBackend {
     this.#runner = options.runner;
     this.#log = options.log;
     this.#maxStatements = options.maxStatementsPerTransaction ?? DEFAULT_MAX_STATEMENTS;
+    this.#concurrency = options.concurrentTransactions ?? DEFAULT_CONCURRENCY;
     this.#now = options.now ?? Date.now;
     for (const cfg of options.tables) this.#tables.set(cfg.family, cfg);
     this.#loop = new SyncLoop({
@@ -166,35 +178,60 @@ export class NftBackend {
     const plan = mirror.plan(state, this.#now());
     this.#log.trace({ family: cfg.family }, "nftables plan ready");
     // Units are built, packed and rendered as they are taken: while nft parses and commits one
-    // transaction the next is rendered, and only those two are alive, whatever the size of the
-    // table. Each is still applied only after the previous one succeeded, and the first failure
-    // ends the sync (the mirror is then forgotten, and the next sync starts from a listing of
-    // what the kernel holds).
+    // transaction the next is rendered, and only a few are alive, whatever the size of the table.
+    // A transaction starts only after everything before it succeeded, except in a run of element
+    // changes, which commute and are applied several at once (TransactionWindow). The first
+    // failure ends the sync (the mirror is then forgotten, and the next sync starts from a listing
+    // of what the kernel holds).
     const txs = packTransactions(plan.units, cfg.family, cfg.table, this.#maxStatements);
     const cleanup =
       plan.deletions.length > 0 ? renderScript(plan.deletions, cfg.family, cfg.table) : undefined;
+    const concurrent = this.#runner.runConcurrently !== undefined && this.#concurrency > 1;
+    const window = new TransactionWindow(this.#concurrency);
     let transactions = 0;
     let bytes = 0;
-    let next = cleanup ?? txs.next().value;
+    let next: PackedTransaction | undefined =
+      cleanup === undefined ? txs.next().value : { ...cleanup, commutes: false };
+    let isCleanup = cleanup !== undefined;
     while (next !== undefined) {
       const tx = next;
-      const applying = this.#apply(cfg, tx, tx === cleanup);
-      // Rendering may throw while nft runs: the failure reported is then the render's.
-      applying.catch(() => {});
-      next = txs.next().value;
-      await applying;
       transactions++;
       bytes += Buffer.byteLength(tx.text);
+      if (!concurrent || !tx.commutes) {
+        await window.drain();
+        const applying = this.#apply(cfg, tx, isCleanup, false);
+        // Rendering may throw while nft runs: the failure reported is then the render's.
+        applying.catch(() => {});
+        isCleanup = false;
+        next = txs.next().value;
+        await applying;
+        continue;
+      }
+      // Rendered before this one starts: it runs beside others only in a run of such transactions,
+      // so a change of one transaction keeps the fast path (one line to `nft -i`).
+      next = txs.next().value;
+      if (window.empty && next?.commutes !== true) {
+        await this.#apply(cfg, tx, false, false);
+        continue;
+      }
+      await window.room();
+      if (window.failed) break;
+      window.start(
+        () => this.#apply(cfg, tx, false, true),
+        () => this.#apply(cfg, tx, false, false),
+      );
     }
+    await window.drain();
     // Not awaited: the next transaction queues behind it anyway.
     void this.#runner.prepare?.();
     return { full, transactions, bytes };
   }
 
-  async #apply(cfg: TableConfig, tx: NftScript, cleanup: boolean): Promise<void> {
+  async #apply(cfg: TableConfig, tx: NftScript, cleanup: boolean, concurrently: boolean): Promise<void> {
     try {
       this.#log.trace({ family: cfg.family, bytes: tx.text.length }, "nftables transaction rendered");
-      await this.#runner.run(tx.text, tx.line);
+      if (concurrently && this.#runner.runConcurrently) await this.#runner.runConcurrently(tx.text);
+      else await this.#runner.run(tx.text, tx.line);
       this.#log.trace({ family: cfg.family }, "nftables transaction applied");
     } catch (e) {
       if (cleanup) cleanupFailures.inc({ ip_family: ipFamilyOfNft(cfg.family) });

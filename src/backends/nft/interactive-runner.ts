@@ -83,6 +83,17 @@ export class InteractiveNftRunner implements NftRunner {
   }
 
   /**
+   * A transaction that commutes with the caller's others in flight goes to the fallback once
+   * everything queued before it has settled, without holding up the queue: the caller starts
+   * nothing that depends on it before it settles.
+   */
+  runConcurrently(text: string): Promise<void> {
+    const fallback = this.#fallback;
+    const run = () => (fallback.runConcurrently ? fallback.runConcurrently(text) : fallback.run(text));
+    return this.#queue.then(run, run);
+  }
+
+  /**
    * Runs each line as a transaction of its own, with one marker after the last (so one round
    * trip for them all), and resolves with what nft printed for them: the refused ones' errors,
    * each with its command echoed. Without the process, each line goes to the fallback alone.

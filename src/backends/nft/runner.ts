@@ -14,6 +14,13 @@ export interface NftRunner {
    * is the same statements joined on one line, for a runner that feeds `nft -i`.
    */
   run(text: string, line?: string): Promise<void>;
+  /**
+   * Applies one transaction that commutes with every other transaction the caller has in flight
+   * (element changes only), so the caller may run several at once: nft's parsing, most of its
+   * time, then uses every core, and the kernel commits them one after another. Each is still
+   * atomic. Without it, the caller runs every transaction alone.
+   */
+  runConcurrently?(text: string): Promise<void>;
   /** Checks a transaction against the current ruleset without applying it. */
   check(text: string): Promise<void>;
   /** The JSON listing of one table (`nft -j list table`), or undefined when it does not exist. */
@@ -81,6 +88,11 @@ export class ExecNftRunner implements NftRunner {
   async run(text: string): Promise<void> {
     const r = await this.#exec(["-f", "-"], text);
     if (r.code !== 0) throw new NftError(`nft -f failed: ${firstLine(r.stderr)}`, r.stderr);
+  }
+
+  /** Each call is its own `nft -f` process: nothing is shared between calls. */
+  runConcurrently(text: string): Promise<void> {
+    return this.run(text);
   }
 
   async check(text: string): Promise<void> {

@@ -36,6 +36,14 @@ export const PHASE = {
 } as const;
 export type Phase = (typeof PHASE)[keyof typeof PHASE];
 
+/**
+ * A transaction of a large sync. `commutes` when it only adds or replaces elements: such
+ * transactions give the same table in any order, so consecutive ones may be applied at once.
+ */
+export interface PackedTransaction extends NftScript {
+  readonly commutes: boolean;
+}
+
 function unitSize(u: Unit): number {
   return u.ops.length + u.elements.length;
 }
@@ -51,13 +59,13 @@ export function* packTransactions(
   family: NftFamily,
   table: string,
   limit: number,
-): Generator<NftScript> {
+): Generator<PackedTransaction> {
   let chunk: Unit[] = [];
   let size = 0;
   for (const u of units) {
     const s = unitSize(u);
     if (chunk.length > 0 && size + s > limit) {
-      const script = renderTransaction(chunk, family, table);
+      const script = packed(chunk, family, table);
       // Let go of the units before waiting: only the text is alive while nft applies it.
       chunk = [];
       size = 0;
@@ -66,7 +74,14 @@ export function* packTransactions(
     chunk.push(u);
     size += s;
   }
-  if (chunk.length > 0) yield renderTransaction(chunk, family, table);
+  if (chunk.length > 0) yield packed(chunk, family, table);
+}
+
+function packed(units: readonly Unit[], family: NftFamily, table: string): PackedTransaction {
+  return {
+    ...renderTransaction(units, family, table),
+    commutes: units.every((u) => u.phase === PHASE.elements),
+  };
 }
 
 /**

@@ -1,0 +1,191 @@
+// A large sync applies its element changes several transactions at once (they commute), and
+// everything else alone and in order. Checked with a runner that lets calls overlap (each settles
+// on a later turn of the event loop) and applies them to the in-memory nft as they finish.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { NftBackend } from "../../../../src/backends/nft/backend.ts";
+import { NftError, type NftRunner } from "../../../../src/backends/nft/runner.ts";
+import type { LocalState } from "../../../../src/model/local.ts";
+import { silentLogger } from "../../../../src/observability/log.ts";
+import { FakeNft } from "../../../support/fake-nft.ts";
+import { manyServices, state, V4 } from "./fixtures.ts";
+
+const CHUNK = 300;
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+const onlyElements = (text: string) =>
+  text.split("\n").every((l) => l === "" || /^(add|delete) element /.test(l));
+
+interface Call {
+  readonly text: string;
+  readonly concurrently: boolean;
+  /** Whether the one-line form for `nft -i` came with it. */
+  readonly withLine: boolean;
+  /** Other calls in flight when this one started. */
+  readonly beside: number;
+}
+
+class OverlappingNft implements NftRunner {
+  readonly nft = new FakeNft();
+  readonly calls: Call[] = [];
+  inFlight = 0;
+  maxInFlight = 0;
+  /** Failures injected: `alone` is whether no other call is in flight. */
+  fails: (text: string, alone: boolean) => boolean = () => false;
+
+  run(text: string, line?: string): Promise<void> {
+    return this.#call(text, false, line !== undefined);
+  }
+
+  runConcurrently(text: string): Promise<void> {
+    return this.#call(text, true, false);
+  }
+
+  async #call(text: string, concurrently: boolean, withLine: boolean): Promise<void> {
+    this.calls.push({ text, concurrently, withLine, beside: this.inFlight });
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      // Settles a few turns later, so the caller can start others meanwhile.
+      for (let i = 0; i < 3; i++) await turn();
+      if (this.fails(text, this.inFlight === 1)) throw new NftError("nft -f failed: injected", "injected");
+      await this.nft.run(text);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  check(text: string): Promise<void> {
+    return this.nft.check(text);
+  }
+
+  listTable(family: "ip" | "ip6", table: string): Promise<unknown> {
+    return this.nft.listTable(family, table);
+  }
+}
+
+function backendOn(runner: NftRunner, concurrentTransactions = 3): NftBackend {
+  return new NftBackend({
+    runner,
+    tables: [V4],
+    log: silentLogger,
+    maxStatementsPerTransaction: CHUNK,
+    concurrentTransactions,
+  });
+}
+
+/** What a sync of `cluster` leaves when every transaction is applied alone, in order. */
+async function sequentialDump(cluster: LocalState): Promise<string> {
+  const nft = new FakeNft();
+  await new NftBackend({
+    runner: nft,
+    tables: [V4],
+    log: silentLogger,
+    maxStatementsPerTransaction: CHUNK,
+  }).sync(cluster);
+  return nft.dump();
+}
+
+describe("element changes in flight together", () => {
+  test("a cold start runs its element transactions up to the limit at once, the rest alone, and ends as an ordered one", async () => {
+    const cluster = state(manyServices(400));
+    const runner = new OverlappingNft();
+    const report = await backendOn(runner, 3).sync(cluster);
+    assert.equal(report.transactions, runner.calls.length);
+    assert.equal(runner.maxInFlight, 3, "three element transactions were in flight at once");
+    const concurrent = runner.calls.filter((c) => c.concurrently);
+    assert.ok(concurrent.length >= 3, `${concurrent.length} transactions ran beside others`);
+    for (const c of runner.calls) {
+      if (c.concurrently) assert.ok(onlyElements(c.text), "only element changes run beside others");
+      else
+        assert.equal(
+          c.beside,
+          0,
+          `a transaction that must run alone started beside others:\n${c.text.slice(0, 200)}`,
+        );
+    }
+    assert.equal(runner.nft.dump(), await sequentialDump(cluster));
+  });
+
+  test("the limit is kept, and with a limit of one nothing overlaps", async () => {
+    const cluster = state(manyServices(400));
+    const two = new OverlappingNft();
+    await backendOn(two, 2).sync(cluster);
+    assert.equal(two.maxInFlight, 2);
+    const one = new OverlappingNft();
+    await backendOn(one, 1).sync(cluster);
+    assert.equal(one.maxInFlight, 1);
+    assert.ok(one.calls.every((c) => !c.concurrently));
+    assert.equal(one.nft.dump(), two.nft.dump());
+  });
+
+  test("a change of one transaction takes the ordered path, with its line for `nft -i`", async () => {
+    const services = manyServices(400);
+    const runner = new OverlappingNft();
+    const backend = backendOn(runner, 3);
+    await backend.sync(state(services));
+    const before = runner.calls.length;
+    const moved = services.map((s, i) =>
+      i === 7 ? { ...s, sessionAffinitySeconds: s.sessionAffinitySeconds === 0 ? 30 : 0 } : s,
+    );
+    await backend.sync(state(moved, 2));
+    const change = runner.calls.slice(before);
+    assert.ok(change.length >= 1);
+    assert.ok(change.every((c) => !c.concurrently && c.withLine && c.beside === 0));
+    assert.equal(runner.nft.dump(), await sequentialDump(state(moved, 2)));
+  });
+
+  test("a transaction that fails only beside others is applied again alone, and the sync succeeds", async () => {
+    const cluster = state(manyServices(400));
+    const runner = new OverlappingNft();
+    const failed = new Set<string>();
+    runner.fails = (text, alone) => {
+      if (alone || !onlyElements(text) || failed.size === 2) return false;
+      failed.add(text);
+      return true;
+    };
+    await backendOn(runner, 3).sync(cluster);
+    assert.equal(failed.size, 2);
+    for (const text of failed) {
+      const tries = runner.calls.filter((c) => c.text === text);
+      assert.deepEqual(
+        tries.map((c) => c.concurrently),
+        [true, false],
+        "tried beside others, then alone",
+      );
+    }
+    assert.equal(runner.nft.dump(), await sequentialDump(cluster));
+  });
+
+  test("a transaction that fails alone too fails the sync; nothing new starts after it; the next sync converges", async () => {
+    const cluster = state(manyServices(400));
+    const runner = new OverlappingNft();
+    const backend = backendOn(runner, 3);
+    let elementTransactions = 0;
+    const bad = new Set<string>();
+    runner.fails = (text) => {
+      if (!onlyElements(text)) return false;
+      if (bad.size === 0 && ++elementTransactions === 4) bad.add(text);
+      return bad.has(text);
+    };
+    await assert.rejects(backend.sync(cluster), /nft transaction failed/);
+    const [failed] = [...bad];
+    assert.ok(failed !== undefined);
+    const tries = runner.calls.filter((c) => c.text === failed);
+    assert.equal(tries.length, 2, "tried beside others, then alone");
+    assert.equal(tries[1]?.concurrently, false);
+    const firstTry = runner.calls.findIndex((c) => c.text === failed);
+    // At most the transactions already in flight or rendered when the failure was seen follow it.
+    assert.ok(
+      runner.calls.length - firstTry <= 4,
+      `${runner.calls.length - firstTry} calls from the failed one on`,
+    );
+    assert.equal(backend.needsFullSync("ip"), true);
+
+    bad.clear();
+    elementTransactions = -1_000_000;
+    await backend.sync(cluster);
+    assert.equal(runner.nft.dump(), await sequentialDump(cluster));
+  });
+});
