@@ -47,6 +47,12 @@ const cleanupFailures = counter(
   ["ip_family"],
 );
 
+const concurrentRetries = counter(
+  "kpng_nftables_transaction_retries_total",
+  "Transactions of element changes that failed while others were in flight and were applied again alone.",
+  ["ip_family"],
+);
+
 interface NftBackendOptions {
   readonly runner: NftRunner;
   /**
@@ -102,6 +108,7 @@ export class NftBackend {
 
   #family(family: NftFamily): BackendFamily {
     cleanupFailures.inc({ ip_family: ipFamilyOfNft(family) }, 0);
+    concurrentRetries.inc({ ip_family: ipFamilyOfNft(family) }, 0);
     const cfg = () => this.#tables.get(family) as TableConfig;
     return {
       family,
@@ -218,7 +225,14 @@ export class NftBackend {
       if (window.failed) break;
       window.start(
         () => this.#apply(cfg, tx, false, true),
-        () => this.#apply(cfg, tx, false, false),
+        (error) => {
+          concurrentRetries.inc({ ip_family: ipFamilyOfNft(cfg.family) });
+          this.#log.warn(
+            { family: cfg.family, err: messageOf(error) },
+            "an nftables transaction failed beside others; applying it again alone",
+          );
+          return this.#apply(cfg, tx, false, false);
+        },
       );
     }
     await window.drain();

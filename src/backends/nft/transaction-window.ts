@@ -31,8 +31,11 @@ export class TransactionWindow {
     while (this.#flights.size >= this.#limit) await Promise.race(this.#flights);
   }
 
-  /** Starts `apply`; `alone` applies the same transaction again, by itself, if it fails beside others. */
-  start(apply: () => Promise<void>, alone: () => Promise<void>): void {
+  /**
+   * Starts `apply`; `alone` applies the same transaction again, by itself, if it failed (with the
+   * error given) while others were in flight.
+   */
+  start(apply: () => Promise<void>, alone: (error: unknown) => Promise<void>): void {
     const flight = { concurrent: this.#active.size > 0 };
     for (const other of this.#active) other.concurrent = true;
     this.#active.add(flight);
@@ -40,7 +43,7 @@ export class TransactionWindow {
       .then(
         () => {},
         (error: unknown) => {
-          if (flight.concurrent) this.#retries.push(alone);
+          if (flight.concurrent) this.#retries.push(() => alone(error));
           else this.#failure ??= { error };
         },
       )

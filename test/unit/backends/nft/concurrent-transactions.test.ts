@@ -8,6 +8,8 @@ import { NftBackend } from "../../../../src/backends/nft/backend.ts";
 import { NftError, type NftRunner } from "../../../../src/backends/nft/runner.ts";
 import type { LocalState } from "../../../../src/model/local.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
+import { registry } from "../../../../src/observability/metrics.ts";
+import { capturingLogger } from "../../../support/capturing-logger.ts";
 import { FakeNft } from "../../../support/fake-nft.ts";
 import { manyServices, state, V4 } from "./fixtures.ts";
 
@@ -65,11 +67,11 @@ class OverlappingNft implements NftRunner {
   }
 }
 
-function backendOn(runner: NftRunner, concurrentTransactions = 3): NftBackend {
+function backendOn(runner: NftRunner, concurrentTransactions = 3, log = silentLogger): NftBackend {
   return new NftBackend({
     runner,
     tables: [V4],
-    log: silentLogger,
+    log,
     maxStatementsPerTransaction: CHUNK,
     concurrentTransactions,
   });
@@ -145,8 +147,18 @@ describe("element changes in flight together", () => {
       failed.add(text);
       return true;
     };
-    await backendOn(runner, 3).sync(cluster);
+    const retries = async () =>
+      (await registry.getMetricsAsJSON())
+        .find((m) => m.name === "kpng_nftables_transaction_retries_total")
+        ?.values.find((v) => v.labels.ip_family === "IPv4")?.value ?? 0;
+    const before = await retries();
+    const { log, lines } = capturingLogger();
+    await backendOn(runner, 3, log).sync(cluster);
     assert.equal(failed.size, 2);
+    assert.equal((await retries()) - before, 2, "each retry counted");
+    const warned = lines.filter((l) => String(l.msg).includes("failed beside others"));
+    assert.equal(warned.length, 2, "each retry logged");
+    assert.match(String(warned[0]?.err), /injected/);
     for (const text of failed) {
       const tries = runner.calls.filter((c) => c.text === text);
       assert.deepEqual(
