@@ -4,8 +4,8 @@
 // change that arrives meanwhile waits that long. The small process (small-spawner-main.ts) is forked once,
 // at start, while kpng is still small; the commands it runs for kpng cost kpng one IPC message.
 //
-// The same contract as execCommand: an argv array, a deadline, a result or a start failure.
-// Nothing is written to their stdin (commands that need data get a file). If the small process
+// The same contract as execCommand: an argv array, data for its stdin, a deadline, a result or a
+// start failure. The data goes over the IPC channel (a copy, but no fork of kpng). If the small process
 // dies, the calls in flight fail, their commands are killed, and the next call starts it again;
 // if it cannot start, or does not answer within the deadline (then it is killed with its
 // commands), the command fails as a timed-out command would: a caller already handles that.
@@ -20,6 +20,7 @@ export interface SpawnRequest {
   readonly argv: readonly string[];
   readonly timeoutMs: number;
   readonly niceness?: number;
+  readonly stdin?: string;
 }
 
 export type SpawnResponse =
@@ -32,7 +33,7 @@ export type SpawnResponse =
 
 const restarts = counter(
   "kpng_small_spawner_restarts_total",
-  "Times the small process that starts background commands (conntrack) was started again after it died or hung.",
+  "Times the small process that starts commands for kpng (conntrack, nft -f) was started again after it died or hung.",
 );
 
 const MAIN = fileURLToPath(new URL("./small-spawner-main.ts", import.meta.url));
@@ -47,6 +48,14 @@ interface Waiting {
   readonly resolve: (r: ExecResult) => void;
   readonly reject: (e: Error) => void;
   readonly timer: NodeJS.Timeout;
+}
+
+let shared: SmallSpawner | undefined;
+
+/** The process's one small spawner, forked at its first use: call it early, while kpng is small. */
+export function sharedSmallSpawner(): SmallSpawner {
+  shared ??= new SmallSpawner();
+  return shared;
 }
 
 export class SmallSpawner {
@@ -68,7 +77,7 @@ export class SmallSpawner {
   /** Runs argv to completion within `timeoutMs` (see execCommand); rejects when it cannot start. */
   exec(
     argv: readonly string[],
-    options: { readonly timeoutMs: number; readonly niceness?: number },
+    options: { readonly timeoutMs: number; readonly niceness?: number; readonly stdin?: string },
   ): Promise<ExecResult> {
     const child = this.#child?.connected ? this.#child : this.#start();
     if (child === undefined) return Promise.reject(new Error("cannot start the small spawner process"));

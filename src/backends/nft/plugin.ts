@@ -20,6 +20,7 @@ import {
   primaryAddresses,
 } from "../../host/host-network.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
+import { sharedSmallSpawner } from "../../host/small-spawner.ts";
 import {
   addTrafficAddressOptions,
   detectLocalMode,
@@ -139,7 +140,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     });
     // Small incremental transactions go through one long-lived `nft -i`; the rest to `nft -f -`.
     const runner = new InteractiveNftRunner({
-      fallback: new ExecNftRunner(),
+      fallback: new ExecNftRunner(["nft"], { spawner: sharedSmallSpawner() }),
       onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
     });
     log.info(
@@ -239,7 +240,7 @@ async function prepareNft(opts: NftOptions, log: Logger, backend: string): Promi
     throw err;
   });
   const runner = new InteractiveNftRunner({
-    fallback: new ExecNftRunner(),
+    fallback: new ExecNftRunner(["nft"], { spawner: sharedSmallSpawner() }),
     onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
   });
   const nodePortCIDRs = (host: HostAddresses) =>

@@ -4,6 +4,7 @@
 
 import type { ChildProcess } from "node:child_process";
 import { CommandFailed, type ExecResult, execCommand, firstLine, stopCommand } from "../../host/exec.ts";
+import type { SmallSpawner } from "../../host/small-spawner.ts";
 import type { NftFamily } from "../../model/ip.ts";
 
 export class NftError extends CommandFailed {}
@@ -37,16 +38,17 @@ export interface NftRunner {
  */
 const DEFAULT_NFT_TIMEOUT_MS = 60_000;
 
+/** Runs `start` (which runs argv) and turns a start failure, a timeout or a signal into an NftError. */
 async function exec(
   argv: readonly string[],
-  stdin: string,
   timeoutMs: number,
-  running: Set<ChildProcess>,
+  start: () => Promise<ExecResult>,
 ): Promise<ExecResult> {
   let r: ExecResult;
   try {
-    r = await execCommand(argv, { stdin, timeoutMs, track: running });
+    r = await start();
   } catch (e) {
+    if (e instanceof NftError) throw e;
     const message = (e as Error).message;
     throw new NftError(`cannot run ${argv[0] ?? "nft"}: ${message}`, message);
   }
@@ -59,6 +61,12 @@ async function exec(
 interface ExecNftRunnerOptions {
   /** Deadline of each call; the process is killed when it passes. */
   readonly timeoutMs?: number;
+  /**
+   * Starts the transactions (`nft -f`): started from kpng itself, each would block kpng for as
+   * long as a fork of it takes, ~20 ms at 100k Services, and a cold start runs a hundred.
+   * Checks and listings (large output, rare) are started from kpng.
+   */
+  readonly spawner?: SmallSpawner;
 }
 
 /** The programs the nft backend starts (the image must contain them). */
@@ -69,24 +77,57 @@ export class ExecNftRunner implements NftRunner {
   readonly #command: readonly string[];
   readonly #timeoutMs: number;
   readonly #running = new Set<ChildProcess>();
+  readonly #spawner: SmallSpawner | undefined;
+  /** Calls in flight through the spawner, failed at once by close(). */
+  readonly #spawnedCalls = new Set<(e: Error) => void>();
   #closed = false;
   constructor(command: readonly string[] = ["nft"], options: ExecNftRunnerOptions = {}) {
     this.#command = command;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_NFT_TIMEOUT_MS;
+    this.#spawner = options.spawner;
   }
 
   close(): void {
     this.#closed = true;
     for (const child of this.#running) stopCommand(child);
+    for (const fail of this.#spawnedCalls) fail(new NftError("the nft runner is closed", ""));
   }
 
   #exec(args: readonly string[], stdin: string): Promise<ExecResult> {
     if (this.#closed) return Promise.reject(new NftError("the nft runner is closed", ""));
-    return exec([...this.#command, ...args], stdin, this.#timeoutMs, this.#running);
+    const argv = [...this.#command, ...args];
+    return exec(argv, this.#timeoutMs, () =>
+      execCommand(argv, { stdin, timeoutMs: this.#timeoutMs, track: this.#running }),
+    );
+  }
+
+  /**
+   * `nft` started by the small process, with the same errors as #exec. close() fails the call at
+   * once; the process itself ends by its deadline, or with the small process when kpng exits.
+   */
+  #spawned(spawner: SmallSpawner, args: readonly string[], stdin: string): Promise<ExecResult> {
+    if (this.#closed) return Promise.reject(new NftError("the nft runner is closed", ""));
+    const argv = [...this.#command, ...args];
+    return exec(
+      argv,
+      this.#timeoutMs,
+      () =>
+        new Promise<ExecResult>((resolve, reject) => {
+          this.#spawnedCalls.add(reject);
+          spawner
+            .exec(argv, { stdin, timeoutMs: this.#timeoutMs })
+            .then(resolve, reject)
+            .finally(() => this.#spawnedCalls.delete(reject));
+        }),
+    );
   }
 
   async run(text: string): Promise<void> {
-    const r = await this.#exec(["-f", "-"], text);
+    const spawner = this.#spawner;
+    const r =
+      spawner === undefined
+        ? await this.#exec(["-f", "-"], text)
+        : await this.#spawned(spawner, ["-f", "-"], text);
     if (r.code !== 0) throw new NftError(`nft -f failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 

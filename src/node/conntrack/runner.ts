@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ExecResult, execCommand } from "../../host/exec.ts";
-import { SmallSpawner } from "../../host/small-spawner.ts";
+import { type SmallSpawner, sharedSmallSpawner } from "../../host/small-spawner.ts";
 
 export interface ConntrackRunner {
   /** Runs every line of a batch; resolves with how many entries were deleted. */
@@ -58,7 +58,7 @@ export class ExecConntrackRunner implements ConntrackRunner {
   constructor(options: { command?: readonly string[]; timeoutMs?: number } = {}) {
     this.#command = options.command ?? ["conntrack"];
     this.#timeoutMs = options.timeoutMs ?? 60_000;
-    this.#spawner = new SmallSpawner();
+    this.#spawner = sharedSmallSpawner();
   }
 
   async deleteBatch(lines: readonly string[]): Promise<number> {

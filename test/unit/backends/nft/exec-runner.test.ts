@@ -1,0 +1,43 @@
+// `nft -f` started by the small process: the transaction reaches nft's stdin whole, nft's errors
+// read as before, a hung nft is a timeout, and close() fails a call in flight at once.
+
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { ExecNftRunner, NftError } from "../../../../src/backends/nft/runner.ts";
+import { SmallSpawner } from "../../../../src/host/small-spawner.ts";
+
+/** Stands for nft: reads its stdin, reports its size and its parent on stderr, and fails. */
+const REPORTING_NFT = ["sh", "-c", 'n=$(wc -c); echo "bytes $n parent $PPID" >&2; exit 1', "nft"];
+
+describe("nft transactions started from the small process", () => {
+  const spawner = new SmallSpawner();
+  after(() => spawner.close());
+
+  test("the small process starts nft and feeds it the whole transaction; nft's error is the runner's", async () => {
+    const runner = new ExecNftRunner(REPORTING_NFT, { spawner });
+    const text = `add table ip kpng\n${"add element ip kpng m { 10.0.0.1 }\n".repeat(30_000)}`;
+    const err = await runner.run(text).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof NftError, String(err));
+    assert.match(err.message, /^nft -f failed: bytes \d+ parent \d+/);
+    const [, bytes, parent] = /bytes (\d+) parent (\d+)/.exec(err.stderr) ?? [];
+    assert.equal(Number(bytes), Buffer.byteLength(text));
+    assert.equal(parent, String(spawner.pid), "forked by the small process, not by kpng");
+    assert.notEqual(parent, String(process.pid));
+  });
+
+  test("a hung nft is killed at the deadline and the call fails", async () => {
+    const runner = new ExecNftRunner(["sh", "-c", "sleep 30", "nft"], { spawner, timeoutMs: 200 });
+    await assert.rejects(runner.run("add table ip kpng\n"), /did not finish within 200 ms; killed/);
+  });
+
+  test("close() fails a call in flight at once, and later calls", async () => {
+    const runner = new ExecNftRunner(["sh", "-c", "sleep 30", "nft"], { spawner, timeoutMs: 60_000 });
+    const inFlight = runner.run("add table ip kpng\n");
+    runner.close();
+    await assert.rejects(inFlight, /the nft runner is closed/);
+    await assert.rejects(runner.run("add table ip kpng\n"), /the nft runner is closed/);
+  });
+});
