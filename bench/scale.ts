@@ -187,7 +187,8 @@ async function startKpng(
       rulesInS: firstSync && (firstSync.at - kpng.startedAt) / 1000,
       rssMiB: kpng.peakRssMiB(),
       kpngCpuS: cpu.selfMs / 1000,
-      nftCpuS: cpu.childrenMs / 1000,
+      // nft runs as a child of kpng's small process (src/host/small-spawner.ts), which reaps it.
+      nftCpuS: (cpu.childrenMs + kpng.liveChildrenCpuMs()) / 1000,
     },
   };
 }

@@ -24,7 +24,6 @@ process.on("message", (request: SpawnRequest) => {
     // Counted by the parent, whose metrics are served.
     onSpawnFailure: (code) => send({ id: request.id, spawnFailure: code }),
     ...(request.niceness === undefined ? {} : { niceness: request.niceness }),
-    ...(request.stdin === undefined ? {} : { stdin: request.stdin }),
   }).then(
     (result) => send({ id: request.id, result }),
     (err: unknown) => send({ id: request.id, error: err instanceof Error ? err.message : String(err) }),

@@ -4,8 +4,9 @@
 // change that arrives meanwhile waits that long. The small process (small-spawner-main.ts) is forked once,
 // at start, while kpng is still small; the commands it runs for kpng cost kpng one IPC message.
 //
-// The same contract as execCommand: an argv array, data for its stdin, a deadline, a result or a
-// start failure. The data goes over the IPC channel (a copy, but no fork of kpng). If the small process
+// The same contract as execCommand: an argv array, a deadline, a result or a start failure.
+// Nothing is written to their stdin: commands that need data get a file (sending the data over
+// the IPC channel cost the small process as much as the forks it saved kpng; docs/nft.md). If the small process
 // dies, the calls in flight fail, their commands are killed, and the next call starts it again;
 // if it cannot start, or does not answer within the deadline (then it is killed with its
 // commands), the command fails as a timed-out command would: a caller already handles that.
@@ -20,7 +21,6 @@ export interface SpawnRequest {
   readonly argv: readonly string[];
   readonly timeoutMs: number;
   readonly niceness?: number;
-  readonly stdin?: string;
 }
 
 export type SpawnResponse =
@@ -77,7 +77,7 @@ export class SmallSpawner {
   /** Runs argv to completion within `timeoutMs` (see execCommand); rejects when it cannot start. */
   exec(
     argv: readonly string[],
-    options: { readonly timeoutMs: number; readonly niceness?: number; readonly stdin?: string },
+    options: { readonly timeoutMs: number; readonly niceness?: number },
   ): Promise<ExecResult> {
     const child = this.#child?.connected ? this.#child : this.#start();
     if (child === undefined) return Promise.reject(new Error("cannot start the small spawner process"));

@@ -3,6 +3,9 @@
 // deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
 import type { ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { CommandFailed, type ExecResult, execCommand, firstLine, stopCommand } from "../../host/exec.ts";
 import type { SmallSpawner } from "../../host/small-spawner.ts";
 import type { NftFamily } from "../../model/ip.ts";
@@ -63,8 +66,8 @@ interface ExecNftRunnerOptions {
   readonly timeoutMs?: number;
   /**
    * Starts the transactions (`nft -f`): started from kpng itself, each would block kpng for as
-   * long as a fork of it takes, ~20 ms at 100k Services, and a cold start runs a hundred.
-   * Checks and listings (large output, rare) are started from kpng.
+   * long as a fork of it takes, which grows with kpng's memory, and a large cold start runs many
+   * (docs/performance.md). Checks and listings (large output, rare) are started from kpng.
    */
   readonly spawner?: SmallSpawner;
 }
@@ -102,32 +105,49 @@ export class ExecNftRunner implements NftRunner {
   }
 
   /**
-   * `nft` started by the small process, with the same errors as #exec. close() fails the call at
-   * once; the process itself ends by its deadline, or with the small process when kpng exits.
+   * `nft -f <file>` started by the small process, with the same errors as #exec; the transaction
+   * goes in a file of a private directory, removed afterwards. If the file cannot be written
+   * (a full /tmp), kpng starts nft itself with the transaction on stdin. close() fails the call
+   * at once; the process ends by its deadline, or with the small process when kpng exits.
    */
-  #spawned(spawner: SmallSpawner, args: readonly string[], stdin: string): Promise<ExecResult> {
-    if (this.#closed) return Promise.reject(new NftError("the nft runner is closed", ""));
-    const argv = [...this.#command, ...args];
-    return exec(
-      argv,
-      this.#timeoutMs,
-      () =>
-        new Promise<ExecResult>((resolve, reject) => {
-          this.#spawnedCalls.add(reject);
-          spawner
-            .exec(argv, { stdin, timeoutMs: this.#timeoutMs })
-            .then(resolve, reject)
-            .finally(() => this.#spawnedCalls.delete(reject));
-        }),
-    );
+  async #spawned(spawner: SmallSpawner, text: string): Promise<ExecResult> {
+    if (this.#closed) throw new NftError("the nft runner is closed", "");
+    let dir: string;
+    try {
+      dir = await mkdtemp(join(tmpdir(), "kpng-nft-"));
+    } catch {
+      return this.#exec(["-f", "-"], text);
+    }
+    try {
+      const path = join(dir, "transaction.nft");
+      try {
+        await writeFile(path, text, { mode: 0o600 });
+      } catch {
+        return await this.#exec(["-f", "-"], text);
+      }
+      if (this.#closed) throw new NftError("the nft runner is closed", "");
+      const argv = [...this.#command, "-f", path];
+      return await exec(
+        argv,
+        this.#timeoutMs,
+        () =>
+          new Promise<ExecResult>((resolve, reject) => {
+            this.#spawnedCalls.add(reject);
+            spawner
+              .exec(argv, { timeoutMs: this.#timeoutMs })
+              .then(resolve, reject)
+              .finally(() => this.#spawnedCalls.delete(reject));
+          }),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   }
 
   async run(text: string): Promise<void> {
     const spawner = this.#spawner;
     const r =
-      spawner === undefined
-        ? await this.#exec(["-f", "-"], text)
-        : await this.#spawned(spawner, ["-f", "-"], text);
+      spawner === undefined ? await this.#exec(["-f", "-"], text) : await this.#spawned(spawner, text);
     if (r.code !== 0) throw new NftError(`nft -f failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 

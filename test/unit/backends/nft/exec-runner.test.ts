@@ -1,19 +1,29 @@
-// `nft -f` started by the small process: the transaction reaches nft's stdin whole, nft's errors
-// read as before, a hung nft is a timeout, and close() fails a call in flight at once.
+// `nft -f` started by the small process: the transaction reaches nft whole (in a file, removed
+// afterwards), nft's errors read as before, a hung nft is a timeout, and close() fails a call in
+// flight at once.
 
 import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
 import { ExecNftRunner, NftError } from "../../../../src/backends/nft/runner.ts";
 import { SmallSpawner } from "../../../../src/host/small-spawner.ts";
+import { eventually } from "../../../support/eventually.ts";
 
-/** Stands for nft: reads its stdin, reports its size and its parent on stderr, and fails. */
-const REPORTING_NFT = ["sh", "-c", 'n=$(wc -c); echo "bytes $n parent $PPID" >&2; exit 1', "nft"];
+/** Stands for nft: reads the file of `-f <file>`, reports its size, path and parent on stderr, and fails. */
+const REPORTING_NFT = [
+  "sh",
+  "-c",
+  'n=$(wc -c < "$2"); echo "bytes $n parent $PPID file $2" >&2; exit 1',
+  "nft",
+];
 
 describe("nft transactions started from the small process", () => {
   const spawner = new SmallSpawner();
   after(() => spawner.close());
 
-  test("the small process starts nft and feeds it the whole transaction; nft's error is the runner's", async () => {
+  test("the small process starts nft on the whole transaction; nft's error is the runner's; the file goes", async () => {
     const runner = new ExecNftRunner(REPORTING_NFT, { spawner });
     const text = `add table ip kpng\n${"add element ip kpng m { 10.0.0.1 }\n".repeat(30_000)}`;
     const err = await runner.run(text).then(
@@ -26,6 +36,9 @@ describe("nft transactions started from the small process", () => {
     assert.equal(Number(bytes), Buffer.byteLength(text));
     assert.equal(parent, String(spawner.pid), "forked by the small process, not by kpng");
     assert.notEqual(parent, String(process.pid));
+    const file = /file (\S+)/.exec(err.stderr)?.[1] ?? "";
+    assert.match(file, /kpng-nft-.*transaction\.nft$/);
+    assert.equal(existsSync(dirname(file)), false, "the transaction's directory is removed");
   });
 
   test("a hung nft is killed at the deadline and the call fails", async () => {
@@ -34,10 +47,17 @@ describe("nft transactions started from the small process", () => {
   });
 
   test("close() fails a call in flight at once, and later calls", async () => {
-    const runner = new ExecNftRunner(["sh", "-c", "sleep 30", "nft"], { spawner, timeoutMs: 60_000 });
+    const marker = join(mkdtempSync(join(tmpdir(), "kpng-test-")), "started");
+    // $0 is the marker: nft has started once it exists.
+    const runner = new ExecNftRunner(["sh", "-c", 'touch "$0"; sleep 30', marker], {
+      spawner,
+      timeoutMs: 60_000,
+    });
     const inFlight = runner.run("add table ip kpng\n");
+    await eventually(async () => existsSync(marker), "nft started by the small process");
     runner.close();
     await assert.rejects(inFlight, /the nft runner is closed/);
     await assert.rejects(runner.run("add table ip kpng\n"), /the nft runner is closed/);
+    rmSync(dirname(marker), { recursive: true, force: true });
   });
 });
