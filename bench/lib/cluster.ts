@@ -9,6 +9,7 @@
 
 import { closeSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { withHugePageMalloc } from "../../src/host/huge-page-malloc.ts";
 import { ipOf } from "./nft-netns.ts";
 
 export const NODES = 100;
@@ -32,6 +33,8 @@ export function benchNodeFlags(nodeIPv4: string): string[] {
  * KPNG_BENCH_TRACE), no kubeconfig.
  */
 export const BENCH_KPNG_ENV = {
+  // As bin/kpng and the image run kpng; GLIBC_TUNABLES=glibc.malloc.hugetlb=0 measures without.
+  GLIBC_TUNABLES: withHugePageMalloc(process.env).GLIBC_TUNABLES ?? "",
   KPNG_LOG_LEVEL: process.env.KPNG_BENCH_TRACE ? "trace" : "debug",
   KUBECONFIG: "",
   HOME: "/nonexistent",

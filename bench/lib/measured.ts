@@ -3,6 +3,7 @@
 
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { withHugePageMalloc } from "../../src/host/huge-page-malloc.ts";
 
 /** This process's reaped children's CPU, ms. */
 function childrenCpuMs(): number {
@@ -11,10 +12,13 @@ function childrenCpuMs(): number {
   return (Number(fields[13]) + Number(fields[14])) * 10;
 }
 
-/** Runs `node <args>`: its CPU, wall time, highest VmHWM and the first 4 KiB of its stdout. */
+/** Runs `node <args>` (by default as bin/kpng runs kpng, malloc on huge pages): its CPU, wall time, highest VmHWM and the first 4 KiB of its stdout. */
 export function measured(
   args: readonly string[],
-  { env = process.env, stderr = "inherit" }: { env?: NodeJS.ProcessEnv; stderr?: "inherit" | "ignore" } = {},
+  {
+    env = withHugePageMalloc(process.env),
+    stderr = "inherit",
+  }: { env?: NodeJS.ProcessEnv; stderr?: "inherit" | "ignore" } = {},
 ): Promise<{ cpuMs: number; wallMs: number; peakRssMiB: number; stdout: string }> {
   return new Promise((resolve, reject) => {
     const before = childrenCpuMs();

@@ -8,12 +8,14 @@
 // waits past its deadline, even for pipes that something outside the group still holds. A
 // command that cannot start for want of resources (EMFILE, ENFILE, EAGAIN, ENOMEM) is retried with
 // backoff within the deadline; every start failure is logged by the caller and counted here.
-// Whatever runs when kpng exits is killed then: no command outlives kpng.
+// Whatever runs when kpng exits is killed then: no command outlives kpng. Commands get kpng's
+// environment, with malloc on huge pages (huge-page-malloc.ts).
 
 import { type ChildProcess, spawn } from "node:child_process";
 import { getPriority, setPriority } from "node:os";
 import { basename } from "node:path";
 import { counter } from "../observability/metrics.ts";
+import { withHugePageMalloc } from "./huge-page-malloc.ts";
 
 /** A command that ran and failed: the message says what, `stderr` keeps the tool's own words. */
 export class CommandFailed extends Error {
@@ -149,7 +151,11 @@ export function spawnCommand(
   const [cmd = "", ...args] = argv;
   let child: ChildProcess;
   try {
-    child = spawn(cmd, args, { stdio: [options.stdin, "pipe", "pipe"], detached: true });
+    child = spawn(cmd, args, {
+      stdio: [options.stdin, "pipe", "pipe"],
+      detached: true,
+      env: withHugePageMalloc(process.env),
+    });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     throw new SpawnError(cmd, err.code ?? "EUNKNOWN", err.message);
