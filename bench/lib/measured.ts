@@ -12,7 +12,10 @@ function childrenCpuMs(): number {
   return (Number(fields[13]) + Number(fields[14])) * 10;
 }
 
-/** Runs `node <args>` (by default as bin/kpng runs kpng, malloc on huge pages): its CPU, wall time, highest VmHWM and the first 4 KiB of its stdout. */
+/**
+ * Runs `node <args>` (by default as bin/kpng runs kpng, malloc on huge pages): its CPU, wall
+ * time, highest VmHWM and the first 4 KiB of its stdout.
+ */
 export function measured(
   args: readonly string[],
   {
