@@ -135,10 +135,11 @@ export interface GatheredEndpoint {
   readonly scopes: EndpointPortScope[];
 }
 
-/** The service's endpoints by IP, in the order the ports name them. */
-export function gatherEndpoints(svc: LocalService): Map<string, GatheredEndpoint> {
+/** The service's endpoints by IP, in the order the ports name them; with `only`, that IP's alone. */
+export function gatherEndpoints(svc: LocalService, only?: string): Map<string, GatheredEndpoint> {
   const byIP = new Map<string, GatheredEndpoint>();
-  const scopeOf = (ep: LocalEndpoint, portName: string): EndpointPortScope => {
+  const scopeOf = (ep: LocalEndpoint, portName: string): EndpointPortScope | undefined => {
+    if (only !== undefined && ep.ip !== only) return undefined;
     let gathered = byIP.get(ep.ip);
     if (gathered === undefined) {
       gathered = { first: ep, scopes: [] };
@@ -152,8 +153,14 @@ export function gatherEndpoints(svc: LocalService): Map<string, GatheredEndpoint
     return scope;
   };
   for (const port of svc.ports) {
-    for (const ep of port.internalEndpoints) scopeOf(ep, port.name).Internal = true;
-    for (const ep of port.externalEndpoints) scopeOf(ep, port.name).External = true;
+    for (const ep of port.internalEndpoints) {
+      const scope = scopeOf(ep, port.name);
+      if (scope !== undefined) scope.Internal = true;
+    }
+    for (const ep of port.externalEndpoints) {
+      const scope = scopeOf(ep, port.name);
+      if (scope !== undefined) scope.External = true;
+    }
   }
   return byIP;
 }

@@ -6,7 +6,7 @@
 
 import { sameStrings } from "../brain/local-equal.ts";
 import { TwoGenerations } from "../lib/two-generations.ts";
-import type { LocalService, LocalState } from "../model/local.ts";
+import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
 import {
   concatFrames,
   deleteFrame,
@@ -30,12 +30,38 @@ import {
 } from "./local-codec.ts";
 
 /** A service's wire values. Cached per LocalService object: unchanged services keep theirs. */
-interface EncodedService {
+class EncodedService {
   readonly service: WireValue;
-  /** By endpoint path "ns/svc/<ip>", iterated in ascending path order. */
-  readonly endpoints: ReadonlyMap<string, WireValue>;
   /** Every endpoint's Set op in path order, in one buffer: what a full state sends. */
   readonly endpointSets: Frame;
+  /** The endpoints' paths "ns/svc/<ip>" in ascending order, and their values. */
+  readonly #paths: readonly string[];
+  readonly #values: readonly WireValue[];
+  #byPath: Map<string, WireValue> | undefined;
+
+  constructor(
+    service: WireValue,
+    endpointSets: Frame,
+    paths: readonly string[],
+    values: readonly WireValue[],
+  ) {
+    this.service = service;
+    this.endpointSets = endpointSets;
+    this.#paths = paths;
+    this.#values = values;
+  }
+
+  /**
+   * By endpoint path, iterated in ascending path order. Built when first asked for: a change set
+   * compares endpoints by path, a full state (most of the encodings) never does.
+   */
+  get endpoints(): ReadonlyMap<string, WireValue> {
+    if (this.#byPath === undefined) {
+      this.#byPath = new Map();
+      for (let i = 0; i < this.#paths.length; i++) this.#byPath.set(this.#paths[i]!, this.#values[i]!);
+    }
+    return this.#byPath;
+  }
 }
 
 const cache = new WeakMap<LocalService, EncodedService>();
@@ -61,8 +87,8 @@ function endpointValue(path: string, descriptor: string, endpoint: () => Endpoin
 /**
  * The latest encoding of each service key, with what its values were made from. A node's own
  * LocalService differs from its zone's in the endpoint it runs and one count, so it takes every
- * other value from here, compared by descriptor, without a lookup by path: ~100k such own
- * services were most of the encoding of a full state to 1,000 nodes. Bounded like endpointValues.
+ * other value from here: ~100k such own services were most of the encoding of a full state to
+ * 1,000 nodes. Bounded like endpointValues.
  */
 interface LastEncoding {
   readonly svc: LocalService;
@@ -83,49 +109,137 @@ function sameIPs(gathered: ReadonlyMap<string, unknown>, ips: readonly string[])
   return true;
 }
 
+const sameFlags = (a: LocalEndpoint, b: LocalEndpoint) =>
+  a.local === b.local && a.ready === b.ready && a.serving === b.serving && a.terminating === b.terminating;
+
+/** More IPs than this looked at one by one: the service is encoded anew instead. */
+const MAX_CHANGED_IPS = 16;
+
+/**
+ * The endpoint IPs whose values may differ between two services of one key, when few do: an IP
+ * has the same value in both when every list (each port's internal and external endpoints)
+ * holds it in the same places with the same flags. Lists laid out alike (the same IPs and
+ * target ports in the same places) name only the IPs whose flags differ; lists laid out
+ * otherwise name all their IPs. Undefined when the ports differ or more than MAX_CHANGED_IPS
+ * IPs would be named. No string or object per endpoint: a node's own service is its zone's but
+ * for one endpoint's flags, or one endpoint more or less in the external list.
+ */
+function changedIPs(a: LocalService, b: LocalService): string[] | undefined {
+  if (a.ports.length !== b.ports.length) return undefined;
+  const changed: string[] = [];
+  const add = (ip: string): boolean => {
+    if (!changed.includes(ip)) changed.push(ip);
+    return changed.length <= MAX_CHANGED_IPS;
+  };
+  const compare = (x: readonly LocalEndpoint[], y: readonly LocalEndpoint[]): boolean => {
+    let alike = x.length === y.length;
+    for (let i = 0; alike && i < x.length; i++) alike = x[i]!.ip === y[i]!.ip && x[i]!.port === y[i]!.port;
+    if (!alike) {
+      for (const ep of x) if (!add(ep.ip)) return false;
+      for (const ep of y) if (!add(ep.ip)) return false;
+      return true;
+    }
+    for (let i = 0; i < x.length; i++) if (!sameFlags(x[i]!, y[i]!) && !add(x[i]!.ip)) return false;
+    return true;
+  };
+  for (let i = 0; i < a.ports.length; i++) {
+    const p = a.ports[i]!;
+    const q = b.ports[i]!;
+    if (p.name !== q.name) return undefined;
+    if (!compare(p.internalEndpoints, q.internalEndpoints)) return undefined;
+    if (!compare(p.externalEndpoints, q.externalEndpoints)) return undefined;
+  }
+  return changed;
+}
+
+function serviceValue(key: string, svc: LocalService, last: LastEncoding | undefined): WireValue {
+  return last !== undefined && sameServiceValue(last.svc, svc)
+    ? last.encoded.service
+    : wireValue(WireSet.ServicesSet, key, encodeServiceBytes(encodeServiceValue(svc)));
+}
+
+/**
+ * The encoding of a service of the same endpoint IPs as the last one of its key, of which only
+ * the `changed` ones are looked at; undefined when they are not the same IPs.
+ */
+function encodedLike(
+  key: string,
+  svc: LocalService,
+  last: LastEncoding,
+  changed: readonly string[],
+): EncodedService | undefined {
+  let descriptors = last.descriptors;
+  let values = last.values;
+  for (const ip of changed) {
+    // An IP in a list of one service only (in neither list of the other): the IPs differ.
+    const i = last.ips.indexOf(ip);
+    const endpoint = gatherEndpoints(svc, ip).get(ip);
+    if (i === -1 || endpoint === undefined) return undefined;
+    const descriptor = endpointDescriptor(endpoint);
+    if (descriptor === descriptors[i]) continue;
+    if (values === last.values) {
+      descriptors = [...descriptors];
+      values = [...values];
+    }
+    (descriptors as string[])[i] = descriptor;
+    (values as WireValue[])[i] = endpointValue(last.paths[i]!, descriptor, () =>
+      endpointValueOf(ip, endpoint),
+    );
+  }
+  const encoded = new EncodedService(
+    serviceValue(key, svc, last),
+    values === last.values ? last.encoded.endpointSets : concatFrames(values.map((v) => v.frame)),
+    last.paths,
+    values,
+  );
+  lastEncodings.set(key, { svc, encoded, ips: last.ips, paths: last.paths, descriptors, values });
+  return encoded;
+}
+
 export function encodedService(svc: LocalService): EncodedService {
   const cached = cache.get(svc);
   if (cached !== undefined) return cached;
   const key = `${svc.namespace}/${svc.name}`;
   const last = lastEncodings.get(key);
+  const changed = last === undefined ? undefined : changedIPs(svc, last.svc);
+  const encoded =
+    (last !== undefined && changed !== undefined ? encodedLike(key, svc, last, changed) : undefined) ??
+    encodedAnew(key, svc, last);
+  cache.set(svc, encoded);
+  return encoded;
+}
+
+/** The encoding of a service whose endpoints are laid out unlike the last one's of its key. */
+function encodedAnew(key: string, svc: LocalService, last: LastEncoding | undefined): EncodedService {
   const gathered = gatherEndpoints(svc);
   const alike = last !== undefined && sameIPs(gathered, last.ips);
   const ips = alike ? last.ips : [...gathered.keys()].sort();
   const paths = new Array<string>(ips.length);
   const descriptors = new Array<string>(ips.length);
   const values = new Array<WireValue>(ips.length);
-  const endpoints = new Map<string, WireValue>();
   let allAlike = alike;
   for (let i = 0; i < ips.length; i++) {
     const ip = ips[i]!;
     const endpoint = gathered.get(ip)!;
     const descriptor = endpointDescriptor(endpoint);
-    let path: string;
-    let value: WireValue;
     if (alike && last.descriptors[i] === descriptor) {
-      path = last.paths[i]!;
-      value = last.values[i]!;
+      paths[i] = last.paths[i]!;
+      values[i] = last.values[i]!;
     } else {
       allAlike = false;
-      path = `${key}/${ip}`;
-      value = endpointValue(path, descriptor, () => endpointValueOf(ip, endpoint));
+      const path = `${key}/${ip}`;
+      paths[i] = path;
+      values[i] = endpointValue(path, descriptor, () => endpointValueOf(ip, endpoint));
     }
-    paths[i] = path;
     descriptors[i] = descriptor;
-    values[i] = value;
-    endpoints.set(path, value);
   }
-  const encoded: EncodedService = {
-    service:
-      last !== undefined && sameServiceValue(last.svc, svc)
-        ? last.encoded.service
-        : wireValue(WireSet.ServicesSet, key, encodeServiceBytes(encodeServiceValue(svc))),
-    endpoints,
+  const encoded = new EncodedService(
+    serviceValue(key, svc, last),
     // One buffer for the full state, which sends every endpoint.
-    endpointSets:
-      allAlike && last !== undefined ? last.encoded.endpointSets : concatFrames(values.map((v) => v.frame)),
-  };
-  cache.set(svc, encoded);
+    allAlike && last !== undefined ? last.encoded.endpointSets : concatFrames(values.map((v) => v.frame)),
+    paths,
+    values,
+  );
   lastEncodings.set(key, { svc, encoded, ips, paths, descriptors, values });
   return encoded;
 }

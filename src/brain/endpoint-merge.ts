@@ -16,10 +16,12 @@ export interface EndpointInfo {
   readonly zoneHints: readonly string[];
   readonly nodeHints: readonly string[];
   /**
-   * What one computation of the service made of it for its node, so that the internal and the
-   * external list of a port share one object (see local-service.ts).
+   * What the nodes make of it (see local-service.ts): one object as the node it runs on sees it,
+   * one as every other node does, shared by a port's internal and external lists and by the
+   * computations of every node.
    */
-  local?: LocalEndpoint;
+  onItsNode?: LocalEndpoint;
+  elsewhere?: LocalEndpoint;
 }
 
 /** Slice ports are matched to Service ports by name and protocol. */

@@ -8,7 +8,7 @@ import type { EndpointSlice, Service } from "../model/kube.ts";
 import { LABEL_ZONE } from "../model/kube.ts";
 import type { LocalService } from "../model/local.ts";
 import { sameLocalService } from "./local-equal.ts";
-import { computeLocalService, type NodeView } from "./local-service.ts";
+import { computeLocalService, type FamilyView, type NodeView, serviceFamilyViews } from "./local-service.ts";
 
 interface Entry {
   /** The slices the results were computed from (the store keeps one array while they are unchanged). */
@@ -22,6 +22,11 @@ interface Entry {
   /** The first node that asked, and whether the slices name it. */
   readonly firstNode: string;
   readonly firstNamed: boolean;
+  /**
+   * The service's family views (merged endpoints), shared by the computations for every node but
+   * the first: made when a second node asks (a brain serving one node never keeps them).
+   */
+  views: readonly FamilyView[] | undefined;
   /** The result for every other node: of the first zone asked inline, of other zones in a map. */
   zone: string | undefined;
   result: LocalService | undefined;
@@ -61,6 +66,7 @@ export class LocalServiceCache {
         named: undefined,
         firstNode: node.name,
         firstNamed: named,
+        views: undefined,
         zone: undefined,
         result: undefined,
         otherZones: undefined,
@@ -71,11 +77,18 @@ export class LocalServiceCache {
       entry.named ??= nodesNamedBy(slices);
       named = entry.named.has(node.name);
     }
-    if (named) return computeLocalService(service, slices, node);
     const zone = node.labels[LABEL_ZONE] ?? "";
-    if (entry.zone === zone) return entry.result;
-    if (entry.otherZones?.has(zone)) return entry.otherZones.get(zone);
-    let computed = computeLocalService(service, slices, node);
+    if (!named) {
+      if (entry.zone === zone) return entry.result;
+      if (entry.otherZones?.has(zone)) return entry.otherZones.get(zone);
+    }
+    let computed: LocalService | undefined;
+    if (entry.firstNode === node.name) computed = computeLocalService(service, slices, node);
+    else {
+      entry.views ??= serviceFamilyViews(service, slices);
+      computed = entry.views && computeLocalService(service, slices, node, entry.views);
+    }
+    if (named) return computed;
     if (entry.zone === undefined) {
       entry.zone = zone;
       entry.result = computed;

@@ -22,7 +22,7 @@ export interface NodeView {
 }
 
 /** What one family contributes to a service: its addresses and its merged endpoints. */
-interface FamilyView {
+export interface FamilyView {
   readonly addresses: LocalServiceFamily;
   readonly endpoints: ReadonlyMap<string, EndpointInfo[]>;
 }
@@ -62,17 +62,22 @@ export function portTraffic(
   };
 }
 
-/** One object per endpoint and computation: a port's internal and external lists share it. */
+/**
+ * What a node makes of an endpoint depends only on whether the endpoint runs on it: the two
+ * objects are kept on the endpoint and shared by every node's computation.
+ */
 function toLocal(ep: EndpointInfo, nodeName: string): LocalEndpoint {
-  if (ep.local === undefined) {
-    const local = isLocal(ep, nodeName);
-    const { ip, port, ready, serving, terminating } = ep;
-    ep.local =
-      ep.nodeName === ""
-        ? { ip, port, local, ready, serving, terminating, nodeUnknown: true }
-        : { ip, port, local, ready, serving, terminating };
-  }
-  return ep.local;
+  const local = isLocal(ep, nodeName);
+  const known = local ? ep.onItsNode : ep.elsewhere;
+  if (known !== undefined) return known;
+  const { ip, port, ready, serving, terminating } = ep;
+  const made: LocalEndpoint =
+    ep.nodeName === ""
+      ? { ip, port, local, ready, serving, terminating, nodeUnknown: true }
+      : { ip, port, local, ready, serving, terminating };
+  if (local) ep.onItsNode = made;
+  else ep.elsewhere = made;
+  return made;
 }
 
 function computePort(
@@ -152,21 +157,21 @@ function endpointsChangedAt(slices: readonly EndpointSlice[]): { endpointsChange
 }
 
 /**
- * undefined when this node programs nothing for the service: headless (clusterIP "" or "None"),
- * ExternalName, or no cluster IP in any family. The slices are first narrowed to those in effect
- * (primary or active fallback, see slicesInEffect).
+ * What the service is on every node alike: each served family's addresses and merged endpoints
+ * (from the slices in effect: primary or active fallback, see slicesInEffect). undefined when no
+ * node programs anything for it: headless (clusterIP "" or "None"), ExternalName, or no cluster
+ * IP in any family.
  */
-export function computeLocalService(
+export function serviceFamilyViews(
   service: Service,
   slices: readonly EndpointSlice[],
-  node: NodeView,
-): LocalService | undefined {
+): readonly FamilyView[] | undefined {
   if (service.type === "ExternalName" || service.clusterIP === "" || service.clusterIP === "None")
     return undefined;
   const served = servedFamilies(service);
   if (served.length === 0) return undefined;
   const serving = slicesInEffect(slices);
-  const families: FamilyView[] = served.map((family) => ({
+  return served.map((family) => ({
     addresses: {
       family,
       clusterIP: clusterIPForFamily(service, family),
@@ -176,19 +181,32 @@ export function computeLocalService(
     },
     endpoints: mergeEndpoints(serving, family),
   }));
+}
+
+/**
+ * What this node programs for the service; undefined when it programs nothing (see
+ * serviceFamilyViews). `views` are the service's family views when already made for another node.
+ */
+export function computeLocalService(
+  service: Service,
+  slices: readonly EndpointSlice[],
+  node: NodeView,
+  views: readonly FamilyView[] | undefined = serviceFamilyViews(service, slices),
+): LocalService | undefined {
+  if (views === undefined) return undefined;
   const healthChecked = service.type === "LoadBalancer" && service.externalTrafficPolicy === "Local";
   return {
     namespace: service.metadata.namespace,
     name: service.metadata.name,
     type: service.type,
-    families: families.map((view) => view.addresses),
+    families: views.map((view) => view.addresses),
     sessionAffinitySeconds:
       service.sessionAffinity === "ClientIP" ? service.sessionAffinityTimeoutSeconds : 0,
     internalTrafficPolicy: service.internalTrafficPolicy,
     externalTrafficPolicy: service.externalTrafficPolicy,
     healthCheckNodePort: healthChecked ? service.healthCheckNodePort : 0,
-    localReadyEndpoints: countLocalReady(families, node.name),
+    localReadyEndpoints: countLocalReady(views, node.name),
     ...endpointsChangedAt(slices),
-    ports: service.ports.map((port) => computePort(service, port, families, node)),
+    ports: service.ports.map((port) => computePort(service, port, views, node)),
   };
 }

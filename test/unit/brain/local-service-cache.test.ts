@@ -52,6 +52,34 @@ describe("LocalServiceCache", () => {
     assert.deepEqual(z2, computeLocalService(service, plain, at("n3", "z2")));
   });
 
+  it("nodes that host endpoints, computed one after another, each see only their own as local", () => {
+    // Every node after the first computes from the views the first one left: what one node
+    // made of an endpoint must not reach another.
+    const local = svc({ type: "NodePort", externalTrafficPolicy: "Local", internalTrafficPolicy: "Local" });
+    const hosted = [
+      slice([
+        ep("10.0.0.1", { node: "host-a" }),
+        ep("10.0.0.2", { node: "host-b", ready: false, terminating: true }),
+        ep("10.0.0.3", { node: "host-c" }),
+        ep("10.0.0.4", { node: "" }),
+      ]),
+    ];
+    for (const service of [svc(), local]) {
+      const nodes = [at("n1"), at("host-a"), at("host-b"), at("host-c", "z2"), at("n2", "z2"), at("host-a")];
+      for (const node of nodes) {
+        const got = cache.compute(service, hosted, node);
+        assert.deepEqual(got, computeLocalService(service, hosted, node), `${node.name}`);
+        const localIPs = got?.ports.flatMap((p) =>
+          p.internalEndpoints.filter((e) => e.local).map((e) => e.ip),
+        );
+        // host-b's endpoint is terminating: used only where no ready endpoint is (its own, under Local).
+        const own: Record<string, string> = { "host-a": "10.0.0.1", "host-c": "10.0.0.3" };
+        if (service === local) own["host-b"] = "10.0.0.2";
+        assert.deepEqual(localIPs, own[node.name] === undefined ? [] : [own[node.name]], node.name);
+      }
+    }
+  });
+
   it("new slices (a new array) are computed again", () => {
     const first = cache.compute(service, slices, at("n1"));
     const moved = [slice([ep("10.0.0.7", { node: "host-c" })])];
