@@ -6,12 +6,14 @@
 // and memory printed are the server process's alone (brain + API).
 //
 //   node --expose-gc bench/api-fanout.ts [--quick] [--clients 1000] [--services 10000]
-//        [--processes 4] [--changes 5] [--stalled 10] [--profile DIR]
+//        [--processes 4] [--changes 5] [--stalled 10] [--profile DIR] [--client-window BYTES]
 //
 // --quick is 100 clients × 1,000 services. --stalled K adds K more streams (for nodes that
 // already have a reading client) that ask once and never read: what the server holds for them is
 // printed after the changes. --profile writes the server's CPU profiles of the initial full state
-// and of the changes to DIR (initial.cpuprofile, changes.cpuprofile).
+// and of the changes to DIR (initial.cpuprofile, changes.cpuprofile). Clients offer the HTTP/2
+// flow-control window of kpng's client library (WATCH_FLOW_CONTROL_WINDOW); --client-window 65535
+// measures clients that keep HTTP/2's default.
 
 import { fork } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -24,6 +26,7 @@ import { OpItem, WatchReq } from "../src/api/gen/api/localv1/api.ts";
 import { ApiServer } from "../src/api/server.ts";
 import { localStateFeed } from "../src/brain/local-state-feed.ts";
 import { ClusterStore } from "../src/brain/store.ts";
+import { WATCH_FLOW_CONTROL_WINDOW } from "../src/client/watch.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { benchNode, benchService, benchSlice, policyOf } from "./lib/brain-cluster.ts";
 
@@ -45,6 +48,8 @@ interface ClientSpec {
   readonly count: number;
   /** Streams that ask once and never read, for nodes first … first+stalled-1. */
   readonly stalled: number;
+  /** The HTTP/2 flow-control window the clients offer (bytes). */
+  readonly window: number;
 }
 
 function request(node: string): Buffer {
@@ -55,8 +60,12 @@ function request(node: string): Buffer {
   return out;
 }
 
-function openStream(target: string): http2.ClientHttp2Stream {
-  const session = http2.connect(`http://${target}`);
+function openStream(target: string, window: number): http2.ClientHttp2Stream {
+  // The flow-control window of kpng's client library, per stream and per connection.
+  const session = http2.connect(`http://${target}`, { settings: { initialWindowSize: window } });
+  session.on("remoteSettings", () => {
+    if (window > 65_535) session.setLocalWindowSize(window);
+  });
   session.on("error", () => {});
   const stream = session.request({
     ":method": "POST",
@@ -68,9 +77,9 @@ function openStream(target: string): http2.ClientHttp2Stream {
 }
 
 /** One node client: a raw gRPC stream (own connection) that decodes every message. */
-function runClient(target: string, n: number): void {
+function runClient(target: string, n: number, window: number): void {
   const req = request(`node-${n}`);
-  const stream = openStream(target);
+  const stream = openStream(target, window);
   const fail = (error: string) =>
     process.send?.({ client: n, syncs, ops, bytes, error } satisfies SyncReport);
   stream.on("error", (err) => fail(err.message));
@@ -102,9 +111,9 @@ function runClient(target: string, n: number): void {
 }
 
 function runClients(spec: ClientSpec): void {
-  for (let n = spec.first; n < spec.first + spec.count; n++) runClient(spec.target, n);
+  for (let n = spec.first; n < spec.first + spec.count; n++) runClient(spec.target, n, spec.window);
   for (let n = spec.first; n < spec.first + spec.stalled; n++) {
-    const stream = openStream(spec.target);
+    const stream = openStream(spec.target, spec.window);
     stream.on("error", () => {});
     stream.pause();
     stream.write(request(`node-${n}`));
@@ -120,6 +129,7 @@ const { values: args } = parseArgs({
     changes: { type: "string", default: "5" },
     stalled: { type: "string", default: "0" },
     profile: { type: "string" },
+    "client-window": { type: "string" },
   },
 });
 
@@ -137,6 +147,7 @@ async function runServer(o: {
   changes: number;
   stalled: number;
   profile: string | undefined;
+  window: number;
 }): Promise<void> {
   const profiler = o.profile === undefined ? undefined : new Session();
   profiler?.connect();
@@ -199,7 +210,7 @@ async function runServer(o: {
     const first = p * per;
     const count = Math.max(0, Math.min(per, o.clients - first));
     const stalled = p === o.processes - 1 ? Math.min(o.stalled, count) : 0;
-    const spec: ClientSpec = { target: server.addresses[0]!, first, count, stalled };
+    const spec: ClientSpec = { target: server.addresses[0]!, first, count, stalled, window: o.window };
     const child = fork(fileURLToPath(import.meta.url), [], {
       env: { ...process.env, KPNG_BENCH_CLIENTS: JSON.stringify(spec) },
       execArgv: [],
@@ -294,5 +305,6 @@ if (process.env.KPNG_BENCH_CLIENTS !== undefined) {
     changes: Number(args.changes),
     stalled: Number(args.stalled),
     profile: args.profile,
+    window: Number(args["client-window"] ?? WATCH_FLOW_CONTROL_WINDOW),
   });
 }

@@ -112,6 +112,16 @@ export function watchGlobal(options: WatchOptions): Promise<void> {
   return watchLoop(globalProtocol(), options);
 }
 
+/**
+ * The HTTP/2 flow-control window a watch client offers, per stream and per connection. A first
+ * full state is ~9 MB at 10k Services; with HTTP/2's default of 64 KiB the server stops every
+ * 64 KiB until the client's window update arrives, and each stop costs both ends an event-loop
+ * turn and a write (gRPC's Go clients grow their window to 16 MiB by estimating the bandwidth
+ * for the same reason). The client reads as fast as it decodes, so at most this much waits
+ * unread.
+ */
+export const WATCH_FLOW_CONTROL_WINDOW = 8 * 1024 * 1024;
+
 async function watchLoop<Req>(protocol: Protocol<Req>, options: WatchOptions): Promise<void> {
   const log = options.log ?? silentLogger;
   const initialMs = options.backoff?.initialMs ?? 500;
@@ -122,6 +132,7 @@ async function watchLoop<Req>(protocol: Protocol<Req>, options: WatchOptions): P
     "grpc.keepalive_time_ms": 30_000,
     "grpc.keepalive_timeout_ms": 10_000,
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    "grpc-node.flow_control_window": WATCH_FLOW_CONTROL_WINDOW,
     // The channel's own reconnect backoff must not outlast ours.
     "grpc.initial_reconnect_backoff_ms": initialMs,
     "grpc.max_reconnect_backoff_ms": maxMs,

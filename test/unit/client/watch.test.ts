@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
+import http2 from "node:http2";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { describe, test } from "node:test";
 import { ApiServer } from "../../../src/api/server.ts";
-import { type WireChangeSet, watchLocal } from "../../../src/client/watch.ts";
+import { WATCH_FLOW_CONTROL_WINDOW, type WireChangeSet, watchLocal } from "../../../src/client/watch.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { eventually } from "../../support/eventually.ts";
 import { FakeBrain, service } from "../api/fixtures.ts";
@@ -173,4 +174,35 @@ describe("watch client: reconnect, backoff, resume", () => {
       await server.stop();
     }
   });
+});
+
+test("a watch client offers a flow-control window the size of a large first state, per stream and per connection", async () => {
+  // With HTTP/2's default 64 KiB, the server stops every 64 KiB of a full state to wait for the
+  // client's window update. Seen from the server: the window the client's settings give each
+  // stream, and the connection's window once the client has raised it.
+  const server = http2.createServer();
+  const sessions: http2.Http2Session[] = [];
+  server.on("stream", (stream) => sessions.push(stream.session!));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const stop = new AbortController();
+  const watching = watchLocal("n1", {
+    api: `tcp://127.0.0.1:${(server.address() as { port: number }).port}`,
+    signal: stop.signal,
+    onChangeSet: () => {},
+  });
+  try {
+    await eventually(
+      async () => sessions[0]?.state.remoteWindowSize === WATCH_FLOW_CONTROL_WINDOW,
+      "the client's connection window",
+      5_000,
+      20,
+    );
+    assert.equal(sessions[0]!.remoteSettings.initialWindowSize, WATCH_FLOW_CONTROL_WINDOW, "per stream");
+    assert.ok(WATCH_FLOW_CONTROL_WINDOW >= 4 * 1024 * 1024);
+  } finally {
+    stop.abort();
+    await watching;
+    for (const session of sessions) session.destroy();
+    await new Promise((resolve) => server.close(() => resolve(undefined)));
+  }
 });
