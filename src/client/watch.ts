@@ -114,11 +114,10 @@ export function watchGlobal(options: WatchOptions): Promise<void> {
 
 /**
  * The HTTP/2 flow-control window a watch client offers, per stream and per connection. A first
- * full state is ~9 MB at 10k Services; with HTTP/2's default of 64 KiB the server stops every
- * 64 KiB until the client's window update arrives, and each stop costs both ends an event-loop
- * turn and a write (gRPC's Go clients grow their window to 16 MiB by estimating the bandwidth
- * for the same reason). The client reads as fast as it decodes, so at most this much waits
- * unread.
+ * full state runs to megabytes; with HTTP/2's default window the server stops at every window's
+ * end until the client's update arrives, an event-loop turn and a write on both ends each time
+ * (gRPC's Go clients grow their window by estimating the bandwidth, for the same reason). The
+ * client reads as fast as it decodes, so at most this much waits unread.
  */
 export const WATCH_FLOW_CONTROL_WINDOW = 8 * 1024 * 1024;
 
