@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { mountBpf } from "../tools/netns/bpf-mounts.ts";
 import { Topology } from "../tools/netns/topology.ts";
-import { BENCH_KPNG_ENV, benchNodeFlags, writeClusterFile } from "./lib/cluster.ts";
+import { BENCH_KPNG_ENV, BENCH_KPNG_NODE_FLAGS, benchNodeFlags, writeClusterFile } from "./lib/cluster.ts";
 import { type Line, LineProcess } from "./lib/line-process.ts";
 import { flagValue, sizesFlag, table } from "./lib/table.ts";
 
@@ -59,6 +59,7 @@ async function run(topo: Topology, sink: string, n: number, file: string): Promi
     topo.node.name,
     [
       process.execPath,
+      ...BENCH_KPNG_NODE_FLAGS,
       CLI,
       "file",
       "--input",

@@ -40,6 +40,7 @@ import { probeFrom } from "../tools/netns/probe-from.ts";
 import { Topology } from "../tools/netns/topology.ts";
 import {
   BENCH_KPNG_ENV,
+  BENCH_KPNG_NODE_FLAGS,
   benchNodeFlags,
   type ClusterShape,
   changedService,
@@ -161,6 +162,7 @@ async function startKpng(
       node,
       ...profile,
       ...(TRACE_GC ? ["--trace-gc"] : []),
+      ...BENCH_KPNG_NODE_FLAGS,
       CLI,
       ...sourceArgs,
       "to-local",
@@ -222,6 +224,8 @@ interface ChangeRun {
   readonly gc: GcPauses;
   /** How long kpng took to quieten after its first ruleset. */
   readonly settledS: number;
+  /** kpng's resident set once the changes are over. */
+  readonly rssMiB: number;
   /** When the changes ran: the CPU profile's window. */
   readonly window: { readonly from: number; readonly to: number };
 }
@@ -278,6 +282,7 @@ async function measureChanges(
     nftCpuMsPerChange: nftMs / n,
     gc: gcPauses(kpng.process, from),
     settledS,
+    rssMiB: kpng.process.rssMiB(),
     window: { from, to },
   };
 }
@@ -575,6 +580,7 @@ function report(
           "kpng CPU ms/change",
           "nft+conntrack CPU ms/change",
           "settled s",
+          "RSS after MiB",
           ...(TRACE_GC ? ["GCs", "GC pauses ms", "longest GC ms"] : []),
         ],
         changes.map((c) => [
@@ -586,6 +592,7 @@ function report(
           ms(c.kpngCpuMsPerChange),
           ms(c.nftCpuMsPerChange),
           c.settledS.toFixed(0),
+          c.rssMiB.toFixed(0),
           ...(TRACE_GC ? [String(c.gc.count), c.gc.totalMs.toFixed(0), c.gc.maxMs.toFixed(1)] : []),
         ]),
       ),

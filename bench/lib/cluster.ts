@@ -40,6 +40,14 @@ export const BENCH_KPNG_ENV = {
   HOME: "/nonexistent",
 };
 
+/**
+ * Node's flags for a benchmarked kpng, as bin/kpng and the image run it: without V8's memory
+ * reducer. KPNG_BENCH_MEMORY_REDUCER=1 measures with it.
+ */
+export const BENCH_KPNG_NODE_FLAGS: readonly string[] = process.env.KPNG_BENCH_MEMORY_REDUCER
+  ? []
+  : ["--no-memory-reducer"];
+
 /** Cluster IPs for the probed Services: 203.0.113.1 … 203.0.113.250. */
 export const MAX_PROBED = 250;
 

@@ -113,8 +113,17 @@ export class LineProcess {
 
   /** Peak resident memory so far (VmHWM), in MiB. */
   peakRssMiB(): number {
+    return this.#statusMiB("VmHWM");
+  }
+
+  /** The resident set now. */
+  rssMiB(): number {
+    return this.#statusMiB("VmRSS");
+  }
+
+  #statusMiB(field: string): number {
     const status = readFileSync(`/proc/${this.pid}/status`, "utf8");
-    const kib = Number(/^VmHWM:\s+(\d+) kB/m.exec(status)?.[1] ?? Number.NaN);
+    const kib = Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
     return kib / 1024;
   }
 

@@ -1,5 +1,4 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
@@ -7,10 +6,9 @@ import { fileURLToPath } from "node:url";
 import { execCommand } from "../../../src/host/exec.ts";
 import { HUGE_PAGE_MALLOC, withHugePageMalloc } from "../../../src/host/huge-page-malloc.ts";
 import { SmallSpawner } from "../../../src/host/small-spawner.ts";
+import { procOfKpng } from "../../support/kpng-proc.ts";
 
 const ROOT = join(fileURLToPath(new URL(".", import.meta.url)), "../../..");
-const BIN_KPNG = join(ROOT, "bin/kpng");
-const EXAMPLE = join(ROOT, "examples/cluster.yaml");
 
 describe("malloc on huge pages for the commands kpng starts", () => {
   const rows: [string, string | undefined, string][] = [
@@ -62,41 +60,12 @@ describe("malloc on huge pages for the commands kpng starts", () => {
 
   test("bin/kpng starts kpng with it, and keeps an operator's choice", async () => {
     assert.match(
-      await environOfKpng({ ...process.env, GLIBC_TUNABLES: "" }),
+      (await procOfKpng({ ...process.env, GLIBC_TUNABLES: "" })).environ,
       /^GLIBC_TUNABLES=glibc\.malloc\.hugetlb=1$/m,
     );
     assert.match(
-      await environOfKpng({ ...process.env, GLIBC_TUNABLES: "glibc.malloc.hugetlb=0" }),
+      (await procOfKpng({ ...process.env, GLIBC_TUNABLES: "glibc.malloc.hugetlb=0" })).environ,
       /^GLIBC_TUNABLES=glibc\.malloc\.hugetlb=0$/m,
     );
   });
 });
-
-/**
- * The environment kpng runs with when started by bin/kpng (the script execs node in place, so
- * the pid is kpng's): read from /proc once kpng has written its first line, then kpng is stopped.
- */
-function environOfKpng(env: NodeJS.ProcessEnv): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      BIN_KPNG,
-      ["file", "--input", EXAMPLE, "to-local", "to-json", "--node-name", "node-1"],
-      { env, stdio: ["ignore", "pipe", "ignore"] },
-    );
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    let environ: string | undefined;
-    child.stdout.once("data", () => {
-      try {
-        environ = readFileSync(`/proc/${child.pid}/environ`, "utf8").replaceAll("\0", "\n");
-      } finally {
-        child.kill("SIGKILL");
-      }
-    });
-    child.on("error", reject);
-    child.on("exit", () => {
-      clearTimeout(timer);
-      if (environ === undefined) reject(new Error("kpng wrote nothing before it exited"));
-      else resolve(environ);
-    });
-  });
-}
