@@ -35,8 +35,8 @@ class EncodedService {
   /** Every endpoint's Set op in path order, in one buffer: what a full state sends. */
   readonly endpointSets: Frame;
   /** The endpoints' paths "ns/svc/<ip>" in ascending order, and their values. */
-  readonly #paths: readonly string[];
-  readonly #values: readonly WireValue[];
+  readonly paths: readonly string[];
+  readonly values: readonly WireValue[];
   #byPath: Map<string, WireValue> | undefined;
 
   constructor(
@@ -47,8 +47,8 @@ class EncodedService {
   ) {
     this.service = service;
     this.endpointSets = endpointSets;
-    this.#paths = paths;
-    this.#values = values;
+    this.paths = paths;
+    this.values = values;
   }
 
   /**
@@ -58,7 +58,7 @@ class EncodedService {
   get endpoints(): ReadonlyMap<string, WireValue> {
     if (this.#byPath === undefined) {
       this.#byPath = new Map();
-      for (let i = 0; i < this.#paths.length; i++) this.#byPath.set(this.#paths[i]!, this.#values[i]!);
+      for (let i = 0; i < this.paths.length; i++) this.#byPath.set(this.paths[i]!, this.values[i]!);
     }
     return this.#byPath;
   }
@@ -93,11 +93,9 @@ function endpointValue(path: string, descriptor: string, endpoint: () => Endpoin
 interface LastEncoding {
   readonly svc: LocalService;
   readonly encoded: EncodedService;
-  /** The endpoint IPs in path order, and each one's path, descriptor and value. */
+  /** The endpoint IPs in path order (the encoding's paths and values), and each one's descriptor. */
   readonly ips: readonly string[];
-  readonly paths: readonly string[];
   readonly descriptors: readonly string[];
-  readonly values: readonly WireValue[];
 }
 
 const lastEncodings = new TwoGenerations<LastEncoding>(65_536);
@@ -152,10 +150,29 @@ function changedIPs(a: LocalService, b: LocalService): string[] | undefined {
   return changed;
 }
 
-function serviceValue(key: string, svc: LocalService, last: LastEncoding | undefined): WireValue {
-  return last !== undefined && sameServiceValue(last.svc, svc)
-    ? last.encoded.service
-    : wireValue(WireSet.ServicesSet, key, encodeServiceBytes(encodeServiceValue(svc)));
+/** The encoding of these endpoint values, remembered as the last of its key. */
+function remembered(
+  key: string,
+  svc: LocalService,
+  last: LastEncoding | undefined,
+  ips: readonly string[],
+  descriptors: readonly string[],
+  paths: readonly string[],
+  values: readonly WireValue[],
+): EncodedService {
+  const lastValues = last?.encoded.values;
+  const sameValues = lastValues?.length === values.length && values.every((v, i) => v === lastValues[i]);
+  const encoded = new EncodedService(
+    last !== undefined && sameServiceValue(last.svc, svc)
+      ? last.encoded.service
+      : wireValue(WireSet.ServicesSet, key, encodeServiceBytes(encodeServiceValue(svc))),
+    // One buffer for the full state, which sends every endpoint.
+    sameValues && last !== undefined ? last.encoded.endpointSets : concatFrames(values.map((v) => v.frame)),
+    paths,
+    values,
+  );
+  lastEncodings.set(key, { svc, encoded, ips, descriptors });
+  return encoded;
 }
 
 /**
@@ -169,7 +186,7 @@ function encodedLike(
   changed: readonly string[],
 ): EncodedService | undefined {
   let descriptors = last.descriptors;
-  let values = last.values;
+  let values = last.encoded.values;
   for (const ip of changed) {
     // An IP in a list of one service only (in neither list of the other): the IPs differ.
     const i = last.ips.indexOf(ip);
@@ -177,23 +194,16 @@ function encodedLike(
     if (i === -1 || endpoint === undefined) return undefined;
     const descriptor = endpointDescriptor(endpoint);
     if (descriptor === descriptors[i]) continue;
-    if (values === last.values) {
+    if (descriptors === last.descriptors) {
       descriptors = [...descriptors];
       values = [...values];
     }
     (descriptors as string[])[i] = descriptor;
-    (values as WireValue[])[i] = endpointValue(last.paths[i]!, descriptor, () =>
+    (values as WireValue[])[i] = endpointValue(last.encoded.paths[i]!, descriptor, () =>
       endpointValueOf(ip, endpoint),
     );
   }
-  const encoded = new EncodedService(
-    serviceValue(key, svc, last),
-    values === last.values ? last.encoded.endpointSets : concatFrames(values.map((v) => v.frame)),
-    last.paths,
-    values,
-  );
-  lastEncodings.set(key, { svc, encoded, ips: last.ips, paths: last.paths, descriptors, values });
-  return encoded;
+  return remembered(key, svc, last, last.ips, descriptors, last.encoded.paths, values);
 }
 
 export function encodedService(svc: LocalService): EncodedService {
@@ -201,10 +211,12 @@ export function encodedService(svc: LocalService): EncodedService {
   if (cached !== undefined) return cached;
   const key = `${svc.namespace}/${svc.name}`;
   const last = lastEncodings.get(key);
-  const changed = last === undefined ? undefined : changedIPs(svc, last.svc);
-  const encoded =
-    (last !== undefined && changed !== undefined ? encodedLike(key, svc, last, changed) : undefined) ??
-    encodedAnew(key, svc, last);
+  let encoded: EncodedService | undefined;
+  if (last !== undefined) {
+    const changed = changedIPs(svc, last.svc);
+    if (changed !== undefined) encoded = encodedLike(key, svc, last, changed);
+  }
+  encoded ??= encodedAnew(key, svc, last);
   cache.set(svc, encoded);
   return encoded;
 }
@@ -217,31 +229,21 @@ function encodedAnew(key: string, svc: LocalService, last: LastEncoding | undefi
   const paths = new Array<string>(ips.length);
   const descriptors = new Array<string>(ips.length);
   const values = new Array<WireValue>(ips.length);
-  let allAlike = alike;
   for (let i = 0; i < ips.length; i++) {
     const ip = ips[i]!;
     const endpoint = gathered.get(ip)!;
     const descriptor = endpointDescriptor(endpoint);
     if (alike && last.descriptors[i] === descriptor) {
-      paths[i] = last.paths[i]!;
-      values[i] = last.values[i]!;
+      paths[i] = last.encoded.paths[i]!;
+      values[i] = last.encoded.values[i]!;
     } else {
-      allAlike = false;
       const path = `${key}/${ip}`;
       paths[i] = path;
       values[i] = endpointValue(path, descriptor, () => endpointValueOf(ip, endpoint));
     }
     descriptors[i] = descriptor;
   }
-  const encoded = new EncodedService(
-    serviceValue(key, svc, last),
-    // One buffer for the full state, which sends every endpoint.
-    allAlike && last !== undefined ? last.encoded.endpointSets : concatFrames(values.map((v) => v.frame)),
-    paths,
-    values,
-  );
-  lastEncodings.set(key, { svc, encoded, ips, paths, descriptors, values });
-  return encoded;
+  return remembered(key, svc, last, ips, descriptors, paths, values);
 }
 
 /** What changed between two states, service by service. */
