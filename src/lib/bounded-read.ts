@@ -24,12 +24,14 @@ export async function readBoundedFile(path: string, maxBytes: number, flag = "")
     const st = await handle.stat();
     check(path, st.isFile(), st.size, maxBytes, flag);
     // The file may grow between stat and read: the buffer grows up to one byte past the limit.
-    let buffer = Buffer.alloc(Math.min(st.size, maxBytes) + 1);
+    // Never from Buffer's shared pool, so that releaseFileBytes may free it; never zero-filled,
+    // since only the bytes read are handed out.
+    let buffer = Buffer.allocUnsafeSlow(Math.min(st.size, maxBytes) + 1);
     let length = 0;
     for (;;) {
       if (length === buffer.length) {
         check(path, true, length, maxBytes, flag);
-        const grown = Buffer.alloc(Math.min(buffer.length * 2, maxBytes + 1));
+        const grown = Buffer.allocUnsafeSlow(Math.min(buffer.length * 2, maxBytes + 1));
         buffer.copy(grown);
         buffer = grown;
       }
@@ -40,4 +42,15 @@ export async function readBoundedFile(path: string, maxBytes: number, flag = "")
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * Frees the memory of a buffer that readBoundedFile returned, now: once a large cluster file is
+ * parsed its bytes are dead, but V8 frees them only at its next full collection, and until then
+ * they sit beside the state built from them. The buffer reads as empty afterwards. Only for
+ * readBoundedFile's buffers, which own their memory alone.
+ */
+export function releaseFileBytes(bytes: Buffer): void {
+  const memory = bytes.buffer;
+  if (memory instanceof ArrayBuffer && !memory.detached) memory.transfer(0);
 }

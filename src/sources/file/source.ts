@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { type FSWatcher, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import { readBoundedFile } from "../../lib/bounded-read.ts";
+import { readBoundedFile, releaseFileBytes } from "../../lib/bounded-read.ts";
 import { sleep } from "../../lib/sleep.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
@@ -267,8 +267,10 @@ export class FileSource implements ClusterSource {
       return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
     }
     this.#options.log.debug({ file: path, bytes: bytes.length }, "read the file");
+    const digest = contentDigest(bytes);
     const parsed = parseClusterFile(bytes, path);
-    return parsed.ok ? { ok: true, digest: contentDigest(bytes), contents: parsed.contents } : parsed;
+    releaseFileBytes(bytes);
+    return parsed.ok ? { ok: true, digest, contents: parsed.contents } : parsed;
   }
 
   #apply(digest: string, contents: ClusterFileContents): void {
