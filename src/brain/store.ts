@@ -42,10 +42,50 @@ export interface ClusterStoreOptions {
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
 
-/** One service's EndpointSlices, by slice key, and as a list built on first read after a change. */
-interface SliceGroup {
-  readonly byKey: Map<string, EndpointSlice>;
+/**
+ * One service's EndpointSlices, by slice key, and as a list built on first read after a change.
+ * Most services have one slice, held without a map until a second one comes: at 100k Services a
+ * map each is ~15 MB that every collection marks.
+ */
+class SliceGroup {
+  #onlyKey: string;
+  #only: EndpointSlice | undefined;
+  #byKey: Map<string, EndpointSlice> | undefined;
   list: readonly EndpointSlice[] | undefined;
+
+  constructor(key: string, slice: EndpointSlice) {
+    this.#onlyKey = key;
+    this.#only = slice;
+  }
+
+  set(key: string, slice: EndpointSlice): void {
+    this.list = undefined;
+    if (this.#byKey !== undefined) this.#byKey.set(key, slice);
+    else if (this.#only === undefined || this.#onlyKey === key) {
+      this.#onlyKey = key;
+      this.#only = slice;
+    } else {
+      this.#byKey = new Map([[this.#onlyKey, this.#only]]);
+      this.#byKey.set(key, slice);
+      this.#only = undefined;
+    }
+  }
+
+  /** Takes the slice out; true when the group is empty afterwards. */
+  delete(key: string): boolean {
+    this.list = undefined;
+    if (this.#byKey !== undefined) {
+      this.#byKey.delete(key);
+      return this.#byKey.size === 0;
+    }
+    if (this.#onlyKey === key) this.#only = undefined;
+    return this.#only === undefined;
+  }
+
+  slices(): EndpointSlice[] {
+    if (this.#byKey !== undefined) return [...this.#byKey.values()];
+    return this.#only === undefined ? [] : [this.#only];
+  }
 }
 
 export class ClusterStore implements ClusterSink, ClusterView {
@@ -99,9 +139,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
   slicesOf(serviceKey: string): readonly EndpointSlice[] {
     const group = this.#slicesByService.get(serviceKey);
     if (group === undefined) return NO_SLICES;
-    group.list ??= this.#fallback.filter(serviceKey, this.#services.get(serviceKey), [
-      ...group.byKey.values(),
-    ]);
+    group.list ??= this.#fallback.filter(serviceKey, this.#services.get(serviceKey), group.slices());
     return group.list;
   }
 
@@ -287,12 +325,8 @@ export class ClusterStore implements ClusterSink, ClusterView {
     const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
     this.#slices.set(key, slice);
     const group = this.#slicesByService.get(serviceKey);
-    if (group === undefined)
-      this.#slicesByService.set(serviceKey, { byKey: new Map([[key, slice]]), list: undefined });
-    else {
-      group.byKey.set(key, slice);
-      group.list = undefined;
-    }
+    if (group === undefined) this.#slicesByService.set(serviceKey, new SliceGroup(key, slice));
+    else group.set(key, slice);
     return serviceKey;
   }
 
@@ -307,11 +341,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
   #removeFromService(key: string, slice: EndpointSlice): void {
     const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
     const group = this.#slicesByService.get(serviceKey);
-    if (group !== undefined) {
-      group.byKey.delete(key);
-      group.list = undefined;
-      if (group.byKey.size === 0) this.#slicesByService.delete(serviceKey);
-    }
+    if (group?.delete(key)) this.#slicesByService.delete(serviceKey);
     this.#serviceChanged(serviceKey);
   }
 

@@ -1,6 +1,8 @@
 // Typed reads of raw JSON fields. Each reader names the field path in its error, so a rejected
 // object says exactly what is wrong: "spec.ports[1].port: 70000 is out of range 1-65535".
 
+import { mapOrEmpty } from "./shared-values.ts";
+
 /** Thrown by the readers; validate.ts turns it into a ParseResult. */
 export class InvalidField extends Error {
   override readonly name = "InvalidField";
@@ -100,5 +102,5 @@ export function stringMap(value: unknown, path: string): Readonly<Record<string,
       throw new InvalidField(`${path}[${JSON.stringify(key)}]: expected a string, got ${describe(v)}`);
     out[key] = v;
   }
-  return out;
+  return mapOrEmpty(out);
 }

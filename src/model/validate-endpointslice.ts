@@ -23,6 +23,7 @@ import {
   LABEL_SERVICE_NAME,
   type SliceEndpoint,
 } from "./kube.ts";
+import { frozenList, SharedValues } from "./shared-values.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
 const FQDN = /^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?\.?$/;
@@ -54,6 +55,22 @@ function readPort(raw: unknown, path: string): EndpointPort {
     port:
       p.port === undefined || p.port === null ? null : optionalInteger(p.port, `${path}.port`, 0, 65535, 0),
   };
+}
+
+/** A slice's port list, shared by the slices that have the same (see shared-values.ts). */
+const sharedPorts = new SharedValues<EndpointPort[]>(4096);
+
+/** Names every field of the ports exactly: a name's length goes before it, so no name can pose as two. */
+function portsKey(ports: readonly EndpointPort[]): string {
+  let key = "";
+  for (const p of ports)
+    key += `${p.name === null ? "-" : `${p.name.length}:${p.name}`}/${p.protocol}/${p.port ?? "-"};`;
+  return key;
+}
+
+function readPorts(raw: unknown): readonly EndpointPort[] {
+  const ports = optionalArray(raw, "ports").map((p, i) => readPort(p, `ports[${i}]`));
+  return sharedPorts.shared(portsKey(ports), ports, frozenList);
 }
 
 function hintNames(raw: unknown, path: string): string[] {
@@ -164,7 +181,7 @@ export function readEndpointSlice(raw: RawObject, defaultNamespace: string): End
     metadata,
     addressType,
     serviceName: metadata.labels[LABEL_SERVICE_NAME] ?? "",
-    ports: optionalArray(raw.ports, "ports").map((p, i) => readPort(p, `ports[${i}]`)),
+    ports: readPorts(raw.ports),
     endpoints: optionalArray(raw.endpoints, "endpoints").map(
       (e, i) => plainEndpoint(e, addressType) ?? readEndpoint(e, `endpoints[${i}]`, addressType),
     ),

@@ -14,6 +14,7 @@ import {
 } from "./field-reader.ts";
 import { canonicalAddress, familyOfAddress, parseCidr } from "./ip.ts";
 import type { IPFamily, LoadBalancerIngress, Service, ServicePort } from "./kube.ts";
+import { frozenList, listOrEmpty, SharedValues } from "./shared-values.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
 const PROTOCOLS = ["TCP", "UDP", "SCTP"] as const;
@@ -53,7 +54,22 @@ function readPort(raw: unknown, path: string): ServicePort {
   };
 }
 
-function readPorts(raw: unknown): ServicePort[] {
+/** Port lists without node ports, shared by the Services that have the same (see shared-values.ts). */
+const sharedPorts = new SharedValues<ServicePort[]>(4096);
+const sharedFamilies = new SharedValues<IPFamily[]>(8);
+
+/** Names every field of the ports exactly: a name's length goes before it, so no name can pose as two. */
+function portsKey(ports: readonly ServicePort[]): string {
+  let key = "";
+  for (const p of ports) {
+    const target =
+      typeof p.targetPort === "number" ? `#${p.targetPort}` : `${p.targetPort.length}$${p.targetPort}`;
+    key += `${p.name.length}:${p.name}/${p.protocol}/${p.port}/${target};`;
+  }
+  return key;
+}
+
+function readPorts(raw: unknown): readonly ServicePort[] {
   const ports = optionalArray(raw, "spec.ports").map((p, i) => readPort(p, `spec.ports[${i}]`));
   const seen = new Set<string>();
   ports.forEach((p, i) => {
@@ -64,7 +80,8 @@ function readPorts(raw: unknown): ServicePort[] {
     }
     seen.add(p.name);
   });
-  return ports;
+  if (ports.some((p) => p.nodePort !== 0)) return ports;
+  return sharedPorts.shared(portsKey(ports), ports, frozenList);
 }
 
 function readIngress(raw: unknown, path: string): LoadBalancerIngress {
@@ -78,8 +95,8 @@ function readIngress(raw: unknown, path: string): LoadBalancerIngress {
   return { ip, hostname: optionalString(ing.hostname, `${path}.hostname`), ipMode };
 }
 
-function readSourceRanges(raw: unknown): string[] {
-  return optionalArray(raw, "spec.loadBalancerSourceRanges").map((value, i) => {
+function readSourceRanges(raw: unknown): readonly string[] {
+  const ranges = optionalArray(raw, "spec.loadBalancerSourceRanges").map((value, i) => {
     const path = `spec.loadBalancerSourceRanges[${i}]`;
     if (typeof value !== "string")
       throw new InvalidField(`${path}: expected a CIDR string, got ${typeof value}`);
@@ -87,9 +104,13 @@ function readSourceRanges(raw: unknown): string[] {
       throw new InvalidField(`${path}: ${JSON.stringify(value)} is not a CIDR`);
     return value;
   });
+  return listOrEmpty(ranges);
 }
 
-function readFamilies(spec: RawObject, clusterIP: string): { clusterIPs: string[]; ipFamilies: IPFamily[] } {
+function readFamilies(
+  spec: RawObject,
+  clusterIP: string,
+): { clusterIPs: readonly string[]; ipFamilies: readonly IPFamily[] } {
   const clusterIPs = optionalArray(spec.clusterIPs, "spec.clusterIPs").map((v, i) =>
     clusterIPValue(v, `spec.clusterIPs[${i}]`),
   );
@@ -123,7 +144,10 @@ function readFamilies(spec: RawObject, clusterIP: string): { clusterIPs: string[
       throw new InvalidField(`spec.ipFamilies: no family for spec.clusterIPs[${i}] ${clusterIPs[i]}`);
     }
   });
-  return { clusterIPs, ipFamilies };
+  return {
+    clusterIPs: listOrEmpty(clusterIPs),
+    ipFamilies: sharedFamilies.shared(ipFamilies.join(), ipFamilies),
+  };
 }
 
 export function readService(raw: RawObject, defaultNamespace: string): Service {
@@ -155,14 +179,18 @@ export function readService(raw: RawObject, defaultNamespace: string): Service {
     ),
     clusterIP,
     ...readFamilies(spec, clusterIP),
-    externalIPs: optionalArray(spec.externalIPs, "spec.externalIPs").map((v, i) =>
-      ipAddress(v, `spec.externalIPs[${i}]`),
+    externalIPs: listOrEmpty(
+      optionalArray(spec.externalIPs, "spec.externalIPs").map((v, i) =>
+        ipAddress(v, `spec.externalIPs[${i}]`),
+      ),
     ),
     loadBalancerSourceRanges: readSourceRanges(spec.loadBalancerSourceRanges),
-    loadBalancerIngress: optionalArray(
-      optionalObject(status.loadBalancer, "status.loadBalancer").ingress,
-      "status.loadBalancer.ingress",
-    ).map((v, i) => readIngress(v, `status.loadBalancer.ingress[${i}]`)),
+    loadBalancerIngress: listOrEmpty(
+      optionalArray(
+        optionalObject(status.loadBalancer, "status.loadBalancer").ingress,
+        "status.loadBalancer.ingress",
+      ).map((v, i) => readIngress(v, `status.loadBalancer.ingress[${i}]`)),
+    ),
     sessionAffinity,
     sessionAffinityTimeoutSeconds: sessionAffinity === "ClientIP" ? timeout : 0,
     ...(spec.publishNotReadyAddresses === true && { publishNotReadyAddresses: true }),

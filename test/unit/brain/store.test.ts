@@ -226,6 +226,24 @@ describe("ClusterStore change batching", () => {
     assert.deepEqual(served(store), ["a"]);
   });
 
+  test("a service's slices as they come and go: one, a second, the first replaced and removed", async () => {
+    const { store } = await syncedStore([svc(), slice([ep("10.0.0.1")], { name: "web-a" })]);
+    const names = () => store.slicesOf("ns/web").map((s) => s.metadata.name);
+    assert.deepEqual(names(), ["web-a"]);
+    store.upsert(slice([ep("10.0.0.2")], { name: "web-b" }));
+    assert.deepEqual(names(), ["web-a", "web-b"]);
+    // A changed slice is taken out and filed again, after the others.
+    store.upsert(slice([ep("10.0.0.3")], { name: "web-a", resourceVersion: "2" }));
+    assert.deepEqual(names(), ["web-b", "web-a"]);
+    assert.equal(store.slicesOf("ns/web")[1]?.endpoints[0]?.addresses[0], "10.0.0.3");
+    store.delete("EndpointSlice", "ns/web-a");
+    assert.deepEqual(names(), ["web-b"]);
+    store.delete("EndpointSlice", "ns/web-b");
+    assert.deepEqual(names(), []);
+    store.upsert(slice([ep("10.0.0.4")], { name: "web-c" }));
+    assert.deepEqual(names(), ["web-c"]);
+  });
+
   test("replace of slices deletes the ones not listed", async () => {
     const { store } = await syncedStore([
       svc(),

@@ -1,0 +1,122 @@
+// Parts that many validated objects hold alike are kept once (src/model/shared-values.ts): the
+// same ports, no annotations, no external IPs. Sharing must never join two values that differ.
+
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import type { EndpointSlice, Service } from "../../../src/model/kube.ts";
+import { SharedValues } from "../../../src/model/shared-values.ts";
+import { parseEndpointSlice, parseService } from "../../../src/model/validate.ts";
+
+function service(name: string, ports: unknown[], more: Record<string, unknown> = {}): Service {
+  const r = parseService({
+    apiVersion: "v1",
+    kind: "Service",
+    metadata: { name, namespace: "ns" },
+    spec: { clusterIP: "10.0.0.1", clusterIPs: ["10.0.0.1"], ipFamilies: ["IPv4"], ports, ...more },
+  });
+  assert.ok(r.ok, r.ok ? "" : r.reason);
+  return r.value;
+}
+
+function slice(name: string, ports: unknown[]): EndpointSlice {
+  const r = parseEndpointSlice({
+    apiVersion: "discovery.k8s.io/v1",
+    kind: "EndpointSlice",
+    metadata: { name, namespace: "ns", labels: { "kubernetes.io/service-name": name } },
+    addressType: "IPv4",
+    ports,
+    endpoints: [{ addresses: ["192.0.2.1"] }],
+  });
+  assert.ok(r.ok, r.ok ? "" : r.reason);
+  return r.value;
+}
+
+const http = { name: "http", protocol: "TCP", port: 80, targetPort: 8080 };
+
+describe("values validated objects hold alike", () => {
+  test("Services with the same ports share one frozen list; any field that differs makes its own", () => {
+    const a = service("a", [http]);
+    const b = service("b", [{ ...http }]);
+    assert.equal(a.ports, b.ports);
+    assert.ok(Object.isFrozen(a.ports) && Object.isFrozen(a.ports[0]));
+    const rows: [string, unknown[]][] = [
+      ["another target port", [{ ...http, targetPort: 8081 }]],
+      ["a named target port", [{ ...http, targetPort: "8080" }]],
+      ["another protocol", [{ ...http, protocol: "UDP" }]],
+      ["another name", [{ ...http, name: "web" }]],
+      ["another port", [{ ...http, port: 81 }]],
+      ["one port more", [http, { ...http, name: "dns", protocol: "UDP", port: 53 }]],
+    ];
+    for (const [what, ports] of rows) {
+      const other = service(`x-${what.replaceAll(" ", "-")}`, ports);
+      assert.notEqual(other.ports, a.ports, what);
+      assert.deepEqual(
+        other.ports.map((p) => [p.name, p.protocol, p.port, p.targetPort]),
+        ports.map((p) => {
+          const q = p as typeof http;
+          return [q.name, q.protocol, q.port, q.targetPort];
+        }),
+        what,
+      );
+    }
+  });
+
+  test("a name that reads like more ports stays apart from those ports", () => {
+    // Fields written one after the other would read alike here; the name's length tells them apart.
+    const one = service("one", [{ name: "a/TCP/80/#8080;b", protocol: "TCP", port: 81, targetPort: 8080 }]);
+    const two = service("two", [
+      { name: "a", protocol: "TCP", port: 80, targetPort: 8080 },
+      { name: "b", protocol: "TCP", port: 81, targetPort: 8080 },
+    ]);
+    assert.notEqual(one.ports, two.ports);
+    assert.equal(one.ports.length, 1);
+    assert.equal(two.ports.length, 2);
+    const s1 = slice("s1", [{ name: "", protocol: "TCP", port: 80 }]);
+    const s2 = slice("s2", [{ protocol: "TCP", port: 80 }]);
+    assert.notEqual(s1.ports, s2.ports);
+    assert.equal(s1.ports[0]?.name, "");
+    assert.equal(s2.ports[0]?.name, null);
+  });
+
+  test("a NodePort Service keeps ports of its own", () => {
+    const a = service("np-a", [{ ...http, nodePort: 30080 }], { type: "NodePort" });
+    const b = service("np-b", [{ ...http, nodePort: 30080 }], { type: "NodePort" });
+    assert.notEqual(a.ports, b.ports);
+    assert.equal(a.ports[0]?.nodePort, 30080);
+  });
+
+  test("slices with the same ports share one frozen list", () => {
+    const ports = [
+      { name: "http", protocol: "TCP", port: 8080 },
+      { name: "dns", protocol: "UDP", port: 8053 },
+    ];
+    const a = slice("a", ports);
+    const b = slice("b", structuredClone(ports));
+    assert.equal(a.ports, b.ports);
+    assert.ok(Object.isFrozen(a.ports) && Object.isFrozen(a.ports[1]));
+    assert.notEqual(slice("c", [ports[0]]).ports, a.ports);
+  });
+
+  test("no annotations, no external IPs: one shared empty value; anything else is the object's own", () => {
+    const a = service("a", [http]);
+    const b = service("b", [http], { externalIPs: ["192.0.2.9"] });
+    assert.equal(a.metadata.annotations, b.metadata.annotations);
+    assert.deepEqual(a.metadata.annotations, {});
+    assert.ok(Object.isFrozen(a.externalIPs));
+    assert.deepEqual(b.externalIPs, ["192.0.2.9"]);
+    assert.equal(a.ipFamilies, b.ipFamilies);
+    assert.notEqual(a.clusterIPs, b.clusterIPs);
+  });
+
+  test("the table is bounded: past its size values are used as they are, unshared", () => {
+    const table = new SharedValues<{ n: number }>(2);
+    const first = table.shared("1", { n: 1 });
+    assert.equal(table.shared("1", { n: 1 }), first);
+    table.shared("2", { n: 2 });
+    const third = { n: 3 };
+    assert.equal(table.shared("3", third), third);
+    assert.notEqual(table.shared("3", { n: 3 }), third);
+    assert.equal(table.size, 2);
+    assert.ok(!Object.isFrozen(third));
+  });
+});
