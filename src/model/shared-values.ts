@@ -18,26 +18,27 @@ export function mapOrEmpty(map: Readonly<Record<string, string>>): Readonly<Reco
 }
 
 /**
- * Values by a key that describes them exactly. The first `max` keys seen are kept and their
- * values shared; past that, values are used as they are (a cluster of that many distinct ones
- * gains little from sharing, and the table stays bounded).
+ * Lists by a key that describes them exactly. The first `max` keys seen are kept and their lists
+ * shared, frozen with their items; past that, lists are used as they are (a cluster of that many
+ * distinct ones gains little from sharing, and the table stays bounded).
  */
-export class SharedValues<T extends object> {
-  readonly #byKey = new Map<string, T>();
+export class SharedLists<T> {
+  readonly #byKey = new Map<string, readonly T[]>();
   readonly #max: number;
 
   constructor(max: number) {
     this.#max = max;
   }
 
-  /** The value kept for `key`, else `value` (kept, and frozen with `freeze`, while there is room). */
-  shared(key: string, value: T, freeze: (value: T) => T = Object.freeze): T {
+  /** The list kept for `key`, else `list` (kept and frozen while there is room). */
+  shared(key: string, list: T[]): readonly T[] {
     const known = this.#byKey.get(key);
     if (known !== undefined) return known;
-    if (this.#byKey.size >= this.#max) return value;
-    const kept = freeze(value);
-    this.#byKey.set(key, kept);
-    return kept;
+    if (this.#byKey.size >= this.#max) return list;
+    for (const item of list) if (typeof item === "object" && item !== null) Object.freeze(item);
+    Object.freeze(list);
+    this.#byKey.set(key, list);
+    return list;
   }
 
   get size(): number {
@@ -45,8 +46,10 @@ export class SharedValues<T extends object> {
   }
 }
 
-/** A list frozen together with its items. */
-export function frozenList<T extends object>(list: T[]): T[] {
-  for (const item of list) Object.freeze(item);
-  return Object.freeze(list) as T[];
+/**
+ * A text as a part of a key that names every field exactly: its length goes before it, so no
+ * text can pose as several fields. null (an absent name) is "-", which no length starts with.
+ */
+export function keyPart(text: string | null): string {
+  return text === null ? "-" : `${text.length}:${text}`;
 }

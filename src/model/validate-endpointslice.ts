@@ -23,7 +23,7 @@ import {
   LABEL_SERVICE_NAME,
   type SliceEndpoint,
 } from "./kube.ts";
-import { frozenList, SharedValues } from "./shared-values.ts";
+import { keyPart, SharedLists } from "./shared-values.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
 const FQDN = /^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?\.?$/;
@@ -58,19 +58,17 @@ function readPort(raw: unknown, path: string): EndpointPort {
 }
 
 /** A slice's port list, shared by the slices that have the same (see shared-values.ts). */
-const sharedPorts = new SharedValues<EndpointPort[]>(4096);
+const sharedPorts = new SharedLists<EndpointPort>(4096);
 
-/** Names every field of the ports exactly: a name's length goes before it, so no name can pose as two. */
 function portsKey(ports: readonly EndpointPort[]): string {
   let key = "";
-  for (const p of ports)
-    key += `${p.name === null ? "-" : `${p.name.length}:${p.name}`}/${p.protocol}/${p.port ?? "-"};`;
+  for (const p of ports) key += `${keyPart(p.name)}/${p.protocol}/${p.port ?? "-"};`;
   return key;
 }
 
 function readPorts(raw: unknown): readonly EndpointPort[] {
   const ports = optionalArray(raw, "ports").map((p, i) => readPort(p, `ports[${i}]`));
-  return sharedPorts.shared(portsKey(ports), ports, frozenList);
+  return sharedPorts.shared(portsKey(ports), ports);
 }
 
 function hintNames(raw: unknown, path: string): string[] {

@@ -14,7 +14,7 @@ import {
 } from "./field-reader.ts";
 import { canonicalAddress, familyOfAddress, parseCidr } from "./ip.ts";
 import type { IPFamily, LoadBalancerIngress, Service, ServicePort } from "./kube.ts";
-import { frozenList, listOrEmpty, SharedValues } from "./shared-values.ts";
+import { keyPart, listOrEmpty, SharedLists } from "./shared-values.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
 const PROTOCOLS = ["TCP", "UDP", "SCTP"] as const;
@@ -55,16 +55,14 @@ function readPort(raw: unknown, path: string): ServicePort {
 }
 
 /** Port lists without node ports, shared by the Services that have the same (see shared-values.ts). */
-const sharedPorts = new SharedValues<ServicePort[]>(4096);
-const sharedFamilies = new SharedValues<IPFamily[]>(8);
+const sharedPorts = new SharedLists<ServicePort>(4096);
+const sharedFamilies = new SharedLists<IPFamily>(8);
 
-/** Names every field of the ports exactly: a name's length goes before it, so no name can pose as two. */
 function portsKey(ports: readonly ServicePort[]): string {
   let key = "";
   for (const p of ports) {
-    const target =
-      typeof p.targetPort === "number" ? `#${p.targetPort}` : `${p.targetPort.length}$${p.targetPort}`;
-    key += `${p.name.length}:${p.name}/${p.protocol}/${p.port}/${target};`;
+    const target = typeof p.targetPort === "number" ? `#${p.targetPort}` : keyPart(p.targetPort);
+    key += `${keyPart(p.name)}/${p.protocol}/${p.port}/${target};`;
   }
   return key;
 }
@@ -81,7 +79,7 @@ function readPorts(raw: unknown): readonly ServicePort[] {
     seen.add(p.name);
   });
   if (ports.some((p) => p.nodePort !== 0)) return ports;
-  return sharedPorts.shared(portsKey(ports), ports, frozenList);
+  return sharedPorts.shared(portsKey(ports), ports);
 }
 
 function readIngress(raw: unknown, path: string): LoadBalancerIngress {

@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import type { EndpointSlice, Service } from "../../../src/model/kube.ts";
-import { SharedValues } from "../../../src/model/shared-values.ts";
+import { SharedLists } from "../../../src/model/shared-values.ts";
 import { parseEndpointSlice, parseService } from "../../../src/model/validate.ts";
 
 function service(name: string, ports: unknown[], more: Record<string, unknown> = {}): Service {
@@ -108,14 +108,14 @@ describe("values validated objects hold alike", () => {
     assert.notEqual(a.clusterIPs, b.clusterIPs);
   });
 
-  test("the table is bounded: past its size values are used as they are, unshared", () => {
-    const table = new SharedValues<{ n: number }>(2);
-    const first = table.shared("1", { n: 1 });
-    assert.equal(table.shared("1", { n: 1 }), first);
-    table.shared("2", { n: 2 });
-    const third = { n: 3 };
+  test("the table is bounded: past its size lists are used as they are, unshared", () => {
+    const table = new SharedLists<{ n: number }>(2);
+    const first = table.shared("1", [{ n: 1 }]);
+    assert.equal(table.shared("1", [{ n: 1 }]), first);
+    table.shared("2", [{ n: 2 }]);
+    const third = [{ n: 3 }];
     assert.equal(table.shared("3", third), third);
-    assert.notEqual(table.shared("3", { n: 3 }), third);
+    assert.notEqual(table.shared("3", [{ n: 3 }]), third);
     assert.equal(table.size, 2);
     assert.ok(!Object.isFrozen(third));
   });
