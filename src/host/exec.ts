@@ -14,6 +14,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { getPriority, setPriority } from "node:os";
 import { basename } from "node:path";
+import { type AnswerDeadline, answerDeadline } from "../lib/answer-deadline.ts";
 import { counter } from "../observability/metrics.ts";
 import { withHugePageMalloc } from "./huge-page-malloc.ts";
 
@@ -189,11 +190,11 @@ function once(argv: readonly string[], options: ExecOptions): Promise<ExecResult
     const err: Buffer[] = [];
     let settled = false;
     let child: ChildProcess | undefined;
-    let timer: NodeJS.Timeout | undefined;
+    let deadline: AnswerDeadline | undefined;
     const finish = (result: ExecResult | Error) => {
       if (settled) return;
       settled = true;
-      clearTimeout(timer);
+      deadline?.clear();
       if (child) {
         options.track?.delete(child);
         live.delete(child);
@@ -230,10 +231,15 @@ function once(argv: readonly string[], options: ExecOptions): Promise<ExecResult
     if (c.pid === undefined) return; // the `error` event follows
     options.track?.add(c);
     if (options.niceness !== undefined) lowerPriority(c.pid, options.niceness);
-    timer = setTimeout(() => {
-      timeouts.inc({ command });
-      killed(true);
-    }, options.timeoutMs);
+    deadline = answerDeadline(
+      options.timeoutMs,
+      () => {
+        timeouts.inc({ command });
+        killed(true);
+      },
+      // It exited: its output and its pipes' ends are being read.
+      () => c.exitCode !== null || c.signalCode !== null,
+    );
     c.stdout?.on("data", options.onStdout ?? ((b: Buffer) => out.push(b)));
     c.stderr?.on("data", (b: Buffer) => err.push(b));
     c.on("close", (code, signal) =>

@@ -13,6 +13,7 @@
 
 import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { type AnswerDeadline, answerDeadline } from "../lib/answer-deadline.ts";
 import { counter } from "../observability/metrics.ts";
 import { countExec, type ExecResult, killProcessGroup } from "./exec.ts";
 
@@ -47,7 +48,7 @@ interface Waiting {
   readonly groups: Set<number>;
   readonly resolve: (r: ExecResult) => void;
   readonly reject: (e: Error) => void;
-  readonly timer: NodeJS.Timeout;
+  readonly deadline: AnswerDeadline;
 }
 
 let shared: SmallSpawner | undefined;
@@ -83,10 +84,10 @@ export class SmallSpawner {
     if (child === undefined) return Promise.reject(new Error("cannot start the small spawner process"));
     const id = ++this.#seq;
     return new Promise<ExecResult>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const deadline = answerDeadline(options.timeoutMs + ANSWER_GRACE_MS, () => {
         this.#fail(child, `no answer within ${options.timeoutMs + ANSWER_GRACE_MS} ms`);
-      }, options.timeoutMs + ANSWER_GRACE_MS);
-      this.#waiting.set(id, { child, argv, groups: new Set(), resolve, reject, timer });
+      });
+      this.#waiting.set(id, { child, argv, groups: new Set(), resolve, reject, deadline });
       const request: SpawnRequest = { id, argv, ...options };
       child.send(request, (err) => {
         if (err) this.#fail(child, `cannot reach the small spawner process: ${err.message}`);
@@ -124,7 +125,7 @@ export class SmallSpawner {
         return;
       }
       this.#waiting.delete(m.id);
-      clearTimeout(waiting.timer);
+      waiting.deadline.clear();
       if ("error" in m) {
         waiting.reject(new Error(m.error));
         return;
@@ -156,7 +157,7 @@ export class SmallSpawner {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
     for (const [id, w] of failed) {
       this.#waiting.delete(id);
-      clearTimeout(w.timer);
+      w.deadline.clear();
       w.reject(new Error(why));
     }
   }

@@ -4,6 +4,7 @@
 // Nothing here is fatal: every failure is logged, counted, and retried with backoff, forever.
 // While the API server is unreachable the sink keeps what it has: only a successful list removes.
 
+import { type AnswerDeadline, answerDeadline } from "../lib/answer-deadline.ts";
 import { Backoff, type BackoffOptions, DEFAULT_BACKOFF } from "../lib/backoff.ts";
 import { sleep } from "../lib/sleep.ts";
 import { gatheringList, type ListWriter } from "../model/global.ts";
@@ -288,24 +289,22 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
     const onStop = () => controller.abort();
     this.#stop.signal.addEventListener("abort", onStop, { once: true });
     // Bytes that trickle in keep the inactivity timer happy; the deadline bounds the whole request.
+    // Data that came while kpng's thread was busy is read before either counts as passed.
     const deadline =
       deadlineMs === undefined
         ? undefined
-        : setTimeout(
-            () =>
-              controller.abort(
-                new ReadLimitError("deadline", `the request did not complete within ${deadlineMs} ms`),
-              ),
-            deadlineMs,
+        : answerDeadline(deadlineMs, () =>
+            controller.abort(
+              new ReadLimitError("deadline", `the request did not complete within ${deadlineMs} ms`),
+            ),
           );
-    let timer: NodeJS.Timeout | undefined;
+    let inactivity: AnswerDeadline | undefined;
     const inactivityMs = this.#timings.inactivityTimeoutMs;
     const request: Omit<OpenRequest, "res"> = {
       touch: () => {
-        clearTimeout(timer);
-        timer = setTimeout(
-          () => controller.abort(new InactivityError(`no data for ${inactivityMs} ms`)),
-          inactivityMs,
+        inactivity?.clear();
+        inactivity = answerDeadline(inactivityMs, () =>
+          controller.abort(new InactivityError(`no data for ${inactivityMs} ms`)),
         );
       },
       explain: (err) => {
@@ -316,8 +315,8 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
           : err;
       },
       done: () => {
-        clearTimeout(timer);
-        clearTimeout(deadline);
+        inactivity?.clear();
+        deadline?.clear();
         this.#stop.signal.removeEventListener("abort", onStop);
         controller.abort();
       },

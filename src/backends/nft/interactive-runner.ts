@@ -8,6 +8,7 @@
 
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { CommandFailed, spawnCommand, stopCommand } from "../../host/exec.ts";
+import { answerDeadline } from "../../lib/answer-deadline.ts";
 import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { NftError, type NftRunner } from "./runner.ts";
@@ -169,18 +170,17 @@ export class InteractiveNftRunner implements NftRunner {
     const child = this.#child ?? this.#start();
     const marker = markerCommand(++this.#seq);
     return new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new ProtocolFailure(`no reply within ${this.#timeoutMs} ms`)),
-        this.#timeoutMs,
+      const deadline = answerDeadline(this.#timeoutMs, () =>
+        reject(new ProtocolFailure(`no reply within ${this.#timeoutMs} ms`)),
       );
       this.#pending = {
         marker,
         resolve: (out) => {
-          clearTimeout(timer);
+          deadline.clear();
           resolve(out);
         },
         reject: (e) => {
-          clearTimeout(timer);
+          deadline.clear();
           reject(e);
         },
       };
