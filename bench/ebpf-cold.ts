@@ -4,10 +4,11 @@
 // from kpng's debug log as the lines arrive:
 //   read      the file read ("read the file"): Node started and kpng's modules loaded, then the read;
 //   store     the file parsed and every object in the store ("store synced");
+//   loader    bpftool created the maps, loaded and attached the programs ("BPF programs and maps
+//             in place"): started as the sink starts, while the file is read and parsed;
 //   maps      both IP families' maps hold the first state ("ebpf maps synced", IPv6 comes last):
 //             what connections from the node need. Before it: the brain's first state and the
-//             loader (bpftool: maps created, programs loaded and attached, "BPF programs and maps
-//             in place"), then the two families' writes;
+//             loader, then the two families' writes;
 //   companion the nft companion's first ruleset ("ebpf-nftables synced"; to-nft's own: "nftables
 //   synced"), started after the maps.
 // With --sinks=ebpf,nft the same file also goes through `to-nft` for a side-by-side row. Peak RSS

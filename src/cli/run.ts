@@ -44,9 +44,9 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
         log: ctx.log.child({ component: "store" }),
       });
       const sourceCtx = { ...ctx, nodeName, everyProxyName: sinks.length > 1 };
-      await withSource(source.create(invocation.sourceOpts, sourceCtx), store, () =>
+      await withSource(source.create(invocation.sourceOpts, sourceCtx), store, ctx, (sinkCtx) =>
         // One sink: the store already holds exactly its Services.
-        sinks.length === 1 ? runSink(store, sinks[0] as SinkRun, ctx) : runSinks(store, sinks, ctx),
+        sinks.length === 1 ? runSink(store, sinks[0] as SinkRun, sinkCtx) : runSinks(store, sinks, sinkCtx),
       );
       return;
     }
@@ -70,8 +70,8 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
             log: ctx.log.child({ component: "handover" }),
           })
         : undefined;
-      await withSource(source.create(invocation.sourceOpts, sourceCtx), store, () =>
-        sink.run(cluster, invocation.sinkOpts, { ...ctx, serviceProxyName, remoteBackends }),
+      await withSource(source.create(invocation.sourceOpts, sourceCtx), store, ctx, (sinkCtx) =>
+        sink.run(cluster, invocation.sinkOpts, { ...sinkCtx, serviceProxyName, remoteBackends }),
       );
       return;
     }
@@ -143,21 +143,35 @@ async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunCo
   }
 }
 
+/**
+ * Runs the sinks while the source reads its first state, not after: a file source parses for
+ * seconds at 100k Services, time in which a backend loads its programs or starts its runner. The
+ * sinks wait for the store's first sync, as they do for a source that lists from the API. A source
+ * that fails to start stops the sinks, which clean up as on a signal, and its error is reported.
+ */
 async function withSource(
   source: ClusterSource,
   store: ClusterStore,
-  body: () => Promise<void>,
+  ctx: RunContext,
+  body: (ctx: RunContext) => Promise<void>,
 ): Promise<void> {
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  ctx.signal.addEventListener("abort", onAbort, { once: true });
+  let outcomes: PromiseSettledResult<void>[];
   try {
-    await source.start(store);
-  } catch (err) {
-    // A source that failed half-way may hold watches or connections.
-    await source.stop().catch(() => undefined);
-    throw err;
-  }
-  try {
-    await body();
+    const started = source.start(store).catch((err: unknown) => {
+      stop.abort();
+      throw err;
+    });
+    const running = (async () => body({ ...ctx, signal: stop.signal }))();
+    outcomes = await Promise.allSettled([started, running]);
   } finally {
-    await source.stop();
+    ctx.signal.removeEventListener("abort", onAbort);
   }
+  const failure = outcomes.find((o) => o.status === "rejected");
+  if (failure === undefined) return source.stop();
+  // A source that failed half-way may hold watches or connections.
+  await source.stop().catch(() => undefined);
+  throw failure.reason;
 }

@@ -125,8 +125,23 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       // parses every backend's defaults on any host.
       const problems = startupProblems(opts.loader);
       if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
+      const ebpf = new EbpfBackend({
+        loader,
+        openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
+        render: NO_NODE_PORTS,
+        log,
+        udpSockets: new UdpSocketDestroyer(
+          new PinnedUdpDestroyer(opts.loader.bpfRoot, opts.loader.cgroupRoot, log),
+          log,
+        ),
+      });
+      // bpftool loads and attaches while the companion reads the node's addresses and the source
+      // its first state (a file parsed for seconds at 100k Services). It only puts back what is
+      // missing, so a second kpng that the companion's table lock then stops changes nothing.
+      ebpf.prepare();
       const nft = await external.prepare(opts.companion, ctx, "ebpf");
       const render = renderContext(nft.current(), opts.localhostNodePorts);
+      ebpf.reconfigure(render);
       log.info({ ...opts.loader, nodePortIPs: render.nodePortIPs }, "starting");
       if (opts.loader.cgroupRoot !== defaultCgroupRoot())
         // The companion leaves the node's own TCP and UDP to the programs (docs/ebpf.md).
@@ -145,17 +160,6 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
         });
         const [joint, toNft] = jointObservers(node, 2) as [SyncObserver, SyncObserver];
         const maps = untilFirstOutcome(joint, ctx.signal);
-        const ebpf = new EbpfBackend({
-          loader,
-          openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
-          render,
-          log,
-          udpSockets: new UdpSocketDestroyer(
-            new PinnedUdpDestroyer(opts.loader.bpfRoot, opts.loader.cgroupRoot, log),
-            log,
-          ),
-        });
-        ebpf.prepare();
         const loop = new SyncLoop({
           backend: "ebpf",
           families: ebpf.asFamilies(),

@@ -1,0 +1,143 @@
+// `kpng <source> … <sink>`: the sink starts while the source reads its first state (a file parsed
+// for seconds at 100k Services is time in which a backend loads its programs), waits for the
+// store's first sync, and is stopped when the source cannot start, before the source's error is
+// reported.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Invocation } from "../../../src/cli/invocation.ts";
+import { runInvocation } from "../../../src/cli/run.ts";
+import type { ClusterSource, ClusterView } from "../../../src/model/global.ts";
+import { silentLogger } from "../../../src/observability/log.ts";
+import type { GlobalSinkContext, SourcePlugin } from "../../../src/plugin/contracts.ts";
+import { svc } from "../brain/fixtures.ts";
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+function sourcePlugin(source: ClusterSource): SourcePlugin {
+  return {
+    name: "fake",
+    description: "fake",
+    addOptions: () => {},
+    parseOptions: () => ({}),
+    create: () => source,
+  };
+}
+
+/** A source that reads for a turn of the event loop, then holds "web" (or fails with `error`). */
+function slowSource(events: string[], error?: Error): ClusterSource {
+  return {
+    async start(sink) {
+      events.push("source reads");
+      await nextTurn();
+      if (error !== undefined) {
+        events.push("source fails");
+        throw error;
+      }
+      sink.replace("Service", [svc({ name: "web" })]);
+      sink.synced();
+      events.push("source synced");
+    },
+    async stop() {
+      events.push("source stopped");
+    },
+  };
+}
+
+function globalInvocation(
+  source: ClusterSource,
+  run: (cluster: ClusterView, ctx: GlobalSinkContext) => Promise<void>,
+): Invocation {
+  return {
+    form: "global",
+    source: sourcePlugin(source),
+    sourceOpts: {},
+    sink: {
+      name: "to-fake",
+      description: "fake",
+      addOptions: () => {},
+      parseOptions: () => ({}),
+      run: (cluster, _opts, ctx) => run(cluster, ctx),
+    },
+    sinkOpts: {},
+    serviceProxyName: "",
+    serviceCIDRs: undefined,
+  };
+}
+
+const untilSynced = (cluster: ClusterView) =>
+  new Promise<void>((resolve) => {
+    if (cluster.isSynced) return resolve();
+    const unsubscribe = cluster.subscribe(() => {
+      if (!cluster.isSynced) return;
+      unsubscribe();
+      resolve();
+    });
+  });
+
+const context = () => ({ signal: new AbortController().signal, log: silentLogger });
+
+test("the sink starts while the source reads, and sees the source's first state once synced", async () => {
+  const events: string[] = [];
+  let seen: string[] = [];
+  const invocation = globalInvocation(slowSource(events), async (cluster) => {
+    events.push("sink starts");
+    await untilSynced(cluster);
+    seen = [...cluster.services()].map((s) => s.metadata.name);
+    events.push("sink done");
+  });
+  await runInvocation(invocation, context());
+  assert.deepEqual(events, ["source reads", "sink starts", "source synced", "sink done", "source stopped"]);
+  assert.deepEqual(seen, ["web"]);
+});
+
+test("a source that cannot start stops the sink, then its error is reported", async () => {
+  const events: string[] = [];
+  const invocation = globalInvocation(
+    slowSource(events, new Error("cluster.json: JSON syntax error")),
+    (_, ctx) => {
+      events.push("sink starts");
+      return new Promise<void>((resolve) =>
+        ctx.signal.addEventListener("abort", () => {
+          events.push("sink stopped");
+          resolve();
+        }),
+      );
+    },
+  );
+  await assert.rejects(runInvocation(invocation, context()), /JSON syntax error/);
+  assert.deepEqual(events, ["source reads", "sink starts", "source fails", "sink stopped", "source stopped"]);
+});
+
+test("a sink that fails while the source reads is reported once the source has started, and the source is stopped", async () => {
+  const events: string[] = [];
+  const invocation = globalInvocation(slowSource(events), async () => {
+    events.push("sink fails");
+    throw new Error("to-fake cannot run here");
+  });
+  await assert.rejects(runInvocation(invocation, context()), /cannot run here/);
+  assert.deepEqual(events, ["source reads", "sink fails", "source synced", "source stopped"]);
+});
+
+test("a signal during the source's read stops the sink as well", async () => {
+  const events: string[] = [];
+  const stop = new AbortController();
+  const invocation = globalInvocation(slowSource(events), (_, ctx) => {
+    events.push("sink starts");
+    stop.abort();
+    return new Promise<void>((resolve) => {
+      if (ctx.signal.aborted) {
+        events.push("sink stopped");
+        resolve();
+      }
+    });
+  });
+  await runInvocation(invocation, { signal: stop.signal, log: silentLogger });
+  assert.deepEqual(events, [
+    "source reads",
+    "sink starts",
+    "sink stopped",
+    "source synced",
+    "source stopped",
+  ]);
+});
