@@ -10,8 +10,11 @@
 //   VmHWM, read from /proc until it exits).
 //
 //   node --expose-gc bench/first-state.ts [--sizes=10000,100000] [--quick] [--cpu-prof]
+//        [--cloud-node-names]
 //
 // --cpu-prof profiles the CLI run and prints where its time went (bench/lib/cpu-profile.ts).
+// --cloud-node-names names the nodes as clouds do ("ip-10-0-0-7.eu-west-1.compute.internal"),
+// names that every endpoint on a node repeats.
 
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -81,12 +84,13 @@ async function main(): Promise<void> {
   const here = fileURLToPath(new URL(".", import.meta.url));
   const cli = join(here, "..", "src", "cli", "main.ts");
   const profile = process.argv.includes("--cpu-prof");
+  const cloudNodeNames = process.argv.includes("--cloud-node-names");
   const sizes = sizesFlag([10_000, 100_000]);
   const work = mkdtempSync(join(tmpdir(), "kpng-first-state-"));
   const rows: string[][] = [];
   try {
     for (const services of sizes) {
-      const file = writeClusterFile({ services, endpointsPerService: 10 }, work);
+      const file = writeClusterFile({ services, endpointsPerService: 10, cloudNodeNames }, work);
       const inner = await measured(["--expose-gc", fileURLToPath(import.meta.url), "--phases", file]);
       const p = JSON.parse(inner.stdout) as Record<string, number>;
       const profDir = join(work, `prof-${services}`);

@@ -58,6 +58,16 @@ export interface ClusterShape {
   readonly probed?: number;
   /** The endpoint addresses of every probed Service (the echo pod's addresses). */
   readonly probeEndpoints?: readonly string[];
+  /**
+   * Node names as clouds give them ("ip-10-0-0-7.eu-west-1.compute.internal"), too long for
+   * JSON.parse to share one copy between the endpoints that name them; "node-N" otherwise.
+   */
+  readonly cloudNodeNames?: boolean;
+}
+
+/** The name of node `n`: "node-N", or with cloudNodeNames a cloud's. */
+export function nodeNameOf(shape: ClusterShape, n: number): string {
+  return shape.cloudNodeNames === true ? `ip-10-0-${n}-7.eu-west-1.compute.internal` : `node-${n}`;
 }
 
 export type RawObject = {
@@ -137,23 +147,26 @@ export function rawSlice(shape: ClusterShape, i: number, generation = 0): RawObj
     endpoints: ips.map((ip, e) => ({
       addresses: [ip],
       conditions: { ready: true, serving: true, terminating: false },
-      nodeName: `node-${(i + e * 7) % NODES}`,
+      nodeName: nodeNameOf(shape, (i + e * 7) % NODES),
     })),
   };
 }
 
-export function rawNode(n: number): RawObject {
+export function rawNode(n: number, shape?: ClusterShape): RawObject {
   return {
     apiVersion: "v1",
     kind: "Node",
-    metadata: { name: `node-${n}`, labels: { "topology.kubernetes.io/zone": `zone-${n % 3}` } },
+    metadata: {
+      name: shape === undefined ? `node-${n}` : nodeNameOf(shape, n),
+      labels: { "topology.kubernetes.io/zone": `zone-${n % 3}` },
+    },
     status: { addresses: [{ type: "InternalIP", address: `192.0.2.${10 + (n % 200)}` }] },
   };
 }
 
 /** Every object of the cluster: Nodes, then each Service followed by its EndpointSlice. */
 export function* clusterObjects(shape: ClusterShape): Generator<RawObject> {
-  for (let n = 0; n < NODES; n++) yield rawNode(n);
+  for (let n = 0; n < NODES; n++) yield rawNode(n, shape);
   for (let i = 0; i < shape.services; i++) {
     yield rawService(shape, i);
     yield rawSlice(shape, i);

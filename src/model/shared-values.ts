@@ -47,6 +47,33 @@ export class SharedLists<T> {
 }
 
 /**
+ * Texts that many objects hold alike (the node an endpoint runs on, its zone), one copy each:
+ * JSON.parse makes a string for every occurrence of all but the shortest texts, so a node name
+ * such as "ip-10-0-1-23.ec2.internal" would be a million strings at 100k Services. The first
+ * `max` distinct texts are kept; past that, texts are used as they are.
+ */
+export class SharedStrings {
+  readonly #known = new Map<string, string>();
+  readonly #max: number;
+
+  constructor(max: number) {
+    this.#max = max;
+  }
+
+  /** The copy kept of `text`, else `text` (kept while there is room). */
+  shared(text: string): string {
+    const known = this.#known.get(text);
+    if (known !== undefined) return known;
+    if (this.#known.size < this.#max) this.#known.set(text, text);
+    return text;
+  }
+
+  get size(): number {
+    return this.#known.size;
+  }
+}
+
+/**
  * A text as a part of a key that names every field exactly: its length goes before it, so no
  * text can pose as several fields. null (an absent name) is "-", which no length starts with.
  */

@@ -23,7 +23,7 @@ import {
   LABEL_SERVICE_NAME,
   type SliceEndpoint,
 } from "./kube.ts";
-import { keyPart, SharedLists } from "./shared-values.ts";
+import { keyPart, SharedLists, SharedStrings } from "./shared-values.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
 const FQDN = /^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?\.?$/;
@@ -56,6 +56,12 @@ function readPort(raw: unknown, path: string): EndpointPort {
       p.port === undefined || p.port === null ? null : optionalInteger(p.port, `${path}.port`, 0, 65535, 0),
   };
 }
+
+/**
+ * Node and zone names, one copy each for every endpoint that names them: a cluster has thousands
+ * of nodes at most, and a table of this many stays small.
+ */
+const placeNames = new SharedStrings(65_536);
 
 /** A slice's port list, shared by the slices that have the same (see shared-values.ts). */
 const sharedPorts = new SharedLists<EndpointPort>(4096);
@@ -137,8 +143,8 @@ export function plainEndpoint(raw: unknown, addressType: AddressType): SliceEndp
       conditionIndex(c.ready) * 9 + conditionIndex(c.serving) * 3 + conditionIndex(c.terminating)
     ] as EndpointConditions,
     hostname: (hostname as string | undefined) ?? "",
-    nodeName: (nodeName as string | undefined) ?? "",
-    zone: (zone as string | undefined) ?? "",
+    nodeName: placeNames.shared((nodeName as string | undefined) ?? ""),
+    zone: placeNames.shared((zone as string | undefined) ?? ""),
     zoneHints,
     nodeHints,
     podName: refKind === "Pod" ? ((refName as string | undefined) ?? "") : "",
@@ -162,8 +168,8 @@ export function readEndpoint(raw: unknown, path: string, addressType: AddressTyp
       terminating: optionalBoolean(conditions.terminating, `${path}.conditions.terminating`),
     },
     hostname: optionalString(ep.hostname, `${path}.hostname`),
-    nodeName: optionalString(ep.nodeName, `${path}.nodeName`),
-    zone: optionalString(ep.zone, `${path}.zone`),
+    nodeName: placeNames.shared(optionalString(ep.nodeName, `${path}.nodeName`)),
+    zone: placeNames.shared(optionalString(ep.zone, `${path}.zone`)),
     zoneHints: hintNames(hints.forZones, `${path}.hints.forZones`),
     nodeHints: hintNames(hints.forNodes, `${path}.hints.forNodes`),
     podName: refKind === "Pod" ? refName : "",

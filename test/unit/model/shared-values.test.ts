@@ -3,8 +3,10 @@
 
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import type { EndpointSlice, Service } from "../../../src/model/kube.ts";
-import { SharedLists } from "../../../src/model/shared-values.ts";
+import { SharedLists, SharedStrings } from "../../../src/model/shared-values.ts";
 import { parseEndpointSlice, parseService } from "../../../src/model/validate.ts";
 
 function service(name: string, ports: unknown[], more: Record<string, unknown> = {}): Service {
@@ -118,5 +120,60 @@ describe("values validated objects hold alike", () => {
     assert.notEqual(table.shared("3", [{ n: 3 }]), third);
     assert.equal(table.size, 2);
     assert.ok(!Object.isFrozen(third));
+  });
+
+  test("the string table is bounded too: past its size texts are used as they are", () => {
+    const table = new SharedStrings(2);
+    assert.equal(table.shared("node-a"), "node-a");
+    table.shared("node-b");
+    table.shared("node-c");
+    table.shared("node-a");
+    assert.equal(table.size, 2);
+  });
+
+  test("endpoints on one node hold one copy of its name, however long, not one each", () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    // JSON.parse, as the sources read objects, makes a string per occurrence of a long text.
+    const slices = (nodeName: string) =>
+      (
+        JSON.parse(
+          JSON.stringify(
+            Array.from({ length: 200 }, (_, i) => ({
+              apiVersion: "discovery.k8s.io/v1",
+              kind: "EndpointSlice",
+              metadata: { name: `s${i}`, namespace: "ns", labels: { "kubernetes.io/service-name": `s${i}` } },
+              addressType: "IPv4",
+              ports: [{ name: "http", protocol: "TCP", port: 8080 }],
+              endpoints: Array.from({ length: 100 }, (_, e) => ({
+                addresses: [`10.${i >> 8}.${i & 255}.${e}`],
+                nodeName,
+                zone: `${nodeName}-zone`,
+              })),
+            })),
+          ),
+        ) as unknown[]
+      ).map((raw) => {
+        const r = parseEndpointSlice(raw);
+        assert.ok(r.ok, r.ok ? "" : r.reason);
+        return r.value;
+      });
+    const heldBy = (nodeName: string) => {
+      gc();
+      const before = process.memoryUsage().heapUsed;
+      const held = slices(nodeName);
+      gc();
+      const bytes = process.memoryUsage().heapUsed - before;
+      assert.equal(held[199]?.endpoints[99]?.nodeName, nodeName);
+      return bytes;
+    };
+    heldBy("warm-up");
+    const short = heldBy("n1");
+    // 20,000 endpoints: a copy each of a 1,000-character name and zone would be 40 MB.
+    const long = heldBy(`ip-10-0-1-23.eu-west-1.compute.internal-${"x".repeat(1000)}`);
+    assert.ok(
+      long - short < 4 * 2 ** 20,
+      `long names held ${((long - short) / 2 ** 20).toFixed(1)} MiB more`,
+    );
   });
 });
