@@ -28,8 +28,17 @@ export interface RenderContext {
 /** A node without NodePort addresses (dry runs, tests). */
 export const NO_NODE_PORTS: RenderContext = { nodePortIPs: { IPv4: [], IPv6: [] } };
 
+const NO_GROUPS: readonly RenderedGroup[] = Object.freeze([]);
+
 /** The Service's groups, of every family or of `only` one (each family is synced on its own). */
-export function renderService(svc: LocalService, ctx: RenderContext, only?: IPFamily): RenderedGroup[] {
+export function renderService(
+  svc: LocalService,
+  ctx: RenderContext,
+  only?: IPFamily,
+): readonly RenderedGroup[] {
+  // A single-stack cluster's other family renders nothing for any Service: its full sync at 100k
+  // Services walks them all, and should make nothing for each.
+  if (only !== undefined && !svc.families.some((f) => f.family === only)) return NO_GROUPS;
   const groups: RenderedGroup[] = [];
   for (const port of svc.ports) {
     if (port.protocol === "SCTP") continue; // sock_addr hooks see TCP and UDP only

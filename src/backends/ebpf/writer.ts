@@ -209,7 +209,10 @@ export class MapWriter {
 
     for (const [key, groups] of changes) {
       services++;
-      const old = this.#services.get(key) ?? [];
+      const programmed = this.#services.get(key);
+      // Nothing before, nothing now (a Service with nothing in this writer's family).
+      if (programmed === undefined && (groups === undefined || groups.length === 0)) continue;
+      const old = programmed ?? [];
       const now: Programmed[] = [];
       for (const g of groups ?? []) {
         const frontends = packFrontends(g.frontends);

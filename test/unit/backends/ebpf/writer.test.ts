@@ -12,7 +12,7 @@ import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
 import { ep, manyServices, port, service } from "../nft/fixtures.ts";
 
 const ctx = { nodePortIPs: { IPv4: ["192.0.2.1"], IPv6: [] } };
-const rendered = (services: readonly LocalService[]): [string, RenderedGroup[]][] =>
+const rendered = (services: readonly LocalService[]): [string, readonly RenderedGroup[]][] =>
   services.map((s) => [`${s.namespace}/${s.name}`, renderService(s, ctx)]);
 const listing = (maps: FakeBpfMaps) =>
   listFrontends(maps).map(
@@ -143,6 +143,43 @@ describe("eBPF map writer", () => {
     v4Writer.update(rendered([service({ name: "new", clusterIPs: ["203.0.113.20"] })]));
     const ids = [...maps.maps.services.values()].map((v) => decodeServiceValue(v).id).sort();
     assert.deepEqual(ids, [1, 2, 3]);
+  });
+
+  test("a single-stack cluster's other family renders and writes nothing; a Service that leaves a family loses its entries there", () => {
+    const inFamily = (services: readonly LocalService[]): [string, readonly RenderedGroup[]][] =>
+      services.map((s) => [`${s.namespace}/${s.name}`, renderService(s, ctx, "IPv6")]);
+    assert.deepEqual(renderService(service(), ctx, "IPv6"), []);
+    const maps = new FakeBpfMaps();
+    const v6Writer = new MapWriter(maps, { family: 6 });
+    const cold = v6Writer.fullSync(inFamily(manyServices(50)));
+    assert.deepEqual(cold, {
+      services: 50,
+      frontendsWritten: 0,
+      frontendsDeleted: 0,
+      backendsWritten: 0,
+      backendsDeleted: 0,
+    });
+    assert.equal(v6Writer.size, 0);
+    const dual = (clusterIPs: string[]) =>
+      service({
+        name: "dual",
+        clusterIPs,
+        ports: [
+          port({
+            endpointFamilies: ["IPv4", "IPv6"],
+            internalEndpoints: [ep("198.51.100.2"), ep("2001:db8:1::2")],
+          }),
+        ],
+      });
+    v6Writer.update(inFamily([dual(["203.0.113.30", "2001:db8::30"])]));
+    assert.equal(maps.maps.services.size, 1);
+    assert.equal(maps.maps.backends.size, 1);
+    const gone = v6Writer.update(inFamily([dual(["203.0.113.30"])]));
+    assert.equal(gone.frontendsDeleted, 1);
+    assert.equal(gone.backendsDeleted, 1);
+    assert.equal(maps.maps.services.size, 0);
+    assert.equal(maps.maps.backends.size, 0);
+    assert.equal(v6Writer.size, 0);
   });
 
   test("a full map fails the write; no frontend names an incomplete list, and a full sync recovers once there is room", () => {
