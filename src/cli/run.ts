@@ -156,19 +156,13 @@ async function withSource(
   body: (ctx: RunContext) => Promise<void>,
 ): Promise<void> {
   const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  ctx.signal.addEventListener("abort", onAbort, { once: true });
-  let outcomes: PromiseSettledResult<void>[];
-  try {
-    const started = source.start(store).catch((err: unknown) => {
-      stop.abort();
-      throw err;
-    });
-    const running = (async () => body({ ...ctx, signal: stop.signal }))();
-    outcomes = await Promise.allSettled([started, running]);
-  } finally {
-    ctx.signal.removeEventListener("abort", onAbort);
-  }
+  const started = source.start(store).catch((err: unknown) => {
+    stop.abort();
+    throw err;
+  });
+  const signal = AbortSignal.any([ctx.signal, stop.signal]);
+  const running = (async () => body({ ...ctx, signal }))();
+  const outcomes = await Promise.allSettled([started, running]);
   const failure = outcomes.find((o) => o.status === "rejected");
   if (failure === undefined) return source.stop();
   // A source that failed half-way may hold watches or connections.
