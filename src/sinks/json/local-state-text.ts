@@ -6,8 +6,13 @@
 import type { LocalState } from "../../model/local.ts";
 import { localStateToJson, serviceToJson, sortedServices } from "./local-state-json.ts";
 
-/** Services per piece: about 1.6 MB of text for services of two ports and ten endpoints. */
-const SERVICES_PER_PIECE = 1000;
+/**
+ * About how long a piece is (it holds whole services). Below V8's
+ * large-object size (128 KiB), a piece is made in the young generation, whose memory is used
+ * again and again; a larger string is mapped afresh each time, and a first touch of memory is
+ * a page fault (at 100k Services, 1.6 MB pieces faulted more than the whole document's size).
+ */
+const PIECE_CHARS = 64 * 1024;
 
 /** What JSON.stringify(…, null, 2) writes around the items of a `services` list. */
 const LIST_OPEN = '{\n  "services": [\n';
@@ -23,12 +28,15 @@ export function* localStateText(state: LocalState): Generator<string> {
   }
   // The head ends in `"services": []\n}`: the list is opened instead, and its items follow.
   const open = `${head.slice(0, head.length - "[]\n}".length)}[\n`;
-  for (let from = 0; from < services.length; from += SERVICES_PER_PIECE) {
-    const to = Math.min(services.length, from + SERVICES_PER_PIECE);
-    const documents = services.slice(from, to).map(serviceToJson);
+  let batch = 1;
+  for (let from = 0; from < services.length; ) {
+    const to = Math.min(services.length, from + batch);
     // Items of a list under a top-level key are indented as in the whole document.
-    const text = JSON.stringify({ services: documents }, null, 2);
+    const text = JSON.stringify({ services: services.slice(from, to).map(serviceToJson) }, null, 2);
     const items = text.slice(LIST_OPEN.length, text.length - LIST_CLOSE.length);
     yield `${from === 0 ? open : ",\n"}${items}${to === services.length ? "\n  ]\n}\n" : ""}`;
+    // As many services next as make PIECE_CHARS at this batch's size per service.
+    batch = Math.max(1, Math.floor((PIECE_CHARS * (to - from)) / items.length));
+    from = to;
   }
 }

@@ -80,4 +80,34 @@ describe("localStateText: the local state document in pieces", () => {
   test("a large state comes in several pieces", () => {
     assert.ok([...localStateText(state(2500))].length >= 3);
   });
+
+  test("pieces stay below V8's large-object size (128 KiB), which maps fresh memory for each", () => {
+    const pieces = [...localStateText(state(20_000))];
+    const longest = Math.max(...pieces.map((p) => p.length));
+    assert.ok(longest < 128 * 1024, `a piece of ${longest} characters`);
+  });
+
+  test("a service larger than a piece is a piece of its own, whole", () => {
+    const big = service(1, 1);
+    const port = big.ports[0] as LocalServicePort;
+    const endpoints = Array.from({ length: 3000 }, (_, e) => ep(`10.1.${e >> 8}.${e & 255}`, 8080));
+    const small = state(300);
+    const s: LocalState = {
+      ...small,
+      services: new Map([
+        ...small.services,
+        [
+          "ns-1/big",
+          {
+            ...big,
+            name: "big",
+            ports: [withFamilyEndpoints({ ...port, internalEndpoints: endpoints, externalEndpoints: [] })],
+          },
+        ],
+      ]),
+    };
+    const pieces = [...localStateText(s)];
+    assert.equal(pieces.join(""), jsonDocument(localStateToJson(s)));
+    assert.ok(pieces.some((p) => p.includes('"name": "big"') && p.length > 128 * 1024));
+  });
 });
