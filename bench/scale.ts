@@ -126,6 +126,7 @@ interface ColdRun {
   readonly rulesInS: number | undefined;
   readonly rssMiB: number;
   readonly kpngCpuS: number;
+  readonly kpngPageFaults: number;
   readonly nftCpuS: number;
 }
 
@@ -189,6 +190,7 @@ async function startKpng(
       rulesInS: firstSync && (firstSync.at - kpng.startedAt) / 1000,
       rssMiB: kpng.peakRssMiB(),
       kpngCpuS: cpu.selfMs / 1000,
+      kpngPageFaults: cpu.minorFaults,
       // nft runs as a child of kpng's small process (src/host/small-spawner.ts), which reaps it.
       nftCpuS: (cpu.childrenMs + kpng.liveChildrenCpuMs()) / 1000,
     },
@@ -548,7 +550,16 @@ function report(
     console.log("\ncold start: kpng started → first ruleset applied (target at 100k: ≤ 15 s, ≤ 1.5 GiB)");
     console.log(
       table(
-        ["services", "source", "source synced s", "rules in s", "peak RSS MiB", "kpng CPU s", "nft CPU s"],
+        [
+          "services",
+          "source",
+          "source synced s",
+          "rules in s",
+          "peak RSS MiB",
+          "kpng CPU s",
+          "kpng page faults",
+          "nft CPU s",
+        ],
         cold.map((c) => [
           String(c.services),
           c.source,
@@ -556,6 +567,7 @@ function report(
           c.rulesInS === undefined ? `>${COLD_TIMEOUT_MS / 1000}` : c.rulesInS.toFixed(2),
           c.rssMiB.toFixed(0),
           c.kpngCpuS.toFixed(2),
+          String(c.kpngPageFaults),
           c.nftCpuS.toFixed(2),
         ]),
       ),

@@ -23,6 +23,11 @@ export interface CpuTimes {
   readonly selfMs: number;
   /** CPU of its children that have exited (nft -f runs), ms. */
   readonly childrenMs: number;
+  /**
+   * Its minor page faults: each a first touch of memory, which on a virtual machine can cost
+   * more than the work that touches it (docs/performance.md).
+   */
+  readonly minorFaults: number;
 }
 
 /** How long a line may take to come before a wait fails. */
@@ -196,5 +201,5 @@ function cpuOf(stat: string): CpuTimes {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const tick = 1000 / 100; // USER_HZ is 100 on Linux
   const n = (i: number) => Number(fields[i - 3] ?? Number.NaN) * tick;
-  return { selfMs: n(14) + n(15), childrenMs: n(16) + n(17) };
+  return { selfMs: n(14) + n(15), childrenMs: n(16) + n(17), minorFaults: Number(fields[10 - 3]) };
 }

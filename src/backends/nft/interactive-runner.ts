@@ -11,6 +11,7 @@ import { CommandFailed, spawnCommand, stopCommand } from "../../host/exec.ts";
 import { answerDeadline } from "../../lib/answer-deadline.ts";
 import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
+import { MAX_LINE_BYTES } from "./ops.ts";
 import { NftError, type NftRunner } from "./runner.ts";
 
 interface InteractiveNftRunnerOptions {
@@ -18,7 +19,7 @@ interface InteractiveNftRunnerOptions {
   readonly command?: readonly string[];
   /** Runs what the interactive process does not: big transactions, checks, listings. */
   readonly fallback: NftRunner;
-  /** Transactions whose line is longer go to the fallback. */
+  /** Transactions whose line is longer go to the fallback (default: MAX_LINE_BYTES). */
   readonly maxLineBytes?: number;
   /** How long one transaction may take before the process is considered hung. */
   readonly timeoutMs?: number;
@@ -51,7 +52,7 @@ export class InteractiveNftRunner implements NftRunner {
   constructor(options: InteractiveNftRunnerOptions) {
     this.#command = options.command ?? ["nft"];
     this.#fallback = options.fallback;
-    this.#maxLineBytes = options.maxLineBytes ?? 256 * 1024;
+    this.#maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#onRestart = options.onRestart ?? (() => {});
   }

@@ -87,15 +87,28 @@ export function renderOp(op: NftOp, family: NftFamily, table: string): string {
   }
 }
 
+/**
+ * The longest transaction given a one-line form: a longer one goes to `nft -f` whole, and a line
+ * of its size would be megabytes of text made for nothing at every transaction of a cold start.
+ */
+export const MAX_LINE_BYTES = 256 * 1024;
+
 /** A transaction rendered both ways: what `nft -f` reads, and the same statements as one line. */
 export interface NftScript {
   /** One statement per line, newline-terminated. */
   readonly text: string;
-  /** The statements joined by `; `: `nft -i` commits one line as one transaction. */
-  readonly line: string;
+  /**
+   * The statements joined by `; `: `nft -i` commits one line as one transaction. Absent when the
+   * text is longer than MAX_LINE_BYTES.
+   */
+  readonly line?: string;
 }
 
 export function renderScript(ops: readonly NftOp[], family: NftFamily, table: string): NftScript {
   const statements = ops.map((op) => renderOp(op, family, table));
-  return { text: statements.length === 0 ? "" : `${statements.join("\n")}\n`, line: statements.join("; ") };
+  if (statements.length === 0) return { text: "", line: "" };
+  // One join with the final newline: `${joined}\n` would be a second copy of a large text when
+  // it is written.
+  const text = [...statements, ""].join("\n");
+  return text.length > MAX_LINE_BYTES ? { text } : { text, line: statements.join("; ") };
 }

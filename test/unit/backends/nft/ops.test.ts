@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { type NftOp, renderOp, renderScript } from "../../../../src/backends/nft/ops.ts";
+import { MAX_LINE_BYTES, type NftOp, renderOp, renderScript } from "../../../../src/backends/nft/ops.ts";
 
 describe("renderOp: each operation as one nft statement", () => {
   const rows: { op: NftOp; want: string }[] = [
@@ -70,5 +70,13 @@ describe("renderOp: each operation as one nft statement", () => {
       line: "flush chain ip6 t a; add rule ip6 t a drop",
     });
     assert.deepEqual(renderScript([], "ip", "t"), { text: "", line: "" });
+  });
+
+  test("a script longer than one line nft -i takes has no one-line form: nft -f reads it", () => {
+    const elements = Array.from({ length: 20_000 }, (_, i) => `10.${i >> 8}.${i & 255}.1 . tcp . 80`);
+    const script = renderScript([{ verb: "add", kind: "element", set: "m", elements }], "ip", "t");
+    assert.ok(script.text.length > MAX_LINE_BYTES);
+    assert.equal(script.line, undefined);
+    assert.ok(script.text.startsWith("add element ip t m { 10.0.0.1 . tcp . 80, 10.0.1.1 . tcp . 80"));
   });
 });
