@@ -40,6 +40,8 @@ async function startApiServer(services: number): Promise<{ port: number; stop: (
 interface ListRun {
   readonly services: number;
   readonly cpuMs: number;
+  /** Minor page faults in the list: first touches of memory (docs/performance.md). */
+  readonly pageFaults: number;
   readonly wallMs: number;
   readonly heapMiB: number;
 }
@@ -70,10 +72,12 @@ async function listOnce(services: number): Promise<ListRun> {
       timings: { pageSize: PAGE_SIZE },
     });
     const cpu = process.cpuUsage();
+    const faults = process.resourceUsage().minorPageFault;
     const t0 = performance.now();
     await source.start(sink);
     await synced;
     const used = process.cpuUsage(cpu);
+    const pageFaults = process.resourceUsage().minorPageFault - faults;
     const wallMs = performance.now() - t0;
     await source.stop();
     global.gc?.();
@@ -81,7 +85,7 @@ async function listOnce(services: number): Promise<ListRun> {
     // Read after the heap, so the store is alive (and counted) when it is measured.
     const stored = [...store.services()].length;
     if (stored !== services) throw new Error(`the store holds ${stored} Services, not ${services}`);
-    return { services, cpuMs: (used.user + used.system) / 1000, wallMs, heapMiB };
+    return { services, cpuMs: (used.user + used.system) / 1000, pageFaults, wallMs, heapMiB };
   } finally {
     api.stop();
   }
@@ -94,10 +98,11 @@ console.log(
 );
 console.log(
   table(
-    ["services", "CPU s (user+sys)", "wall s", "heap after MiB", "peak RSS MiB"],
+    ["services", "CPU s (user+sys)", "page faults", "wall s", "heap after MiB", "peak RSS MiB"],
     runs.map((r) => [
       String(r.services),
       (r.cpuMs / 1000).toFixed(2),
+      String(r.pageFaults),
       (r.wallMs / 1000).toFixed(2),
       r.heapMiB.toFixed(0),
       (process.resourceUsage().maxRSS / 1024).toFixed(0),

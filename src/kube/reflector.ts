@@ -20,6 +20,7 @@ import {
   DEFAULT_MAX_LIST_BYTES,
   ReadLimitError,
 } from "./limits.ts";
+import { parseListBody } from "./list-body.ts";
 import {
   markActivity,
   reflectorErrorsTotal,
@@ -359,7 +360,7 @@ export class Reflector<K extends string = KubeKind, T extends Keyed = KubeObject
     } finally {
       done();
     }
-    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    return parseListBody(Buffer.concat(chunks));
   }
 
   /**

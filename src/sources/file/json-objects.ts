@@ -3,7 +3,7 @@
 // and dropped before the next is parsed.
 
 import { isAscii } from "node:buffer";
-import { jsonLayout } from "./json-layout.ts";
+import { jsonLayout } from "../../lib/json-layout.ts";
 import { LineLocator } from "./lines.ts";
 import {
   isListKind,

@@ -1,7 +1,8 @@
-// The outline of a JSON file that is one object: where its `items` are and what its `kind` is,
-// found without building the object. `kubectl get -o json` of a large cluster is a List whose text
-// can be longer than the longest string JavaScript can hold (about 512 MiB), so the file is read as
-// bytes, outlined here, and each item is parsed on its own by JSON.parse (which checks its syntax).
+// The outline of a JSON text that is one object: where its `items` are, and its `kind` and
+// `metadata`, found without building the object. A large List is parsed item by item: the text of
+// `kubectl get -o json` of a large cluster can be longer than the longest string JavaScript can
+// hold (about 512 MiB), and a list page from the API server (a megabyte) as one string is made
+// outside V8's young generation, in memory mapped afresh for it, which costs more than parsing it.
 // This only finds where values begin and end; it checks the punctuation between the items and the
 // top-level members, and leaves everything inside a value to JSON.parse.
 
@@ -20,6 +21,8 @@ const TAB = 0x09;
 interface JsonLayout {
   /** The top-level `kind` value, parsed, or undefined when absent. */
   readonly kind: unknown;
+  /** The top-level `metadata` value, parsed, or undefined when absent. */
+  readonly metadata: unknown;
   /** Byte ranges [start, end) of the elements of a top-level `items` array, if it has one. */
   readonly items: readonly (readonly [number, number])[] | undefined;
   /**
@@ -117,13 +120,16 @@ function expect(bytes: Uint8Array, i: number, byte: number, what: string): void 
 }
 
 /**
- * Pretty-printed JSON (kubectl's) repeats one separator between the items of a list: the line of
- * an item's closing brace, the comma, and the next item's opening brace ("\n        },\n        {").
- * It holds newlines, which a JSON string cannot, so it is never inside a string, and the native
- * search for it is many times faster than looking at each byte. It could still match inside an
- * item (a nested list printed at the same indentation, in a hand-made file) or after the list:
- * the pieces are then not items, which JSON.parse of each piece reveals, and the caller starts
- * again with an exact outline. Items from the second-to-last on are found exactly.
+ * The items of a list repeat one separator: the first item's closing brace, the comma, the next
+ * item's opening brace, and around them either the lines of pretty-printed JSON (kubectl's:
+ * "\n        },\n        {", which holds newlines, so it is never inside a string) or, in compact
+ * JSON (the API server's) or a list of one item per line, the name of the item's first member
+ * ('},{"metadata":'; inside a string, the name's opening quote would end the string, and in JSON
+ * no string is followed by the rest of a name). The native search for it is many times faster than looking at each byte. It
+ * could still match inside an item (a nested list printed at the same indentation, nested objects
+ * that start with the same member) or after the list: the pieces are then not items, which
+ * JSON.parse of each piece reveals, and the caller starts again with an exact outline. Items from
+ * the second-to-last on are found exactly.
  */
 function guessedElements(
   bytes: Buffer,
@@ -135,23 +141,47 @@ function guessedElements(
   if (bytes[comma] !== COMMA) return undefined;
   const second = skipSpace(bytes, comma + 1);
   if (bytes[second] !== OPEN_BRACE) return undefined;
-  // The closing brace alone on its line, and a line break before the next item.
+  const separator =
+    prettySeparator(bytes, first, firstEnd, second) ?? memberSeparator(bytes, firstEnd, second);
+  if (separator === undefined) return undefined;
+  const [from, to] = separator;
+  const pattern = bytes.subarray(from, to);
+  // Where the closing brace and the next opening brace are in the separator.
+  const closeAt = firstEnd - 1 - from;
+  const openAt = second - from;
+  const elements: [number, number][] = [[first, firstEnd]];
+  let start = second;
+  for (;;) {
+    const match = bytes.indexOf(pattern, start);
+    if (match < 0) return { elements, lastStart: start };
+    elements.push([start, match + closeAt + 1]);
+    start = match + openAt;
+  }
+}
+
+/** The closing brace's line (only indentation before it) up to the next item's opening brace. */
+function prettySeparator(
+  bytes: Buffer,
+  first: number,
+  firstEnd: number,
+  second: number,
+): [number, number] | undefined {
   const lineStart = bytes.lastIndexOf(NEWLINE, firstEnd - 2);
   if (lineStart <= first) return undefined;
   for (let j = lineStart + 1; j < firstEnd - 1; j++)
     if (bytes[j] !== SPACE && bytes[j] !== TAB) return undefined;
   const breakAfter = bytes.indexOf(NEWLINE, firstEnd);
   if (breakAfter < 0 || breakAfter >= second) return undefined;
-  const separator = bytes.subarray(lineStart, second + 1);
-  const closeAt = firstEnd - 1 - lineStart;
-  const elements: [number, number][] = [[first, firstEnd]];
-  let start = second;
-  for (;;) {
-    const match = bytes.indexOf(separator, start);
-    if (match < 0) return { elements, lastStart: start };
-    elements.push([start, match + closeAt + 1]);
-    start = match + separator.length - 1;
-  }
+  return [lineStart, second + 1];
+}
+
+/** The closing brace up to the colon after the next item's first member name. */
+function memberSeparator(bytes: Buffer, firstEnd: number, second: number): [number, number] | undefined {
+  const name = skipSpace(bytes, second + 1);
+  if (bytes[name] !== QUOTE) return undefined;
+  const colon = skipSpace(bytes, skipString(bytes, name));
+  if (bytes[colon] !== COLON) return undefined;
+  return [firstEnd - 1, colon + 1];
 }
 
 /** The elements of the array that opens at `i`, and the offset after it. */
@@ -181,7 +211,7 @@ function arrayElements(
 
 /**
  * Outlines `bytes`, which must hold one JSON object (after an optional UTF-8 byte order mark).
- * Unless `exact`, the items of a pretty-printed list are found by their separator.
+ * Unless `exact`, the items of a list are found by their separator (guessedElements).
  */
 export function jsonLayout(bytes: Buffer, exact = false): JsonLayoutResult {
   const result = outline(bytes, exact);
@@ -194,6 +224,7 @@ function outline(bytes: Buffer, exact: boolean): JsonLayoutResult {
     let i = skipSpace(bytes, bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf ? 3 : 0);
     expect(bytes, i, OPEN_BRACE, "'{'");
     let kind: unknown;
+    let metadata: unknown;
     let items: [number, number][] | undefined;
     let guessed = false;
     i = skipSpace(bytes, i + 1);
@@ -213,6 +244,7 @@ function outline(bytes: Buffer, exact: boolean): JsonLayoutResult {
         } else {
           const end = skipValue(bytes, i);
           if (key === "kind") kind = parseAt(bytes, i, end);
+          else if (key === "metadata") metadata = parseAt(bytes, i, end);
           // The last of two members of one name counts, as with JSON.parse.
           else if (key === "items") items = undefined;
           i = end;
@@ -225,7 +257,7 @@ function outline(bytes: Buffer, exact: boolean): JsonLayoutResult {
     }
     i = skipSpace(bytes, i + 1);
     if (i < bytes.length) throw new LayoutError(i, "unexpected text after the object");
-    return { ok: true, layout: { kind, items, guessed } };
+    return { ok: true, layout: { kind, metadata, items, guessed } };
   } catch (err) {
     if (err instanceof LayoutError) return { ok: false, offset: err.offset, message: err.message };
     throw err;
