@@ -203,6 +203,7 @@ async function runServer(o: {
   global.gc?.();
   await startProfile();
   const cpu0 = process.cpuUsage();
+  const faults0 = process.resourceUsage().minorPageFault;
   const t0 = performance.now();
   const children = [];
   const per = Math.ceil(o.clients / o.processes);
@@ -230,6 +231,8 @@ async function runServer(o: {
   const initialWall = performance.now() - t0;
   const initialUsage = process.cpuUsage(cpu0);
   const initialCpu = cpuMs(initialUsage);
+  // First touches of memory (docs/performance.md): on a virtual machine a part of the CPU above.
+  const initialFaults = process.resourceUsage().minorPageFault - faults0;
   const initial = latest.get(0)!;
   await stopProfile("initial");
   global.gc?.();
@@ -272,6 +275,7 @@ async function runServer(o: {
       "full state ops/client": initial.ops,
       "initial CPU ms": initialCpu.toFixed(0),
       "of it system ms": (initialUsage.system / 1000).toFixed(0),
+      "initial page faults": initialFaults,
       "initial wall ms": initialWall.toFixed(0),
       "change bytes/client": changeBytes,
       "change CPU ms p50": percentile(byCpu, 50).toFixed(1),
