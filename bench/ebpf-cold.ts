@@ -102,9 +102,11 @@ async function run(topo: Topology, sink: string, n: number, file: string): Promi
         s(store, t0),
         mapsStart === undefined ? "-" : s(mapsStart, t0),
         s(maps, t0),
-        maps === undefined ? "-" : `${atMaps.rss.toFixed(0)} / ${(atMaps.cpu.selfMs / 1000).toFixed(2)}`,
+        maps === undefined
+          ? "-"
+          : `${atMaps.rss.toFixed(0)} / ${(atMaps.cpu.selfMs / 1000).toFixed(2)} / ${atMaps.cpu.minorFaults}`,
         s(rules, t0),
-        `${atRules.rss.toFixed(0)} / ${(atRules.cpu.selfMs / 1000).toFixed(2)}`,
+        `${atRules.rss.toFixed(0)} / ${(atRules.cpu.selfMs / 1000).toFixed(2)} / ${atRules.cpu.minorFaults}`,
         `${load}→${loadavg()[0]!.toFixed(1)}`,
       ],
     };
@@ -152,9 +154,9 @@ console.log(
       "store synced s",
       "loader done s",
       "maps programmed s",
-      "at maps: peak RSS MiB / kpng CPU s",
+      "at maps: peak RSS MiB / kpng CPU s / page faults",
       "nft rules s",
-      "at nft: peak RSS MiB / kpng CPU s",
+      "at nft: peak RSS MiB / kpng CPU s / page faults",
       "load avg",
     ],
     rows,
