@@ -1,7 +1,7 @@
 // The operations kpng performs on its nft tables, as data, and the one place that renders them
 // as nft statements. The mirror, the skeleton and cleanup produce operations; a transaction is
-// rendered once, both as the lines `nft -f` reads and as the single line `nft -i` commits, so
-// nothing ever parses kpng's own rule text back.
+// rendered once, as the lines `nft -f` reads and, when it is short enough, as the single line
+// `nft -i` commits, so nothing ever parses kpng's own rule text back.
 
 import type { NftFamily } from "../../model/ip.ts";
 
