@@ -125,11 +125,11 @@ function expect(bytes: Uint8Array, i: number, byte: number, what: string): void 
  * "\n        },\n        {", which holds newlines, so it is never inside a string) or, in compact
  * JSON (the API server's) or a list of one item per line, the name of the item's first member
  * ('},{"metadata":'; inside a string, the name's opening quote would end the string, and in JSON
- * no string is followed by the rest of a name). The native search for it is many times faster than looking at each byte. It
- * could still match inside an item (a nested list printed at the same indentation, nested objects
- * that start with the same member) or after the list: the pieces are then not items, which
- * JSON.parse of each piece reveals, and the caller starts again with an exact outline. Items from
- * the second-to-last on are found exactly.
+ * no string is followed by the rest of a name). The native search for it is many times faster
+ * than looking at each byte. It could still match inside an item (a nested list printed at the
+ * same indentation, nested objects that start with the same member) or after the list: the pieces
+ * are then not items, which JSON.parse of each piece reveals, and the caller starts again with an
+ * exact outline. Items from the second-to-last on are found exactly.
  */
 function guessedElements(
   bytes: Buffer,

@@ -7,10 +7,10 @@ import type { LocalState } from "../../model/local.ts";
 import { localStateToJson, serviceToJson, sortedServices } from "./local-state-json.ts";
 
 /**
- * About how long a piece is (it holds whole services). Below V8's
- * large-object size (128 KiB), a piece is made in the young generation, whose memory is used
- * again and again; a larger string is mapped afresh each time, and a first touch of memory is
- * a page fault (at 100k Services, 1.6 MB pieces faulted more than the whole document's size).
+ * About how long a piece is (it holds whole services). Below V8's large-object size (128 KiB), a
+ * piece is made in the young generation, whose memory is used again and again; a larger string
+ * is made in memory mapped for it alone, and every first touch of memory is a page fault
+ * (docs/performance.md, "First touches of memory").
  */
 const PIECE_CHARS = 64 * 1024;
 
