@@ -9,6 +9,7 @@
 
 import { closeSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { withHugePageMalloc } from "../../src/host/huge-page-malloc.ts";
 import { ipOf } from "./nft-netns.ts";
 
@@ -35,6 +36,9 @@ export function benchNodeFlags(nodeIPv4: string): string[] {
 export const BENCH_KPNG_ENV = {
   // As bin/kpng and the image run kpng; GLIBC_TUNABLES=glibc.malloc.hugetlb=0 measures without.
   GLIBC_TUNABLES: withHugePageMalloc(process.env).GLIBC_TUNABLES ?? "",
+  // The compile cache from the first module on, as bin/kpng and the image set it.
+  NODE_COMPILE_CACHE:
+    process.env.NODE_COMPILE_CACHE ?? fileURLToPath(new URL("../../.cache/compile", import.meta.url)),
   KPNG_LOG_LEVEL: process.env.KPNG_BENCH_TRACE ? "trace" : "debug",
   KUBECONFIG: "",
   HOME: "/nonexistent",
