@@ -14,6 +14,9 @@ import { localStateToJson, serviceToJson, sortedServices } from "./local-state-j
  */
 const PIECE_CHARS = 64 * 1024;
 
+/** Services in the first piece: about PIECE_CHARS for services of two ports and ten endpoints. */
+const FIRST_BATCH = 32;
+
 /** What JSON.stringify(…, null, 2) writes around the items of a `services` list. */
 const LIST_OPEN = '{\n  "services": [\n';
 const LIST_CLOSE = "\n  ]\n}";
@@ -28,7 +31,8 @@ export function* localStateText(state: LocalState): Generator<string> {
   }
   // The head ends in `"services": []\n}`: the list is opened instead, and its items follow.
   const open = `${head.slice(0, head.length - "[]\n}".length)}[\n`;
-  let batch = 1;
+  // A small state is one piece, as the whole document would be.
+  let batch = FIRST_BATCH;
   for (let from = 0; from < services.length; ) {
     const to = Math.min(services.length, from + batch);
     // Items of a list under a top-level key are indented as in the whole document.

@@ -374,11 +374,14 @@ describe("kpng file with a file that changes", () => {
       stderr += d;
     });
     const exited = new Promise<number | null>((resolve) => child.on("close", resolve));
-    const documents = (): LocalStateJson[] =>
-      stdout
+    // The documents written so far, whole: a pipe may hand over the last one in parts.
+    const documents = (): LocalStateJson[] => {
+      const end = stdout.lastIndexOf("\n}\n");
+      return (end < 0 ? "" : stdout.slice(0, end + 3))
         .split(/(?<=^\})\n/m)
         .filter((t) => t.trim() !== "")
         .map((t) => JSON.parse(t));
+    };
     const waitForDocuments = (n: number) =>
       new Promise<void>((resolve, reject) => {
         const timer = setTimeout(
