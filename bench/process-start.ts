@@ -10,6 +10,7 @@
 
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { KPNG_COMPILE_CACHE } from "./lib/cluster.ts";
 import { measured } from "./lib/measured.ts";
 import { flagValue, quick, table } from "./lib/table.ts";
 
@@ -37,7 +38,7 @@ function run(mode: Mode) {
   delete env.NODE_DISABLE_COMPILE_CACHE;
   if (mode === "without") env.NODE_DISABLE_COMPILE_CACHE = "1";
   // As bin/kpng and the image set it, so that the entry point is read from the cache too.
-  if (mode === "from the start") env.NODE_COMPILE_CACHE = join(root, ".cache/compile");
+  if (mode === "from the start") env.NODE_COMPILE_CACHE = KPNG_COMPILE_CACHE;
   return measured(ARGS, { env, stderr: "ignore" });
 }
 

@@ -17,24 +17,20 @@ export function parseListBody(body: Buffer): ListBody {
   const ascii = isAscii(body);
   const text = (start: number, end: number) =>
     ascii ? body.toString("latin1", start, end) : body.toString("utf8", start, end);
+  /** The list read item by item; undefined when it is not a list or an item does not parse. */
   const byItems = (exact: boolean): ListBody | undefined => {
     const outline = jsonLayout(body, exact);
     if (!outline.ok || outline.layout.items === undefined) return undefined;
     const { metadata, items } = outline.layout;
-    return { metadata, items: items.map(([start, end]) => JSON.parse(text(start, end))) };
+    try {
+      return { metadata, items: items.map(([start, end]) => JSON.parse(text(start, end))) };
+    } catch (err) {
+      if (err instanceof SyntaxError) return undefined;
+      throw err;
+    }
   };
-  const whole = () => JSON.parse(text(0, body.length)) as ListBody;
-  try {
-    return byItems(false) ?? whole();
-  } catch (err) {
-    if (!(err instanceof SyntaxError)) throw err;
-  }
-  // An item of a guessed outline did not parse: the guess was wrong, or the body is broken. An
-  // exact outline tells which; a broken body fails as JSON.parse of the whole fails.
-  try {
-    return byItems(true) ?? whole();
-  } catch (err) {
-    if (!(err instanceof SyntaxError)) throw err;
-    return whole();
-  }
+  // A guessed outline whose item does not parse was a wrong guess or a broken body: the exact
+  // outline tells which. Whatever is not a list of good items is left to JSON.parse of the whole,
+  // which gives its result or its own error.
+  return byItems(false) ?? byItems(true) ?? (JSON.parse(text(0, body.length)) as ListBody);
 }
