@@ -28,11 +28,13 @@ export function looksLikeJson(content: string | Uint8Array): boolean {
 }
 
 /**
- * Files up to this size are parsed by one JSON.parse, the fastest way; larger ones item by item,
- * which holds one item's raw object at a time instead of the whole file's, and works past the
- * longest string JavaScript can hold (about 512 MiB).
+ * Files up to this size are parsed by one JSON.parse; larger ones item by item. One item's raw
+ * object at a time dies young, where a whole file's raw objects outlive collections, are copied
+ * into the old generation and touch fresh memory there, which costs more than outlining the items
+ * (docs/performance.md); and only item by item is a file read that is longer than the longest
+ * string JavaScript can hold (about 512 MiB).
  */
-const MAX_WHOLE_JSON_BYTES = 128 * 2 ** 20;
+const MAX_WHOLE_JSON_BYTES = 2 ** 20;
 
 export interface JsonReadOptions {
   /** Defaults to MAX_WHOLE_JSON_BYTES. */

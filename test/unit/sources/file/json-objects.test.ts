@@ -186,3 +186,30 @@ describe("jsonObjects: the items of a pretty-printed list found by their separat
     if (!parsed.ok) assert.match(parsed.error, new RegExp(`^cluster\\.json:${line}:\\d+: `));
   });
 });
+
+describe("jsonObjects: which lists are read item by item by default", () => {
+  /** A list of `count` Nodes of about 100 bytes each, its last item broken. */
+  const brokenAtEnd = (count: number) => {
+    const good = Array.from(
+      { length: count - 1 },
+      (_, i) => `{"metadata": {"name": "node-${i}"}, "x": "${"-".repeat(60)}"}`,
+    );
+    return `{"kind": "NodeList", "items": [${[...good, '{"metadata": {"name": "bad",}}'].join(", ")}]}`;
+  };
+
+  test("a list over a mebibyte: items are handed on one by one, before a later one is parsed", () => {
+    const text = brokenAtEnd(15_000);
+    assert.ok(text.length > 2 ** 20);
+    const objects = jsonObjects(Buffer.from(text), "cluster.json");
+    assert.deepEqual(objects.next().value?.raw, {
+      kind: "Node",
+      metadata: { name: "node-0" },
+      x: "-".repeat(60),
+    });
+  });
+
+  test("a small list is parsed whole: the broken item is found before the first is handed on", () => {
+    const objects = jsonObjects(Buffer.from(brokenAtEnd(100)), "cluster.json");
+    assert.throws(() => objects.next(), UnreadableFile);
+  });
+});
