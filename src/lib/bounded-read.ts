@@ -4,7 +4,7 @@
 // memory. The file is opened without blocking, so even opening a FIFO with no writer returns.
 
 import { constants } from "node:fs";
-import { open } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
 
 const FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
@@ -14,19 +14,40 @@ function check(path: string, isFile: boolean, size: number, maxBytes: number, fl
     throw new Error(`${path} is ${size} bytes, more than ${maxBytes}${flag === "" ? "" : ` (${flag})`}`);
 }
 
+/** A file opened for reading, checked to be a regular file within the limit. */
+interface BoundedFile {
+  readonly handle: FileHandle;
+  /** Its size when opened. */
+  readonly size: number;
+}
+
+/**
+ * Opens the file; throws when it is not a regular file or is larger than `maxBytes`. `flag` names
+ * the option that raises the limit. The caller closes the handle.
+ */
+export async function openBoundedFile(path: string, maxBytes: number, flag = ""): Promise<BoundedFile> {
+  const handle = await open(path, FLAGS);
+  try {
+    const st = await handle.stat();
+    check(path, st.isFile(), st.size, maxBytes, flag);
+    return { handle, size: st.size };
+  } catch (err) {
+    await handle.close();
+    throw err;
+  }
+}
+
 /**
  * The whole file, at most `maxBytes`. Throws when it is not a regular file or is larger; `flag`
  * names the option that raises the limit.
  */
 export async function readBoundedFile(path: string, maxBytes: number, flag = ""): Promise<Buffer> {
-  const handle = await open(path, FLAGS);
+  const { handle, size } = await openBoundedFile(path, maxBytes, flag);
   try {
-    const st = await handle.stat();
-    check(path, st.isFile(), st.size, maxBytes, flag);
     // The file may grow between stat and read: the buffer grows up to one byte past the limit.
     // Never from Buffer's shared pool, so that releaseFileBytes may free it; never zero-filled,
     // since only the bytes read are handed out.
-    let buffer = Buffer.allocUnsafeSlow(Math.min(st.size, maxBytes) + 1);
+    let buffer = Buffer.allocUnsafeSlow(Math.min(size, maxBytes) + 1);
     let length = 0;
     for (;;) {
       if (length === buffer.length) {
@@ -48,7 +69,7 @@ export async function readBoundedFile(path: string, maxBytes: number, flag = "")
  * Frees the memory of a buffer that readBoundedFile returned, now: once a large cluster file is
  * parsed its bytes are dead, but V8 frees them only at its next full collection, and until then
  * they sit beside the state built from them. The buffer reads as empty afterwards. Only for
- * readBoundedFile's buffers, which own their memory alone.
+ * buffers that own their memory alone: readBoundedFile's, and others from allocUnsafeSlow.
  */
 export function releaseFileBytes(bytes: Buffer): void {
   const memory = bytes.buffer;

@@ -37,7 +37,7 @@ type JsonLayoutResult =
   | { readonly ok: true; readonly layout: JsonLayout }
   | { readonly ok: false; readonly offset: number; readonly message: string };
 
-class LayoutError extends Error {
+export class LayoutError extends Error {
   readonly offset: number;
   constructor(offset: number, message: string) {
     super(message);
@@ -49,7 +49,7 @@ function isSpace(b: number | undefined): boolean {
   return b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
 }
 
-function skipSpace(bytes: Uint8Array, i: number): number {
+export function skipSpace(bytes: Uint8Array, i: number): number {
   while (isSpace(bytes[i])) i++;
   return i;
 }
@@ -70,7 +70,7 @@ function skipString(bytes: Uint8Array, i: number): number {
 }
 
 /** The offset after the value that starts at `i` (its inside is left to JSON.parse). */
-function skipValue(bytes: Uint8Array, i: number): number {
+export function skipValue(bytes: Uint8Array, i: number): number {
   const n = bytes.length;
   const first = bytes[i];
   if (first === QUOTE) return skipString(bytes, i);
@@ -140,15 +140,9 @@ function guessedElements(
   const comma = skipSpace(bytes, firstEnd);
   if (bytes[comma] !== COMMA) return undefined;
   const second = skipSpace(bytes, comma + 1);
-  if (bytes[second] !== OPEN_BRACE) return undefined;
-  const separator =
-    prettySeparator(bytes, first, firstEnd, second) ?? memberSeparator(bytes, firstEnd, second);
+  const separator = itemSeparator(bytes, first, firstEnd, second);
   if (separator === undefined) return undefined;
-  const [from, to] = separator;
-  const pattern = bytes.subarray(from, to);
-  // Where the closing brace and the next opening brace are in the separator.
-  const closeAt = firstEnd - 1 - from;
-  const openAt = second - from;
+  const { pattern, closeAt, openAt } = separator;
   const elements: [number, number][] = [[first, firstEnd]];
   let start = second;
   for (;;) {
@@ -157,6 +151,38 @@ function guessedElements(
     elements.push([start, match + closeAt + 1]);
     start = match + openAt;
   }
+}
+
+/** The bytes between two items, and where in them the first one closes and the next one opens. */
+interface ItemSeparator {
+  readonly pattern: Buffer;
+  /** The offset of the closing brace of the item before, in `pattern`. */
+  readonly closeAt: number;
+  /** The offset of the opening brace of the item after, in `pattern`. */
+  readonly openAt: number;
+}
+
+/**
+ * The separator between the object that spans [first, firstEnd) and the one that opens at
+ * `second` (see guessedElements), copied out of `bytes`; undefined when it is not one that can
+ * be searched for.
+ */
+export function itemSeparator(
+  bytes: Buffer,
+  first: number,
+  firstEnd: number,
+  second: number,
+): ItemSeparator | undefined {
+  if (bytes[second] !== OPEN_BRACE) return undefined;
+  const separator =
+    prettySeparator(bytes, first, firstEnd, second) ?? memberSeparator(bytes, firstEnd, second);
+  if (separator === undefined) return undefined;
+  const [from, to] = separator;
+  return {
+    pattern: Buffer.from(bytes.subarray(from, to)),
+    closeAt: firstEnd - 1 - from,
+    openAt: second - from,
+  };
 }
 
 /** The closing brace's line (only indentation before it) up to the next item's opening brace. */

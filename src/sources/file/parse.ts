@@ -6,6 +6,7 @@ import { objectKey } from "../../model/kube.ts";
 import { parseKubeObject } from "../../model/validate.ts";
 import type { InvalidObject } from "../../observability/invalid.ts";
 import { GuessedOutlineFailed, type JsonReadOptions, jsonObjects, looksLikeJson } from "./json-objects.ts";
+import { NotWindowable, type ReadAt, type WindowedJsonOptions, windowedJsonObjects } from "./json-windows.ts";
 import { isPlainObject, type LocatedObject, UnreadableFile } from "./located.ts";
 import { yamlObjects } from "./yaml-objects.ts";
 
@@ -60,6 +61,23 @@ export function parseClusterFile(
   // Text that opens like JSON but is not JSON may be YAML in flow style; if it is not that either,
   // the YAML parser's message places the mistake.
   return read(() => yamlObjects(asText(content, fileName), fileName));
+}
+
+/**
+ * parseClusterFile of a large JSON List read from its file a window at a time; undefined when the
+ * file is anything else (windowedJsonObjects), which parseClusterFile then reads whole.
+ */
+export function parseJsonListInWindows(
+  read: ReadAt,
+  options: WindowedJsonOptions,
+  defaultNamespace = "default",
+): ClusterFileParse | undefined {
+  try {
+    return { ok: true, contents: validateObjects(windowedJsonObjects(read, options), defaultNamespace) };
+  } catch (err) {
+    if (err instanceof NotWindowable) return undefined;
+    throw err;
+  }
 }
 
 /** Broken JSON larger than this is reported as JSON, without a second try as YAML. */

@@ -6,15 +6,15 @@
 // A file replaced whole (rename, ConfigMap symlink swap) is a new inode and is read at once.
 
 import { createHash } from "node:crypto";
-import { type FSWatcher, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
+import { type FSWatcher, readSync, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import { readBoundedFile, releaseFileBytes } from "../../lib/bounded-read.ts";
+import { openBoundedFile, readBoundedFile, releaseFileBytes } from "../../lib/bounded-read.ts";
 import { sleep } from "../../lib/sleep.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
 import type { Logger } from "../../observability/log.ts";
-import { type ClusterFileContents, parseClusterFile } from "./parse.ts";
+import { type ClusterFileContents, parseClusterFile, parseJsonListInWindows } from "./parse.ts";
 import { isSuspiciousShrink } from "./shrink.ts";
 
 interface FileSourceOptions {
@@ -74,6 +74,41 @@ const sameContentStamp = (a: FileIdentity, b: FileIdentity) =>
  */
 export function contentDigest(bytes: Uint8Array): string {
   return createHash("sha256").update(bytes).digest("base64");
+}
+
+/** Files from this size on are read a window of this size at a time when they are a JSON List. */
+const WINDOW_BYTES = 4 * 2 ** 20;
+
+/**
+ * A large JSON List read and parsed a window at a time (parseJsonListInWindows), with its digest;
+ * undefined when the file is small or anything else, to be read whole.
+ */
+async function readListInWindows(
+  path: string,
+  maxBytes: number,
+): Promise<{ parsed: ReturnType<typeof parseClusterFile>; digest: string; bytes: number } | undefined> {
+  const { handle, size } = await openBoundedFile(path, maxBytes, "--max-input-size");
+  try {
+    if (size < WINDOW_BYTES) return undefined;
+    const hash = createHash("sha256");
+    let bytes = 0;
+    const { fd } = handle;
+    const parsed = parseJsonListInWindows(
+      (into, at, length, position) => readSync(fd, into, at, length, position),
+      {
+        fileName: path,
+        windowBytes: WINDOW_BYTES,
+        maxBytes,
+        onBytes: (fresh) => {
+          hash.update(fresh);
+          bytes += fresh.length;
+        },
+      },
+    );
+    return parsed === undefined ? undefined : { parsed, digest: hash.digest("base64"), bytes };
+  } finally {
+    await handle.close();
+  }
 }
 
 const objectCount = (c: ClusterFileContents) => c.services.length + c.endpointSlices.length + c.nodes.length;
@@ -254,19 +289,23 @@ export class FileSource implements ClusterSource {
   async #read(): Promise<
     { ok: true; digest: string; contents: ClusterFileContents } | { ok: false; error: string }
   > {
-    const { path } = this.#options;
+    const { path, log } = this.#options;
+    const maxBytes = this.#options.maxBytes ?? DEFAULT_MAX_INPUT_BYTES;
     let bytes: Buffer;
     try {
       this.#readIno = (await identity(path))?.ino;
-      bytes = await readBoundedFile(
-        path,
-        this.#options.maxBytes ?? DEFAULT_MAX_INPUT_BYTES,
-        "--max-input-size",
-      );
+      const windowed = await readListInWindows(path, maxBytes);
+      if (windowed !== undefined) {
+        log.debug({ file: path, bytes: windowed.bytes, windowed: true }, "read the file");
+        return windowed.parsed.ok
+          ? { ok: true, digest: windowed.digest, contents: windowed.parsed.contents }
+          : windowed.parsed;
+      }
+      bytes = await readBoundedFile(path, maxBytes, "--max-input-size");
     } catch (err) {
       return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
     }
-    this.#options.log.debug({ file: path, bytes: bytes.length }, "read the file");
+    log.debug({ file: path, bytes: bytes.length }, "read the file");
     const digest = contentDigest(bytes);
     const parsed = parseClusterFile(bytes, path);
     releaseFileBytes(bytes);

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, test } from "node:test";
 import { pino } from "pino";
 import type { ClusterSink } from "../../../../src/model/global.ts";
 import type { KubeKind, KubeObject } from "../../../../src/model/kube.ts";
+import { parseClusterFile } from "../../../../src/sources/file/parse.ts";
 import { FileSource } from "../../../../src/sources/file/source.ts";
 import { capturingLogger } from "../../../support/capturing-logger.ts";
 import { eventually as eventuallyAsync } from "../../../support/eventually.ts";
@@ -106,6 +107,46 @@ describe("FileSource", () => {
       held < size / 4,
       `${(held / 2 ** 20).toFixed(1)} MiB of array buffers still held after the start`,
     );
+  });
+
+  /** A JSON List of `count` Nodes, kubectl's layout, about 150 bytes per Node. */
+  const nodeList = (count: number, broken = -1) =>
+    JSON.stringify(
+      {
+        apiVersion: "v1",
+        items: Array.from({ length: count }, (_, i) => ({
+          apiVersion: "v1",
+          kind: "Node",
+          metadata: { name: `n${i}`, labels: { "topology.kubernetes.io/zone": "zone-0" } },
+        })),
+        kind: "List",
+      },
+      null,
+      4,
+    ).replace(`"n${broken}"`, `"n${broken}",`);
+
+  test("a JSON List over the window size is read a window at a time, to the same objects", async () => {
+    file = join(dir, "cluster.json");
+    await writeFile(file, nodeList(40_000));
+    const { sink, lines } = await start(false);
+    assert.equal(sink.latest.get("Node")?.length, 40_000);
+    assert.equal(sink.latest.get("Node")?.[39_999], "n39999");
+    const read = lines.find((l) => l.msg === "read the file");
+    assert.equal(read?.windowed, true, JSON.stringify(read));
+  });
+
+  test("a large JSON List that breaks is reported as the whole read reports it; the last good state stays", async () => {
+    file = join(dir, "cluster.json");
+    await writeFile(file, nodeList(40_000));
+    const { sink, lines } = await start(true);
+    const broken = nodeList(40_000, 20_000);
+    await writeFile(file, broken);
+    await eventually(() => lines.some((l) => l.level === 50), "an error line");
+    const error = lines.find((l) => l.level === 50);
+    const whole = parseClusterFile(broken, file);
+    assert.ok(!whole.ok);
+    assert.equal(error?.error, whole.error);
+    assert.equal(sink.latest.get("Node")?.length, 40_000);
   });
 
   test("invalid objects are logged by name and reason and skipped, the rest is served", async () => {

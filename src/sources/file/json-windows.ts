@@ -1,0 +1,269 @@
+// A large JSON List read from its file a window at a time, its items handed on as they are found.
+// Read whole, a 100k-Service file is a buffer of a few hundred megabytes that is touched once
+// and freed, and fresh memory costs more than parsing it (docs/performance.md); a window of a
+// few megabytes is filled again and again. This reader only takes the common shape, a List whose
+// items repeat one separator (kubectl's or the API server's layout, see itemSeparator); on
+// anything else it stops with NotWindowable, before its objects are used, and the file is read
+// whole, which gives the same objects or names what is wrong.
+
+import { isAscii } from "node:buffer";
+import { releaseFileBytes } from "../../lib/bounded-read.ts";
+import { itemSeparator, LayoutError, skipSpace, skipValue } from "../../lib/json-layout.ts";
+import { isListKind, isPlainObject, type LocatedObject, listItemKind, withKind } from "./located.ts";
+
+/** Reads up to `length` bytes of the file at `position` into `into` from `at`; 0 at its end. */
+export type ReadAt = (into: Buffer, at: number, length: number, position: number) => number;
+
+/** The file is not a List this reader takes as it goes: read it whole instead. */
+export class NotWindowable extends Error {
+  override readonly name = "NotWindowable";
+}
+
+export interface WindowedJsonOptions {
+  readonly fileName: string;
+  /** Bytes per window; a window grows to hold an item larger than it. */
+  readonly windowBytes: number;
+  /** A file longer than this is not read this way (the whole read reports it). */
+  readonly maxBytes: number;
+  /** Given every byte of the file once, in order (the file's digest). */
+  readonly onBytes?: (bytes: Buffer) => void;
+}
+
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const COMMA = 0x2c;
+const COLON = 0x3a;
+const QUOTE = 0x22;
+const NEWLINE = 0x0a;
+
+/** The bytes of the file from `offset` on, as many as the buffer holds; refilled as it is read. */
+class FileWindow {
+  readonly #read: ReadAt;
+  readonly #options: WindowedJsonOptions;
+  #buffer: Buffer;
+  /** The file offset of the buffer's first byte. */
+  offset = 0;
+  /** The bytes of the file in the buffer. */
+  view: Buffer;
+  atEnd = false;
+  /** Whether every byte read so far is ASCII (decoded as Latin-1 then, which is faster). */
+  ascii = true;
+
+  constructor(read: ReadAt, options: WindowedJsonOptions) {
+    this.#read = read;
+    this.#options = options;
+    this.#buffer = Buffer.allocUnsafeSlow(options.windowBytes);
+    this.view = this.#buffer.subarray(0, 0);
+  }
+
+  /** Reads on into the buffer: after `from` (an index in view) moved to the front, or grown. */
+  more(from: number): void {
+    if (this.atEnd) throw new NotWindowable("the file ended inside a value");
+    const kept = this.view.length - from;
+    if (from === 0 && kept === this.#buffer.length) {
+      const grown = Buffer.allocUnsafeSlow(this.#buffer.length * 2);
+      this.#buffer.copy(grown);
+      releaseFileBytes(this.#buffer);
+      this.#buffer = grown;
+    } else if (from > 0) this.#buffer.copyWithin(0, from, this.view.length);
+    this.offset += from;
+    let length = kept;
+    while (length < this.#buffer.length) {
+      const n = this.#read(this.#buffer, length, this.#buffer.length - length, this.offset + length);
+      if (n === 0) {
+        this.atEnd = true;
+        break;
+      }
+      const fresh = this.#buffer.subarray(length, length + n);
+      this.#options.onBytes?.(fresh);
+      if (this.ascii && !isAscii(fresh)) this.ascii = false;
+      length += n;
+    }
+    if (this.offset + length > this.#options.maxBytes)
+      throw new NotWindowable("the file is over the size limit");
+    this.view = this.#buffer.subarray(0, length);
+  }
+
+  /** Frees the buffer now, not at V8's next full collection. */
+  release(): void {
+    releaseFileBytes(this.#buffer);
+    this.view = this.#buffer;
+  }
+
+  /** The text of view[start, end). */
+  text(start: number, end: number): string {
+    return this.ascii ? this.view.toString("latin1", start, end) : this.view.toString("utf8", start, end);
+  }
+}
+
+/** Line numbers of file offsets, counted by reading the file again, forward, only when asked. */
+class LineCounter {
+  readonly #read: ReadAt;
+  readonly #scratch = Buffer.allocUnsafe(64 * 1024);
+  #counted = 0;
+  #line = 1;
+
+  constructor(read: ReadAt) {
+    this.#read = read;
+  }
+
+  lineOf(offset: number): number {
+    if (offset < this.#counted) {
+      this.#counted = 0;
+      this.#line = 1;
+    }
+    while (this.#counted < offset) {
+      const want = Math.min(this.#scratch.length, offset - this.#counted);
+      const n = this.#read(this.#scratch, 0, want, this.#counted);
+      if (n === 0) break;
+      for (
+        let at = this.#scratch.indexOf(NEWLINE, 0);
+        at >= 0 && at < n;
+        at = this.#scratch.indexOf(NEWLINE, at + 1)
+      )
+        this.#line++;
+      this.#counted += n;
+    }
+    return this.#line;
+  }
+}
+
+/**
+ * The items of the JSON List in the file, each with the list's item kind, as jsonObjects gives
+ * them. Throws NotWindowable, at the latest after the last item, when the file is anything else;
+ * the objects handed on until then must not be used. `where` answers while the file is open.
+ */
+export function* windowedJsonObjects(read: ReadAt, options: WindowedJsonOptions): Generator<LocatedObject> {
+  const window = new FileWindow(read, options);
+  try {
+    yield* listItems(window, new LineCounter(read), options.fileName);
+  } finally {
+    window.release();
+  }
+}
+
+function* listItems(window: FileWindow, lines: LineCounter, fileName: string): Generator<LocatedObject> {
+  window.more(0);
+
+  /** `scan` of the window, read on (keeping the window from `keep`) until it finds what it needs. */
+  const withMore = <T>(keep: number, scan: (shift: number) => T): { value: T; shift: number } => {
+    let shift = 0;
+    for (;;) {
+      try {
+        return { value: scan(shift), shift };
+      } catch (err) {
+        if (!(err instanceof LayoutError)) throw err;
+        window.more(keep - shift);
+        shift = keep;
+      }
+    }
+  };
+  /** The end of the value at `i`, read on until it is whole; `i` moves to the window's front. */
+  const wholeValue = (i: number): { start: number; end: number } => {
+    const { value, shift } = withMore(i, (shift) => skipValue(window.view, i - shift));
+    return { start: i - shift, end: value };
+  };
+  /** The next byte that is not a space, from `i`, reading on when the window ends first. */
+  const nextByte = (i: number): number => {
+    for (;;) {
+      i = skipSpace(window.view, i);
+      if (i < window.view.length || window.atEnd) return i;
+      window.more(0);
+    }
+  };
+  const parse = (start: number, end: number): unknown => {
+    try {
+      return JSON.parse(window.text(start, end));
+    } catch {
+      throw new NotWindowable("a piece does not parse");
+    }
+  };
+
+  let kind: unknown;
+  /** The kind given to items without one, from the list's kind as it was when they were read. */
+  let itemKind: string | undefined;
+  /** Whether some item had no kind of its own. */
+  let kindless = false;
+  let index = 0;
+  const located = (start: number, end: number): LocatedObject => {
+    const raw = parse(start, end);
+    if (isPlainObject(raw) && raw.kind === undefined) kindless = true;
+    const offset = window.offset + start;
+    const at = index++;
+    return {
+      raw: withKind(raw, itemKind),
+      where: () => `${fileName}:${lines.lineOf(offset)}, items[${at}]`,
+    };
+  };
+
+  /** The items from `i` (after the '['), then the offset after the ']'. */
+  function* items(i: number): Generator<LocatedObject, number> {
+    if (window.view[i] === CLOSE_BRACKET) return i + 1;
+    if (window.view[i] !== OPEN_BRACE) throw new NotWindowable("an item that is not an object");
+    const first = wholeValue(i);
+    const after = nextByte(first.end);
+    if (window.view[after] !== COMMA) {
+      yield located(first.start, first.end);
+      if (window.view[after] !== CLOSE_BRACKET) throw new NotWindowable("expected ']'");
+      return after + 1;
+    }
+    const second = nextByte(after + 1);
+    // The separator may run to the colon after the second item's first member name.
+    const { value: separator } = withMore(0, () =>
+      itemSeparator(window.view, first.start, first.end, second),
+    );
+    if (separator === undefined) throw new NotWindowable("no separator to search for");
+    yield located(first.start, first.end);
+    let start = second;
+    for (;;) {
+      const match = window.view.indexOf(separator.pattern, start);
+      if (match >= 0) {
+        yield located(start, match + separator.closeAt + 1);
+        start = match + separator.openAt;
+      } else if (window.atEnd) break;
+      else {
+        window.more(start);
+        start = 0;
+      }
+    }
+    // The last item is outlined exactly, as the whole read does.
+    const last = wholeValue(start);
+    yield located(last.start, last.end);
+    const close = nextByte(last.end);
+    if (window.view[close] !== CLOSE_BRACKET) throw new NotWindowable("expected ']'");
+    return close + 1;
+  }
+
+  let i = window.view[0] === 0xef && window.view[1] === 0xbb && window.view[2] === 0xbf ? 3 : 0;
+  i = nextByte(i);
+  if (window.view[i] !== OPEN_BRACE) throw new NotWindowable("not an object");
+  let seenItems = false;
+  i = nextByte(i + 1);
+  while (window.view[i] !== CLOSE_BRACE) {
+    if (window.view[i] !== QUOTE) throw new NotWindowable("expected a member name");
+    const name = wholeValue(i);
+    const key = parse(name.start, name.end);
+    i = nextByte(name.end);
+    if (window.view[i] !== COLON) throw new NotWindowable("expected ':'");
+    i = nextByte(i + 1);
+    if (key === "items") {
+      if (seenItems || window.view[i] !== OPEN_BRACKET) throw new NotWindowable("not one list of items");
+      seenItems = true;
+      itemKind = isListKind(kind) ? listItemKind(kind) : undefined;
+      i = nextByte(yield* items(nextByte(i + 1)));
+    } else {
+      const value = wholeValue(i);
+      if (key === "kind") kind = parse(value.start, value.end);
+      i = nextByte(value.end);
+    }
+    if (window.view[i] === COMMA) i = nextByte(i + 1);
+    else if (window.view[i] !== CLOSE_BRACE) throw new NotWindowable("expected ',' or '}'");
+  }
+  if (nextByte(i + 1) < window.view.length) throw new NotWindowable("text after the object");
+  if (!seenItems || !isListKind(kind)) throw new NotWindowable("not a list");
+  // A typed list (ServiceList) gives its kind to the items without one; read whole, the list's
+  // last `kind` decides it, which may come after the items.
+  if (kindless && listItemKind(kind) !== itemKind) throw new NotWindowable("items without a kind");
+}
