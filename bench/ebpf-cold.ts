@@ -2,7 +2,8 @@
 // to-ebpf` in a private network namespace (the nft companion's tables), with a bpffs and cgroup v2
 // tree of its own under /run. N Services × 10 endpoints (bench/lib/cluster.ts); each run is read
 // from kpng's debug log as the lines arrive:
-//   read      the file read ("read the file"): Node started and kpng's modules loaded, then the read;
+//   read      the file read ("read the file"): Node started and kpng's modules loaded, then the read
+//             (a large JSON List is read and parsed in one pass, a window at a time: then both);
 //   store     the file parsed and every object in the store ("store synced");
 //   loader    bpftool created the maps, loaded and attached the programs ("BPF programs and maps
 //             in place"): started as the sink starts, while the file is read and parsed;

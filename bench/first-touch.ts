@@ -10,6 +10,8 @@
 //   (malloc maps a buffer this large afresh, unless told to keep its heap on huge pages:
 //   GLIBC_TUNABLES=glibc.malloc.hugetlb=1, as kpng runs, then it uses the first one's memory again);
 // - reused: the same buffer filled again;
+// - one byte per page: a fresh buffer of which one byte per 4 KiB page is written, twice: what
+//   the first touch costs per page, whatever is written;
 // - strings: --mib × 2 MiB of text made as strings of 512 KiB (above V8's large-object size of
 //   128 KiB, below the size from which Node makes an external string: each mapped afresh) and of
 //   64 KiB (made in the young generation, whose memory is used again), dropped as made.
@@ -54,6 +56,18 @@ for (let round = 0; round < 4; round++) {
   }
   kept += buffer?.[round] ?? 0;
   // Freed now, not at the next full collection.
+  (buffer?.buffer as ArrayBuffer | undefined)?.transfer(0);
+}
+for (let round = 0; round < 2; round++) {
+  let buffer: Buffer | undefined;
+  rows.push([
+    `fresh buffer, one byte per 4 KiB page, round ${round + 1}`,
+    measure(() => {
+      buffer = Buffer.allocUnsafeSlow(bytes);
+      for (let at = 0; at < bytes; at += 4096) buffer[at] = round + 1;
+    }),
+  ]);
+  kept += buffer?.[0] ?? 0;
   (buffer?.buffer as ArrayBuffer | undefined)?.transfer(0);
 }
 for (const pieceKiB of [512, 64]) {
