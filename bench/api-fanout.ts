@@ -3,7 +3,8 @@
 // ApiServer's local feeds made as `kpng … to-api` makes them, and one node client per node, each
 // on its own HTTP/2 connection, spread over several client processes. Clients decode every
 // OpItem they get. Then one endpoint change at a time, which every node's state takes. CPU time
-// and memory printed are the server process's alone (brain + API).
+// and memory printed are the server process's alone (brain + API), which runs as bin/kpng runs
+// kpng (malloc on huge pages, bench/lib/as-kpng-runs.ts).
 //
 //   node --expose-gc bench/api-fanout.ts [--quick] [--clients 1000] [--services 10000]
 //        [--processes 4] [--changes 5] [--stalled 10] [--profile DIR] [--client-window BYTES]
@@ -28,6 +29,7 @@ import { localStateFeed } from "../src/brain/local-state-feed.ts";
 import { ClusterStore } from "../src/brain/store.ts";
 import { WATCH_FLOW_CONTROL_WINDOW } from "../src/client/watch.ts";
 import { silentLogger } from "../src/observability/log.ts";
+import { runAsKpngRuns } from "./lib/as-kpng-runs.ts";
 import { benchNode, benchService, benchSlice, policyOf } from "./lib/brain-cluster.ts";
 
 const ENDPOINTS = 10;
@@ -302,6 +304,7 @@ async function runServer(o: {
 if (process.env.KPNG_BENCH_CLIENTS !== undefined) {
   runClients(JSON.parse(process.env.KPNG_BENCH_CLIENTS) as ClientSpec);
 } else {
+  runAsKpngRuns();
   await runServer({
     clients: Number(args.clients ?? (args.quick ? 100 : 1000)),
     services: Number(args.services ?? (args.quick ? 1000 : 10_000)),

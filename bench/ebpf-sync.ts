@@ -1,4 +1,5 @@
-// eBPF backend programming time, with the real kernel maps and programs on a private bpffs and
+// eBPF backend programming time (this process runs as bin/kpng runs kpng: bench/lib/as-kpng-runs.ts),
+// with the real kernel maps and programs on a private bpffs and
 // cgroup (under /run, removed afterwards) and the nft companion in a private network namespace:
 //   load+attach  bpftool creates the maps, loads the programs and attaches them;
 //   cold         N ClusterIP Services × 10 endpoints from a local state, run as `to-ebpf` runs
@@ -33,11 +34,14 @@ import { PersistentMap } from "../src/model/persistent-map.ts";
 import { NO_OBSERVER, type SyncObserver } from "../src/node/sync-observer.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { mountBpf } from "../tools/netns/bpf-mounts.ts";
+import { runAsKpngRuns } from "./lib/as-kpng-runs.ts";
 import { childrenCpuSeconds } from "./lib/child-cpu.ts";
 import { BENCH_TABLE, openBenchNetns, quantile } from "./lib/nft-netns.ts";
 import { svc } from "./lib/services.ts";
 import { flagValue, sizesFlag, table } from "./lib/table.ts";
 import { RunDelay } from "./lib/thread-time.ts";
+
+runAsKpngRuns();
 
 const quick = process.argv.includes("--quick");
 const SIZES = sizesFlag(quick ? [1000] : [10_000, 100_000]);

@@ -2,7 +2,8 @@
 // not counted) holds N Services with an EndpointSlice of 10 endpoints each and 100 Nodes; the
 // real KubeSource lists it in pages of 500 into a ClusterStore, as `kpng kube …` does, until the
 // store is told it is synced. Printed: this process's CPU (user + system) and wall time to that
-// point, its peak RSS, and the heap held once the lists are in.
+// point, its peak RSS, and the heap held once the lists are in. It runs as bin/kpng runs kpng
+// (malloc on huge pages, bench/lib/as-kpng-runs.ts).
 //
 //   node --expose-gc bench/kube-list.ts [--sizes=10000,100000] [--page-size=500] [--quick]
 
@@ -16,7 +17,10 @@ import { KubeConfigTransport } from "../src/kube/transport.ts";
 import type { ClusterSink } from "../src/model/global.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { KubeSource } from "../src/sources/kube/source.ts";
+import { runAsKpngRuns } from "./lib/as-kpng-runs.ts";
 import { flagValue, sizesFlag, table } from "./lib/table.ts";
+
+runAsKpngRuns();
 
 const SIZES = sizesFlag([10_000, 100_000]);
 const PAGE_SIZE = Number(flagValue("page-size") ?? 500);
