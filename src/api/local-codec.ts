@@ -18,6 +18,7 @@ import {
   withFamilyEndpoints,
 } from "../model/local.ts";
 import { compareAddresses, compareEndpoints } from "../model/order.ts";
+import { PackedEndpoint } from "../model/packed-endpoint.ts";
 import {
   Endpoint,
   type EndpointPortScope,
@@ -284,14 +285,13 @@ function decodePort(port: PortMapping, endpoints: readonly Endpoint[]): LocalSer
     const ip = canonicalIP(raw);
     for (const scope of ep.PortScopes) {
       if (scope.Name !== port.Name) continue;
-      const local: LocalEndpoint = {
-        ip,
-        port: scope.Port,
+      const local = new PackedEndpoint(ip, scope.Port, {
         local: ep.Local,
         ready: ep.Conditions?.Ready ?? true,
         serving: ep.Conditions?.Serving ?? true,
         terminating: ep.Conditions?.Terminating ?? false,
-      };
+        nodeUnknown: false,
+      });
       if (scope.Internal) internal.push(local);
       if (scope.External) external.push(local);
     }

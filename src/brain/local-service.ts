@@ -5,6 +5,7 @@
 import type { EndpointSlice } from "../model/kube.ts";
 import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalServiceFamily, LocalServicePort } from "../model/local.ts";
+import { PackedEndpoint } from "../model/packed-endpoint.ts";
 import { categorizeEndpoints, isLocal, type PortPolicy } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
 import { slicesInEffect } from "./fallback.ts";
@@ -71,10 +72,13 @@ function toLocal(ep: EndpointInfo, nodeName: string): LocalEndpoint {
   const known = local ? ep.onItsNode : ep.elsewhere;
   if (known !== undefined) return known;
   const { ip, port, ready, serving, terminating } = ep;
-  const made: LocalEndpoint =
-    ep.nodeName === ""
-      ? { ip, port, local, ready, serving, terminating, nodeUnknown: true }
-      : { ip, port, local, ready, serving, terminating };
+  const made = new PackedEndpoint(ip, port, {
+    local,
+    ready,
+    serving,
+    terminating,
+    nodeUnknown: ep.nodeName === "",
+  });
   if (local) ep.onItsNode = made;
   else ep.elsewhere = made;
   return made;

@@ -11,10 +11,19 @@ import {
   type LocalStateFeed,
   withFamilyEndpoints,
 } from "../../../src/model/local.ts";
+import { PackedEndpoint } from "../../../src/model/packed-endpoint.ts";
 import { type LocalServiceOverrides, localService } from "../../support/local-service.ts";
 
+/** An endpoint as the brain and the client's decoder make it. */
 export function endpoint(ip: string, port: number, over: Partial<LocalEndpoint> = {}): LocalEndpoint {
-  return { ip, port, local: false, ready: true, serving: true, terminating: false, ...over };
+  const { local = false, ready = true, serving = true, terminating = false, nodeUnknown } = over;
+  return new PackedEndpoint(ip, port, {
+    local,
+    ready,
+    serving,
+    terminating,
+    nodeUnknown: nodeUnknown === true,
+  });
 }
 
 export function servicePort(over: Partial<LocalServicePort> = {}): LocalServicePort {

@@ -1,0 +1,67 @@
+// The LocalEndpoint the brain makes. A local state at 100k Services holds millions of endpoints,
+// and every page they fill is a first touch of memory (docs/performance.md, "What a page fault
+// costs here"): with its five flags in one number an endpoint is a header and three fields, not
+// seven, and every one of them has the same shape.
+
+import type { LocalEndpoint } from "./local.ts";
+
+const LOCAL = 1;
+const READY = 2;
+const SERVING = 4;
+const TERMINATING = 8;
+const NODE_UNKNOWN = 16;
+
+interface EndpointFlags {
+  readonly local: boolean;
+  readonly ready: boolean;
+  readonly serving: boolean;
+  readonly terminating: boolean;
+  /** The EndpointSlice names no node for the endpoint (LocalEndpoint.nodeUnknown). */
+  readonly nodeUnknown: boolean;
+}
+
+export class PackedEndpoint implements LocalEndpoint {
+  readonly ip: string;
+  readonly port: number;
+  /** The five flags in one number; read them by name. Public so that comparing two endpoints field by field compares them too. */
+  readonly flags: number;
+
+  constructor(ip: string, port: number, flags: EndpointFlags) {
+    this.ip = ip;
+    this.port = port;
+    this.flags =
+      (flags.local ? LOCAL : 0) |
+      (flags.ready ? READY : 0) |
+      (flags.serving ? SERVING : 0) |
+      (flags.terminating ? TERMINATING : 0) |
+      (flags.nodeUnknown ? NODE_UNKNOWN : 0);
+  }
+
+  get local(): boolean {
+    return (this.flags & LOCAL) !== 0;
+  }
+
+  get ready(): boolean {
+    return (this.flags & READY) !== 0;
+  }
+
+  get serving(): boolean {
+    return (this.flags & SERVING) !== 0;
+  }
+
+  get terminating(): boolean {
+    return (this.flags & TERMINATING) !== 0;
+  }
+
+  get nodeUnknown(): true | undefined {
+    return (this.flags & NODE_UNKNOWN) !== 0 ? true : undefined;
+  }
+
+  /** The endpoint as a plain object with LocalEndpoint's fields, as JSON and comparisons see it. */
+  toJSON(): LocalEndpoint {
+    const { ip, port, local, ready, serving, terminating } = this;
+    return this.nodeUnknown
+      ? { ip, port, local, ready, serving, terminating, nodeUnknown: true }
+      : { ip, port, local, ready, serving, terminating };
+  }
+}
