@@ -6,15 +6,15 @@
 // This only finds where values begin and end; it checks the punctuation between the items and the
 // top-level members, and leaves everything inside a value to JSON.parse.
 
-const QUOTE = 0x22;
+export const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const NEWLINE = 0x0a;
+export const COMMA = 0x2c;
+export const COLON = 0x3a;
+export const OPEN_BRACE = 0x7b;
+export const CLOSE_BRACE = 0x7d;
+export const OPEN_BRACKET = 0x5b;
+export const CLOSE_BRACKET = 0x5d;
+export const NEWLINE = 0x0a;
 const SPACE = 0x20;
 const TAB = 0x09;
 

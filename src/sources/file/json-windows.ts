@@ -8,7 +8,20 @@
 
 import { isAscii } from "node:buffer";
 import { releaseFileBytes } from "../../lib/bounded-read.ts";
-import { itemSeparator, LayoutError, skipSpace, skipValue } from "../../lib/json-layout.ts";
+import {
+  CLOSE_BRACE,
+  CLOSE_BRACKET,
+  COLON,
+  COMMA,
+  itemSeparator,
+  LayoutError,
+  NEWLINE,
+  OPEN_BRACE,
+  OPEN_BRACKET,
+  QUOTE,
+  skipSpace,
+  skipValue,
+} from "../../lib/json-layout.ts";
 import { isListKind, isPlainObject, type LocatedObject, listItemKind, withKind } from "./located.ts";
 
 /** Reads up to `length` bytes of the file at `position` into `into` from `at`; 0 at its end. */
@@ -28,15 +41,6 @@ export interface WindowedJsonOptions {
   /** Given every byte of the file once, in order (the file's digest). */
   readonly onBytes?: (bytes: Buffer) => void;
 }
-
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const COMMA = 0x2c;
-const COLON = 0x3a;
-const QUOTE = 0x22;
-const NEWLINE = 0x0a;
 
 /** The bytes of the file from `offset` on, as many as the buffer holds; refilled as it is read. */
 class FileWindow {
