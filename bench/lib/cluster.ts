@@ -29,13 +29,13 @@ export function benchNodeFlags(nodeIPv4: string): string[] {
   ];
 }
 
+/** kpng's compile cache, the installation's `.cache/compile`, as bin/kpng and the image set it. */
+export const KPNG_COMPILE_CACHE = fileURLToPath(new URL("../../.cache/compile", import.meta.url));
+
 /**
  * The environment of a benchmarked kpng: debug lines (read as they arrive; trace lines too with
  * KPNG_BENCH_TRACE), no kubeconfig.
  */
-/** kpng's compile cache, the installation's `.cache/compile`, as bin/kpng and the image set it. */
-export const KPNG_COMPILE_CACHE = fileURLToPath(new URL("../../.cache/compile", import.meta.url));
-
 export const BENCH_KPNG_ENV = {
   // As bin/kpng and the image run kpng; GLIBC_TUNABLES=glibc.malloc.hugetlb=0 measures without.
   GLIBC_TUNABLES: withHugePageMalloc(process.env).GLIBC_TUNABLES ?? "",

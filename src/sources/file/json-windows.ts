@@ -22,6 +22,7 @@ import {
   skipSpace,
   skipValue,
 } from "../../lib/json-layout.ts";
+import { LineLocator, type NewlineFinder } from "./lines.ts";
 import { isListKind, isPlainObject, type LocatedObject, listItemKind, withKind } from "./located.ts";
 
 /** Reads up to `length` bytes of the file at `position` into `into` from `at`; 0 at its end. */
@@ -102,36 +103,26 @@ class FileWindow {
   }
 }
 
-/** Line numbers of file offsets, counted by reading the file again, forward, only when asked. */
-class LineCounter {
-  readonly #read: ReadAt;
-  readonly #scratch = Buffer.allocUnsafe(64 * 1024);
-  #counted = 0;
-  #line = 1;
-
-  constructor(read: ReadAt) {
-    this.#read = read;
-  }
-
-  lineOf(offset: number): number {
-    if (offset < this.#counted) {
-      this.#counted = 0;
-      this.#line = 1;
+/**
+ * Newlines of the file, found by reading it again a piece at a time: the window has moved on by
+ * the time an invalid item asks for its line, and items ask in file order.
+ */
+function fileNewlines(read: ReadAt): NewlineFinder {
+  const piece = Buffer.allocUnsafe(64 * 1024);
+  let pieceStart = 0;
+  let pieceLength = 0;
+  return (from) => {
+    for (;;) {
+      if (from < pieceStart || from >= pieceStart + pieceLength) {
+        pieceStart = from;
+        pieceLength = read(piece, 0, piece.length, from);
+        if (pieceLength === 0) return -1;
+      }
+      const at = piece.subarray(0, pieceLength).indexOf(NEWLINE, from - pieceStart);
+      if (at >= 0) return pieceStart + at;
+      from = pieceStart + pieceLength;
     }
-    while (this.#counted < offset) {
-      const want = Math.min(this.#scratch.length, offset - this.#counted);
-      const n = this.#read(this.#scratch, 0, want, this.#counted);
-      if (n === 0) break;
-      for (
-        let at = this.#scratch.indexOf(NEWLINE, 0);
-        at >= 0 && at < n;
-        at = this.#scratch.indexOf(NEWLINE, at + 1)
-      )
-        this.#line++;
-      this.#counted += n;
-    }
-    return this.#line;
-  }
+  };
 }
 
 /**
@@ -142,33 +133,28 @@ class LineCounter {
 export function* windowedJsonObjects(read: ReadAt, options: WindowedJsonOptions): Generator<LocatedObject> {
   const window = new FileWindow(read, options);
   try {
-    yield* listItems(window, new LineCounter(read), options.fileName);
+    yield* listItems(window, new LineLocator(fileNewlines(read)), options.fileName);
   } finally {
     window.release();
   }
 }
 
-function* listItems(window: FileWindow, lines: LineCounter, fileName: string): Generator<LocatedObject> {
+function* listItems(window: FileWindow, lines: LineLocator, fileName: string): Generator<LocatedObject> {
   window.more(0);
 
-  /** `scan` of the window, read on (keeping the window from `keep`) until it finds what it needs. */
-  const withMore = <T>(keep: number, scan: (shift: number) => T): { value: T; shift: number } => {
-    let shift = 0;
+  /** `scan` of the window, the window read on (grown) until the scan finds what it needs. */
+  const readOn = <T>(scan: () => T): T => {
     for (;;) {
       try {
-        return { value: scan(shift), shift };
+        return scan();
       } catch (err) {
         if (!(err instanceof LayoutError)) throw err;
-        window.more(keep - shift);
-        shift = keep;
+        window.more(0);
       }
     }
   };
-  /** The end of the value at `i`, read on until it is whole; `i` moves to the window's front. */
-  const wholeValue = (i: number): { start: number; end: number } => {
-    const { value, shift } = withMore(i, (shift) => skipValue(window.view, i - shift));
-    return { start: i - shift, end: value };
-  };
+  /** The end of the value at `i`, read on until it is whole. */
+  const valueEnd = (i: number): number => readOn(() => skipValue(window.view, i));
   /** The next byte that is not a space, from `i`, reading on when the window ends first. */
   const nextByte = (i: number): number => {
     for (;;) {
@@ -198,7 +184,7 @@ function* listItems(window: FileWindow, lines: LineCounter, fileName: string): G
     const at = index++;
     return {
       raw: withKind(raw, itemKind),
-      where: () => `${fileName}:${lines.lineOf(offset)}, items[${at}]`,
+      where: () => `${fileName}:${lines.locate(offset).line}, items[${at}]`,
     };
   };
 
@@ -206,20 +192,18 @@ function* listItems(window: FileWindow, lines: LineCounter, fileName: string): G
   function* items(i: number): Generator<LocatedObject, number> {
     if (window.view[i] === CLOSE_BRACKET) return i + 1;
     if (window.view[i] !== OPEN_BRACE) throw new NotWindowable("an item that is not an object");
-    const first = wholeValue(i);
-    const after = nextByte(first.end);
+    const firstEnd = valueEnd(i);
+    const after = nextByte(firstEnd);
     if (window.view[after] !== COMMA) {
-      yield located(first.start, first.end);
+      yield located(i, firstEnd);
       if (window.view[after] !== CLOSE_BRACKET) throw new NotWindowable("expected ']'");
       return after + 1;
     }
     const second = nextByte(after + 1);
     // The separator may run to the colon after the second item's first member name.
-    const { value: separator } = withMore(0, () =>
-      itemSeparator(window.view, first.start, first.end, second),
-    );
+    const separator = readOn(() => itemSeparator(window.view, i, firstEnd, second));
     if (separator === undefined) throw new NotWindowable("no separator to search for");
-    yield located(first.start, first.end);
+    yield located(i, firstEnd);
     let start = second;
     for (;;) {
       const match = window.view.indexOf(separator.pattern, start);
@@ -233,9 +217,9 @@ function* listItems(window: FileWindow, lines: LineCounter, fileName: string): G
       }
     }
     // The last item is outlined exactly, as the whole read does.
-    const last = wholeValue(start);
-    yield located(last.start, last.end);
-    const close = nextByte(last.end);
+    const lastEnd = valueEnd(start);
+    yield located(start, lastEnd);
+    const close = nextByte(lastEnd);
     if (window.view[close] !== CLOSE_BRACKET) throw new NotWindowable("expected ']'");
     return close + 1;
   }
@@ -247,9 +231,9 @@ function* listItems(window: FileWindow, lines: LineCounter, fileName: string): G
   i = nextByte(i + 1);
   while (window.view[i] !== CLOSE_BRACE) {
     if (window.view[i] !== QUOTE) throw new NotWindowable("expected a member name");
-    const name = wholeValue(i);
-    const key = parse(name.start, name.end);
-    i = nextByte(name.end);
+    const nameEnd = valueEnd(i);
+    const key = parse(i, nameEnd);
+    i = nextByte(nameEnd);
     if (window.view[i] !== COLON) throw new NotWindowable("expected ':'");
     i = nextByte(i + 1);
     if (key === "items") {
@@ -258,9 +242,9 @@ function* listItems(window: FileWindow, lines: LineCounter, fileName: string): G
       itemKind = isListKind(kind) ? listItemKind(kind) : undefined;
       i = nextByte(yield* items(nextByte(i + 1)));
     } else {
-      const value = wholeValue(i);
-      if (key === "kind") kind = parse(value.start, value.end);
-      i = nextByte(value.end);
+      const end = valueEnd(i);
+      if (key === "kind") kind = parse(i, end);
+      i = nextByte(end);
     }
     if (window.view[i] === COMMA) i = nextByte(i + 1);
     else if (window.view[i] !== CLOSE_BRACE) throw new NotWindowable("expected ',' or '}'");

@@ -3,15 +3,17 @@
 // forward from its last answer (objects are located in file order).
 
 /** Where the next "\n" at or after `from` is, or -1. */
-type NewlineFinder = (from: number) => number;
+export type NewlineFinder = (from: number) => number;
 
 export class LineLocator {
   readonly #nextNewline: NewlineFinder;
   #line = 1;
   #lineStart = 0;
 
-  constructor(content: string | Uint8Array) {
-    if (typeof content === "string") this.#nextNewline = (from) => content.indexOf("\n", from);
+  /** Over the content, or over a finder that looks for newlines elsewhere (a file read again). */
+  constructor(content: string | Uint8Array | NewlineFinder) {
+    if (typeof content === "function") this.#nextNewline = content;
+    else if (typeof content === "string") this.#nextNewline = (from) => content.indexOf("\n", from);
     else {
       const bytes = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
       this.#nextNewline = (from) => bytes.indexOf(10, from);
