@@ -15,7 +15,7 @@ function check(path: string, isFile: boolean, size: number, maxBytes: number, fl
 }
 
 /** A file opened for reading, checked to be a regular file within the limit. */
-interface BoundedFile {
+export interface BoundedFile {
   readonly handle: FileHandle;
   /** Its size when opened. */
   readonly size: number;
@@ -42,26 +42,36 @@ export async function openBoundedFile(path: string, maxBytes: number, flag = "")
  * names the option that raises the limit.
  */
 export async function readBoundedFile(path: string, maxBytes: number, flag = ""): Promise<Buffer> {
-  const { handle, size } = await openBoundedFile(path, maxBytes, flag);
+  const file = await openBoundedFile(path, maxBytes, flag);
   try {
-    // The file may grow between stat and read: the buffer grows up to one byte past the limit.
-    // Never from Buffer's shared pool, so that releaseFileBytes may free it; never zero-filled,
-    // since only the bytes read are handed out.
-    let buffer = Buffer.allocUnsafeSlow(Math.min(size, maxBytes) + 1);
-    let length = 0;
-    for (;;) {
-      if (length === buffer.length) {
-        check(path, true, length, maxBytes, flag);
-        const grown = Buffer.allocUnsafeSlow(Math.min(buffer.length * 2, maxBytes + 1));
-        buffer.copy(grown);
-        buffer = grown;
-      }
-      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
-      if (bytesRead === 0) return buffer.subarray(0, length);
-      length += bytesRead;
-    }
+    return await readOpenedFile(path, file, maxBytes, flag);
   } finally {
-    await handle.close();
+    await file.handle.close();
+  }
+}
+
+/** readBoundedFile of a file opened by openBoundedFile, from its first byte; the caller closes it. */
+export async function readOpenedFile(
+  path: string,
+  { handle, size }: BoundedFile,
+  maxBytes: number,
+  flag = "",
+): Promise<Buffer> {
+  // The file may grow between stat and read: the buffer grows up to one byte past the limit.
+  // Never from Buffer's shared pool, so that releaseFileBytes may free it; never zero-filled,
+  // since only the bytes read are handed out.
+  let buffer = Buffer.allocUnsafeSlow(Math.min(size, maxBytes) + 1);
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      check(path, true, length, maxBytes, flag);
+      const grown = Buffer.allocUnsafeSlow(Math.min(buffer.length * 2, maxBytes + 1));
+      buffer.copy(grown);
+      buffer = grown;
+    }
+    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+    if (bytesRead === 0) return buffer.subarray(0, length);
+    length += bytesRead;
   }
 }
 

@@ -64,16 +64,16 @@ export function parseClusterFile(
 }
 
 /**
- * parseClusterFile of a large JSON List read from its file a window at a time; undefined when the
+ * The contents of a large JSON List read from its file a window at a time; undefined when the
  * file is anything else (windowedJsonObjects), which parseClusterFile then reads whole.
  */
 export function parseJsonListInWindows(
   read: ReadAt,
   options: WindowedJsonOptions,
   defaultNamespace = "default",
-): ClusterFileParse | undefined {
+): ClusterFileContents | undefined {
   try {
-    return { ok: true, contents: validateObjects(windowedJsonObjects(read, options), defaultNamespace) };
+    return validateObjects(windowedJsonObjects(read, options), defaultNamespace);
   } catch (err) {
     if (err instanceof NotWindowable) return undefined;
     throw err;

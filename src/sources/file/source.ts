@@ -9,7 +9,12 @@ import { createHash } from "node:crypto";
 import { type FSWatcher, readSync, unwatchFile, watch as watchDirectory, watchFile } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import { openBoundedFile, readBoundedFile, releaseFileBytes } from "../../lib/bounded-read.ts";
+import {
+  type BoundedFile,
+  openBoundedFile,
+  readOpenedFile,
+  releaseFileBytes,
+} from "../../lib/bounded-read.ts";
 import { sleep } from "../../lib/sleep.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
@@ -83,32 +88,28 @@ const WINDOW_BYTES = 4 * 2 ** 20;
  * A large JSON List read and parsed a window at a time (parseJsonListInWindows), with its digest;
  * undefined when the file is small or anything else, to be read whole.
  */
-async function readListInWindows(
+function readListInWindows(
   path: string,
+  { handle, size }: BoundedFile,
   maxBytes: number,
-): Promise<{ parsed: ReturnType<typeof parseClusterFile>; digest: string; bytes: number } | undefined> {
-  const { handle, size } = await openBoundedFile(path, maxBytes, "--max-input-size");
-  try {
-    if (size < WINDOW_BYTES) return undefined;
-    const hash = createHash("sha256");
-    let bytes = 0;
-    const { fd } = handle;
-    const parsed = parseJsonListInWindows(
-      (into, at, length, position) => readSync(fd, into, at, length, position),
-      {
-        fileName: path,
-        windowBytes: WINDOW_BYTES,
-        maxBytes,
-        onBytes: (fresh) => {
-          hash.update(fresh);
-          bytes += fresh.length;
-        },
+): { contents: ClusterFileContents; digest: string; bytes: number } | undefined {
+  if (size < WINDOW_BYTES) return undefined;
+  const hash = createHash("sha256");
+  let bytes = 0;
+  const { fd } = handle;
+  const contents = parseJsonListInWindows(
+    (into, at, length, position) => readSync(fd, into, at, length, position),
+    {
+      fileName: path,
+      windowBytes: WINDOW_BYTES,
+      maxBytes,
+      onBytes: (fresh) => {
+        hash.update(fresh);
+        bytes += fresh.length;
       },
-    );
-    return parsed === undefined ? undefined : { parsed, digest: hash.digest("base64"), bytes };
-  } finally {
-    await handle.close();
-  }
+    },
+  );
+  return contents === undefined ? undefined : { contents, digest: hash.digest("base64"), bytes };
 }
 
 const objectCount = (c: ClusterFileContents) => c.services.length + c.endpointSlices.length + c.nodes.length;
@@ -294,14 +295,17 @@ export class FileSource implements ClusterSource {
     let bytes: Buffer;
     try {
       this.#readIno = (await identity(path))?.ino;
-      const windowed = await readListInWindows(path, maxBytes);
-      if (windowed !== undefined) {
-        log.debug({ file: path, bytes: windowed.bytes, windowed: true }, "read the file");
-        return windowed.parsed.ok
-          ? { ok: true, digest: windowed.digest, contents: windowed.parsed.contents }
-          : windowed.parsed;
+      const file = await openBoundedFile(path, maxBytes, "--max-input-size");
+      try {
+        const windowed = readListInWindows(path, file, maxBytes);
+        if (windowed !== undefined) {
+          log.debug({ file: path, bytes: windowed.bytes, windowed: true }, "read the file");
+          return { ok: true, digest: windowed.digest, contents: windowed.contents };
+        }
+        bytes = await readOpenedFile(path, file, maxBytes, "--max-input-size");
+      } finally {
+        await file.handle.close();
       }
-      bytes = await readBoundedFile(path, maxBytes, "--max-input-size");
     } catch (err) {
       return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
     }
