@@ -23,7 +23,10 @@ interface EndpointFlags {
 export class PackedEndpoint implements LocalEndpoint {
   readonly ip: string;
   readonly port: number;
-  /** The five flags in one number; read them by name. Public so that comparing two endpoints field by field compares them too. */
+  /**
+   * The five flags in one number; read them by name. Public so that comparing two endpoints
+   * field by field compares them too.
+   */
   readonly flags: number;
 
   constructor(ip: string, port: number, flags: EndpointFlags) {

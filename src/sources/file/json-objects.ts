@@ -3,7 +3,7 @@
 // and dropped before the next is parsed.
 
 import { isAscii } from "node:buffer";
-import { jsonLayout } from "../../lib/json-layout.ts";
+import { jsonLayout, jsonText } from "../../lib/json-layout.ts";
 import { LineLocator } from "./lines.ts";
 import {
   isListKind,
@@ -125,9 +125,7 @@ function parseValue(
   ascii: boolean,
   fail: (offset: number, message: string) => Error,
 ): unknown {
-  // ASCII (all of kubectl's output, unless a label or annotation says otherwise) decodes faster as
-  // Latin-1, to the same text.
-  const text = ascii ? bytes.toString("latin1", start, end) : bytes.toString("utf8", start, end);
+  const text = jsonText(bytes, start, end, ascii);
   try {
     return JSON.parse(text);
   } catch (err) {

@@ -14,6 +14,7 @@ import {
   COLON,
   COMMA,
   itemSeparator,
+  jsonText,
   LayoutError,
   NEWLINE,
   OPEN_BRACE,
@@ -53,7 +54,7 @@ class FileWindow {
   /** The bytes of the file in the buffer. */
   view: Buffer;
   atEnd = false;
-  /** Whether every byte read so far is ASCII (decoded as Latin-1 then, which is faster). */
+  /** Whether every byte read so far is ASCII (see jsonText). */
   ascii = true;
 
   constructor(read: ReadAt, options: WindowedJsonOptions) {
@@ -99,7 +100,7 @@ class FileWindow {
 
   /** The text of view[start, end). */
   text(start: number, end: number): string {
-    return this.ascii ? this.view.toString("latin1", start, end) : this.view.toString("utf8", start, end);
+    return jsonText(this.view, start, end, this.ascii);
   }
 }
 
