@@ -12,14 +12,18 @@
 //             loader, then the two families' writes;
 //   companion the nft companion's first ruleset ("ebpf-nftables synced"; to-nft's own: "nftables
 //   synced"), started after the maps.
+//   idle      then, nothing changing, kpng's own CPU over --idle-s seconds (after 5 s to settle),
+//             in per cent of a core: the probes' work, and the processes kpng starts itself
+//             (each start forks kpng, at a cost that grows with its memory).
 // With --sinks=ebpf,nft the same file also goes through `to-nft` for a side-by-side row. Peak RSS
 // (VmHWM) and kpng's own CPU are read when the maps (or nft's rules) are in place.
 // Needs root and build/kpng.bpf.o (npm run build:bpf).
-//   node bench/ebpf-cold.ts [--quick] [--sizes=10000,100000] [--sinks=ebpf,nft]
+//   node bench/ebpf-cold.ts [--quick] [--sizes=10000,100000] [--sinks=ebpf,nft] [--idle-s=30]
 
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { mountBpf } from "../tools/netns/bpf-mounts.ts";
 import { Topology } from "../tools/netns/topology.ts";
@@ -32,6 +36,8 @@ const SIZES = sizesFlag(quick ? [1000] : [10_000, 100_000]);
 const SINKS = (flagValue("sinks") ?? "ebpf").split(",");
 const ENDPOINTS = 10;
 const COLD_TIMEOUT_MS = 600_000;
+const IDLE_S = Number(flagValue("idle-s") ?? (quick ? 5 : 30));
+const IDLE_SETTLE_MS = 5000;
 const here = fileURLToPath(new URL(".", import.meta.url));
 const CLI = join(here, "../src/cli/main.ts");
 const OBJECT = join(here, "../build/kpng.bpf.o");
@@ -47,6 +53,15 @@ const s = (line: Line | undefined, from: number) =>
 
 interface Run {
   readonly rows: string[];
+}
+
+/** kpng's CPU over IDLE_S seconds with nothing changing, in per cent of a core. */
+async function idlePercent(kpng: LineProcess): Promise<number> {
+  await sleep(IDLE_SETTLE_MS);
+  const from = kpng.cpuTimes().selfMs;
+  const since = performance.now();
+  await sleep(IDLE_S * 1000);
+  return ((kpng.cpuTimes().selfMs - from) / (performance.now() - since)) * 100;
 }
 
 async function run(topo: Topology, sink: string, n: number, file: string): Promise<Run> {
@@ -94,6 +109,7 @@ async function run(topo: Topology, sink: string, n: number, file: string): Promi
       COLD_TIMEOUT_MS,
     );
     const atRules = { rss: kpng.peakRssMiB(), cpu: kpng.cpuTimes() };
+    const idle = await idlePercent(kpng);
     const t0 = kpng.startedAt;
     return {
       rows: [
@@ -108,6 +124,7 @@ async function run(topo: Topology, sink: string, n: number, file: string): Promi
           : `${atMaps.rss.toFixed(0)} / ${(atMaps.cpu.selfMs / 1000).toFixed(2)} / ${atMaps.cpu.minorFaults}`,
         s(rules, t0),
         `${atRules.rss.toFixed(0)} / ${(atRules.cpu.selfMs / 1000).toFixed(2)} / ${atRules.cpu.minorFaults}`,
+        `${idle.toFixed(2)} %`,
         `${load}→${loadavg()[0]!.toFixed(1)}`,
       ],
     };
@@ -158,6 +175,7 @@ console.log(
       "at maps: peak RSS MiB / kpng CPU s / page faults",
       "nft rules s",
       "at nft: peak RSS MiB / kpng CPU s / page faults",
+      `idle ${IDLE_S} s: kpng CPU`,
       "load avg",
     ],
     rows,

@@ -2,7 +2,7 @@
 // those of the interfaces holding the default routes, else every global non-loopback address.
 
 import { ofFamily } from "../model/local.ts";
-import { execCommand } from "./exec.ts";
+import { execVia, type SmallSpawner } from "./small-spawner.ts";
 
 interface InterfaceAddresses {
   readonly ifname: string;
@@ -36,9 +36,9 @@ export const HOST_NETWORK_BINARIES: readonly string[] = ["ip"];
 
 const IP_TIMEOUT_MS = 10_000;
 
-async function ipJson(args: readonly string[]): Promise<unknown> {
+async function ipJson(args: readonly string[], spawner: SmallSpawner | undefined): Promise<unknown> {
   // A deadline, as for every external call: `ip` answers in milliseconds when all is well.
-  const r = await execCommand(["ip", "-j", ...args], { timeoutMs: IP_TIMEOUT_MS });
+  const r = await execVia(spawner, ["ip", "-j", ...args], { timeoutMs: IP_TIMEOUT_MS });
   if (r.code !== 0 || r.signal !== null)
     throw new Error(`ip ${args.join(" ")}: ${r.stderr.trim() || r.signal}`);
   const text = r.stdout.trim();
@@ -52,10 +52,20 @@ function records(x: unknown): Record<string, unknown>[] {
 }
 
 export class IpCommandHost implements HostNetwork {
+  /**
+   * Starts `ip`: from kpng, each start would block kpng for as long as a fork of it takes, which
+   * grows with its memory, and the addresses are read again after every address event.
+   */
+  readonly #spawner: SmallSpawner | undefined;
+
+  constructor(spawner?: SmallSpawner) {
+    this.#spawner = spawner;
+  }
+
   async defaultRouteInterfaces(): Promise<string[]> {
     const out: string[] = [];
     for (const fam of ["-4", "-6"]) {
-      for (const r of records(await ipJson([fam, "route", "show", "default"]))) {
+      for (const r of records(await ipJson([fam, "route", "show", "default"], this.#spawner))) {
         if (typeof r.dev === "string") out.push(r.dev);
       }
     }
@@ -66,7 +76,7 @@ export class IpCommandHost implements HostNetwork {
   async defaultGateways(): Promise<string[]> {
     const out: string[] = [];
     for (const fam of ["-4", "-6"]) {
-      for (const r of records(await ipJson([fam, "route", "show", "default"]))) {
+      for (const r of records(await ipJson([fam, "route", "show", "default"], this.#spawner))) {
         if (typeof r.gateway === "string") out.push(r.gateway);
       }
     }
@@ -74,7 +84,7 @@ export class IpCommandHost implements HostNetwork {
   }
 
   async interfaces(): Promise<InterfaceAddresses[]> {
-    return records(await ipJson(["addr", "show"])).map((i) => ({
+    return records(await ipJson(["addr", "show"], this.#spawner)).map((i) => ({
       ifname: String(i.ifname),
       addresses: records(i.addr_info).map((a) => ({ ip: String(a.local), scope: String(a.scope) })),
     }));

@@ -1,8 +1,11 @@
 // Commands started from a small process instead of the proxy itself. Node starts a command by
 // forking, and a fork copies the page tables of the whole process: from a proxy with 100k
 // Services each start blocks the event loop for tens of milliseconds (docs/performance.md), and a
-// change that arrives meanwhile waits that long. The small process (small-spawner-main.ts) is forked once,
-// at start, while kpng is still small; the commands it runs for kpng cost kpng one IPC message.
+// change that arrives meanwhile waits that long. Worse, the fork leaves every page of the proxy
+// copy-on-write, so the next write to each one (a garbage collection writes to most of the heap)
+// takes a page fault: after one start, rewriting 400 MiB costs about 100k faults and seconds of
+// CPU. The small process (small-spawner-main.ts) is forked once, at start, while kpng is still
+// small; the commands it runs for kpng cost kpng one IPC message.
 //
 // The same contract as execCommand: an argv array, a deadline, a result or a start failure.
 // Nothing is written to their stdin: commands that need data get a file (sending the data over
@@ -12,10 +15,13 @@
 // commands), the command fails as a timed-out command would: a caller already handles that.
 
 import { type ChildProcess, fork } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type AnswerDeadline, answerDeadline } from "../lib/answer-deadline.ts";
 import { counter } from "../observability/metrics.ts";
-import { countExec, type ExecResult, killProcessGroup } from "./exec.ts";
+import { countExec, type ExecResult, execCommand, killProcessGroup } from "./exec.ts";
 
 export interface SpawnRequest {
   readonly id: number;
@@ -34,7 +40,7 @@ export type SpawnResponse =
 
 const restarts = counter(
   "kpng_small_spawner_restarts_total",
-  "Times the small process that starts commands for kpng (conntrack, nft -f) was started again after it died or hung.",
+  "Times the small process that starts commands for kpng (conntrack, nft -f, bpftool, ip) was started again after it died or hung.",
 );
 
 const MAIN = fileURLToPath(new URL("./small-spawner-main.ts", import.meta.url));
@@ -52,6 +58,46 @@ interface Waiting {
 }
 
 let shared: SmallSpawner | undefined;
+
+/** argv run to completion by `spawner` when there is one, else by kpng itself (execCommand). */
+export function execVia(
+  spawner: SmallSpawner | undefined,
+  argv: readonly string[],
+  options: { readonly timeoutMs: number },
+): Promise<ExecResult> {
+  return spawner === undefined ? execCommand(argv, options) : spawner.exec(argv, options);
+}
+
+/**
+ * `input` in a file of a private directory (`kpng-<tool>-…`, the file mode 0600) for a command
+ * the small process starts: `use` gets its path, and the directory is removed once `use` has
+ * settled. Undefined when the file cannot be written (a full /tmp): the caller then starts the
+ * command itself, with the input on stdin.
+ */
+export async function withInputFile<T>(
+  tool: string,
+  name: string,
+  input: string,
+  use: (path: string) => Promise<T>,
+): Promise<T | undefined> {
+  let dir: string;
+  try {
+    dir = await mkdtemp(join(tmpdir(), `kpng-${tool}-`));
+  } catch {
+    return undefined;
+  }
+  try {
+    const path = join(dir, name);
+    try {
+      await writeFile(path, input, { mode: 0o600 });
+    } catch {
+      return undefined;
+    }
+    return await use(path);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
 
 /** The process's one small spawner, forked at its first use: call it early, while kpng is small. */
 export function sharedSmallSpawner(): SmallSpawner {

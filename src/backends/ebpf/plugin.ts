@@ -11,6 +11,7 @@ import { followNode } from "../../backend-core/node-watch.ts";
 import { SyncLoop } from "../../backend-core/sync-loop.ts";
 import { healthCheckAddresses } from "../../host/listen-addresses.ts";
 import { nodePortAddresses } from "../../host/node-port-addresses.ts";
+import { sharedSmallSpawner } from "../../host/small-spawner.ts";
 import type { LocalState } from "../../model/local.ts";
 import { NodeServices } from "../../node/node-services.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
@@ -108,7 +109,6 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
     async run(feed, opts, ctx) {
       const log = ctx.log.child({ component: "ebpf" });
       const settings = external.settings(opts.companion);
-      const loader = new BpftoolLoader(opts.loader);
       if (settings.dryRun) {
         await withFirstState(feed, ctx.signal, async (state) => {
           for (const [key, svc] of state.services) {
@@ -125,13 +125,16 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
       // parses every backend's defaults on any host.
       const problems = startupProblems(opts.loader);
       if (problems.length > 0) throw new UsageError(`to-ebpf cannot run here:\n  ${problems.join("\n  ")}`);
+      // Forked now, while kpng is small: it starts bpftool for the loader and the probe.
+      const spawner = sharedSmallSpawner();
+      const loader = new BpftoolLoader(opts.loader, { spawner });
       const ebpf = new EbpfBackend({
         loader,
         openMaps: () => new PinnedMaps(opts.loader.bpfRoot),
         render: NO_NODE_PORTS,
         log,
         udpSockets: new UdpSocketDestroyer(
-          new PinnedUdpDestroyer(opts.loader.bpfRoot, opts.loader.cgroupRoot, log),
+          new PinnedUdpDestroyer(opts.loader.bpfRoot, opts.loader.cgroupRoot, log, spawner),
           log,
         ),
       });

@@ -6,7 +6,8 @@
 
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { execCommand } from "../../host/exec.ts";
+import { type ExecResult, execCommand } from "../../host/exec.ts";
+import { execVia, type SmallSpawner, withInputFile } from "../../host/small-spawner.ts";
 import { HOOKS, type Hook, MAP_KEYS, MAPS, programName } from "./layout.ts";
 import { mapPinPath } from "./maps.ts";
 import { COOKIE_BYTES, UDP_DESTROY_OBJECT, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
@@ -87,6 +88,11 @@ const PLAIN_WORD = /^[\w./:=,+@-]+$/;
 export class BpftoolLoader implements ProgramLoader {
   readonly #s: LoaderSettings;
   readonly #tool: string;
+  /**
+   * Starts bpftool: from kpng, each start would block kpng for as long as a fork of it takes,
+   * which grows with its memory, and the probe asks bpftool every second (small-spawner.ts).
+   */
+  readonly #spawner: SmallSpawner | undefined;
   /** Why the UDP socket iterator cannot load on this kernel; once known, it is not tried again. */
   #noUdpDestroy: string | undefined;
   /** This loader pinned the iterator: check() reports it when it goes missing. */
@@ -94,9 +100,10 @@ export class BpftoolLoader implements ProgramLoader {
   /** Loads of the iterator in a row that failed for now; at MAX_UDP_DESTROY_TRIES kpng gives up. */
   #udpDestroyFailures = 0;
 
-  constructor(settings: LoaderSettings) {
+  constructor(settings: LoaderSettings, options: { readonly spawner?: SmallSpawner } = {}) {
     this.#s = settings;
     this.#tool = settings.bpftool ?? "bpftool";
+    this.#spawner = options.spawner;
   }
 
   get #dir(): string {
@@ -272,7 +279,7 @@ export class BpftoolLoader implements ProgramLoader {
    */
   async #runAll(commands: readonly (readonly string[])[]): Promise<void> {
     if (commands.length > 1 && commands.every((c) => c.every((word) => PLAIN_WORD.test(word)))) {
-      await this.#run(["batch", "file", "-"], `${commands.map((c) => c.join(" ")).join("\n")}\n`);
+      await this.#run(["batch", "file"], `${commands.map((c) => c.join(" ")).join("\n")}\n`);
       return;
     }
     for (const c of commands) await this.#run(c);
@@ -319,11 +326,12 @@ export class BpftoolLoader implements ProgramLoader {
     return new Map(list.map((a) => [a.attach_type, a]));
   }
 
-  async #run(args: readonly string[], stdin?: string): Promise<string> {
-    const r = await execCommand([this.#tool, ...args], {
-      timeoutMs: TIMEOUT_MS,
-      ...(stdin === undefined ? {} : { stdin }),
-    });
+  /**
+   * bpftool with `args`. With `input`, one more argument: a file holding the input when the small
+   * process starts bpftool, else "-" with the input on stdin.
+   */
+  async #run(args: readonly string[], input?: string): Promise<string> {
+    const r = await this.#exec([this.#tool, ...args], input);
     if (r.timedOut)
       throw new Error(`bpftool ${args.slice(0, 2).join(" ")}: no answer within ${TIMEOUT_MS} ms`);
     if (r.code !== 0) {
@@ -331,5 +339,16 @@ export class BpftoolLoader implements ProgramLoader {
       throw new Error(`bpftool ${args.join(" ")} failed: ${msg.join("; ") || `exit ${r.code}`}`);
     }
     return r.stdout;
+  }
+
+  async #exec(argv: readonly string[], input: string | undefined): Promise<ExecResult> {
+    const spawner = this.#spawner;
+    const options = { timeoutMs: TIMEOUT_MS };
+    if (input === undefined) return execVia(spawner, argv, options);
+    const spawned =
+      spawner === undefined
+        ? undefined
+        : await withInputFile("bpftool", "batch", input, (path) => spawner.exec([...argv, path], options));
+    return spawned ?? execCommand([...argv, "-"], { ...options, stdin: input });
   }
 }

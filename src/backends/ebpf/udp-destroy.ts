@@ -16,7 +16,7 @@ import { existsSync, statSync } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createMapRef, objGet, RawMap } from "bpf";
-import { execCommand } from "../../host/exec.ts";
+import { execVia, type SmallSpawner } from "../../host/small-spawner.ts";
 import { type GoneEndpoint, goneEndpoints } from "../../model/gone-endpoints.ts";
 import type { IPFamily } from "../../model/kube.ts";
 import type { LocalService } from "../../model/local.ts";
@@ -91,12 +91,15 @@ export class PinnedUdpDestroyer implements SocketDestroyRunner {
   readonly #bpfRoot: string;
   readonly #cgroupRoot: string;
   readonly #log: Logger;
+  /** Starts the iterator in each pod's namespace, one process per pod (see BpftoolLoader). */
+  readonly #spawner: SmallSpawner | undefined;
 
-  constructor(bpfRoot: string, cgroupRoot: string, log: Logger) {
+  constructor(bpfRoot: string, cgroupRoot: string, log: Logger, spawner?: SmallSpawner) {
     this.#pins = udpDestroyPins(bpfRoot);
     this.#bpfRoot = bpfRoot;
     this.#cgroupRoot = cgroupRoot;
     this.#log = log;
+    this.#spawner = spawner;
   }
 
   async run(flows: readonly GoneFlow[]): Promise<DestroyResult | undefined> {
@@ -140,11 +143,10 @@ export class PinnedUdpDestroyer implements SocketDestroyRunner {
     let result = destroyResults(own);
     let namespaceFailures = 0;
     for (const pid of await this.#podNamespaces()) {
-      const r = await execCommand(
+      const r = await execVia(
+        this.#spawner,
         ["nsenter", `--net=/proc/${pid}/ns/net`, "--", "cat", this.#pins.iterator],
-        {
-          timeoutMs: RUN_TIMEOUT_MS,
-        },
+        { timeoutMs: RUN_TIMEOUT_MS },
       );
       // A process that ended in between took its namespace along (or left it to another).
       if (r.code !== 0 || r.timedOut) {

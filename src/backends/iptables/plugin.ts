@@ -13,6 +13,7 @@ import {
 } from "../../backend-core/node-watch.ts";
 import { HOST_NETWORK_BINARIES, IpCommandHost, primaryAddresses } from "../../host/host-network.ts";
 import { guardServiceRanges, readProtectedAddresses } from "../../host/service-range-guard.ts";
+import { type SmallSpawner, sharedSmallSpawner } from "../../host/small-spawner.ts";
 import {
   addTrafficAddressOptions,
   detectLocalMode,
@@ -99,13 +100,15 @@ export function parseIptablesOptions(raw: RawOptions): IptablesFlags {
   };
 }
 
-async function runnerFor(mode: IptablesMode): Promise<IptablesRunner> {
-  if (mode !== "auto") return new ExecIptablesRunner(mode);
+/** The runner of `mode`'s variant; with `spawner`, its commands are started by the small process. */
+async function runnerFor(mode: IptablesMode, spawner?: SmallSpawner): Promise<IptablesRunner> {
+  const options = spawner === undefined ? {} : { spawner };
+  if (mode !== "auto") return new ExecIptablesRunner(mode, options);
   const variant = await detectVariant({
-    nft: new ExecIptablesRunner("nft"),
-    legacy: new ExecIptablesRunner("legacy"),
+    nft: new ExecIptablesRunner("nft", options),
+    legacy: new ExecIptablesRunner("legacy", options),
   });
-  return new ExecIptablesRunner(variant);
+  return new ExecIptablesRunner(variant, options);
 }
 
 /** Prints the restore input for the first state and checks it with `iptables-restore --test`. */
@@ -145,8 +148,9 @@ export const toIptablesPlugin: LocalSinkPlugin<IptablesFlags> = {
   },
   parseOptions: parseIptablesOptions,
   async run(input, opts, ctx: RunContext): Promise<void> {
-    const host = new IpCommandHost();
-    const runner = await runnerFor(opts.mode);
+    const spawner = sharedSmallSpawner();
+    const host = new IpCommandHost(spawner);
+    const runner = await runnerFor(opts.mode, spawner);
     const log = ctx.log.child({ component: "iptables" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     // NodeCIDR: the pod CIDRs are the Node's, from the first state on.

@@ -1,8 +1,10 @@
-// The only place that runs iptables. Restore input goes to `iptables-restore --noflush` on stdin
-// (argv array, no shell); each table's COMMIT applies completely or not at all. Every call has a
-// deadline: a stuck process is killed and reported as a failure.
+// The only place that runs iptables. Restore input goes to `iptables-restore --noflush` (argv
+// array, no shell): on stdin, or in a file when the small process starts it; each table's COMMIT
+// applies completely or not at all. Every call has a deadline: a stuck process is killed and
+// reported as a failure.
 
 import { CommandFailed, type ExecResult, execCommand, firstLine } from "../../host/exec.ts";
+import { type SmallSpawner, withInputFile } from "../../host/small-spawner.ts";
 import { IP_FAMILIES } from "../../model/ip.ts";
 import type { IPFamily } from "../../model/kube.ts";
 
@@ -31,12 +33,6 @@ const CHECK_TIMEOUT_MS = 5000;
 /** One restore of 10k services (20k chains) takes seconds on a loaded two-core machine; a margin. */
 const DEFAULT_TIMEOUT_MS = 180_000;
 
-async function exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<ExecResult> {
-  const r = await execCommand(argv, { stdin, timeoutMs });
-  if (r.timedOut) throw new IptablesError(`${argv[0] ?? "iptables"} timed out after ${timeoutMs} ms`, "");
-  return r;
-}
-
 /** `iptables-nft-restore`, `ip6tables-legacy-save`, `iptables-nft`, … */
 export function binary(family: IPFamily, variant: Variant, tool: "" | "restore" | "save"): string {
   const base = `${family === "IPv4" ? "iptables" : "ip6tables"}-${variant}`;
@@ -55,16 +51,42 @@ export class ExecIptablesRunner implements IptablesRunner {
   readonly variant: Variant;
   readonly #prefix: readonly string[];
   readonly #timeoutMs: number;
+  /**
+   * Starts the commands: from kpng, each start would block kpng for as long as a fork of it
+   * takes, which grows with its memory, and the rules are checked every few seconds
+   * (small-spawner.ts). Restore input then goes in a file, named as the last argument.
+   */
+  readonly #spawner: SmallSpawner | undefined;
 
-  constructor(variant: Variant, options: { prefix?: readonly string[]; timeoutMs?: number } = {}) {
+  constructor(
+    variant: Variant,
+    options: { prefix?: readonly string[]; timeoutMs?: number; spawner?: SmallSpawner } = {},
+  ) {
     this.variant = variant;
     this.#prefix = options.prefix ?? [];
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#spawner = options.spawner;
+  }
+
+  async #exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<ExecResult> {
+    const spawner = this.#spawner;
+    const options = { timeoutMs };
+    const spawned =
+      spawner === undefined
+        ? undefined
+        : stdin === ""
+          ? await spawner.exec(argv, options)
+          : await withInputFile("iptables", "restore", stdin, (path) =>
+              spawner.exec([...argv, path], options),
+            );
+    const r = spawned ?? (await execCommand(argv, { stdin, timeoutMs }));
+    if (r.timedOut) throw new IptablesError(`${argv[0] ?? "iptables"} timed out after ${timeoutMs} ms`, "");
+    return r;
   }
 
   async restore(family: IPFamily, text: string, options: { readonly test?: boolean } = {}): Promise<void> {
     const args = ["-w", "5", "--noflush", ...(options.test ? ["--test"] : [])];
-    const r = await exec(
+    const r = await this.#exec(
       [...this.#prefix, binary(family, this.variant, "restore"), ...args],
       text,
       this.#timeoutMs,
@@ -73,7 +95,7 @@ export class ExecIptablesRunner implements IptablesRunner {
   }
 
   async save(family: IPFamily, table: Table): Promise<string> {
-    const r = await exec(
+    const r = await this.#exec(
       [...this.#prefix, binary(family, this.variant, "save"), "-t", table],
       "",
       this.#timeoutMs,
@@ -103,7 +125,7 @@ export class ExecIptablesRunner implements IptablesRunner {
    */
   async #check(family: IPFamily, table: Table, args: readonly string[]): Promise<ExecResult> {
     const argv = [...this.#prefix, binary(family, this.variant, ""), "-w", "5", "-t", table, ...args];
-    const r = await exec(argv, "", CHECK_TIMEOUT_MS);
+    const r = await this.#exec(argv, "", CHECK_TIMEOUT_MS);
     if (r.code === 2 && /does not exist|Couldn't load target/.test(r.stderr)) return { ...r, code: 1 };
     if (r.code !== 0 && r.code !== 1)
       throw new IptablesError(

@@ -114,7 +114,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     { what: `nft tables ip/ip6 ${opts.tableName}`, fix: "give one of them another --table-name" },
   ],
   async run(input, opts, ctx: RunContext): Promise<void> {
-    const host = new IpCommandHost();
+    const host = new IpCommandHost(sharedSmallSpawner());
     const log = ctx.log.child({ component: "nft" });
     const feed = guardServiceRanges(input, await readProtectedAddresses(host), log);
     const followed = await startNodeWatch(feed, host, ctx.signal, log, {
@@ -231,7 +231,7 @@ function socketBalanced(table: TableConfig): TableConfig {
  * addresses are followed; `run` updates the tables in place when they change.
  */
 async function prepareNft(opts: NftOptions, log: Logger, backend: string): Promise<PreparedCompanion> {
-  const host = new IpCommandHost();
+  const host = new IpCommandHost(sharedSmallSpawner());
   const addresses = await watchHostAddresses(host, log);
   const protectedAddresses = await readProtectedAddresses(host);
   // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).

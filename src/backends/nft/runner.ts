@@ -3,11 +3,8 @@
 // deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
 import type { ChildProcess } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { CommandFailed, type ExecResult, execCommand, firstLine, stopCommand } from "../../host/exec.ts";
-import type { SmallSpawner } from "../../host/small-spawner.ts";
+import { type SmallSpawner, withInputFile } from "../../host/small-spawner.ts";
 import type { NftFamily } from "../../model/ip.ts";
 
 export class NftError extends CommandFailed {}
@@ -112,22 +109,10 @@ export class ExecNftRunner implements NftRunner {
    */
   async #spawned(spawner: SmallSpawner, text: string): Promise<ExecResult> {
     if (this.#closed) throw new NftError("the nft runner is closed", "");
-    let dir: string;
-    try {
-      dir = await mkdtemp(join(tmpdir(), "kpng-nft-"));
-    } catch {
-      return this.#exec(["-f", "-"], text);
-    }
-    try {
-      const path = join(dir, "transaction.nft");
-      try {
-        await writeFile(path, text, { mode: 0o600 });
-      } catch {
-        return await this.#exec(["-f", "-"], text);
-      }
+    const spawned = await withInputFile("nft", "transaction.nft", text, (path) => {
       if (this.#closed) throw new NftError("the nft runner is closed", "");
       const argv = [...this.#command, "-f", path];
-      return await exec(
+      return exec(
         argv,
         this.#timeoutMs,
         () =>
@@ -139,9 +124,8 @@ export class ExecNftRunner implements NftRunner {
               .finally(() => this.#spawnedCalls.delete(reject));
           }),
       );
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    });
+    return spawned ?? this.#exec(["-f", "-"], text);
   }
 
   async run(text: string): Promise<void> {

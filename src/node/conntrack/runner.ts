@@ -3,11 +3,8 @@
 // by name and a spawned child's stdin is a socket, which /dev/stdin cannot open: the batch goes
 // to a private temporary file instead (mode 0600 in a 0700 directory), removed afterwards.
 
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type ExecResult, execCommand } from "../../host/exec.ts";
-import { type SmallSpawner, sharedSmallSpawner } from "../../host/small-spawner.ts";
+import { type SmallSpawner, sharedSmallSpawner, withInputFile } from "../../host/small-spawner.ts";
 
 export interface ConntrackRunner {
   /** Runs every line of a batch; resolves with how many entries were deleted. */
@@ -63,14 +60,12 @@ export class ExecConntrackRunner implements ConntrackRunner {
 
   async deleteBatch(lines: readonly string[]): Promise<number> {
     if (lines.length === 0) return 0;
-    const dir = await mkdtemp(join(tmpdir(), "kpng-conntrack-"));
-    try {
-      const file = join(dir, "batch");
-      await writeFile(file, `${lines.join("\n")}\n`, { mode: 0o600 });
-      return await this.#run(file);
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    const deleted = await withInputFile("conntrack", "batch", `${lines.join("\n")}\n`, (file) =>
+      this.#run(file),
+    );
+    if (deleted === undefined)
+      throw new ConntrackError("cannot write the batch of entries to delete to a file");
+    return deleted;
   }
 
   async list(protocol: "udp" | "sctp", onLine: (line: string) => void): Promise<void> {

@@ -1,15 +1,17 @@
 // The loader's bpftool commands, run by a fake bpftool that records them: a first load is three
 // processes (the maps in one batch, `prog loadall` on its own, the attaches in one batch), and
-// paths that bpftool's batch reader would split or unquote go one command per process.
+// paths that bpftool's batch reader would split or unquote go one command per process. Started by
+// the small process, bpftool is its child, not kpng's, and reads each batch from a file.
 
 import assert from "node:assert/strict";
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, test } from "node:test";
+import { dirname, join } from "node:path";
+import { after, afterEach, test } from "node:test";
 import { HOOKS } from "../../../../src/backends/ebpf/layout.ts";
 import { BpftoolLoader, NO_UDP_DESTROY, UDP_DESTROY_RETRY } from "../../../../src/backends/ebpf/programs.ts";
 import { udpDestroyPins } from "../../../../src/backends/ebpf/udp-destroy.ts";
+import { SmallSpawner } from "../../../../src/host/small-spawner.ts";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -17,12 +19,18 @@ afterEach(() => {
 });
 
 /**
- * A bpftool that appends each call (and a batch's input) to `calls` beside it, and succeeds, but
- * for calls whose first two words are `fail` (exit 1).
+ * A bpftool that appends each call (and a batch's input, from its file or stdin) to `calls` beside
+ * it, and its parent process and batch file to `started`, and succeeds, but for calls whose first
+ * two words are `fail` (exit 1).
  */
-function fakeBpftool(dir: string, fail = "", pinnedKeyBytes = 8): { path: string; calls: () => string[] } {
+function fakeBpftool(
+  dir: string,
+  fail = "",
+  pinnedKeyBytes = 8,
+): { path: string; calls: () => string[]; started: () => string[] } {
   const path = join(dir, "bpftool");
   const log = join(dir, "calls");
+  const started = join(dir, "started");
   // What the loader reads back when it pins the UDP socket iterator (its link, program and map),
   // and the key size of a map pinned before.
   const answers = [
@@ -33,23 +41,27 @@ function fakeBpftool(dir: string, fail = "", pinnedKeyBytes = 8): { path: string
   ].join("\n");
   writeFileSync(
     path,
-    `#!/bin/sh\nprintf 'CALL %s\\n' "$*" >> '${log}'\nif [ "$1 $2" = '${fail}' ]; then echo refused >&2; exit 1; fi\nif [ "$1" = batch ]; then cat >> '${log}'; fi\ncase "$*" in\n${answers}\nesac\n`,
+    `#!/bin/sh\nprintf 'CALL %s\\n' "$*" >> '${log}'\necho "parent $PPID file $3" >> '${started}'\nif [ "$1 $2" = '${fail}' ]; then echo refused >&2; exit 1; fi\nif [ "$1" = batch ]; then cat "$3" >> '${log}'; fi\ncase "$*" in\n${answers}\nesac\n`,
   );
   chmodSync(path, 0o755);
-  return { path, calls: () => readFileSync(log, "utf8").trim().split("\n") };
+  const lines = (file: string) => () => readFileSync(file, "utf8").trim().split("\n");
+  return { path, calls: lines(log), started: lines(started) };
 }
 
-function loader(root: string, bpftool: string): BpftoolLoader {
-  return new BpftoolLoader({
-    bpfRoot: join(root, "bpf"),
-    cgroupRoot: join(root, "cgroup"),
-    object: join(root, "kpng.bpf.o"),
-    serviceEntries: 16,
-    backendEntries: 32,
-    affinityEntries: 8,
-    reverseEntries: 16,
-    bpftool,
-  });
+function loader(root: string, bpftool: string, spawner?: SmallSpawner): BpftoolLoader {
+  return new BpftoolLoader(
+    {
+      bpfRoot: join(root, "bpf"),
+      cgroupRoot: join(root, "cgroup"),
+      object: join(root, "kpng.bpf.o"),
+      serviceEntries: 16,
+      backendEntries: 32,
+      affinityEntries: 8,
+      reverseEntries: 16,
+      bpftool,
+    },
+    spawner === undefined ? {} : { spawner },
+  );
 }
 
 test("a first load: the maps and the node's entry in one batch, loadall alone, the attaches in one batch", async () => {
@@ -71,6 +83,37 @@ test("a first load: the maps and the node's entry in one batch, loadall alone, t
     [...Array(5).fill("map create"), "map update", ...Array(HOOKS.length).fill("cgroup attach")],
   );
   assert.ok(lines.every((l) => !l.includes("prog loadall")));
+});
+
+test("started by the small process: bpftool is its child, and each batch comes in a file that is removed afterwards", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kpng-loader-"));
+  dirs.push(dir);
+  const spawner = new SmallSpawner();
+  after(() => spawner.close());
+  const fake = fakeBpftool(dir);
+  const l = loader(dir, fake.path, spawner);
+  assert.equal((await l.ensure()).length, 6 + HOOKS.length);
+  // The probe's look at what the cgroup holds (nothing is attached by a fake).
+  assert.ok((await l.check()).includes("connect4 not attached"));
+  const lines = fake.calls().filter((c) => !c.startsWith("CALL "));
+  assert.deepEqual(
+    lines.map((c) => c.split(" ").slice(0, 2).join(" ")),
+    [...Array(5).fill("map create"), "map update", ...Array(HOOKS.length).fill("cgroup attach")],
+  );
+  const started = fake.started().map((line) => /^parent (\d+) file (.*)$/.exec(line));
+  // The two batches, loadall, and the probe's look at the cgroup.
+  assert.equal(started.length, 4);
+  for (const m of started)
+    assert.equal(m?.[1], String(spawner.pid), "forked by the small process, not by kpng");
+  const files = fake
+    .calls()
+    .filter((c) => c.startsWith("CALL batch file "))
+    .map((c) => c.slice("CALL batch file ".length));
+  assert.equal(files.length, 2);
+  for (const file of files) {
+    assert.match(file, /kpng-bpftool-.*batch$/);
+    assert.equal(existsSync(dirname(file)), false, "the batch's directory is removed");
+  }
 });
 
 test("a path with a space: every command in a process of its own", async () => {
