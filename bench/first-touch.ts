@@ -4,7 +4,7 @@
 // what the guest frees, this is several times the cost of the work that fills the memory, and it
 // shows up as CPU of the process (docs/performance.md, "First touches of memory").
 //
-//   node bench/first-touch.ts [--quick] [--mib=185]
+//   node --expose-gc bench/first-touch.ts [--quick] [--mib=185]
 //
 // - fresh: a buffer of --mib MiB allocated and filled, four times, each freed before the next
 //   (malloc maps a buffer this large afresh, unless told to keep its heap on huge pages:
@@ -14,8 +14,13 @@
 //   the first touch costs per page, whatever is written;
 // - strings: --mib × 2 MiB of text made as strings of 512 KiB (above V8's large-object size of
 //   128 KiB, below the size from which Node makes an external string: each mapped afresh) and of
-//   64 KiB (made in the young generation, whose memory is used again), dropped as made.
+//   64 KiB (made in the young generation, whose memory is used again), dropped as made;
+// - after a process started: a buffer written again, one byte per page, and (with --expose-gc) a
+//   full collection of a heap of small objects, each right after nothing and right after a
+//   process was started (`true`). Starting a process forks this one, which leaves every page
+//   copy-on-write: the next write to each takes a fault (src/host/small-spawner.ts).
 
+import { spawnSync } from "node:child_process";
 import { flagValue, table } from "./lib/table.ts";
 
 const quick = process.argv.includes("--quick");
@@ -78,6 +83,36 @@ for (const pieceKiB of [512, 64]) {
       for (let made = 0; made < 2 * bytes; made += source.length) kept += source.toString("latin1").length;
     }),
   ]);
+}
+
+{
+  const buffer = Buffer.allocUnsafeSlow(bytes);
+  const writeAll = () => {
+    for (let at = 0; at < bytes; at += 4096) buffer[at] = (buffer[at] ?? 0) + 1;
+  };
+  writeAll();
+  for (const started of [false, true]) {
+    if (started) spawnSync("true");
+    rows.push([
+      `the same buffer, one byte per 4 KiB page, ${started ? "after a process was started" : "again"}`,
+      measure(writeAll),
+    ]);
+  }
+  kept += buffer[0] ?? 0;
+}
+const gc = (globalThis as { gc?: () => void }).gc;
+if (gc !== undefined) {
+  // About --mib MiB of heap: 48 bytes an object, 8 a slot of the array.
+  const objects = Array.from({ length: Math.round(bytes / 56) }, (_, i) => ({ i, next: null }));
+  gc();
+  for (const started of [false, true]) {
+    if (started) spawnSync("true");
+    rows.push([
+      `a full collection of a heap of small objects, ${started ? "after a process was started" : "after nothing"}`,
+      measure(gc),
+    ]);
+  }
+  kept += objects.length;
 }
 
 console.log(`first touch of memory: ${MIB} MiB (${kept > 0 ? "done" : ""})`);

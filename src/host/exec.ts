@@ -51,6 +51,8 @@ interface ExecOptions {
   readonly track?: { add(child: ChildProcess): void; delete(child: ChildProcess): void };
   /** Called with each stdout chunk instead of collecting it (stdout is then ""). */
   readonly onStdout?: (chunk: Buffer) => void;
+  /** An open file the command writes its output into, instead of a pipe (stdout is then ""). */
+  readonly stdoutFd?: number;
   /**
    * Runs the command at least this nice (background work: it then takes the CPU only when the
    * proxy's own work does not want it). Set before anything is written to its stdin.
@@ -147,13 +149,13 @@ process.on("exit", () => {
  */
 export function spawnCommand(
   argv: readonly string[],
-  options: { readonly stdin: "pipe" | "ignore"; readonly onStop?: () => void },
+  options: { readonly stdin: "pipe" | "ignore"; readonly stdout?: number; readonly onStop?: () => void },
 ): ChildProcess {
   const [cmd = "", ...args] = argv;
   let child: ChildProcess;
   try {
     child = spawn(cmd, args, {
-      stdio: [options.stdin, "pipe", "pipe"],
+      stdio: [options.stdin, options.stdout ?? "pipe", "pipe"],
       detached: true,
       env: withHugePageMalloc(process.env),
     });
@@ -217,7 +219,11 @@ function once(argv: readonly string[], options: ExecOptions): Promise<ExecResult
       });
     };
     try {
-      child = spawnCommand(argv, { stdin: "pipe", onStop: () => killed(false) });
+      child = spawnCommand(argv, {
+        stdin: "pipe",
+        ...(options.stdoutFd === undefined ? {} : { stdout: options.stdoutFd }),
+        onStop: () => killed(false),
+      });
     } catch (e) {
       finish(e as Error);
       return;

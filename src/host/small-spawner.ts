@@ -2,10 +2,10 @@
 // forking, and a fork copies the page tables of the whole process: from a proxy with 100k
 // Services each start blocks the event loop for tens of milliseconds (docs/performance.md), and a
 // change that arrives meanwhile waits that long. Worse, the fork leaves every page of the proxy
-// copy-on-write, so the next write to each one (a garbage collection writes to most of the heap)
-// takes a page fault: after one start, rewriting 400 MiB costs about 100k faults and seconds of
-// CPU. The small process (small-spawner-main.ts) is forked once, at start, while kpng is still
-// small; the commands it runs for kpng cost kpng one IPC message.
+// copy-on-write, so the next write to each one takes a page fault (docs/performance.md,
+// "Commands that no longer fork a large kpng"). The small process (small-spawner-main.ts) is
+// forked once, at start, while kpng is still small; the commands it runs for kpng cost kpng one
+// IPC message.
 //
 // The same contract as execCommand: an argv array, a deadline, a result or a start failure.
 // Nothing is written to their stdin: commands that need data get a file (sending the data over
@@ -28,6 +28,8 @@ export interface SpawnRequest {
   readonly argv: readonly string[];
   readonly timeoutMs: number;
   readonly niceness?: number;
+  /** The command's output goes into this new file (the result's stdout is then ""). */
+  readonly stdoutFile?: string;
 }
 
 export type SpawnResponse =
@@ -69,16 +71,12 @@ export function execVia(
 }
 
 /**
- * `input` in a file of a private directory (`kpng-<tool>-…`, the file mode 0600) for a command
- * the small process starts: `use` gets its path, and the directory is removed once `use` has
- * settled. Undefined when the file cannot be written (a full /tmp): the caller then starts the
- * command itself, with the input on stdin.
+ * A private directory (`kpng-<tool>-…`) for the files of one command, removed once `use` has
+ * settled; undefined when it cannot be made (a full /tmp).
  */
-export async function withInputFile<T>(
+async function inPrivateDir<T>(
   tool: string,
-  name: string,
-  input: string,
-  use: (path: string) => Promise<T>,
+  use: (dir: string) => Promise<T | undefined>,
 ): Promise<T | undefined> {
   let dir: string;
   try {
@@ -87,16 +85,41 @@ export async function withInputFile<T>(
     return undefined;
   }
   try {
+    return await use(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * `input` in a file of a private directory (the file mode 0600) for a command the small process
+ * starts: `use` gets its path. Undefined when the file cannot be written (a full /tmp): the caller
+ * then starts the command itself, with the input on stdin.
+ */
+export function withInputFile<T>(
+  tool: string,
+  name: string,
+  input: string,
+  use: (path: string) => Promise<T>,
+): Promise<T | undefined> {
+  return inPrivateDir(tool, async (dir) => {
     const path = join(dir, name);
     try {
       await writeFile(path, input, { mode: 0o600 });
     } catch {
       return undefined;
     }
-    return await use(path);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+    return use(path);
+  });
+}
+
+/**
+ * The path of a file, not yet made, in a private directory, for the output of a command the
+ * small process starts (SmallSpawner.exec's `stdoutFile`): output too large for one message goes
+ * through a file, as input does. Undefined when the directory cannot be made.
+ */
+export function withOutputFile<T>(tool: string, use: (path: string) => Promise<T>): Promise<T | undefined> {
+  return inPrivateDir(tool, (dir) => use(join(dir, "output")));
 }
 
 /** The process's one small spawner, forked at its first use: call it early, while kpng is small. */
@@ -124,7 +147,7 @@ export class SmallSpawner {
   /** Runs argv to completion within `timeoutMs` (see execCommand); rejects when it cannot start. */
   exec(
     argv: readonly string[],
-    options: { readonly timeoutMs: number; readonly niceness?: number },
+    options: { readonly timeoutMs: number; readonly niceness?: number; readonly stdoutFile?: string },
   ): Promise<ExecResult> {
     const child = this.#child?.connected ? this.#child : this.#start();
     if (child === undefined) return Promise.reject(new Error("cannot start the small spawner process"));

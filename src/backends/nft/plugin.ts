@@ -143,6 +143,8 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       fallback: new ExecNftRunner(["nft"], { spawner: sharedSmallSpawner() }),
       onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
     });
+    // Started before the first state makes kpng large: a start forks kpng (small-spawner.ts).
+    void runner.prepare();
     log.info(
       {
         tables: tables.map((t) => `${t.family} ${t.table}`),
@@ -169,6 +171,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
       throw err;
     });
     const probe = rulesProbe(tables, log);
+    void probe.prepare();
     const backend = new NftBackend({
       runner,
       tables,
@@ -208,7 +211,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   },
 };
 
-function rulesProbe(tables: readonly TableConfig[], log: Logger): NftRulesProbe {
+function rulesProbe(tables: readonly Pick<TableConfig, "family" | "table">[], log: Logger): NftRulesProbe {
   return new NftRulesProbe(tables, ["nft"], (reason) =>
     log.warn({ reason }, "restarting nft -c -i; this check goes to nft -c -f"),
   );
@@ -243,6 +246,14 @@ async function prepareNft(opts: NftOptions, log: Logger, backend: string): Promi
     fallback: new ExecNftRunner(["nft"], { spawner: sharedSmallSpawner() }),
     onRestart: (reason) => log.warn({ reason }, "restarting nft -i; this transaction goes to nft -f"),
   });
+  // Both long-lived nft processes start now, before the other backend's first state makes kpng
+  // large: a start forks kpng (small-spawner.ts). The probe's checks name the tables only.
+  void runner.prepare();
+  const probe = rulesProbe(
+    (["ip", "ip6"] as const).map((family) => ({ family, table: opts.tableName })),
+    log,
+  );
+  void probe.prepare();
   const nodePortCIDRs = (host: HostAddresses) =>
     tableConfigs(opts.settings, host.primary).flatMap((t) => t.nodePortCIDRs);
   log.info(
@@ -264,7 +275,6 @@ async function prepareNft(opts: NftOptions, log: Logger, backend: string): Promi
       if (!watch.started) return;
       const tables = (facts: NodeFacts) => tablesOf(opts.settings, facts).map(socketBalanced);
       const rules = tables(watch.current());
-      const probe = rulesProbe(rules, log);
       const rulesBackend = new NftBackend({
         backend,
         runner,
@@ -287,12 +297,12 @@ async function prepareNft(opts: NftOptions, log: Logger, backend: string): Promi
         await rulesBackend.run(feed, signal);
       } finally {
         watch.stop();
-        probe.close();
       }
     },
     async close() {
       addresses.stop();
       runner.close();
+      probe.close();
       await lock.release();
     },
   };

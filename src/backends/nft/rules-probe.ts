@@ -34,7 +34,7 @@ export class NftRulesProbe implements RulesProbe {
 
   /** `command` is the `nft` command, possibly prefixed; `onRestart` hears why `nft -c -i` was restarted. */
   constructor(
-    tables: readonly TableConfig[],
+    tables: readonly Pick<TableConfig, "family" | "table">[],
     command: readonly string[] = ["nft"],
     onRestart?: (reason: string) => void,
   ) {
@@ -65,6 +65,14 @@ export class NftRulesProbe implements RulesProbe {
       throw new Error(`nft -c ${command} failed: ${error.trim()}`);
     }
     return true;
+  }
+
+  /**
+   * Starts `nft -c -i` now: call it while kpng is small, since a start forks kpng
+   * (src/host/small-spawner.ts). A failure only means the first check starts it again.
+   */
+  prepare(): Promise<void> {
+    return this.#checks.prepare();
   }
 
   /** Stops the `nft -c -i` process. */

@@ -3,8 +3,9 @@
 // deadline: a hung `nft` is killed and the call fails, so the sync loop logs it and retries.
 
 import type { ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
 import { CommandFailed, type ExecResult, execCommand, firstLine, stopCommand } from "../../host/exec.ts";
-import { type SmallSpawner, withInputFile } from "../../host/small-spawner.ts";
+import { type SmallSpawner, withInputFile, withOutputFile } from "../../host/small-spawner.ts";
 import type { NftFamily } from "../../model/ip.ts";
 
 export class NftError extends CommandFailed {}
@@ -62,9 +63,10 @@ interface ExecNftRunnerOptions {
   /** Deadline of each call; the process is killed when it passes. */
   readonly timeoutMs?: number;
   /**
-   * Starts the transactions (`nft -f`): started from kpng itself, each would block kpng for as
-   * long as a fork of it takes, which grows with kpng's memory, and a large cold start runs many
-   * (docs/performance.md). Checks and listings (large output, rare) are started from kpng.
+   * Starts the transactions (`nft -f`) and the listings: started from kpng itself, each would
+   * block kpng for as long as a fork of it takes, which grows with kpng's memory, and leave its
+   * pages to fault again (small-spawner.ts). Checks (`--dry-run`, which then exits) are started
+   * from kpng.
    */
   readonly spawner?: SmallSpawner;
 }
@@ -104,28 +106,40 @@ export class ExecNftRunner implements NftRunner {
   /**
    * `nft -f <file>` started by the small process, with the same errors as #exec; the transaction
    * goes in a file of a private directory, removed afterwards. If the file cannot be written
-   * (a full /tmp), kpng starts nft itself with the transaction on stdin. close() fails the call
-   * at once; the process ends by its deadline, or with the small process when kpng exits.
+   * (a full /tmp), kpng starts nft itself with the transaction on stdin.
    */
   async #spawned(spawner: SmallSpawner, text: string): Promise<ExecResult> {
     if (this.#closed) throw new NftError("the nft runner is closed", "");
-    const spawned = await withInputFile("nft", "transaction.nft", text, (path) => {
-      if (this.#closed) throw new NftError("the nft runner is closed", "");
-      const argv = [...this.#command, "-f", path];
-      return exec(
-        argv,
-        this.#timeoutMs,
-        () =>
-          new Promise<ExecResult>((resolve, reject) => {
-            this.#spawnedCalls.add(reject);
-            spawner
-              .exec(argv, { timeoutMs: this.#timeoutMs })
-              .then(resolve, reject)
-              .finally(() => this.#spawnedCalls.delete(reject));
-          }),
-      );
-    });
+    const spawned = await withInputFile("nft", "transaction.nft", text, (path) =>
+      this.#fromSmallProcess(spawner, ["-f", path]),
+    );
     return spawned ?? this.#exec(["-f", "-"], text);
+  }
+
+  /**
+   * nft with `args` started by the small process, with the same errors as #exec. close() fails
+   * the call at once; the process ends by its deadline, or with the small process when kpng exits.
+   */
+  #fromSmallProcess(
+    spawner: SmallSpawner,
+    args: readonly string[],
+    stdoutFile?: string,
+  ): Promise<ExecResult> {
+    if (this.#closed) return Promise.reject(new NftError("the nft runner is closed", ""));
+    const argv = [...this.#command, ...args];
+    const options = { timeoutMs: this.#timeoutMs, ...(stdoutFile === undefined ? {} : { stdoutFile }) };
+    return exec(
+      argv,
+      this.#timeoutMs,
+      () =>
+        new Promise<ExecResult>((resolve, reject) => {
+          this.#spawnedCalls.add(reject);
+          spawner
+            .exec(argv, options)
+            .then(resolve, reject)
+            .finally(() => this.#spawnedCalls.delete(reject));
+        }),
+    );
   }
 
   async run(text: string): Promise<void> {
@@ -145,12 +159,30 @@ export class ExecNftRunner implements NftRunner {
     if (r.code !== 0) throw new NftError(`nft --check failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 
+  /**
+   * Started by the small process when there is one, the listing (the whole ruleset at 100k
+   * Services) coming back in a file; else by kpng, on a pipe.
+   */
   async listTable(family: NftFamily, table: string): Promise<unknown> {
-    const r = await this.#exec(["-j", "list", "table", family, table], "");
+    const args = ["-j", "list", "table", family, table];
+    const spawner = this.#spawner;
+    const listed =
+      spawner === undefined
+        ? undefined
+        : await withOutputFile("nft", async (path) => {
+            const r = await this.#fromSmallProcess(spawner, args, path);
+            return { r, output: r.code === 0 ? await readFile(path, "utf8") : "" };
+          });
+    const { r, output } = listed ?? (await this.#listedByKpng(args));
     if (r.code !== 0) {
       if (/No such file or directory/.test(r.stderr)) return undefined;
       throw new NftError(`nft list table failed: ${firstLine(r.stderr)}`, r.stderr);
     }
-    return JSON.parse(r.stdout) as unknown;
+    return JSON.parse(output) as unknown;
+  }
+
+  async #listedByKpng(args: readonly string[]): Promise<{ r: ExecResult; output: string }> {
+    const r = await this.#exec(args, "");
+    return { r, output: r.stdout };
   }
 }

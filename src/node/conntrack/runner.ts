@@ -3,8 +3,15 @@
 // by name and a spawned child's stdin is a socket, which /dev/stdin cannot open: the batch goes
 // to a private temporary file instead (mode 0600 in a 0700 directory), removed afterwards.
 
+import { createReadStream } from "node:fs";
+import { createInterface } from "node:readline";
 import { type ExecResult, execCommand } from "../../host/exec.ts";
-import { type SmallSpawner, sharedSmallSpawner, withInputFile } from "../../host/small-spawner.ts";
+import {
+  type SmallSpawner,
+  sharedSmallSpawner,
+  withInputFile,
+  withOutputFile,
+} from "../../host/small-spawner.ts";
 
 export interface ConntrackRunner {
   /** Runs every line of a batch; resolves with how many entries were deleted. */
@@ -42,6 +49,31 @@ class ConntrackError extends Error {
 /** The programs conntrack cleanup starts (the image must contain them). */
 export const CONNTRACK_BINARIES: readonly string[] = ["conntrack"];
 
+/** `onLine` for each line of the chunks pushed; `end()` hands on a last line with no newline. */
+function lineSplitter(onLine: (line: string) => void): { push(chunk: Buffer): void; end(): void } {
+  let partial = "";
+  return {
+    push(chunk) {
+      const lines = (partial + chunk.toString()).split("\n");
+      partial = lines.pop() ?? "";
+      for (const l of lines) onLine(l);
+    },
+    end() {
+      if (partial !== "") onLine(partial);
+      partial = "";
+    },
+  };
+}
+
+/** `onLine` for each line of the file, read a chunk at a time. */
+async function eachLine(path: string, onLine: (line: string) => void): Promise<void> {
+  for await (const line of createInterface({
+    input: createReadStream(path),
+    crlfDelay: Number.POSITIVE_INFINITY,
+  }))
+    onLine(line);
+}
+
 export class ExecConntrackRunner implements ConntrackRunner {
   readonly #command: readonly string[];
   readonly #timeoutMs: number;
@@ -68,21 +100,31 @@ export class ExecConntrackRunner implements ConntrackRunner {
     return deleted;
   }
 
+  /**
+   * Started by the small process, with the listing in a file read back a line at a time: the
+   * listing runs after the first sync, when kpng holds the whole cluster's state and a fork of
+   * it would cost the most (small-spawner.ts). Started by kpng, on a pipe, if the file's directory
+   * cannot be made.
+   */
   async list(protocol: "udp" | "sctp", onLine: (line: string) => void): Promise<void> {
-    let partial = "";
-    const onStdout = (chunk: Buffer) => {
-      const lines = (partial + chunk.toString()).split("\n");
-      partial = lines.pop() ?? "";
-      for (const l of lines) onLine(l);
-    };
     const argv = [...this.#command, "-L", "-p", protocol, "-o", "extended"];
+    const options = { timeoutMs: this.#timeoutMs, niceness: CONNTRACK_NICENESS };
     let r: ExecResult;
     try {
-      r = await execCommand(argv, { timeoutMs: this.#timeoutMs, onStdout, niceness: CONNTRACK_NICENESS });
+      const listed = await withOutputFile("conntrack", async (path) => {
+        const result = await this.#spawner.exec(argv, { ...options, stdoutFile: path });
+        if (result.code === 0 && !result.timedOut) await eachLine(path, onLine);
+        return result;
+      });
+      if (listed !== undefined) r = listed;
+      else {
+        const lines = lineSplitter(onLine);
+        r = await execCommand(argv, { ...options, onStdout: (chunk) => lines.push(chunk) });
+        lines.end();
+      }
     } catch (e) {
       throw new ConntrackError((e as Error).message);
     }
-    if (partial !== "") onLine(partial);
     if (r.timedOut)
       throw new ConntrackError(`conntrack -L did not finish within ${this.#timeoutMs} ms; killed`);
     if (r.code !== 0)

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -32,6 +32,31 @@ describe("commands started from the small process", () => {
     assert.equal(r.stdout.trim(), String(spawner.pid));
     assert.notEqual(spawner.pid, process.pid);
     assert.deepEqual([r.code, r.stderr, r.timedOut], [3, "oops\n", false]);
+  });
+
+  test("output too large for a message goes into a new file of kpng's, written by the command itself", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "kpng-test-"));
+    try {
+      const file = join(dir, "output");
+      // 8 MiB of lines, then the parent's pid.
+      const r = await spawner.exec(["sh", "-c", 'yes line | head -c 8388608; echo "parent $PPID"'], {
+        timeoutMs: 10_000,
+        stdoutFile: file,
+      });
+      assert.deepEqual([r.code, r.stdout], [0, ""]);
+      const output = readFileSync(file, "utf8");
+      assert.equal(output.length, 8_388_608 + `parent ${spawner.pid}\n`.length);
+      assert.ok(output.endsWith(`parent ${spawner.pid}\n`));
+      assert.equal(statSync(file).mode & 0o777, 0o600);
+      // A file that is there already is not written to.
+      await assert.rejects(
+        spawner.exec(["echo", "x"], { timeoutMs: 10_000, stdoutFile: file }),
+        /cannot create/,
+      );
+      assert.equal(readFileSync(file, "utf8"), output);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("niceness and the deadline hold as with execCommand", async () => {

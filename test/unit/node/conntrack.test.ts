@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
+import { sharedSmallSpawner } from "../../../src/host/small-spawner.ts";
 import { ConntrackCleaner } from "../../../src/node/conntrack/cleaner.ts";
 import { type ConntrackRunner, ExecConntrackRunner } from "../../../src/node/conntrack/runner.ts";
 import {
@@ -286,5 +287,20 @@ describe("the conntrack runner", () => {
     const fake = ["sh", "-c", 'read x; for i in $(seq "$(nice)"); do echo entry; done', "conntrack"];
     const runner = new ExecConntrackRunner({ command: fake, timeoutMs: 10_000 });
     assert.equal(await runner.deleteBatch(["-D -p udp --orig-dst 203.0.113.10"]), 10);
+  });
+
+  test("the listing is started by the small process, and its lines read back whole, the last without a newline", async () => {
+    // $3 is the protocol; the last line has no newline.
+    const fake = ["sh", "-c", 'echo "$3 one"; echo "$3 two"; printf "parent $PPID"', "conntrack"];
+    const runner = new ExecConntrackRunner({ command: fake, timeoutMs: 10_000 });
+    const lines: string[] = [];
+    await runner.list("udp", (line) => lines.push(line));
+    assert.deepEqual(lines, ["udp one", "udp two", `parent ${sharedSmallSpawner().pid}`]);
+    assert.notEqual(sharedSmallSpawner().pid, process.pid);
+    const failing = new ExecConntrackRunner({ command: ["sh", "-c", "echo nope >&2; exit 1", "conntrack"] });
+    await assert.rejects(
+      failing.list("sctp", () => {}),
+      /conntrack -L exited 1: nope/,
+    );
   });
 });

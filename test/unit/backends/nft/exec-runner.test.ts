@@ -3,7 +3,7 @@
 // flight at once.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -39,6 +39,24 @@ describe("nft transactions started from the small process", () => {
     const file = /file (\S+)/.exec(err.stderr)?.[1] ?? "";
     assert.match(file, /kpng-nft-.*transaction\.nft$/);
     assert.equal(existsSync(dirname(file)), false, "the transaction's directory is removed");
+  });
+
+  test("a listing is started by the small process and read back from a file, which then goes", async () => {
+    // $5 is the table's name; nft's JSON, with the parent's pid in it.
+    const runner = new ExecNftRunner(
+      ["sh", "-c", 'echo "{\\"table\\": \\"$5\\", \\"parent\\": $PPID}"', "nft"],
+      {
+        spawner,
+      },
+    );
+    assert.deepEqual(await runner.listTable("ip", "kpng"), { table: "kpng", parent: spawner.pid });
+    const missing = new ExecNftRunner(
+      ["sh", "-c", 'echo "Error: No such file or directory; did you mean table ‘kpng’?" >&2; exit 1', "nft"],
+      { spawner },
+    );
+    assert.equal(await missing.listTable("ip", "kpng"), undefined, "no such table");
+    const leftovers = readdirSync(tmpdir()).filter((name) => name.startsWith("kpng-nft-"));
+    assert.deepEqual(leftovers, [], "each listing's directory is removed");
   });
 
   test("a hung nft is killed at the deadline and the call fails", async () => {

@@ -41,6 +41,7 @@ const refusal = (why, command) => "Error: Could not process rule: " + why + "\\n
 if (args === "-c -i" && ${interactive}) {
   createInterface({ input: process.stdin }).on("line", (command) => {
     appendFileSync(${JSON.stringify(join(dir, "lines"))}, command + "\\n");
+    if (command.trim() === "") return; // nft says nothing to an empty line
     const a = answer(command);
     if (a !== "allowed")
       process.stderr.write(refusal(a === "busy" ? "Device or resource busy" : "No such file or directory", command));
@@ -117,6 +118,21 @@ test("a probe that cannot run rejects rather than reporting a loss", async () =>
     writeFileSync(script, `process.stderr.write("boom"); process.exit(3);`);
     await assert.rejects(new NftRulesProbe([CFG], [process.execPath, script]).intact("ip"), /boom/);
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("prepare() starts `nft -c -i` before the first check, which then starts nothing more", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "kpng-probe-"));
+  const [chain = "", map = ""] = probeCommands(CFG);
+  const probe = new NftRulesProbe([CFG], fakeNft(dir, { [chain]: "busy", [map]: "busy" }));
+  try {
+    await probe.prepare();
+    assert.deepEqual(starts(dir), ["-c -i"], "started by prepare(), before any check");
+    assert.equal(await probe.intact("ip"), true);
+    assert.deepEqual(starts(dir), ["-c -i"]);
+  } finally {
+    probe.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
