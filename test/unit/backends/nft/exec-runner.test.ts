@@ -3,7 +3,7 @@
 // flight at once.
 
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
@@ -42,21 +42,21 @@ describe("nft transactions started from the small process", () => {
   });
 
   test("a listing is started by the small process and read back from a file, which then goes", async () => {
-    // $5 is the table's name; nft's JSON, with the parent's pid in it.
+    // $5 is the table's name; nft's JSON, with the parent's pid and the file nft writes to in it.
+    const json = '{"table": "%s", "parent": %s, "file": "%s"}\\n';
     const runner = new ExecNftRunner(
-      ["sh", "-c", 'echo "{\\"table\\": \\"$5\\", \\"parent\\": $PPID}"', "nft"],
-      {
-        spawner,
-      },
+      ["sh", "-c", `printf '${json}' "$5" "$PPID" "$(readlink /proc/$$/fd/1)"`, "nft"],
+      { spawner },
     );
-    assert.deepEqual(await runner.listTable("ip", "kpng"), { table: "kpng", parent: spawner.pid });
+    const listed = (await runner.listTable("ip", "kpng")) as { table: string; parent: number; file: string };
+    assert.deepEqual([listed.table, listed.parent], ["kpng", spawner.pid]);
+    assert.match(listed.file, /kpng-nft-.*output$/);
+    assert.equal(existsSync(dirname(listed.file)), false, "the listing's directory is removed");
     const missing = new ExecNftRunner(
       ["sh", "-c", 'echo "Error: No such file or directory; did you mean table ‘kpng’?" >&2; exit 1', "nft"],
       { spawner },
     );
     assert.equal(await missing.listTable("ip", "kpng"), undefined, "no such table");
-    const leftovers = readdirSync(tmpdir()).filter((name) => name.startsWith("kpng-nft-"));
-    assert.deepEqual(leftovers, [], "each listing's directory is removed");
   });
 
   test("a hung nft is killed at the deadline and the call fails", async () => {
