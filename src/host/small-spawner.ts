@@ -71,6 +71,32 @@ export function execVia(
 }
 
 /**
+ * argv run to completion with `input`: by `spawner`, when there is one, the input in a file named
+ * as its last argument (withInputFile); else, or when the file cannot be written, by kpng, the
+ * input on stdin and `stdinArgument` last (bpftool's "-").
+ */
+export async function execViaWithInput(
+  spawner: SmallSpawner | undefined,
+  argv: readonly string[],
+  input: {
+    readonly tool: string;
+    readonly name: string;
+    readonly text: string;
+    readonly stdinArgument?: string;
+  },
+  options: { readonly timeoutMs: number },
+): Promise<ExecResult> {
+  const spawned =
+    spawner === undefined
+      ? undefined
+      : await withInputFile(input.tool, input.name, input.text, (path) =>
+          spawner.exec([...argv, path], options),
+        );
+  const onStdin = input.stdinArgument === undefined ? argv : [...argv, input.stdinArgument];
+  return spawned ?? execCommand(onStdin, { ...options, stdin: input.text });
+}
+
+/**
  * A private directory (`kpng-<tool>-…`) for the files of one command, removed once `use` has
  * settled; undefined when it cannot be made (a full /tmp).
  */

@@ -6,8 +6,8 @@
 
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { type ExecResult, execCommand } from "../../host/exec.ts";
-import { execVia, type SmallSpawner, withInputFile } from "../../host/small-spawner.ts";
+import type { ExecResult } from "../../host/exec.ts";
+import { execVia, execViaWithInput, type SmallSpawner } from "../../host/small-spawner.ts";
 import { HOOKS, type Hook, MAP_KEYS, MAPS, programName } from "./layout.ts";
 import { mapPinPath } from "./maps.ts";
 import { COOKIE_BYTES, UDP_DESTROY_OBJECT, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
@@ -341,14 +341,15 @@ export class BpftoolLoader implements ProgramLoader {
     return r.stdout;
   }
 
-  async #exec(argv: readonly string[], input: string | undefined): Promise<ExecResult> {
-    const spawner = this.#spawner;
+  #exec(argv: readonly string[], input: string | undefined): Promise<ExecResult> {
     const options = { timeoutMs: TIMEOUT_MS };
-    if (input === undefined) return execVia(spawner, argv, options);
-    const spawned =
-      spawner === undefined
-        ? undefined
-        : await withInputFile("bpftool", "batch", input, (path) => spawner.exec([...argv, path], options));
-    return spawned ?? execCommand([...argv, "-"], { ...options, stdin: input });
+    return input === undefined
+      ? execVia(this.#spawner, argv, options)
+      : execViaWithInput(
+          this.#spawner,
+          argv,
+          { tool: "bpftool", name: "batch", text: input, stdinArgument: "-" },
+          options,
+        );
   }
 }

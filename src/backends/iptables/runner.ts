@@ -3,8 +3,8 @@
 // applies completely or not at all. Every call has a deadline: a stuck process is killed and
 // reported as a failure.
 
-import { CommandFailed, type ExecResult, execCommand, firstLine } from "../../host/exec.ts";
-import { type SmallSpawner, withInputFile } from "../../host/small-spawner.ts";
+import { CommandFailed, type ExecResult, firstLine } from "../../host/exec.ts";
+import { execVia, execViaWithInput, type SmallSpawner } from "../../host/small-spawner.ts";
 import { IP_FAMILIES } from "../../model/ip.ts";
 import type { IPFamily } from "../../model/kube.ts";
 
@@ -69,17 +69,16 @@ export class ExecIptablesRunner implements IptablesRunner {
   }
 
   async #exec(argv: readonly string[], stdin: string, timeoutMs: number): Promise<ExecResult> {
-    const spawner = this.#spawner;
     const options = { timeoutMs };
-    const spawned =
-      spawner === undefined
-        ? undefined
-        : stdin === ""
-          ? await spawner.exec(argv, options)
-          : await withInputFile("iptables", "restore", stdin, (path) =>
-              spawner.exec([...argv, path], options),
-            );
-    const r = spawned ?? (await execCommand(argv, { stdin, timeoutMs }));
+    const r =
+      stdin === ""
+        ? await execVia(this.#spawner, argv, options)
+        : await execViaWithInput(
+            this.#spawner,
+            argv,
+            { tool: "iptables", name: "restore", text: stdin },
+            options,
+          );
     if (r.timedOut) throw new IptablesError(`${argv[0] ?? "iptables"} timed out after ${timeoutMs} ms`, "");
     return r;
   }
