@@ -147,7 +147,8 @@ async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunCo
  * Runs the sinks while the source reads its first state, not after: a file source parses for
  * seconds at 100k Services, time in which a backend loads its programs or starts its runner. The
  * sinks wait for the store's first sync, as they do for a source that lists from the API. A source
- * that fails to start stops the sinks, which clean up as on a signal, and its error is reported.
+ * that fails to start stops the sinks, which clean up as on a signal, and its error is reported; a
+ * signal stops the source at once, which ends a read still under way.
  */
 async function withSource(
   source: ClusterSource,
@@ -161,11 +162,20 @@ async function withSource(
     throw err;
   });
   const signal = AbortSignal.any([ctx.signal, stop.signal]);
+  let stopping: Promise<void> | undefined;
+  const stopSource = () => {
+    stopping ??= source.stop();
+    return stopping;
+  };
+  // A stop asked for while the source still reads its first state ends that read now.
+  const stopEarly = () => void stopSource().catch(() => undefined);
+  ctx.signal.addEventListener("abort", stopEarly, { once: true });
   const running = (async () => body({ ...ctx, signal }))();
   const outcomes = await Promise.allSettled([started, running]);
+  ctx.signal.removeEventListener("abort", stopEarly);
   const failure = outcomes.find((o) => o.status === "rejected");
-  if (failure === undefined) return source.stop();
+  if (failure === undefined) return stopSource();
   // A source that failed half-way may hold watches or connections.
-  await source.stop().catch(() => undefined);
+  await stopSource().catch(() => undefined);
   throw failure.reason;
 }

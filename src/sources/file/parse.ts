@@ -1,6 +1,7 @@
 // Turns the text of a Kubernetes YAML or JSON file into validated model objects. Pure: the file
 // source does the I/O and the logging, so every rule here is tested on strings.
 
+import { EventLoopTurns } from "../../lib/event-loop-turns.ts";
 import type { EndpointSlice, KubeObject, Node, Service, ServiceCIDR } from "../../model/kube.ts";
 import { objectKey } from "../../model/kube.ts";
 import { parseKubeObject } from "../../model/validate.ts";
@@ -63,21 +64,38 @@ export function parseClusterFile(
   return read(() => yamlObjects(asText(content, fileName), fileName));
 }
 
+/** How a long read shares the event loop, and how it is stopped. */
+interface ReadPacing {
+  readonly turns: EventLoopTurns;
+  /** Stops the read at its next turn (it rejects with the signal's reason). */
+  readonly signal?: AbortSignal;
+}
+
 /**
  * The contents of a large JSON List read from its file a window at a time; undefined when the
- * file is anything else (windowedJsonObjects), which parseClusterFile then reads whole.
+ * file is anything else (windowedJsonObjects), which parseClusterFile then reads whole. Between
+ * objects it gives the event loop a turn whenever `pacing.turns` says so.
  */
-export function parseJsonListInWindows(
+export async function parseJsonListInWindows(
   read: ReadAt,
   options: WindowedJsonOptions,
   defaultNamespace = "default",
-): ClusterFileContents | undefined {
+  { turns, signal }: ReadPacing = { turns: new EventLoopTurns() },
+): Promise<ClusterFileContents | undefined> {
+  const sorted = new SortedObjects(defaultNamespace);
   try {
-    return validateObjects(windowedJsonObjects(read, options), defaultNamespace);
+    for (const located of windowedJsonObjects(read, options)) {
+      sorted.add(located);
+      const turn = turns.due();
+      if (turn === undefined) continue;
+      await turn;
+      signal?.throwIfAborted();
+    }
   } catch (err) {
     if (err instanceof NotWindowable) return undefined;
     throw err;
   }
+  return sorted.contents();
 }
 
 /** Broken JSON larger than this is reported as JSON, without a second try as YAML. */
@@ -120,36 +138,52 @@ export function validateObjects(
   located: Iterable<LocatedObject>,
   defaultNamespace: string,
 ): ClusterFileContents {
-  const byKey = new Map<string, KubeObject>();
-  const invalid: InvalidObject[] = [];
-  const ignored: string[] = [];
-  const duplicates: string[] = [];
-  for (const { raw, where } of located) {
+  const sorted = new SortedObjects(defaultNamespace);
+  for (const object of located) sorted.add(object);
+  return sorted.contents();
+}
+
+/** Objects validated one at a time, sorted by kind; the last definition of a key wins. */
+class SortedObjects {
+  readonly #defaultNamespace: string;
+  readonly #byKey = new Map<string, KubeObject>();
+  readonly #invalid: InvalidObject[] = [];
+  readonly #ignored: string[] = [];
+  readonly #duplicates: string[] = [];
+
+  constructor(defaultNamespace: string) {
+    this.#defaultNamespace = defaultNamespace;
+  }
+
+  add({ raw, where }: LocatedObject): void {
     if (!isPlainObject(raw)) {
-      invalid.push({ kind: "", name: where(), reason: `not an object (${where()})` });
-      continue;
+      this.#invalid.push({ kind: "", name: where(), reason: `not an object (${where()})` });
+      return;
     }
-    const parsed = parseKubeObject(raw, defaultNamespace);
+    const parsed = parseKubeObject(raw, this.#defaultNamespace);
     if (parsed.ok) {
       const key = `${parsed.value.kind} ${objectKey(parsed.value.metadata)}`;
-      if (byKey.has(key)) duplicates.push(key);
+      if (this.#byKey.has(key)) this.#duplicates.push(key);
       // Delete first so the map keeps the order of the definition that wins.
-      byKey.delete(key);
-      byKey.set(key, parsed.value);
+      this.#byKey.delete(key);
+      this.#byKey.set(key, parsed.value);
     } else if (parsed.ignored === true) {
-      ignored.push(`${parsed.kind} ${parsed.name}`);
+      this.#ignored.push(`${parsed.kind} ${parsed.name}`);
     } else {
-      invalid.push({ kind: parsed.kind, name: parsed.name, reason: `${parsed.reason} (${where()})` });
+      this.#invalid.push({ kind: parsed.kind, name: parsed.name, reason: `${parsed.reason} (${where()})` });
     }
   }
-  const objects = [...byKey.values()];
-  return {
-    services: objects.filter((o): o is Service => o.kind === "Service"),
-    endpointSlices: objects.filter((o): o is EndpointSlice => o.kind === "EndpointSlice"),
-    nodes: objects.filter((o): o is Node => o.kind === "Node"),
-    serviceCIDRs: objects.filter((o): o is ServiceCIDR => o.kind === "ServiceCIDR"),
-    invalid,
-    ignored,
-    duplicates,
-  };
+
+  contents(): ClusterFileContents {
+    const objects = [...this.#byKey.values()];
+    return {
+      services: objects.filter((o): o is Service => o.kind === "Service"),
+      endpointSlices: objects.filter((o): o is EndpointSlice => o.kind === "EndpointSlice"),
+      nodes: objects.filter((o): o is Node => o.kind === "Node"),
+      serviceCIDRs: objects.filter((o): o is ServiceCIDR => o.kind === "ServiceCIDR"),
+      invalid: this.#invalid,
+      ignored: this.#ignored,
+      duplicates: this.#duplicates,
+    };
+  }
 }

@@ -15,6 +15,7 @@ import {
   readOpenedFile,
   releaseFileBytes,
 } from "../../lib/bounded-read.ts";
+import { EventLoopTurns } from "../../lib/event-loop-turns.ts";
 import { sleep } from "../../lib/sleep.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
@@ -88,16 +89,17 @@ const WINDOW_BYTES = 4 * 2 ** 20;
  * A large JSON List read and parsed a window at a time (parseJsonListInWindows), with its digest;
  * undefined when the file is small or anything else, to be read whole.
  */
-function readListInWindows(
+async function readListInWindows(
   path: string,
   { handle, size }: BoundedFile,
   maxBytes: number,
-): { contents: ClusterFileContents; digest: string; bytes: number } | undefined {
+  signal: AbortSignal,
+): Promise<{ contents: ClusterFileContents; digest: string; bytes: number } | undefined> {
   if (size < WINDOW_BYTES) return undefined;
   const hash = createHash("sha256");
   let bytes = 0;
   const { fd } = handle;
-  const contents = parseJsonListInWindows(
+  const contents = await parseJsonListInWindows(
     (into, at, length, position) => readSync(fd, into, at, length, position),
     {
       fileName: path,
@@ -108,6 +110,9 @@ function readListInWindows(
         bytes += fresh.length;
       },
     },
+    undefined,
+    // Seconds at 100k Services: the backends' loaders, probes and health endpoints go on meanwhile.
+    { turns: new EventLoopTurns(), signal },
   );
   return contents === undefined ? undefined : { contents, digest: hash.digest("base64"), bytes };
 }
@@ -151,6 +156,8 @@ export class FileSource implements ClusterSource {
   async start(sink: ClusterSink): Promise<void> {
     this.#sink = sink;
     const read = await this.#read();
+    // Stopped while reading: nothing is applied, and no watch is started after stop().
+    if (this.#stopped) return;
     if (!read.ok) throw new Error(read.error);
     this.#apply(read.digest, read.contents);
     sink.synced();
@@ -297,7 +304,7 @@ export class FileSource implements ClusterSource {
       this.#readIno = (await identity(path))?.ino;
       const file = await openBoundedFile(path, maxBytes, "--max-input-size");
       try {
-        const windowed = readListInWindows(path, file, maxBytes);
+        const windowed = await readListInWindows(path, file, maxBytes, this.#stopping.signal);
         if (windowed !== undefined) {
           log.debug({ file: path, bytes: windowed.bytes, windowed: true }, "read the file");
           return { ok: true, digest: windowed.digest, contents: windowed.contents };

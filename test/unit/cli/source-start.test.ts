@@ -133,11 +133,50 @@ test("a signal during the source's read stops the sink as well", async () => {
     });
   });
   await runInvocation(invocation, { signal: stop.signal, log: silentLogger });
+  // The source is told at once (a file source ends its read at its next turn); this one reads on.
   assert.deepEqual(events, [
     "source reads",
     "sink starts",
+    "source stopped",
     "sink stopped",
     "source synced",
-    "source stopped",
   ]);
+});
+
+test("a stop while the source still reads its first state stops the source then, not after its read", {
+  timeout: 10_000,
+}, async () => {
+  const events: string[] = [];
+  let endRead = () => {};
+  // A read that only a stop ends (a file parsed for seconds, cut short at its next turn).
+  const source: ClusterSource = {
+    async start() {
+      events.push("source reads");
+      await new Promise<void>((resolve) => {
+        endRead = resolve;
+      });
+      events.push("source read ends");
+    },
+    async stop() {
+      events.push("source stopped");
+      endRead();
+    },
+  };
+  const invocation = globalInvocation(
+    source,
+    (_, ctx) =>
+      new Promise<void>((resolve) =>
+        ctx.signal.addEventListener("abort", () => {
+          events.push("sink stopped");
+          resolve();
+        }),
+      ),
+  );
+  const signal = new AbortController();
+  const running = runInvocation(invocation, { signal: signal.signal, log: silentLogger });
+  await nextTurn();
+  signal.abort();
+  await running;
+  assert.ok(events.indexOf("source stopped") < events.indexOf("source read ends"), events.join(", "));
+  assert.ok(events.includes("sink stopped"), events.join(", "));
 });

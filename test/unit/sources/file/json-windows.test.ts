@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { describe, test } from "node:test";
+import { EventLoopTurns } from "../../../../src/lib/event-loop-turns.ts";
 import { jsonObjects } from "../../../../src/sources/file/json-objects.ts";
 import {
   NotWindowable,
@@ -85,11 +86,11 @@ describe("windowedJsonObjects: a JSON List read a window at a time", () => {
     });
   }
 
-  test("every byte goes to onBytes once, in order: the digest is the whole file's", () => {
+  test("every byte goes to onBytes once, in order: the digest is the whole file's", async () => {
     const text = layouts["kubectl -o json (pretty, kind after the items)"] ?? "";
     const bytes = Buffer.from(text);
     const hash = createHash("sha256");
-    const parsed = parseJsonListInWindows(readerOf(bytes, 1000), {
+    const parsed = await parseJsonListInWindows(readerOf(bytes, 1000), {
       fileName: "cluster.json",
       windowBytes: 256,
       maxBytes: bytes.length,
@@ -102,12 +103,12 @@ describe("windowedJsonObjects: a JSON List read a window at a time", () => {
     assert.deepEqual(parsed, read.contents);
   });
 
-  test("an invalid item is skipped and named with its line, as when read whole", () => {
+  test("an invalid item is skipped and named with its line, as when read whole", async () => {
     const list = items(30);
     list[17] = { apiVersion: "v1", kind: "Node", metadata: { labels: {} } } as never;
     const text = JSON.stringify({ apiVersion: "v1", items: list, kind: "List" }, null, 2);
     const bytes = Buffer.from(text);
-    const parsed = parseJsonListInWindows(readerOf(bytes), {
+    const parsed = await parseJsonListInWindows(readerOf(bytes), {
       fileName: "c.json",
       windowBytes: 200,
       maxBytes: 1e9,
@@ -117,6 +118,53 @@ describe("windowedJsonObjects: a JSON List read a window at a time", () => {
     assert.equal(parsed.nodes.length, 29);
     assert.deepEqual(parsed.invalid, read.contents.invalid);
     assert.match(parsed.invalid[0]?.reason ?? "", /c\.json:\d+, items\[17\]/);
+  });
+});
+
+describe("parseJsonListInWindows: a long read shares the event loop", () => {
+  /** A clock that moves 1 ms at every look: a slice of 5 ms ends every few objects. */
+  const ticking = () => {
+    let now = 0;
+    return () => now++;
+  };
+
+  test("between objects, other work runs whenever the slice is used up", async () => {
+    const bytes = Buffer.from(JSON.stringify({ kind: "List", items: items(200) }));
+    let ticks = 0;
+    let stillTicking = true;
+    const tick = () => {
+      ticks++;
+      if (stillTicking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const parsed = await parseJsonListInWindows(
+      readerOf(bytes),
+      { fileName: "c.json", windowBytes: 256, maxBytes: 1e9 },
+      undefined,
+      { turns: new EventLoopTurns(5, ticking()) },
+    );
+    stillTicking = false;
+    assert.equal(parsed?.nodes.length, 200);
+    assert.ok(ticks >= 20, `the other work ran ${ticks} times during the read`);
+  });
+
+  test("a stop ends the read at its next turn, with the signal's reason", async () => {
+    const bytes = Buffer.from(JSON.stringify({ kind: "List", items: items(200) }));
+    const stop = new AbortController();
+    let read = 0;
+    const reader: ReadAt = (into, at, length, position) => {
+      read++;
+      if (read === 3) stop.abort(new Error("stopping"));
+      return readerOf(bytes)(into, at, length, position);
+    };
+    await assert.rejects(
+      parseJsonListInWindows(reader, { fileName: "c.json", windowBytes: 256, maxBytes: 1e9 }, undefined, {
+        turns: new EventLoopTurns(5, ticking()),
+        signal: stop.signal,
+      }),
+      /stopping/,
+    );
+    assert.ok(read < 20, `the read stopped early (${read} reads of a file that takes more)`);
   });
 });
 
@@ -145,19 +193,19 @@ describe("windowedJsonObjects: anything else is left to the whole read (NotWindo
     "items twice": '{"kind": "List", "items": [], "items": []}',
   };
   for (const [name, text] of Object.entries(cases)) {
-    test(name, () => {
+    test(name, async () => {
       for (const windowBytes of [16, 1 << 20]) {
         assert.throws(() => windowed(text, windowBytes), NotWindowable, `window ${windowBytes}`);
         const bytes = Buffer.from(text);
         assert.equal(
-          parseJsonListInWindows(readerOf(bytes), { fileName: "c.json", windowBytes, maxBytes: 1e9 }),
+          await parseJsonListInWindows(readerOf(bytes), { fileName: "c.json", windowBytes, maxBytes: 1e9 }),
           undefined,
         );
       }
     });
   }
 
-  test("a file that grows past the size limit while it is read", () => {
+  test("a file that grows past the size limit while it is read", async () => {
     const bytes = Buffer.from(JSON.stringify({ kind: "List", items: items(50) }));
     const read = () =>
       parseJsonListInWindows(readerOf(bytes), {
@@ -165,7 +213,7 @@ describe("windowedJsonObjects: anything else is left to the whole read (NotWindo
         windowBytes: 64,
         maxBytes: bytes.length - 1,
       });
-    assert.equal(read(), undefined);
+    assert.equal(await read(), undefined);
   });
 
   test("a window grows to hold an item larger than it", () => {

@@ -135,6 +135,25 @@ describe("FileSource", () => {
     assert.equal(read?.windowed, true, JSON.stringify(read));
   });
 
+  test("a stop while a large file is read at start: nothing is applied, and no watch is left running", async () => {
+    file = join(dir, "cluster.json");
+    await writeFile(file, nodeList(40_000));
+    const { log } = capturingLogger();
+    const sink = new RecordingSink();
+    source = new FileSource({ path: file, watch: true, log, debounceMs: 20, pollIntervalMs: 50 });
+    const started = source.start(sink);
+    // The read gives the event loop turns: the stop comes while it is under way.
+    await settle(3);
+    await source.stop();
+    await started;
+    assert.deepEqual(sink.calls, []);
+    // A directory watch and a stat poll each keep a resource open.
+    const watches = process
+      .getActiveResourcesInfo()
+      .filter((r) => r === "FSEventWrap" || r === "StatWatcher");
+    assert.deepEqual(watches, [], "a watch was started after the stop");
+  });
+
   test("a large JSON List that breaks is reported as the whole read reports it; the last good state stays", async () => {
     file = join(dir, "cluster.json");
     await writeFile(file, nodeList(40_000));
