@@ -13,6 +13,7 @@
 import type { ChildProcess } from "node:child_process";
 import type { Socket } from "node:net";
 import { Backoff, type BackoffOptions } from "../lib/backoff.ts";
+import { lineSplitter } from "../lib/line-splitter.ts";
 import type { Clock } from "../model/clock.ts";
 import type { Logger } from "../observability/log.ts";
 import { counter } from "../observability/metrics.ts";
@@ -188,18 +189,12 @@ export const ipMonitor: StartMonitor = (onLine, onExit) => {
       },
     };
   }
-  let partial = "";
+  const lines = lineSplitter((line) => {
+    if (line !== "") onLine(line);
+  }, MAX_LINE);
   let stderr = "";
   child.stdout?.setEncoding("utf8");
-  child.stdout?.on("data", (chunk: string) => {
-    const lines = (partial + chunk).split("\n");
-    partial = lines.pop() ?? "";
-    if (partial.length > MAX_LINE) {
-      lines.push(partial.slice(0, MAX_LINE));
-      partial = "";
-    }
-    for (const line of lines) if (line !== "") onLine(line);
-  });
+  child.stdout?.on("data", (chunk: string) => lines.push(chunk));
   child.stderr?.setEncoding("utf8");
   child.stderr?.on("data", (chunk: string) => {
     stderr = (stderr + chunk).slice(-MAX_STDERR);

@@ -12,6 +12,7 @@ import {
   withInputFile,
   withOutputFile,
 } from "../../host/small-spawner.ts";
+import { lineSplitter } from "../../lib/line-splitter.ts";
 
 export interface ConntrackRunner {
   /** Runs every line of a batch; resolves with how many entries were deleted. */
@@ -48,22 +49,6 @@ class ConntrackError extends Error {
 
 /** The programs conntrack cleanup starts (the image must contain them). */
 export const CONNTRACK_BINARIES: readonly string[] = ["conntrack"];
-
-/** `onLine` for each line of the chunks pushed; `end()` hands on a last line with no newline. */
-function lineSplitter(onLine: (line: string) => void): { push(chunk: Buffer): void; end(): void } {
-  let partial = "";
-  return {
-    push(chunk) {
-      const lines = (partial + chunk.toString()).split("\n");
-      partial = lines.pop() ?? "";
-      for (const l of lines) onLine(l);
-    },
-    end() {
-      if (partial !== "") onLine(partial);
-      partial = "";
-    },
-  };
-}
 
 /** `onLine` for each line of the file, read a chunk at a time. */
 async function eachLine(path: string, onLine: (line: string) => void): Promise<void> {
