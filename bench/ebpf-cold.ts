@@ -27,7 +27,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { mountBpf } from "../tools/netns/bpf-mounts.ts";
 import { Topology } from "../tools/netns/topology.ts";
-import { BENCH_KPNG_ENV, BENCH_KPNG_NODE_FLAGS, benchNodeFlags, writeClusterFile } from "./lib/cluster.ts";
+import { kpngOnFile, writeClusterFile } from "./lib/cluster.ts";
 import { type Line, LineProcess } from "./lib/line-process.ts";
 import { flagValue, sizesFlag, table } from "./lib/table.ts";
 
@@ -65,28 +65,16 @@ async function idlePercent(kpng: LineProcess): Promise<number> {
 }
 
 async function run(topo: Topology, sink: string, n: number, file: string): Promise<Run> {
+  // Each run starts from an empty ruleset: the run before left its tables (kpng's rules stay when
+  // it stops), and adopting them would measure a restart (bench/nft-restart.ts), not a cold start.
+  await topo.node.exec(["nft", "flush", "ruleset"]);
   const mounts = sink === "ebpf" ? await mountBpf() : undefined;
   const load = loadavg()[0]!.toFixed(1);
   const sinkArgs =
     mounts === undefined
       ? ["to-nft"]
       : ["to-ebpf", "--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients];
-  const kpng = new LineProcess(
-    "kpng",
-    topo.node.name,
-    [
-      process.execPath,
-      ...BENCH_KPNG_NODE_FLAGS,
-      CLI,
-      "file",
-      "--input",
-      file,
-      "to-local",
-      ...sinkArgs,
-      ...benchNodeFlags(topo.nodeIPv4),
-    ],
-    BENCH_KPNG_ENV,
-  );
+  const kpng = kpngOnFile(topo.node.name, topo.nodeIPv4, file, sinkArgs);
   try {
     const read = await kpng.waitFor(msg("read the file"), 0, COLD_TIMEOUT_MS);
     const store = await kpng.waitFor(msg("store synced"), 0, COLD_TIMEOUT_MS);

@@ -11,6 +11,7 @@ import { closeSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { withHugePageMalloc } from "../../src/host/huge-page-malloc.ts";
+import { LineProcess } from "./line-process.ts";
 import { ipOf } from "./nft-netns.ts";
 
 export const NODES = 100;
@@ -53,6 +54,36 @@ export const BENCH_KPNG_ENV = {
 export const BENCH_KPNG_NODE_FLAGS: readonly string[] = process.env.KPNG_BENCH_MEMORY_REDUCER
   ? []
   : ["--no-memory-reducer"];
+
+const CLI = fileURLToPath(new URL("../../src/cli/main.ts", import.meta.url));
+
+/**
+ * `kpng file --input <file> to-local <sink…>` on THIS_NODE at `nodeIPv4`, in network namespace
+ * `netns`, as the benchmarks run it (BENCH_KPNG_NODE_FLAGS, BENCH_KPNG_ENV).
+ */
+export function kpngOnFile(
+  netns: string,
+  nodeIPv4: string,
+  file: string,
+  sinkArgs: readonly string[],
+): LineProcess {
+  return new LineProcess(
+    "kpng",
+    netns,
+    [
+      process.execPath,
+      ...BENCH_KPNG_NODE_FLAGS,
+      CLI,
+      "file",
+      "--input",
+      file,
+      "to-local",
+      ...sinkArgs,
+      ...benchNodeFlags(nodeIPv4),
+    ],
+    BENCH_KPNG_ENV,
+  );
+}
 
 /** Cluster IPs for the probed Services: 203.0.113.1 … 203.0.113.250. */
 export const MAX_PROBED = 250;

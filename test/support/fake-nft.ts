@@ -105,7 +105,7 @@ export class FakeNft implements NftRunner {
     this.#apply(text);
   }
 
-  async listTable(family: NftFamily, table: string): Promise<unknown> {
+  async listTable(family: NftFamily, table: string): Promise<Buffer | undefined> {
     if (this.#listingFailure !== undefined) throw new NftError(this.#listingFailure, this.#listingFailure);
     const t = this.#tables.get(`${family} ${table}`);
     if (!t) return undefined;
@@ -125,7 +125,7 @@ export class FakeNft implements NftRunner {
       items.push({ [s.isMap ? "map" : "set"]: { family, table, name, ...(elem.length ? { elem } : {}) } });
     }
     for (const name of t.chains.keys()) items.push({ chain: { family, table, name } });
-    return { nftables: items };
+    return Buffer.from(JSON.stringify({ nftables: items }));
   }
 
   /** Rules of a chain, or undefined when it does not exist. */

@@ -170,7 +170,7 @@ export class NftBackend {
     let mirror = this.#mirrors.get(cfg.family);
     const full = mirror === undefined;
     if (!mirror) {
-      let listing: unknown;
+      let listing: Buffer | undefined;
       try {
         listing = await this.#runner.listTable(cfg.family, cfg.table);
       } catch (e) {

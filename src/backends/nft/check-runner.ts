@@ -35,7 +35,7 @@ export class CheckingNftRunner implements NftRunner {
     if (this.#applied.length > 0) await this.#checker.check(this.#applied.join(""));
   }
 
-  async listTable(_family: NftFamily, _table: string): Promise<unknown> {
+  async listTable(_family: NftFamily, _table: string): Promise<Buffer | undefined> {
     return undefined;
   }
 }

@@ -130,7 +130,7 @@ export class InteractiveNftRunner implements NftRunner {
     return this.#fallback.check(text);
   }
 
-  listTable(family: NftFamily, table: string): Promise<unknown> {
+  listTable(family: NftFamily, table: string): Promise<Buffer | undefined> {
     return this.#fallback.listTable(family, table);
   }
 

@@ -25,8 +25,11 @@ export interface NftRunner {
   runConcurrently?(text: string): Promise<void>;
   /** Checks a transaction against the current ruleset without applying it. */
   check(text: string): Promise<void>;
-  /** The JSON listing of one table (`nft -j list table`), or undefined when it does not exist. */
-  listTable(family: NftFamily, table: string): Promise<unknown>;
+  /**
+   * The JSON listing of one table (`nft -j list table`) as nft printed it, or undefined when the
+   * table does not exist. Its bytes, not a string: at 100k Services it is 150 MB (adopt.ts).
+   */
+  listTable(family: NftFamily, table: string): Promise<Buffer | undefined>;
   /** Gets ready for the next transaction ahead of time (a long-lived process); never fails. */
   prepare?(): Promise<void>;
   /** Kills every `nft` process still running (at shutdown); their calls fail. */
@@ -38,6 +41,14 @@ export interface NftRunner {
  * 25k-statement transactions), so the deadline is generous; a hung `nft` is what it catches.
  */
 const DEFAULT_NFT_TIMEOUT_MS = 60_000;
+
+/**
+ * How long one listing may take. The kernel walks a map from its start for every batch of a dump,
+ * so listing a map costs its size squared: a table of 100k Services × 10 endpoints (two maps of a
+ * million elements) takes about two minutes, where a transaction's deadline would kill it and
+ * fail every sync until the table is deleted and rewritten (docs/nft.md, "Restarts at scale").
+ */
+const DEFAULT_LIST_TIMEOUT_MS = 10 * 60_000;
 
 /** Runs `start` (which runs argv) and turns a start failure, a timeout or a signal into an NftError. */
 async function exec(
@@ -60,8 +71,10 @@ async function exec(
 }
 
 interface ExecNftRunnerOptions {
-  /** Deadline of each call; the process is killed when it passes. */
+  /** Deadline of each call but listings; the process is killed when it passes. */
   readonly timeoutMs?: number;
+  /** Deadline of a listing (`listTable`). */
+  readonly listTimeoutMs?: number;
   /**
    * Starts the transactions (`nft -f`) and the listings: started from kpng itself, each would
    * block kpng for as long as a fork of it takes, which grows with kpng's memory, and leave its
@@ -78,6 +91,7 @@ export const NFT_BINARIES: readonly string[] = ["nft"];
 export class ExecNftRunner implements NftRunner {
   readonly #command: readonly string[];
   readonly #timeoutMs: number;
+  readonly #listTimeoutMs: number;
   readonly #running = new Set<ChildProcess>();
   readonly #spawner: SmallSpawner | undefined;
   /** Calls in flight through the spawner, failed at once by close(). */
@@ -86,6 +100,7 @@ export class ExecNftRunner implements NftRunner {
   constructor(command: readonly string[] = ["nft"], options: ExecNftRunnerOptions = {}) {
     this.#command = command;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_NFT_TIMEOUT_MS;
+    this.#listTimeoutMs = options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS;
     this.#spawner = options.spawner;
   }
 
@@ -95,12 +110,10 @@ export class ExecNftRunner implements NftRunner {
     for (const fail of this.#spawnedCalls) fail(new NftError("the nft runner is closed", ""));
   }
 
-  #exec(args: readonly string[], stdin: string): Promise<ExecResult> {
+  #exec(args: readonly string[], stdin: string, timeoutMs = this.#timeoutMs): Promise<ExecResult> {
     if (this.#closed) return Promise.reject(new NftError("the nft runner is closed", ""));
     const argv = [...this.#command, ...args];
-    return exec(argv, this.#timeoutMs, () =>
-      execCommand(argv, { stdin, timeoutMs: this.#timeoutMs, track: this.#running }),
-    );
+    return exec(argv, timeoutMs, () => execCommand(argv, { stdin, timeoutMs, track: this.#running }));
   }
 
   /**
@@ -124,13 +137,14 @@ export class ExecNftRunner implements NftRunner {
     spawner: SmallSpawner,
     args: readonly string[],
     stdoutFile?: string,
+    timeoutMs = this.#timeoutMs,
   ): Promise<ExecResult> {
     if (this.#closed) return Promise.reject(new NftError("the nft runner is closed", ""));
     const argv = [...this.#command, ...args];
-    const options = { timeoutMs: this.#timeoutMs, ...(stdoutFile === undefined ? {} : { stdoutFile }) };
+    const options = { timeoutMs, ...(stdoutFile === undefined ? {} : { stdoutFile }) };
     return exec(
       argv,
-      this.#timeoutMs,
+      timeoutMs,
       () =>
         new Promise<ExecResult>((resolve, reject) => {
           this.#spawnedCalls.add(reject);
@@ -163,26 +177,26 @@ export class ExecNftRunner implements NftRunner {
    * Started by the small process when there is one, the listing (the whole ruleset at 100k
    * Services) coming back in a file; else by kpng, on a pipe.
    */
-  async listTable(family: NftFamily, table: string): Promise<unknown> {
+  async listTable(family: NftFamily, table: string): Promise<Buffer | undefined> {
     const args = ["-j", "list", "table", family, table];
     const spawner = this.#spawner;
     const listed =
       spawner === undefined
         ? undefined
         : await withOutputFile("nft", async (path) => {
-            const r = await this.#fromSmallProcess(spawner, args, path);
-            return { r, output: r.code === 0 ? await readFile(path, "utf8") : "" };
+            const r = await this.#fromSmallProcess(spawner, args, path, this.#listTimeoutMs);
+            return { r, output: r.code === 0 ? await readFile(path) : Buffer.alloc(0) };
           });
     const { r, output } = listed ?? (await this.#listedByKpng(args));
     if (r.code !== 0) {
       if (/No such file or directory/.test(r.stderr)) return undefined;
       throw new NftError(`nft list table failed: ${firstLine(r.stderr)}`, r.stderr);
     }
-    return JSON.parse(output) as unknown;
+    return output;
   }
 
-  async #listedByKpng(args: readonly string[]): Promise<{ r: ExecResult; output: string }> {
-    const r = await this.#exec(args, "");
-    return { r, output: r.stdout };
+  async #listedByKpng(args: readonly string[]): Promise<{ r: ExecResult; output: Buffer }> {
+    const r = await this.#exec(args, "", this.#listTimeoutMs);
+    return { r, output: Buffer.from(r.stdout) };
   }
 }

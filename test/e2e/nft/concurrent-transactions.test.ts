@@ -37,7 +37,7 @@ class OverlapCounter implements NftRunner {
   check(text: string): Promise<void> {
     return this.#inner.check(text);
   }
-  listTable(family: "ip" | "ip6", table: string): Promise<unknown> {
+  listTable(family: "ip" | "ip6", table: string): Promise<Buffer | undefined> {
     return this.#inner.listTable(family, table);
   }
   close(): void {

@@ -22,7 +22,7 @@ class CountingRunner implements NftRunner {
   check(text: string): Promise<void> {
     return this.inner.check(text);
   }
-  listTable(family: "ip" | "ip6", table: string): Promise<unknown> {
+  listTable(family: "ip" | "ip6", table: string): Promise<Buffer | undefined> {
     return this.inner.listTable(family, table);
   }
 }

@@ -46,7 +46,7 @@ test("accepts a consistent transaction and lists it back as nft JSON", async () 
     `${BASE}add chain ip t b\nadd rule ip t a goto b\nadd element ip t m { tcp . 80 : goto b, udp . 53 : drop }\n`,
   );
   assert.deepEqual(nft.rules("ip", "t", "a"), ["goto b"]);
-  const listing = (await nft.listTable("ip", "t")) as { nftables: unknown[] };
+  const listing = JSON.parse(String(await nft.listTable("ip", "t"))) as { nftables: unknown[] };
   assert.ok(
     listing.nftables.some(
       (i) =>

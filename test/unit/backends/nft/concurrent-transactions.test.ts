@@ -62,7 +62,7 @@ class OverlappingNft implements NftRunner {
     return this.nft.check(text);
   }
 
-  listTable(family: "ip" | "ip6", table: string): Promise<unknown> {
+  listTable(family: "ip" | "ip6", table: string): Promise<Buffer | undefined> {
     return this.nft.listTable(family, table);
   }
 }

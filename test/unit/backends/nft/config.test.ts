@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseListing } from "../../../../src/backends/nft/adopt.ts";
 import { skeletonOps } from "../../../../src/backends/nft/base.ts";
 import { cleanupTransaction, tableConfigs } from "../../../../src/backends/nft/config.ts";
 import { primaryAddresses } from "../../../../src/host/host-network.ts";
@@ -63,37 +62,6 @@ test("primary addresses: the default-route interface's, else all global ones; ne
   assert.deepEqual(primaryAddresses(["eth0"], ifs), ["192.0.2.1", "2001:db8::1"]);
   assert.deepEqual(primaryAddresses([], ifs), ["192.0.2.1", "198.51.100.1", "2001:db8::1"]);
   assert.deepEqual(primaryAddresses(["lo"], ifs.slice(0, 1)), []);
-});
-
-test("a listing is parsed into chains, sets and canonical element keys", () => {
-  const t = parseListing({
-    nftables: [
-      { chain: { name: "svc-x" } },
-      {
-        map: {
-          name: "service-ips",
-          elem: [[{ concat: ["203.0.113.1", "tcp", 80] }, { goto: { target: "svc-x" } }]],
-        },
-      },
-      { set: { name: "cluster-ips", elem: ["203.0.113.1"] } },
-      { set: { name: "aff-y" } },
-      // As nft 1.0.6 prints a typeof map of endpoints.
-      {
-        map: {
-          name: "endpoints-tcp",
-          type: ["ipv4_addr", "inet_service", "integer"],
-          map: "ipv4_addr . inet_service",
-          elem: [[{ concat: ["203.0.113.1", 80, 1] }, { concat: ["198.51.100.1", 8080] }]],
-        },
-      },
-    ],
-  });
-  assert.deepEqual(t.chains, ["svc-x"]);
-  assert.deepEqual(t.sets, ["service-ips", "cluster-ips", "aff-y", "endpoints-tcp"]);
-  assert.equal(t.elements.get("endpoints-tcp")?.get("203.0.113.1 . 80 . 1"), "198.51.100.1 . 8080");
-  assert.equal(t.elements.get("service-ips")?.get("203.0.113.1 . tcp . 80"), "goto svc-x");
-  assert.equal(t.elements.get("cluster-ips")?.get("203.0.113.1"), "");
-  assert.throws(() => parseListing({}), /nftables array/);
 });
 
 test("--masquerade-bit (kube-proxy's masqueradeBit) sets the mark the masquerade chains use", () => {

@@ -48,7 +48,11 @@ describe("nft transactions started from the small process", () => {
       ["sh", "-c", `printf '${json}' "$5" "$PPID" "$(readlink /proc/$$/fd/1)"`, "nft"],
       { spawner },
     );
-    const listed = (await runner.listTable("ip", "kpng")) as { table: string; parent: number; file: string };
+    const listed = JSON.parse(String(await runner.listTable("ip", "kpng"))) as {
+      table: string;
+      parent: number;
+      file: string;
+    };
     assert.deepEqual([listed.table, listed.parent], ["kpng", spawner.pid]);
     assert.match(listed.file, /kpng-nft-.*output$/);
     assert.equal(existsSync(dirname(listed.file)), false, "the listing's directory is removed");
@@ -57,6 +61,18 @@ describe("nft transactions started from the small process", () => {
       { spawner },
     );
     assert.equal(await missing.listTable("ip", "kpng"), undefined, "no such table");
+  });
+
+  test("a listing has a deadline of its own, longer than a transaction's: a large table takes minutes to list", async () => {
+    // Stands for nft on a large table: answers after 600 ms, whatever it is asked.
+    const slow = ["sh", "-c", `sleep 0.6; printf '{"nftables": []}'`, "nft"];
+    for (const from of [{ spawner }, {}]) {
+      const runner = new ExecNftRunner(slow, { ...from, timeoutMs: 200, listTimeoutMs: 5000 });
+      assert.deepEqual(JSON.parse(String(await runner.listTable("ip", "kpng"))), { nftables: [] });
+      await assert.rejects(runner.run("add table ip kpng\n"), /did not finish within 200 ms; killed/);
+      const short = new ExecNftRunner(slow, { ...from, timeoutMs: 5000, listTimeoutMs: 200 });
+      await assert.rejects(short.listTable("ip", "kpng"), /did not finish within 200 ms; killed/);
+    }
   });
 
   test("a hung nft is killed at the deadline and the call fails", async () => {
