@@ -1,7 +1,8 @@
 // Reads what an existing kpng table holds (from `nft -j list table`), so a restarted kpng can
 // converge it in place instead of flushing it: traffic keeps flowing across restarts. At 100k
-// Services the listing is 150 MB of JSON holding two maps of a million elements each: it is read
-// a piece at a time (an item, or a run of a map's elements), never built as one object.
+// Services the listing is 150 MB of JSON holding two maps of a million elements each: it is
+// scanned once, and only what kpng keeps is parsed (a chain's object, a set's name, its elements a
+// run of 64 KiB at a time), never the listing as one object.
 
 import {
   CLOSE_BRACE,
@@ -58,49 +59,18 @@ function valueText(x: Json): string {
 /** Elements parsed at once: as many as fit in this much text. */
 const ELEMENTS_TEXT = 64 * 1024;
 
-/** An item of the listing (`{"set": …}`, `{"chain": …}`) at most this long is parsed whole. */
-const WHOLE_ITEM = 1024 * 1024;
-
-class Listing {
-  readonly chains: string[] = [];
-  readonly sets: string[] = [];
-  readonly elements = new Map<string, Map<string, string>>();
-
-  item(item: Json): void {
-    if (!isObject(item)) return;
-    if (isObject(item.chain) && typeof item.chain.name === "string") this.chains.push(item.chain.name);
-    const set = isObject(item.set) ? item.set : isObject(item.map) ? item.map : undefined;
-    if (set === undefined || typeof set.name !== "string") return;
-    const m = this.set(set.name);
-    if (m !== undefined && Array.isArray(set.elem)) for (const e of set.elem) add(m, e);
-  }
-
-  /** A set or map by name; its element map when its elements are diffed. */
-  set(name: string): Map<string, string> | undefined {
-    this.sets.push(name);
-    if (!TRACKED_SETS.has(name)) return undefined;
-    const m = new Map<string, string>();
-    this.elements.set(name, m);
-    return m;
-  }
-}
-
 function add(m: Map<string, string>, e: Json): void {
   if (Array.isArray(e)) m.set(keyText(e[0]), valueText(e[1]));
   else m.set(keyText(e), "");
 }
 
-/** Reads the listing's bytes a value at a time; throws with the offset where they stop making sense. */
+/** Reads the listing's bytes a value at a time; a value it skips is only scanned, never parsed. */
 class Reader {
   readonly #b: Buffer;
   #i: number;
   constructor(bytes: Buffer, at = 0) {
     this.#b = bytes;
     this.#i = at;
-  }
-
-  fail(what: string): never {
-    throw new Error(`nft listing: ${what} at byte ${this.#i}`);
   }
 
   /** Consumes `byte` (after spaces) when it is next. */
@@ -112,7 +82,7 @@ class Reader {
   }
 
   expect(byte: number, what: string): void {
-    if (!this.take(byte)) this.fail(`expected ${what}`);
+    if (!this.take(byte)) throw new LayoutError(this.#i, `expected ${what}`);
   }
 
   /** The next value's bytes [start, end), consumed. */
@@ -123,14 +93,14 @@ class Reader {
     return [start, this.#i];
   }
 
-  parse(start: number, end: number): Json {
-    return JSON.parse(jsonText(this.#b, start, end, false));
+  /** `[` + the text of [start, end) + `]`, parsed: one value, or a run of an array's elements. */
+  parseAsArray(start: number, end: number): Json[] {
+    return JSON.parse(`[${jsonText(this.#b, start, end, false)}]`) as Json[];
   }
 
   /** The next value, parsed. */
   value(): Json {
-    const [start, end] = this.span();
-    return this.parse(start, end);
+    return this.parseAsArray(...this.span())[0];
   }
 
   /** The members of the object that opens next: `member(name)` reads each value. */
@@ -138,59 +108,70 @@ class Reader {
     this.expect(OPEN_BRACE, "{");
     if (this.take(CLOSE_BRACE)) return;
     do {
+      const at = this.#i;
       const name = this.value();
-      if (typeof name !== "string") this.fail("expected a member name");
+      if (typeof name !== "string") throw new LayoutError(at, "expected a member name");
       this.expect(COLON, ":");
       member(name);
     } while (this.take(COMMA));
     this.expect(CLOSE_BRACE, "}");
   }
 
-  /** The elements of the array that opens next, as spans: `element(start, end)` for each. */
-  elements(element: (start: number, end: number) => void): void {
+  /** The elements of the array that opens next: `element()` reads each. */
+  elements(element: () => void): void {
     this.expect(OPEN_BRACKET, "[");
     if (this.take(CLOSE_BRACKET)) return;
-    do element(...this.span());
+    do element();
     while (this.take(COMMA));
     this.expect(CLOSE_BRACKET, "]");
   }
 }
 
-/** A large item (from `start`): its set's elements parsed a run at a time, its other members whole. */
-function largeItem(bytes: Buffer, start: number, listing: Listing): void {
-  const item = new Reader(bytes, start);
-  item.members((kind) => {
-    if (kind !== "set" && kind !== "map") {
-      listing.item({ [kind]: item.value() });
-      return;
-    }
-    const header: Record<string, Json> = {};
-    const runs: [number, number][] = [];
-    item.members((name) => {
-      if (name !== "elem") {
-        header[name] = item.value();
-        return;
-      }
-      item.elements((s, e) => {
+/** One set or map (its object next): its name, and its elements when kpng diffs them. */
+function readSet(r: Reader, table: AdoptedTableBuilder): void {
+  let name: Json;
+  const runs: [number, number][] = [];
+  r.members((member) => {
+    if (member === "name") name = r.value();
+    else if (member === "elem")
+      r.elements(() => {
+        const [start, end] = r.span();
         const last = runs.at(-1);
-        if (last !== undefined && e - last[0] <= ELEMENTS_TEXT) last[1] = e;
-        else runs.push([s, e]);
+        if (last !== undefined && end - last[0] <= ELEMENTS_TEXT) last[1] = end;
+        else runs.push([start, end]);
       });
-    });
-    const m = typeof header.name === "string" ? listing.set(header.name) : undefined;
-    if (m === undefined) return;
-    // A run is `e1, e2, …` as nft printed it: parsed as one array.
-    for (const [s, e] of runs) {
-      const elements = JSON.parse(`[${jsonText(bytes, s, e, false)}]`) as Json[];
-      for (const el of elements) add(m, el);
+    else r.span();
+  });
+  if (typeof name !== "string") return;
+  table.sets.push(name);
+  if (!TRACKED_SETS.has(name)) return;
+  const m = new Map<string, string>();
+  table.elements.set(name, m);
+  for (const [start, end] of runs) for (const e of r.parseAsArray(start, end)) add(m, e);
+}
+
+/** One item of the listing (`{"chain": …}`, `{"map": …}`, `{"rule": …}`): what kpng keeps of it. */
+function readItem(r: Reader, table: AdoptedTableBuilder): void {
+  r.members((kind) => {
+    if (kind === "set" || kind === "map") readSet(r, table);
+    else if (kind !== "chain") r.span();
+    else {
+      const chain = r.value();
+      if (isObject(chain) && typeof chain.name === "string") table.chains.push(chain.name);
     }
   });
+}
+
+interface AdoptedTableBuilder {
+  readonly chains: string[];
+  readonly sets: string[];
+  readonly elements: Map<string, Map<string, string>>;
 }
 
 /** Parses the JSON listing of one table; throws with where it stops making sense if it cannot. */
 export function parseListing(bytes: Buffer): AdoptedTable {
   const r = new Reader(bytes);
-  const listing = new Listing();
+  const table: AdoptedTableBuilder = { chains: [], sets: [], elements: new Map() };
   let found = false;
   try {
     r.members((name) => {
@@ -199,15 +180,13 @@ export function parseListing(bytes: Buffer): AdoptedTable {
         return;
       }
       found = true;
-      r.elements((start, end) => {
-        if (end - start <= WHOLE_ITEM) listing.item(r.parse(start, end));
-        else largeItem(bytes, start, listing);
-      });
+      // Each item is found whole before it is read: a listing cut short fails at the item it cut.
+      r.elements(() => readItem(new Reader(bytes, r.span()[0]), table));
     });
   } catch (e) {
     if (e instanceof LayoutError) throw new Error(`nft listing: ${e.message} at byte ${e.offset}`);
     throw e;
   }
   if (!found) throw new Error("nft listing without an nftables array");
-  return { chains: listing.chains, sets: listing.sets, elements: listing.elements };
+  return table;
 }
