@@ -55,7 +55,7 @@ class TextRunner implements NftRunner {
     this.texts.push(text);
   }
   async check(): Promise<void> {}
-  async listTable(): Promise<Buffer | undefined> {
+  async list(): Promise<Buffer | undefined> {
     return undefined;
   }
 }

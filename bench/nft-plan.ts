@@ -30,7 +30,7 @@ class CountingRunner implements NftRunner {
     this.bytes += text.length;
   }
   async check(): Promise<void> {}
-  async listTable(): Promise<Buffer | undefined> {
+  async list(): Promise<Buffer | undefined> {
     return undefined;
   }
 }

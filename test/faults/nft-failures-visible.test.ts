@@ -20,7 +20,7 @@ async function listingFailures(family: string): Promise<number> {
 describe("fault: nft failures nobody sees", () => {
   test("a missing nft binary is an NftError that names the command", async () => {
     const runner = new ExecNftRunner(["/nonexistent/nft"]);
-    await assert.rejects(runner.listTable("ip", "kpng"), (e: Error) => {
+    await assert.rejects(runner.list("ip", "kpng", { objects: "sets" }), (e: Error) => {
       assert.ok(e instanceof NftError);
       assert.match(e.message, /cannot run \/nonexistent\/nft: .*ENOENT/);
       return true;

@@ -19,13 +19,13 @@ import type { LocalState, LocalStateFeed } from "../../model/local.ts";
 import type { SyncObserver } from "../../node/sync-observer.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter } from "../../observability/metrics.ts";
-import { parseListing } from "./adopt.ts";
+import { type AdoptedTable, readTable } from "./adopt.ts";
 import { excerptTransaction } from "./failure-excerpt.ts";
 import type { TableConfig } from "./fragment.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
 import { type NftScript, renderScript } from "./ops.ts";
 import { NftError, type NftRunner } from "./runner.ts";
-import { type PackedTransaction, packTransactions } from "./transaction.ts";
+import { type PackedTransaction, type Phase, packTransactions } from "./transaction.ts";
 import { TransactionWindow } from "./transaction-window.ts";
 
 /**
@@ -170,16 +170,16 @@ export class NftBackend {
     let mirror = this.#mirrors.get(cfg.family);
     const full = mirror === undefined;
     if (!mirror) {
-      let listing: Buffer | undefined;
+      let adopted: AdoptedTable | undefined;
       try {
-        listing = await this.#runner.listTable(cfg.family, cfg.table);
+        adopted = await readTable(this.#runner, cfg.family, cfg.table);
       } catch (e) {
         throw new FamilySyncError(`cannot read table ${cfg.family} ${cfg.table}: ${messageOf(e)}`, {
           cause: e,
           fields: { table: cfg.table },
         });
       }
-      mirror = new TableMirror(cfg, listing === undefined ? undefined : parseListing(listing));
+      mirror = new TableMirror(cfg, adopted);
       this.#mirrors.set(cfg.family, mirror);
     }
     const plan = mirror.plan(state, this.#now());
@@ -198,13 +198,15 @@ export class NftBackend {
     let transactions = 0;
     let bytes = 0;
     let next: PackedTransaction | undefined =
-      cleanup === undefined ? txs.next().value : { ...cleanup, commutes: false };
+      cleanup === undefined ? txs.next().value : { ...cleanup, commutesWithin: undefined };
     let isCleanup = cleanup !== undefined;
+    /** The phase of the transactions in the window. */
+    let flying: Phase | undefined;
     while (next !== undefined) {
       const tx = next;
       transactions++;
       bytes += Buffer.byteLength(tx.text);
-      if (!concurrent || !tx.commutes) {
+      if (!concurrent || tx.commutesWithin === undefined) {
         await window.drain();
         const applying = this.#apply(cfg, tx, isCleanup, false);
         // Rendering may throw while nft runs: the failure reported is then the render's.
@@ -214,10 +216,13 @@ export class NftBackend {
         await applying;
         continue;
       }
+      // A phase's transactions all apply before the next phase's start.
+      if (tx.commutesWithin !== flying) await window.drain();
+      flying = tx.commutesWithin;
       // Rendered before this one starts: it runs beside others only in a run of such transactions,
       // so a change of one transaction keeps the fast path (one line to `nft -i`).
       next = txs.next().value;
-      if (window.empty && next?.commutes !== true) {
+      if (window.empty && next?.commutesWithin !== flying) {
         await this.#apply(cfg, tx, false, false);
         continue;
       }

@@ -4,7 +4,7 @@
 
 import { MASQUERADE_MARK } from "../../backend-core/masquerade.ts";
 import type { TableConfig } from "./fragment.ts";
-import { ENDPOINTS_MAPS, endpointsMapName, PROTOCOLS, STATIC } from "./names.ts";
+import { endpointsMapName, PROTOCOLS, STATIC } from "./names.ts";
 import { addressType, type BaseChainHook, type NftOp, type SetDeclaration } from "./ops.ts";
 
 interface StaticChain {
@@ -131,7 +131,7 @@ export function staticChainNames(cfg: TableConfig): Set<string> {
   return new Set(staticChains(cfg).map((c) => c.name));
 }
 
-/** Names of the static sets and maps. */
+/** Names of the static sets and maps, but for the endpoint maps (of one generation: endpointsMaps). */
 export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
   STATIC.clusterIPs,
   STATIC.nodePortIPs,
@@ -143,7 +143,6 @@ export const STATIC_SET_NAMES: ReadonlySet<string> = new Set([
   STATIC.noEndpointServices,
   STATIC.noEndpointNodePorts,
   STATIC.firewallIPs,
-  ...ENDPOINTS_MAPS,
 ]);
 
 /**
@@ -189,11 +188,14 @@ export function skeletonOps(cfg: TableConfig): NftOp[] {
   for (const p of PROTOCOLS) {
     const value = `${ipk} daddr . ${p} dport`;
     out.push(
-      map(endpointsMapName.byAddress(p), {
+      map(endpointsMapName.byAddress(p, cfg.generation), {
         key: { typeOf: `${ipk} daddr . th dport . numgen random mod 1` },
         value,
       }),
-      map(endpointsMapName.byNodePort(p), { key: { typeOf: "th dport . numgen random mod 1" }, value }),
+      map(endpointsMapName.byNodePort(p, cfg.generation), {
+        key: { typeOf: "th dport . numgen random mod 1" },
+        value,
+      }),
     );
   }
   const chains = staticChains(cfg);

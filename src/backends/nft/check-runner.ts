@@ -8,7 +8,7 @@
 // ruleset of a hundred transactions).
 
 import type { NftFamily } from "../../model/ip.ts";
-import type { NftRunner } from "./runner.ts";
+import type { NftListing, NftRunner } from "./runner.ts";
 
 export class CheckingNftRunner implements NftRunner {
   readonly #checker: NftRunner;
@@ -35,7 +35,7 @@ export class CheckingNftRunner implements NftRunner {
     if (this.#applied.length > 0) await this.#checker.check(this.#applied.join(""));
   }
 
-  async listTable(_family: NftFamily, _table: string): Promise<Buffer | undefined> {
+  async list(_family: NftFamily, _table: string, _what: NftListing): Promise<Buffer | undefined> {
     return undefined;
   }
 }

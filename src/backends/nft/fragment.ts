@@ -4,6 +4,7 @@
 
 import type { NodeAddresses } from "../../backend-core/family-settings.ts";
 import type { NftFamily } from "../../model/ip.ts";
+import type { Generation } from "./names.ts";
 
 export interface ChainSpec {
   readonly name: string;
@@ -67,4 +68,6 @@ export interface TableConfig extends NodeAddresses {
    * programs pass on unchanged (drops, SCTP, load-balancer IPs with source ranges).
    */
   readonly socketBalanced?: boolean;
+  /** The generation of the endpoint maps and pick chains written (names.ts); 0 when absent. */
+  readonly generation?: Generation;
 }

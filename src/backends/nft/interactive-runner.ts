@@ -12,7 +12,7 @@ import { answerDeadline } from "../../lib/answer-deadline.ts";
 import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { MAX_LINE_BYTES } from "./ops.ts";
-import { NftError, type NftRunner } from "./runner.ts";
+import { NftError, type NftListing, type NftRunner } from "./runner.ts";
 
 interface InteractiveNftRunnerOptions {
   /** The `nft` command, possibly prefixed, e.g. `["ip", "netns", "exec", "ns1", "nft"]`. */
@@ -130,8 +130,8 @@ export class InteractiveNftRunner implements NftRunner {
     return this.#fallback.check(text);
   }
 
-  listTable(family: NftFamily, table: string): Promise<Buffer | undefined> {
-    return this.#fallback.listTable(family, table);
+  list(family: NftFamily, table: string, what: NftListing): Promise<Buffer | undefined> {
+    return this.#fallback.list(family, table, what);
   }
 
   /**

@@ -13,7 +13,7 @@ import { EndpointGroups } from "./endpoint-groups.ts";
 import type { AffinitySetSpec, ChainSpec, Fragment, TableConfig } from "./fragment.ts";
 import { EMPTY_FRAGMENT } from "./fragment.ts";
 import { HairpinEndpoints } from "./hairpins.ts";
-import { ENDPOINTS_MAPS, STATIC } from "./names.ts";
+import { endpointsMaps, STATIC } from "./names.ts";
 import { addressType, type NftOp, type SetDeclaration } from "./ops.ts";
 import { serviceFragment } from "./render-service.ts";
 import { serviceCIDROps } from "./service-cidrs.ts";
@@ -125,8 +125,11 @@ function equalRules(a: readonly string[], b: readonly string[]): boolean {
 }
 
 export class TableMirror {
+  /** The table's config with the generation of endpoint maps and pick chains this mirror writes. */
   readonly #cfg: TableConfig;
   readonly #staticChains: Set<string>;
+  /** The static sets and this generation's endpoint maps: the skeleton's. */
+  readonly #staticSets: ReadonlySet<string>;
   readonly #chains = new Map<string, ChainState>();
   readonly #sets = new Map<string, { staleSince: number | undefined }>();
   readonly #elements = new Map<string, Map<string, ElementState>>();
@@ -148,9 +151,11 @@ export class TableMirror {
   #serviceCIDRs: readonly string[] = [];
 
   constructor(cfg: TableConfig, adopted?: AdoptedTable) {
-    this.#cfg = cfg;
+    const generation = adopted?.generation ?? 0;
+    this.#cfg = generation === (cfg.generation ?? 0) ? cfg : { ...cfg, generation };
     this.#staticChains = staticChainNames(cfg);
-    const grouped = new Set(ENDPOINTS_MAPS);
+    const grouped = new Set(endpointsMaps(generation));
+    this.#staticSets = new Set([...STATIC_SET_NAMES, ...grouped]);
     this.#hairpins = new HairpinEndpoints(STATIC.hairpin, adopted?.elements.get(STATIC.hairpin)?.keys());
     this.#groups = new EndpointGroups(
       new Map([...(adopted?.elements ?? new Map())].filter(([set]) => grouped.has(set))),
@@ -159,8 +164,9 @@ export class TableMirror {
     for (const name of adopted.chains) {
       if (!this.#staticChains.has(name)) this.#chains.set(name, { rules: undefined, staleSince: undefined });
     }
+    // The other generation's endpoint maps are claimed by no service: they are retired.
     for (const name of adopted.sets) {
-      if (!STATIC_SET_NAMES.has(name)) this.#sets.set(name, { staleSince: undefined });
+      if (!this.#staticSets.has(name)) this.#sets.set(name, { staleSince: undefined });
     }
     for (const [set, elements] of adopted.elements) {
       if (grouped.has(set) || set === STATIC.hairpin) continue;
@@ -255,10 +261,11 @@ export class TableMirror {
     }
     yield* chainUnits(PHASE.leafChains, d.leafChains);
     yield* chainUnits(PHASE.entryChains, d.entryChains);
+    // Endpoints first: a dispatch element never leads to a list that is not in the table yet.
     // Removals go last: when a big sync is split, no endpoint index disappears before the
     // dispatch element that draws from it has moved to a smaller pick chain.
+    yield* elementUnits(PHASE.endpoints, this.#groups.changes());
     yield* elementUnits(PHASE.elements, this.#elementChanges(d.touched));
-    yield* elementUnits(PHASE.elements, this.#groups.changes());
     yield* elementUnits(PHASE.elements, this.#hairpins.additions(now));
     yield* elementUnits(PHASE.removals, this.#elementRemovals(d.touched));
     yield* elementUnits(PHASE.removals, this.#groups.removals());

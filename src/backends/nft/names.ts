@@ -41,17 +41,32 @@ export const PROTOCOLS = ["tcp", "udp", "sctp"] as const;
 export type NftProtocol = (typeof PROTOCOLS)[number];
 
 /**
+ * Which of two names the endpoint maps and the pick chains that draw from them carry. A cold
+ * start writes generation 0 (no suffix); a restart that adopts a table writes the other
+ * generation beside the one serving, moves each dispatch element over, then deletes the old
+ * one, so it never lists the endpoint maps (a million elements each at 100k Services).
+ */
+export type Generation = 0 | 1;
+
+/** The generation a restart writes when the table serves from `serving`. */
+export function nextGeneration(serving: Generation): Generation {
+  return serving === 0 ? 1 : 0;
+}
+
+const suffix = (g: Generation | undefined): string => (g === 1 ? "-g1" : "");
+
+/**
  * Chains shared by every service port of one protocol that balances over the same number of
  * endpoints. They pick an endpoint from a map keyed by what the packet was sent to, so a service
  * using one owns map elements only and an endpoint change never rewrites a chain.
  */
 export const pickChainName = {
   /** ClusterIP traffic: `<cluster IP> . port . i` in `endpoints-<proto>`. */
-  cluster: (proto: NftProtocol, n: number) => `pick-${proto}-${n}`,
+  cluster: (proto: NftProtocol, n: number, g?: Generation) => `pick-${proto}-${n}${suffix(g)}`,
   /** externalIP and load-balancer traffic with eTP Cluster: `<VIP> . port . i` in `endpoints-<proto>`. */
-  external: (proto: NftProtocol, n: number) => `ext-pick-${proto}-${n}`,
+  external: (proto: NftProtocol, n: number, g?: Generation) => `ext-pick-${proto}-${n}${suffix(g)}`,
   /** NodePort traffic with eTP Cluster: `nodePort . i` in `nodeport-endpoints-<proto>`. */
-  nodePort: (proto: NftProtocol, n: number) => `nodeport-pick-${proto}-${n}`,
+  nodePort: (proto: NftProtocol, n: number, g?: Generation) => `nodeport-pick-${proto}-${n}${suffix(g)}`,
 } as const;
 
 /**
@@ -60,9 +75,9 @@ export const pickChainName = {
  */
 export const endpointsMapName = {
   /** Keyed by destination address, port and index: for cluster IPs and VIPs. */
-  byAddress: (proto: NftProtocol) => `endpoints-${proto}`,
+  byAddress: (proto: NftProtocol, g?: Generation) => `endpoints-${proto}${suffix(g)}`,
   /** Keyed by node port and index. */
-  byNodePort: (proto: NftProtocol) => `nodeport-endpoints-${proto}`,
+  byNodePort: (proto: NftProtocol, g?: Generation) => `nodeport-endpoints-${proto}${suffix(g)}`,
 } as const;
 
 /** ClientIP affinity set of one endpoint; the timeout is part of the name (a set's timeout is fixed). */
@@ -93,7 +108,22 @@ export const STATIC = {
   hairpin: "hairpin-endpoints",
 } as const;
 
-export const ENDPOINTS_MAPS: readonly string[] = PROTOCOLS.flatMap((p) => [
-  endpointsMapName.byAddress(p),
-  endpointsMapName.byNodePort(p),
+/** The endpoint maps of one generation. */
+export function endpointsMaps(g: Generation): readonly string[] {
+  return PROTOCOLS.flatMap((p) => [endpointsMapName.byAddress(p, g), endpointsMapName.byNodePort(p, g)]);
+}
+
+const MAP_GENERATION: ReadonlyMap<string, Generation> = new Map([
+  ...endpointsMaps(0).map((n) => [n, 0] as const),
+  ...endpointsMaps(1).map((n) => [n, 1] as const),
 ]);
+
+/** The generations whose endpoint maps are among `names` (a table's sets and maps). */
+export function generationsOf(names: Iterable<string>): Set<Generation> {
+  const out = new Set<Generation>();
+  for (const name of names) {
+    const g = MAP_GENERATION.get(name);
+    if (g !== undefined) out.add(g);
+  }
+  return out;
+}

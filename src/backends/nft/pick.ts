@@ -12,8 +12,9 @@ import { podTraffic } from "./pod-traffic.ts";
 export type PickKind = keyof typeof pickChainName;
 
 /** The map a pick chain draws from, and the key prefix its elements carry before the index. */
-export function endpointsMapOf(kind: PickKind, proto: NftProtocol): string {
-  return kind === "nodePort" ? endpointsMapName.byNodePort(proto) : endpointsMapName.byAddress(proto);
+export function endpointsMapOf(kind: PickKind, proto: NftProtocol, cfg: TableConfig): string {
+  const g = cfg.generation;
+  return kind === "nodePort" ? endpointsMapName.byNodePort(proto, g) : endpointsMapName.byAddress(proto, g);
 }
 
 // The explicit `meta l4proto` gives the DNAT its transport protocol; nft refuses a port mapping
@@ -21,7 +22,7 @@ export function endpointsMapOf(kind: PickKind, proto: NftProtocol): string {
 function dnatRule(kind: PickKind, proto: NftProtocol, n: number, cfg: TableConfig): string {
   const ipk = cfg.family;
   const key = kind === "nodePort" ? "th dport" : `${ipk} daddr . th dport`;
-  const map = endpointsMapOf(kind, proto);
+  const map = endpointsMapOf(kind, proto, cfg);
   return `meta l4proto ${proto} dnat ${ipk} to ${key} . numgen random mod ${n} map @${map}`;
 }
 
@@ -45,7 +46,7 @@ export function pickChain(kind: PickKind, proto: NftProtocol, n: number, cfg: Ta
     chains = new Map();
     made.set(cfg, chains);
   }
-  const name = pickChainName[kind](proto, n);
+  const name = pickChainName[kind](proto, n, cfg.generation);
   let chain = chains.get(name);
   if (chain === undefined) {
     chain = { name, rules: [...masqueradeRules(kind, cfg), dnatRule(kind, proto, n, cfg)], level: 0 };

@@ -103,7 +103,7 @@ function pickFrom(
   const prefix = address === undefined ? "" : `${address} . `;
   const dispatchMap = address === undefined ? STATIC.serviceNodePorts : STATIC.serviceIPs;
   addElement(c, dispatchMap, `${prefix}${p.protocol} . ${port}`, `goto ${chain.name}`);
-  const set = endpointsMapOf(kind, p.protocol);
+  const set = endpointsMapOf(kind, p.protocol, cfg);
   const groupPrefix = `${prefix}${port} . `;
   const id = `${set} ${groupPrefix}`;
   const values: string[] = [];

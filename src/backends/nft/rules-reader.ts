@@ -8,7 +8,7 @@ import { execCommand } from "../../host/exec.ts";
 import type { LocalService } from "../../model/local.ts";
 import type { RulesReader, RulesReport } from "../../plugin/rules-reader.ts";
 import type { TableConfig } from "./fragment.ts";
-import { STATIC } from "./names.ts";
+import { type Generation, generationsOf, STATIC } from "./names.ts";
 import { serviceFragment } from "./render-service.ts";
 
 /** Runs one `nft` query; undefined when nft says the object does not exist. */
@@ -79,12 +79,23 @@ export class NftRulesReader implements RulesReader {
     return text === undefined ? undefined : elementsOfText(text).get(key);
   }
 
+  /**
+   * The generation of endpoint maps the table serves from (names.ts): declarations only, listed
+   * terse. While a restart moves to the other one both are there; generation 0 is then read.
+   */
+  async #generation(cfg: TableConfig): Promise<Generation> {
+    const listed = await this.#query.json(["-t", "list", "maps", cfg.family]);
+    const serving = generationsOf(listed === undefined ? [] : namesOf(listed, "map", cfg.table));
+    return serving.size === 1 ? ([...serving][0] as Generation) : 0;
+  }
+
   async read(service: LocalService): Promise<RulesReport> {
     const objects: { kind: string; name: string; lines: string[] }[] = [];
     const drift: { object: string; expected: string; found: string }[] = [];
     const show = (key: string, value: string | undefined) =>
       value === undefined ? `${key}: (missing)` : value === "" ? key : `${key} : ${value}`;
-    for (const cfg of this.#tables) {
+    for (const table of this.#tables) {
+      const cfg = { ...table, generation: await this.#generation(table) };
       const where = `${cfg.family} ${cfg.table}`;
       const fragment = serviceFragment(service, cfg);
       for (const el of fragment.elements) {
@@ -128,7 +139,7 @@ export class NftRulesReader implements RulesReader {
       if (chains.length > 0) {
         // Declarations only (`list chains`): listing rules would load every element of the table.
         const listed = await this.#query.json(["list", "chains", cfg.family]);
-        const present = new Set(listed === undefined ? [] : chainsOf(listed, cfg.table));
+        const present = new Set(listed === undefined ? [] : namesOf(listed, "chain", cfg.table));
         for (const name of chains) {
           objects.push({
             kind: "nft chain",
@@ -144,12 +155,14 @@ export class NftRulesReader implements RulesReader {
   }
 }
 
-function chainsOf(json: unknown, table: string): string[] {
+/** The names of the objects of one kind and table in a JSON listing. */
+function namesOf(json: unknown, kind: "chain" | "map", table: string): string[] {
   const items = (json as { nftables?: unknown[] }).nftables ?? [];
   const out: string[] = [];
   for (const item of items) {
-    const chain = (item as { chain?: { name?: unknown; table?: unknown } }).chain;
-    if (chain !== undefined && chain.table === table && typeof chain.name === "string") out.push(chain.name);
+    const object = (item as Record<string, { name?: unknown; table?: unknown } | undefined>)[kind];
+    if (object !== undefined && object.table === table && typeof object.name === "string")
+      out.push(object.name);
   }
   return out;
 }

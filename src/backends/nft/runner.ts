@@ -26,14 +26,32 @@ export interface NftRunner {
   /** Checks a transaction against the current ruleset without applying it. */
   check(text: string): Promise<void>;
   /**
-   * The JSON listing of one table (`nft -j list table`) as nft printed it, or undefined when the
-   * table does not exist. Its bytes, not a string: at 100k Services it is 150 MB (adopt.ts).
+   * One JSON listing of a table's objects (`nft -j list …`) as nft printed it, or undefined when
+   * the table or the set does not exist. Its bytes, not a string: a map can hold a million
+   * elements (adopt.ts).
    */
-  listTable(family: NftFamily, table: string): Promise<Buffer | undefined>;
+  list(family: NftFamily, table: string, what: NftListing): Promise<Buffer | undefined>;
   /** Gets ready for the next transaction ahead of time (a long-lived process); never fails. */
   prepare?(): Promise<void>;
   /** Kills every `nft` process still running (at shutdown); their calls fail. */
   close?(): void;
+}
+
+/**
+ * A listing: the declarations of a table's chains, sets or maps (those of the other tables of
+ * the family may come with them), or one set or map with its elements.
+ */
+export type NftListing =
+  | { readonly objects: "chains" | "sets" | "maps" }
+  | { readonly kind: "set" | "map"; readonly name: string };
+
+/** nft's arguments for a listing. Declarations are listed terse: nft then reads no elements. */
+export function listingArgs(family: NftFamily, table: string, what: NftListing): string[] {
+  if ("name" in what) return ["-j", "list", what.kind, family, table, what.name];
+  if (what.objects === "chains") return ["-j", "list", "chains", family];
+  // `list sets` takes a table (and fails when it is missing); nft 1.0.6 has no `list maps table`.
+  if (what.objects === "sets") return ["-t", "-j", "list", "sets", "table", family, table];
+  return ["-t", "-j", "list", "maps", family];
 }
 
 /**
@@ -44,9 +62,10 @@ const DEFAULT_NFT_TIMEOUT_MS = 60_000;
 
 /**
  * How long one listing may take. The kernel walks a map from its start for every batch of a dump,
- * so listing a map costs its size squared: a table of 100k Services × 10 endpoints (two maps of a
- * million elements) takes about two minutes, where a transaction's deadline would kill it and
- * fail every sync until the table is deleted and rewritten (docs/nft.md, "Restarts at scale").
+ * so listing a map costs its size squared: an endpoint map of a million elements (100k Services ×
+ * 10 endpoints) takes about a minute, where a transaction's deadline would kill it and fail every
+ * sync until the table is deleted and rewritten (docs/nft.md, "Restarts at scale"). Restarts list
+ * the endpoint maps only when both generations are in the table.
  */
 const DEFAULT_LIST_TIMEOUT_MS = 10 * 60_000;
 
@@ -73,7 +92,7 @@ async function exec(
 interface ExecNftRunnerOptions {
   /** Deadline of each call but listings; the process is killed when it passes. */
   readonly timeoutMs?: number;
-  /** Deadline of a listing (`listTable`). */
+  /** Deadline of a listing (`list`). */
   readonly listTimeoutMs?: number;
   /**
    * Starts the transactions (`nft -f`) and the listings: started from kpng itself, each would
@@ -174,11 +193,11 @@ export class ExecNftRunner implements NftRunner {
   }
 
   /**
-   * Started by the small process when there is one, the listing (the whole ruleset at 100k
-   * Services) coming back in a file; else by kpng, on a pipe.
+   * Started by the small process when there is one, the listing (a million elements in a map at
+   * 100k Services) coming back in a file; else by kpng, on a pipe.
    */
-  async listTable(family: NftFamily, table: string): Promise<Buffer | undefined> {
-    const args = ["-j", "list", "table", family, table];
+  async list(family: NftFamily, table: string, what: NftListing): Promise<Buffer | undefined> {
+    const args = listingArgs(family, table, what);
     const spawner = this.#spawner;
     const listed =
       spawner === undefined
@@ -190,7 +209,7 @@ export class ExecNftRunner implements NftRunner {
     const { r, output } = listed ?? (await this.#listedByKpng(args));
     if (r.code !== 0) {
       if (/No such file or directory/.test(r.stderr)) return undefined;
-      throw new NftError(`nft list table failed: ${firstLine(r.stderr)}`, r.stderr);
+      throw new NftError(`nft ${args.join(" ")} failed: ${firstLine(r.stderr)}`, r.stderr);
     }
     return output;
   }

@@ -16,8 +16,8 @@ export type ElementOp = {
 
 export interface Unit {
   /**
-   * Order of application: skeleton, sets, leaf chains, entry chains, added or replaced elements,
-   * removed elements, stale flushes.
+   * Order of application: skeleton, sets, leaf chains, entry chains, the endpoint maps' added or
+   * replaced elements, the other added or replaced elements, removed elements, stale flushes.
    */
   readonly phase: Phase;
   /** Operations other than the element changes below, in order. */
@@ -30,18 +30,27 @@ export const PHASE = {
   sets: 1,
   leafChains: 2,
   entryChains: 3,
-  elements: 4,
-  removals: 5,
-  staleFlush: 6,
+  /**
+   * Before the dispatch elements that lead to them, and applied to the end before any of those
+   * starts: a restart fills the endpoint maps of a new generation before moving dispatch there.
+   */
+  endpoints: 4,
+  elements: 5,
+  removals: 6,
+  staleFlush: 7,
 } as const;
 export type Phase = (typeof PHASE)[keyof typeof PHASE];
 
+/** Phases whose transactions only add or replace elements. */
+const COMMUTING: ReadonlySet<Phase> = new Set([PHASE.endpoints, PHASE.elements]);
+
 /**
- * A transaction of a large sync. `commutes` when it only adds or replaces elements: such
- * transactions give the same table in any order, so consecutive ones may be applied at once.
+ * A transaction of a large sync. `commutesWithin` is its phase when it only adds or replaces
+ * elements of that one phase: such transactions give the same table in any order, so
+ * consecutive ones of a phase may be applied at once (and those of the next phase after them).
  */
 export interface PackedTransaction extends NftScript {
-  readonly commutes: boolean;
+  readonly commutesWithin: Phase | undefined;
 }
 
 function unitSize(u: Unit): number {
@@ -80,7 +89,10 @@ export function* packTransactions(
 function packed(units: readonly Unit[], family: NftFamily, table: string): PackedTransaction {
   return {
     ...renderTransaction(units, family, table),
-    commutes: units.every((u) => u.phase === PHASE.elements),
+    commutesWithin:
+      units.every((u) => u.phase === units[0]!.phase) && COMMUTING.has(units[0]!.phase)
+        ? units[0]!.phase
+        : undefined,
   };
 }
 
@@ -91,7 +103,7 @@ function packed(units: readonly Unit[], family: NftFamily, table: string): Packe
  */
 export function renderTransaction(units: readonly Unit[], family: NftFamily, table: string): NftScript {
   const ops: NftOp[] = [];
-  for (const u of units) if (u.phase < PHASE.elements) ops.push(...u.ops);
+  for (const u of units) if (u.phase < PHASE.endpoints) ops.push(...u.ops);
   const deletes = new Map<string, string[]>();
   const adds = new Map<string, string[]>();
   for (const u of units) {
@@ -107,6 +119,6 @@ export function renderTransaction(units: readonly Unit[], family: NftFamily, tab
   }
   for (const [set, elements] of deletes) ops.push({ verb: "delete", kind: "element", set, elements });
   for (const [set, elements] of adds) ops.push({ verb: "add", kind: "element", set, elements });
-  for (const u of units) if (u.phase >= PHASE.elements) ops.push(...u.ops);
+  for (const u of units) if (u.phase >= PHASE.endpoints) ops.push(...u.ops);
   return renderScript(ops, family, table);
 }

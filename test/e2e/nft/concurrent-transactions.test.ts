@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { NftBackend } from "../../../src/backends/nft/backend.ts";
 import { InteractiveNftRunner } from "../../../src/backends/nft/interactive-runner.ts";
-import { ExecNftRunner, type NftRunner } from "../../../src/backends/nft/runner.ts";
+import { ExecNftRunner, type NftListing, type NftRunner } from "../../../src/backends/nft/runner.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import { Netns, netnsSkipReason } from "../../support/netns.ts";
 import { manyServices, state, V4 } from "../../unit/backends/nft/fixtures.ts";
@@ -37,8 +37,8 @@ class OverlapCounter implements NftRunner {
   check(text: string): Promise<void> {
     return this.#inner.check(text);
   }
-  listTable(family: "ip" | "ip6", table: string): Promise<Buffer | undefined> {
-    return this.#inner.listTable(family, table);
+  list(family: "ip" | "ip6", table: string, what: NftListing): Promise<Buffer | undefined> {
+    return this.#inner.list(family, table, what);
   }
   close(): void {
     this.#inner.close();

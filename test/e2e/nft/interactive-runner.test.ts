@@ -3,7 +3,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { InteractiveNftRunner } from "../../../src/backends/nft/interactive-runner.ts";
-import { ExecNftRunner, NftError, type NftRunner } from "../../../src/backends/nft/runner.ts";
+import {
+  ExecNftRunner,
+  NftError,
+  type NftListing,
+  type NftRunner,
+} from "../../../src/backends/nft/runner.ts";
 import { Netns, netnsSkipReason } from "../../support/netns.ts";
 
 const skip = await netnsSkipReason();
@@ -22,8 +27,8 @@ class CountingRunner implements NftRunner {
   check(text: string): Promise<void> {
     return this.inner.check(text);
   }
-  listTable(family: "ip" | "ip6", table: string): Promise<Buffer | undefined> {
-    return this.inner.listTable(family, table);
+  list(family: "ip" | "ip6", table: string, what: NftListing): Promise<Buffer | undefined> {
+    return this.inner.list(family, table, what);
   }
 }
 

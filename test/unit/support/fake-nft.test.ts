@@ -46,7 +46,9 @@ test("accepts a consistent transaction and lists it back as nft JSON", async () 
     `${BASE}add chain ip t b\nadd rule ip t a goto b\nadd element ip t m { tcp . 80 : goto b, udp . 53 : drop }\n`,
   );
   assert.deepEqual(nft.rules("ip", "t", "a"), ["goto b"]);
-  const listing = JSON.parse(String(await nft.listTable("ip", "t"))) as { nftables: unknown[] };
+  const listing = JSON.parse(String(await nft.list("ip", "t", { kind: "map", name: "m" }))) as {
+    nftables: unknown[];
+  };
   assert.ok(
     listing.nftables.some(
       (i) =>
@@ -54,7 +56,10 @@ test("accepts a consistent transaction and lists it back as nft JSON", async () 
         JSON.stringify(i).includes('"goto":{"target":"b"}'),
     ),
   );
-  assert.equal(await nft.listTable("ip", "missing"), undefined);
+  assert.equal(await nft.list("ip", "missing", { objects: "sets" }), undefined);
+  assert.equal(await nft.list("ip", "t", { kind: "map", name: "missing" }), undefined);
+  const maps = String(await nft.list("ip", "t", { objects: "maps" }));
+  assert.ok(maps.includes('"name":"m"') && !maps.includes("concat"), "declarations without elements");
 });
 
 test("check() validates without applying", async () => {

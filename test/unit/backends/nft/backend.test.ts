@@ -116,7 +116,7 @@ test("incremental syncs end in the same ruleset as a fresh full sync", async () 
   await later.backend.sync(state(b, 3)); // adopts the table and converges
   now += 1000;
   await later.backend.sync(state(b, 3));
-  assert.equal(nft.dump(), fresh.nft.dump());
+  assert.equal(nft.dumpAnyGeneration(), fresh.nft.dumpAnyGeneration());
 });
 
 test("a removed service's chains are flushed now and deleted at least 1 s later", async () => {
@@ -202,7 +202,7 @@ test("a failed transaction is retried as a full resync that converges", async ()
   await backend.sync(next);
   const fresh = setup();
   await fresh.backend.sync(next);
-  assert.equal(nft.dump(), fresh.nft.dump());
+  assert.equal(nft.dumpAnyGeneration(), fresh.nft.dumpAnyGeneration());
 });
 
 test("a big first sync is split into bounded transactions, each valid on its own", async () => {
@@ -227,20 +227,73 @@ test("restart: an existing table is adopted without flushing it", async () => {
   const nft = new FakeNft();
   const first = setup({ nft });
   await first.backend.sync(state(manyServices(20)));
-  const again = setup({ nft });
+  let now = 1_000_000;
+  const again = setup({ nft, now: () => now });
   const report = await sent(nft, again.backend, state(manyServices(20)));
   const text = report.texts.join("");
-  assert.doesNotMatch(text, /delete table|flush table|flush map|add element ip kpng service-ips/);
+  assert.doesNotMatch(text, /delete table|flush table|flush map|flush chain ip kpng pick-tcp-2-g1/);
+  // The endpoints of the other generation, then each dispatch element moved to them in place.
+  assert.match(text, /add element ip kpng endpoints-tcp-g1 \{ 10\.96\.0\.0 \. 80 \. 0 : /);
+  assert.match(text, /delete element ip kpng service-ips \{ 10\.96\.0\.0 \. tcp \. 80/);
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("10.96.0.0 . tcp . 80"), "goto pick-tcp-2-g1");
+  assert.ok(
+    nft.listings.every((l) => !l.includes("endpoints-")),
+    `the endpoint maps are not listed: ${nft.listings.join("; ")}`,
+  );
+  now += 1000;
   const changed = manyServices(19);
   await again.backend.sync(state(changed, 2));
+  assert.equal(nft.elements("ip", "kpng", "endpoints-tcp"), undefined, "the old generation is gone");
+  assert.equal(nft.rules("ip", "kpng", "pick-tcp-2"), undefined);
   const fresh = setup();
   await fresh.backend.sync(state(changed, 2));
-  // The removed service's flushed chain remains until deleted; everything else is identical.
   assert.equal(nft.elements("ip", "kpng", "service-ips")?.size, 19);
-  assert.deepEqual(
-    nft.elements("ip", "kpng", "service-ips"),
-    fresh.nft.elements("ip", "kpng", "service-ips"),
-  );
+  now += 1000;
+  await again.backend.sync(state(changed, 2));
+  assert.equal(nft.dumpAnyGeneration(), fresh.nft.dumpAnyGeneration());
+  // A second restart goes back to generation 0.
+  const third = setup({ nft, now: () => now });
+  await third.backend.sync(state(changed, 3));
+  assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("10.96.0.0 . tcp . 80"), "goto pick-tcp-2");
+});
+
+test("restart: after every transaction each dispatch element leads to a full list of endpoints", async () => {
+  const nft = new FakeNft();
+  await setup({ nft }).backend.sync(state(manyServices(600)));
+  // Some services change while kpng is down: one endpoint fewer, one more.
+  const next = manyServices(600).map((svc, i) => {
+    if (i % 3 !== 0) return svc;
+    const p = svc.ports[0]!;
+    const eps = i % 2 === 0 ? p.internalEndpoints.slice(1) : [...p.internalEndpoints, ep(`198.51.100.${i}`)];
+    return { ...svc, ports: [{ ...p, internalEndpoints: eps }] };
+  });
+  const broken: string[] = [];
+  const checking = {
+    run: async (text: string) => {
+      await nft.run(text);
+      for (const [key, verdict] of nft.elements("ip", "kpng", "service-ips") ?? []) {
+        const m = /^goto (pick|ext-pick)-tcp-(\d+)(-g1)?$/.exec(verdict);
+        if (m === null) continue;
+        const map = nft.elements("ip", "kpng", `endpoints-tcp${m[3] ?? ""}`);
+        const [ip, , port] = key.split(" . ");
+        for (let i = 0; i < Number(m[2]); i++)
+          if (!map?.has(`${ip} . ${port} . ${i}`)) broken.push(`${verdict} for ${key}: index ${i} missing`);
+      }
+    },
+    check: (text: string) => nft.check(text),
+    list: nft.list.bind(nft),
+  };
+  const restarted = new NftBackend({
+    runner: checking,
+    tables: [V4],
+    log: silentLogger,
+    maxStatementsPerTransaction: 8,
+  });
+  const before = nft.transactions.length;
+  await restarted.sync(state(next, 2));
+  assert.deepEqual(broken.slice(0, 5), []);
+  const restart = nft.transactions.length - before;
+  assert.ok(restart > 5, `the restart took many transactions: ${restart}`);
 });
 
 test("adoption removes elements and chains no service claims", async () => {
@@ -370,10 +423,15 @@ test("new node addresses: the running loop rewrites the table in place at once, 
   backend.reconfigure([{ ...V4, nodePortCIDRs: ["192.0.2.1/32", "192.0.2.7/32"] }, V6]);
   await synced(() => nft.elements("ip", "kpng", "nodeport-ips")?.has("192.0.2.7/32") === true);
   assert.ok(nft.elements("ip", "kpng", "nodeport-ips")?.has("192.0.2.1/32"));
-  assert.equal(nft.elements("ip", "kpng", "service-ips")?.get("203.0.113.10 . tcp . 80"), "goto pick-tcp-2");
-  const rewrite = nft.transactions.slice(before).join("");
-  assert.doesNotMatch(rewrite, /delete element ip kpng service-ips/, "no service entry removed on the way");
-  assert.doesNotMatch(rewrite, /flush map ip kpng service-ips/);
+  assert.match(
+    nft.elements("ip", "kpng", "service-ips")?.get("203.0.113.10 . tcp . 80") ?? "",
+    /^goto pick-tcp-2/,
+  );
+  // The entry is replaced in place (moved to the other generation's pick chain), never removed.
+  for (const tx of nft.transactions.slice(before))
+    if (tx.includes("delete element ip kpng service-ips { 203.0.113.10 . tcp . 80"))
+      assert.match(tx, /add element ip kpng service-ips \{ 203\.0\.113\.10 \. tcp \. 80/);
+  assert.doesNotMatch(nft.transactions.slice(before).join(""), /flush map ip kpng service-ips/);
   stop.abort();
   await running;
 });

@@ -95,7 +95,7 @@ class AcceptingNft implements NftRunner {
     this.last = text;
   }
   async check(): Promise<void> {}
-  async listTable(): Promise<Buffer | undefined> {
+  async list(): Promise<Buffer | undefined> {
     return undefined;
   }
 }

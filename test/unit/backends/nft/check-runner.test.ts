@@ -13,7 +13,7 @@ class RecordingChecker implements NftRunner {
     this.checked.push(text);
     if (text.includes("bad")) throw new NftError("nft --check failed: syntax error", "bad");
   }
-  async listTable(): Promise<Buffer | undefined> {
+  async list(): Promise<Buffer | undefined> {
     return undefined;
   }
 }

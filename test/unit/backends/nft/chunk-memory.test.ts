@@ -32,7 +32,7 @@ class HeapWatchingNft implements NftRunner {
     this.maxBytes = Math.max(this.maxBytes, text.length);
   }
   async check(): Promise<void> {}
-  async listTable(): Promise<Buffer | undefined> {
+  async list(): Promise<Buffer | undefined> {
     return undefined;
   }
 }

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { NftBackend } from "../../../../src/backends/nft/backend.ts";
-import { NftError, type NftRunner } from "../../../../src/backends/nft/runner.ts";
+import { NftError, type NftListing, type NftRunner } from "../../../../src/backends/nft/runner.ts";
 import type { LocalState } from "../../../../src/model/local.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
@@ -62,23 +62,29 @@ class OverlappingNft implements NftRunner {
     return this.nft.check(text);
   }
 
-  listTable(family: "ip" | "ip6", table: string): Promise<Buffer | undefined> {
-    return this.nft.listTable(family, table);
+  list(family: "ip" | "ip6", table: string, what: NftListing): Promise<Buffer | undefined> {
+    return this.nft.list(family, table, what);
   }
 }
 
-function backendOn(runner: NftRunner, concurrentTransactions = 3, log = silentLogger): NftBackend {
+function backendOn(
+  runner: NftRunner,
+  concurrentTransactions = 3,
+  log = silentLogger,
+  now?: () => number,
+): NftBackend {
   return new NftBackend({
     runner,
     tables: [V4],
     log,
     maxStatementsPerTransaction: CHUNK,
     concurrentTransactions,
+    now,
   });
 }
 
 /** What a sync of `cluster` leaves when every transaction is applied alone, in order. */
-async function sequentialDump(cluster: LocalState): Promise<string> {
+async function sequentialDump(cluster: LocalState, anyGeneration = false): Promise<string> {
   const nft = new FakeNft();
   await new NftBackend({
     runner: nft,
@@ -86,7 +92,7 @@ async function sequentialDump(cluster: LocalState): Promise<string> {
     log: silentLogger,
     maxStatementsPerTransaction: CHUNK,
   }).sync(cluster);
-  return nft.dump();
+  return anyGeneration ? nft.dumpAnyGeneration() : nft.dump();
 }
 
 describe("element changes in flight together", () => {
@@ -108,6 +114,41 @@ describe("element changes in flight together", () => {
         );
     }
     assert.equal(runner.nft.dump(), await sequentialDump(cluster));
+  });
+
+  test("a restart's endpoint maps are all applied before the first dispatch element moves to them", async () => {
+    const cluster = state(manyServices(800));
+    const runner = new OverlappingNft();
+    await backendOn(runner, 3).sync(cluster);
+    const before = runner.calls.length;
+    // A restarted kpng: the other generation's endpoints, then the dispatch elements moved over.
+    const restarted = backendOn(runner, 3);
+    const settled: { text: string; end: number }[] = [];
+    const started: { text: string; at: number }[] = [];
+    let clock = 0;
+    const run = runner.runConcurrently.bind(runner);
+    const plain = runner.run.bind(runner);
+    const traced = async (call: () => Promise<void>, text: string) => {
+      started.push({ text, at: clock++ });
+      await call();
+      settled.push({ text, end: clock++ });
+    };
+    runner.runConcurrently = (text) => traced(() => run(text), text);
+    runner.run = (text, line) => traced(() => plain(text, line), text);
+    await restarted.sync(cluster);
+    const endpoints = settled.filter((c) => c.text.includes("add element ip kpng endpoints-tcp-g1"));
+    const dispatch = started.filter((c) => c.text.includes("element ip kpng service-ips"));
+    assert.ok(endpoints.length >= 3 && dispatch.length >= 2, `${endpoints.length} / ${dispatch.length}`);
+    assert.ok(
+      runner.calls.slice(before).some((c) => c.concurrently && c.beside > 0),
+      "some ran beside others",
+    );
+    const lastEndpoints = Math.max(...endpoints.map((c) => c.end));
+    const firstDispatch = Math.min(...dispatch.map((c) => c.at));
+    assert.ok(
+      lastEndpoints < firstDispatch,
+      `endpoints settled at ${lastEndpoints}, dispatch started at ${firstDispatch}`,
+    );
   });
 
   test("the limit is kept, and with a limit of one nothing overlaps", async () => {
@@ -173,7 +214,8 @@ describe("element changes in flight together", () => {
   test("a transaction that fails alone too fails the sync; nothing new starts after it; the next sync converges", async () => {
     const cluster = state(manyServices(400));
     const runner = new OverlappingNft();
-    const backend = backendOn(runner, 3);
+    let now = 1_000_000;
+    const backend = backendOn(runner, 3, silentLogger, () => now);
     let elementTransactions = 0;
     const bad = new Set<string>();
     runner.fails = (text) => {
@@ -197,7 +239,10 @@ describe("element changes in flight together", () => {
 
     bad.clear();
     elementTransactions = -1_000_000;
+    // The resync writes the other generation of endpoint maps; the old one goes a second later.
     await backend.sync(cluster);
-    assert.equal(runner.nft.dump(), await sequentialDump(cluster));
+    now += 1000;
+    await backend.sync(cluster);
+    assert.equal(runner.nft.dumpAnyGeneration(), await sequentialDump(cluster, true));
   });
 });

@@ -11,6 +11,8 @@ import { ExecNftRunner, NftError } from "../../../../src/backends/nft/runner.ts"
 import { SmallSpawner } from "../../../../src/host/small-spawner.ts";
 import { eventually } from "../../../support/eventually.ts";
 
+const SERVICE_IPS = { kind: "map", name: "service-ips" } as const;
+
 /** Stands for nft: reads the file of `-f <file>`, reports its size, path and parent on stderr, and fails. */
 const REPORTING_NFT = [
   "sh",
@@ -48,7 +50,7 @@ describe("nft transactions started from the small process", () => {
       ["sh", "-c", `printf '${json}' "$5" "$PPID" "$(readlink /proc/$$/fd/1)"`, "nft"],
       { spawner },
     );
-    const listed = JSON.parse(String(await runner.listTable("ip", "kpng"))) as {
+    const listed = JSON.parse(String(await runner.list("ip", "kpng", SERVICE_IPS))) as {
       table: string;
       parent: number;
       file: string;
@@ -60,7 +62,7 @@ describe("nft transactions started from the small process", () => {
       ["sh", "-c", 'echo "Error: No such file or directory; did you mean table ‘kpng’?" >&2; exit 1', "nft"],
       { spawner },
     );
-    assert.equal(await missing.listTable("ip", "kpng"), undefined, "no such table");
+    assert.equal(await missing.list("ip", "kpng", { objects: "sets" }), undefined, "no such table");
   });
 
   test("a listing has a deadline of its own, longer than a transaction's: a large table takes minutes to list", async () => {
@@ -68,10 +70,10 @@ describe("nft transactions started from the small process", () => {
     const slow = ["sh", "-c", `sleep 0.6; printf '{"nftables": []}'`, "nft"];
     for (const from of [{ spawner }, {}]) {
       const runner = new ExecNftRunner(slow, { ...from, timeoutMs: 200, listTimeoutMs: 5000 });
-      assert.deepEqual(JSON.parse(String(await runner.listTable("ip", "kpng"))), { nftables: [] });
+      assert.deepEqual(JSON.parse(String(await runner.list("ip", "kpng", SERVICE_IPS))), { nftables: [] });
       await assert.rejects(runner.run("add table ip kpng\n"), /did not finish within 200 ms; killed/);
       const short = new ExecNftRunner(slow, { ...from, timeoutMs: 5000, listTimeoutMs: 200 });
-      await assert.rejects(short.listTable("ip", "kpng"), /did not finish within 200 ms; killed/);
+      await assert.rejects(short.list("ip", "kpng", SERVICE_IPS), /did not finish within 200 ms; killed/);
     }
   });
 

@@ -28,6 +28,10 @@ class FakeQuery implements NftQuery {
   }
   async json(args: readonly string[]): Promise<unknown> {
     this.asked.push(args.join(" "));
+    if (args.includes("maps"))
+      return {
+        nftables: [...this.elements.keys()].map((name) => ({ map: { family: "ip", table: "kpng", name } })),
+      };
     return { nftables: [...this.chains].map((name) => ({ chain: { family: "ip", table: "kpng", name } })) };
   }
   async text(args: readonly string[]): Promise<string | undefined> {
@@ -41,8 +45,8 @@ class FakeQuery implements NftQuery {
 }
 
 /** The kernel as the backend would have programmed `svc`. */
-function kernelOf(svc = service()): FakeQuery {
-  const f = serviceFragment(svc, CFG);
+function kernelOf(svc = service(), cfg: TableConfig = CFG): FakeQuery {
+  const f = serviceFragment(svc, cfg);
   const elements = new Map<string, Map<string, string>>();
   const put = (set: string, key: string, value: string) => {
     if (!elements.has(set)) elements.set(set, new Map());
@@ -71,7 +75,15 @@ test("a Service the kernel holds as rendered: no drift, and only get element and
   const report = await new NftRulesReader([CFG], kernel).read(service());
   assert.deepEqual(report.drift, []);
   assert.ok(report.objects.length > 0);
-  for (const q of kernel.asked) assert.match(q, /^(get element ip kpng |list chains ip)/);
+  for (const q of kernel.asked) assert.match(q, /^(get element ip kpng |list chains ip|-t list maps ip)/);
+});
+
+test("a table a restart moved to the other generation of endpoint maps is read there: no drift", async () => {
+  const kernel = kernelOf(service(), { ...CFG, generation: 1 });
+  assert.ok(kernel.elements.has("endpoints-tcp-g1"));
+  const report = await new NftRulesReader([CFG], kernel).read(service());
+  assert.deepEqual(report.drift, []);
+  assert.ok(report.objects.some((o) => o.name === "ip kpng endpoints-tcp-g1"));
 });
 
 test("a missing element, a stale no-endpoint element and a changed endpoint are drift", async () => {
