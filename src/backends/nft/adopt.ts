@@ -2,7 +2,7 @@
 // flushing it: traffic keeps flowing across restarts. The names of its chains, sets and maps
 // come first (declarations only, a few milliseconds whatever the size), then the elements of the
 // maps and sets kpng diffs one by one. The endpoint maps are not listed: the kernel walks a map
-// from its start for every 32 KiB of a dump, so listing one costs the square of its size, and
+// from its start for every batch of a dump, so listing one costs the square of its size, and
 // at 100k Services they hold a million elements each (docs/nft.md, "Restarts at scale"). Instead
 // the restart writes the other generation of them (names.ts) and retires the one that served.
 // A listing is scanned once, and only what kpng keeps is parsed (a chain's object, a set's name,
