@@ -14,8 +14,9 @@
 // - Families are applied independently: a failed family is logged (a recurring failure at a
 //   decaying rate), counted, forgotten (its next sync reads the kernel and rewrites everything)
 //   and retried with one backoff, while the other family keeps following every change. After
-//   RESET_AFTER_FAILURES failures in a row, a backend that can deletes what it owns in the family
-//   first (a foreign object in its table), with a warning.
+//   RESET_AFTER_FAILURES refusals in a row that a rewrite may cure (a foreign object in its
+//   table), a backend that can deletes what it owns in the family first, with a warning and a
+//   metric. Other failures (a deadline, a shortage) never do: the rules in place keep serving.
 // - Shutdown never waits for a hung kernel call.
 
 import { Backoff } from "../lib/backoff.ts";
@@ -42,7 +43,13 @@ const familyHealthy = gauge(
   ["backend", "family"],
 );
 
-/** Consecutive failures after which a family's own objects are deleted and written anew. */
+const familyResets = counter(
+  "kpng_sync_resets_total",
+  "Times a family's own rules were deleted and written anew after its syncs were refused repeatedly.",
+  ["backend", "family"],
+);
+
+/** Consecutive curable refusals after which a family's own objects are deleted and written anew. */
 export const RESET_AFTER_FAILURES = 3;
 
 /** What one family's apply wrote. */
@@ -75,14 +82,22 @@ export class FamilySyncError extends Error {
   readonly fields: Readonly<Record<string, unknown>>;
   /** What identifies a repeat of the same failure (defaults to the message). */
   readonly repeatKey: string;
+  /** Whether deleting the family's own objects and writing them anew may cure it. */
+  readonly resettable: boolean;
   constructor(
     message: string,
-    options: { cause?: unknown; fields?: Record<string, unknown>; repeatKey?: string },
+    options: {
+      cause?: unknown;
+      fields?: Record<string, unknown>;
+      repeatKey?: string;
+      resettable?: boolean;
+    },
   ) {
     super(message, { cause: options.cause });
     this.name = "FamilySyncError";
     this.fields = options.fields ?? {};
     this.repeatKey = options.repeatKey ?? message;
+    this.resettable = options.resettable ?? false;
   }
 }
 
@@ -127,6 +142,8 @@ interface FamilyRun {
   readonly repeats: RepeatLimiter;
   /** 1 s doubling up to the sync period, without jitter: a node retries its own kernel. */
   readonly backoff: Backoff;
+  /** Failures in a row that a reset may cure; any other outcome starts the count again. */
+  curable: number;
 }
 
 export class SyncLoop {
@@ -155,6 +172,7 @@ export class SyncLoop {
       const labels = { backend: options.backend, family: target.family };
       familyHealthy.set(labels, 0);
       familyFailures.inc(labels, 0);
+      if (target.reset) familyResets.inc(labels, 0);
       if (options.probe) rulesRepairs.inc(labels, 0);
       return {
         target,
@@ -163,6 +181,7 @@ export class SyncLoop {
         armed: false,
         repeats: new RepeatLimiter({ now: this.#o.now }),
         backoff: new Backoff({ initialMs: 1000, maxMs: Math.max(this.#o.syncPeriodMs, 1000), jitter: 0 }),
+        curable: 0,
       };
     });
   }
@@ -205,8 +224,7 @@ export class SyncLoop {
       const label = familyLabel(f.target);
       const started = performance.now();
       try {
-        if (f.target.reset && f.health.failures > 0 && f.health.failures % RESET_AFTER_FAILURES === 0)
-          await this.#reset(f);
+        if (f.target.reset && f.curable >= RESET_AFTER_FAILURES) await this.#reset(f);
         const applied = await f.target.apply(state, periodic);
         const durationMs = performance.now() - started;
         transactions += applied.transactions;
@@ -230,9 +248,11 @@ export class SyncLoop {
   }
 
   async #reset(f: FamilyRun): Promise<void> {
+    f.curable = 0;
+    familyResets.inc({ backend: this.#o.backend, family: f.target.family });
     this.#o.log.warn(
       { family: f.target.family, failures: f.health.failures },
-      `${this.#o.backend} sync keeps failing; deleting and rewriting everything kpng owns in this family`,
+      `${this.#o.backend} sync keeps being refused; deleting and rewriting everything kpng owns in this family`,
     );
     try {
       await f.target.reset?.();
@@ -250,6 +270,7 @@ export class SyncLoop {
     f.armed = true;
     f.repeats.reset();
     f.backoff.reset();
+    f.curable = 0;
     familyHealthy.set({ backend: this.#o.backend, family }, 1);
   }
 
@@ -258,6 +279,7 @@ export class SyncLoop {
     const failures = f.health.failures + 1;
     const retryInMs = retryNow ? 0 : f.backoff.next();
     f.health = { ...f.health, failures, lastError: error.message };
+    f.curable = error instanceof FamilySyncError && error.resettable ? f.curable + 1 : 0;
     f.retryAt = this.#o.now() + retryInMs;
     // Its next sync is a full one anyway: nothing for the probe to find.
     f.armed = false;

@@ -1,6 +1,7 @@
 // Fault: a foreign object in kpng's own table (here a set named like kpng's dispatch map, of
 // another type) failed every IPv4 transaction for ever: kpng never recreated its table. Now,
-// after a few failures in a row, the family's table is deleted and written anew, with a warning.
+// after nft has refused a few syncs in a row, the family's table is deleted and written anew,
+// with a warning and a metric.
 // Real nft in a network namespace of its own.
 
 import assert from "node:assert/strict";
@@ -8,10 +9,16 @@ import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 import { NftBackend } from "../../src/backends/nft/backend.ts";
 import { ExecNftRunner } from "../../src/backends/nft/runner.ts";
+import { registry } from "../../src/observability/metrics.ts";
 import { service, state, V4 } from "../unit/backends/nft/fixtures.ts";
 import { capturingLogger, eventually, ManualFeed } from "./support.ts";
 
 const skip = process.getuid?.() !== 0 ? "needs root for a network namespace" : false;
+
+async function resets(): Promise<number> {
+  const metric = await registry.getSingleMetric("kpng_sync_resets_total")?.get();
+  return metric?.values.find((v) => v.labels.backend === "nftables" && v.labels.family === "ip")?.value ?? 0;
+}
 
 describe("fault: a foreign object blocks kpng's table", { skip }, () => {
   test("after repeated failures kpng deletes and recreates its table, with a warning", {
@@ -31,6 +38,7 @@ describe("fault: a foreign object blocks kpng's table", { skip }, () => {
         tables: [V4],
         log,
       });
+      const before = await resets();
       const feed = new ManualFeed(state([service()]));
       running = backend.run(feed, ac.signal);
       await eventually(() => lines.some((l) => l.level === 50), "the first failure");
@@ -41,6 +49,7 @@ describe("fault: a foreign object blocks kpng's table", { skip }, () => {
           (l) => l.level === 40 && /deleting and rewriting everything kpng owns/.test(String(l.msg)),
         ),
       );
+      assert.equal(await resets(), before + 1);
       const map = nft("list", "map", "ip", "kpng", "service-ips");
       assert.equal(map.status, 0, map.stderr);
       assert.match(map.stdout, /203\.0\.113\.10 \. tcp \. 80 : goto/);

@@ -3,7 +3,13 @@
 // chain, set or map, a deleted object that is missing or still referenced, an element added
 // twice with different values. It lives beside the real runner so any test can use it.
 
-import { listingArgs, NftError, type NftListing, type NftRunner } from "../../src/backends/nft/runner.ts";
+import {
+  listingArgs,
+  NftError,
+  type NftListing,
+  NftRejected,
+  type NftRunner,
+} from "../../src/backends/nft/runner.ts";
 import type { NftFamily } from "../../src/model/ip.ts";
 
 interface FakeChain {
@@ -58,10 +64,15 @@ export class FakeNft implements NftRunner {
 
   /**
    * Makes every run() whose text matches fail with `stderr` (as nft prints it) until the returned
-   * function is called: a persistent fault such as a conflicting object in the table.
+   * function is called: a persistent fault such as a conflicting object in the table (nft
+   * refuses), or, with "deadline", an nft that keeps running past its deadline and is killed.
    */
-  failWhile(when: (text: string) => boolean, stderr = "Error: injected failure"): () => void {
-    const rule = { when, stderr };
+  failWhile(
+    when: (text: string) => boolean,
+    stderr = "Error: injected failure",
+    how: "refused" | "deadline" = "refused",
+  ): () => void {
+    const rule = { when, stderr, how };
     this.#persistent.add(rule);
     return () => this.#persistent.delete(rule);
   }
@@ -79,7 +90,7 @@ export class FakeNft implements NftRunner {
     };
   }
 
-  #persistent = new Set<{ when: (text: string) => boolean; stderr: string }>();
+  #persistent = new Set<{ when: (text: string) => boolean; stderr: string; how: "refused" | "deadline" }>();
   #hangs: Array<(text: string) => boolean> = [];
   #listingFailure: string | undefined;
 
@@ -93,10 +104,13 @@ export class FakeNft implements NftRunner {
     const i = this.#failures.findIndex((f) => f(text));
     if (i >= 0) {
       this.#failures.splice(i, 1);
-      throw new NftError("nft -f failed: injected failure", "injected failure");
+      throw new NftRejected("nft -f failed: injected failure", "injected failure");
     }
     for (const rule of this.#persistent) {
-      if (rule.when(text)) throw new NftError(`nft -f failed: ${rule.stderr.split("\n")[0]}`, rule.stderr);
+      if (!rule.when(text)) continue;
+      if (rule.how === "deadline")
+        throw new NftError("nft -f did not finish within 60000 ms; killed", rule.stderr);
+      throw new NftRejected(`nft -f failed: ${rule.stderr.split("\n")[0]}`, rule.stderr);
     }
     this.#tables = this.#apply(text);
   }
@@ -230,7 +244,7 @@ export class FakeNft implements NftRunner {
         applyStatement(tables, stmt);
       } catch (e) {
         const msg = e instanceof Error ? e.message : String(e);
-        throw new NftError(`nft -f failed at line ${i + 1}: ${msg}`, `${msg}\n${stmt}`);
+        throw new NftRejected(`nft -f failed at line ${i + 1}: ${msg}`, `${msg}\n${stmt}`);
       }
     });
     return tables;

@@ -24,7 +24,7 @@ import { excerptTransaction } from "./failure-excerpt.ts";
 import type { TableConfig } from "./fragment.ts";
 import { STALE_DELETE_DELAY_MS, TableMirror } from "./mirror.ts";
 import { type NftScript, renderScript } from "./ops.ts";
-import { NftError, type NftRunner } from "./runner.ts";
+import { curableByRewrite, NftError, type NftRunner } from "./runner.ts";
 import { type PackedTransaction, type Phase, packTransactions } from "./transaction.ts";
 import { TransactionWindow } from "./transaction-window.ts";
 
@@ -116,7 +116,7 @@ export class NftBackend {
       apply: (state) => this.#syncTable(cfg(), state),
       forget: () => this.#mirrors.delete(family),
       followUpMs: () => (this.#mirrors.get(family)?.hasStale ? STALE_DELETE_DELAY_MS : undefined),
-      // A foreign object in kpng's table (a set of another type, say) fails every transaction.
+      // A foreign object in kpng's table (a set of another type, say) is refused in every transaction.
       reset: () => this.#runner.run(`delete table ${family} ${cfg().table}\n`),
     };
   }
@@ -177,6 +177,7 @@ export class NftBackend {
         throw new FamilySyncError(`cannot read table ${cfg.family} ${cfg.table}: ${messageOf(e)}`, {
           cause: e,
           fields: { table: cfg.table },
+          resettable: curableByRewrite(e),
         });
       }
       mirror = new TableMirror(cfg, adopted);
@@ -258,6 +259,7 @@ export class NftBackend {
       throw new FamilySyncError(`nft transaction failed: ${messageOf(e)}`, {
         cause: e,
         repeatKey: stderr,
+        resettable: curableByRewrite(e),
         fields: {
           table: cfg.table,
           stderr: stderr.slice(0, 2000),

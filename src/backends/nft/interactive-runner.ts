@@ -12,7 +12,7 @@ import { answerDeadline } from "../../lib/answer-deadline.ts";
 import type { NftFamily } from "../../model/ip.ts";
 import { isNftError, markerCommand, scanForMarker } from "./interactive-protocol.ts";
 import { MAX_LINE_BYTES } from "./ops.ts";
-import { NftError, type NftListing, type NftRunner } from "./runner.ts";
+import { type NftListing, NftRejected, type NftRunner } from "./runner.ts";
 
 interface InteractiveNftRunnerOptions {
   /** The `nft` command, possibly prefixed, e.g. `["ip", "netns", "exec", "ns1", "nft"]`. */
@@ -78,7 +78,7 @@ export class InteractiveNftRunner implements NftRunner {
         return this.#fallback.run(text);
       }
       if (output === "") return;
-      if (isNftError(output)) throw new NftError(`nft failed: ${firstError(output)}`, output);
+      if (isNftError(output)) throw new NftRejected(`nft failed: ${firstError(output)}`, output);
       this.#giveUp(`unexpected output: ${output.slice(0, 200)}`);
       return this.#fallback.run(text);
     });

@@ -10,6 +10,25 @@ import type { NftFamily } from "../../model/ip.ts";
 
 export class NftError extends CommandFailed {}
 
+/**
+ * nft ran and refused what it was given: the input, or the kernel's answer to it. Not a deadline,
+ * a signal or an nft that could not start.
+ */
+export class NftRejected extends NftError {}
+
+/** Kernel answers that say the machine is short of something or kpng may not act, not that the rules are wrong. */
+const NOT_THE_RULES =
+  /Cannot allocate memory|No buffer space available|Resource temporarily unavailable|Interrupted system call|Too many open files|Operation not permitted/;
+
+/**
+ * Whether deleting kpng's table and writing it anew may cure `e`: nft refused the rules (an
+ * object of another type under kpng's name, say). A slow or starved nft would refuse the rewrite
+ * too, after Services had lost their rules.
+ */
+export function curableByRewrite(e: unknown): boolean {
+  return e instanceof NftRejected && !NOT_THE_RULES.test(e.stderr);
+}
+
 export interface NftRunner {
   /**
    * Applies one transaction atomically. `text` has one statement per line; `line`, when given,
@@ -179,7 +198,7 @@ export class ExecNftRunner implements NftRunner {
     const spawner = this.#spawner;
     const r =
       spawner === undefined ? await this.#exec(["-f", "-"], text) : await this.#spawned(spawner, text);
-    if (r.code !== 0) throw new NftError(`nft -f failed: ${firstLine(r.stderr)}`, r.stderr);
+    if (r.code !== 0) throw new NftRejected(`nft -f failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 
   /** Each call is its own `nft -f` process: nothing is shared between calls. */
@@ -189,7 +208,7 @@ export class ExecNftRunner implements NftRunner {
 
   async check(text: string): Promise<void> {
     const r = await this.#exec(["--check", "-f", "-"], text);
-    if (r.code !== 0) throw new NftError(`nft --check failed: ${firstLine(r.stderr)}`, r.stderr);
+    if (r.code !== 0) throw new NftRejected(`nft --check failed: ${firstLine(r.stderr)}`, r.stderr);
   }
 
   /**
@@ -209,7 +228,7 @@ export class ExecNftRunner implements NftRunner {
     const { r, output } = listed ?? (await this.#listedByKpng(args));
     if (r.code !== 0) {
       if (/No such file or directory/.test(r.stderr)) return undefined;
-      throw new NftError(`nft ${args.join(" ")} failed: ${firstLine(r.stderr)}`, r.stderr);
+      throw new NftRejected(`nft ${args.join(" ")} failed: ${firstLine(r.stderr)}`, r.stderr);
     }
     return output;
   }

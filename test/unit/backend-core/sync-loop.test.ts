@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, describe, mock, test } from "node:test";
-import { type BackendFamily, RESET_AFTER_FAILURES, SyncLoop } from "../../../src/backend-core/sync-loop.ts";
+import {
+  type BackendFamily,
+  FamilySyncError,
+  RESET_AFTER_FAILURES,
+  SyncLoop,
+} from "../../../src/backend-core/sync-loop.ts";
 import type { IPFamily } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
@@ -8,13 +13,17 @@ import { registry } from "../../../src/observability/metrics.ts";
 import { gate, settle } from "../../support/settle.ts";
 import { service, state } from "../backends/nft/fixtures.ts";
 
-/** A family that records what it is asked; `fail` makes apply throw, `hang` never return. */
+/**
+ * A family that records what it is asked; `fail` makes apply throw (a refusal that a reset may
+ * fix, or with `failure`, another kind), `hang` never return.
+ */
 class FakeFamily implements BackendFamily {
   readonly family: string;
   readonly ipFamilies: readonly IPFamily[];
   readonly applied: { revision: number; periodic: boolean; full: boolean }[] = [];
   resets = 0;
   fail = false;
+  failure: "refused" | "timed out" = "refused";
   hang = false;
   #known = false;
   constructor(family: string) {
@@ -23,7 +32,8 @@ class FakeFamily implements BackendFamily {
   }
   async apply(s: LocalState, periodic: boolean) {
     if (this.hang) await new Promise(() => {});
-    if (this.fail) throw new Error(`${this.family} refused`);
+    if (this.fail)
+      throw new FamilySyncError(`${this.family} ${this.failure}`, { resettable: this.failure === "refused" });
     const full = !this.#known || periodic;
     this.#known = true;
     this.applied.push({ revision: s.revision, periodic, full });
@@ -61,6 +71,12 @@ class ManualFeed {
 /** kpng_rules_repairs_total of the test backend's `family`. */
 async function repairs(family: string): Promise<number> {
   const values = (await registry.getSingleMetric("kpng_rules_repairs_total")?.get())?.values ?? [];
+  return values.find((v) => v.labels.backend === "test" && v.labels.family === family)?.value ?? 0;
+}
+
+/** kpng_sync_resets_total of the test backend's `family`. */
+async function resets(family: string): Promise<number> {
+  const values = (await registry.getSingleMetric("kpng_sync_resets_total")?.get())?.values ?? [];
   return values.find((v) => v.labels.backend === "test" && v.labels.family === family)?.value ?? 0;
 }
 
@@ -381,6 +397,7 @@ describe("the shared sync loop", () => {
 
   test(`after ${RESET_AFTER_FAILURES} failures in a row the family's own objects are deleted first`, async () => {
     const a = new FakeFamily("a");
+    const before = await resets("a");
     const { feed, stop } = start([a]);
     a.fail = true;
     feed.push(1);
@@ -390,6 +407,41 @@ describe("the shared sync loop", () => {
     await advance(30_000);
     assert.equal(a.resets, 1);
     assert.equal(a.applied.length, 1);
+    assert.equal(await resets("a"), before + 1, "counted");
+    await stop();
+  });
+
+  test("failures a reset cannot fix (deadlines, a shortage) never delete what serves traffic", async () => {
+    const a = new FakeFamily("a");
+    const before = await resets("a");
+    const { feed, stop } = start([a]);
+    a.fail = true;
+    a.failure = "timed out";
+    feed.push(1);
+    for (let i = 0; i < 3 * RESET_AFTER_FAILURES; i++) await advance(30_000);
+    assert.equal(a.resets, 0);
+    assert.equal(await resets("a"), before);
+    a.fail = false;
+    await advance(30_000);
+    assert.equal(a.resets, 0);
+    assert.deepEqual(a.revisions(), [1]);
+    await stop();
+  });
+
+  test("only refusals in a row count towards a reset: a timeout between them starts the count again", async () => {
+    const a = new FakeFamily("a");
+    const { feed, stop } = start([a]);
+    a.fail = true;
+    feed.push(1);
+    // The push fails at once, each advance fails once more.
+    for (let i = 0; i < RESET_AFTER_FAILURES - 2; i++) await advance(30_000);
+    a.failure = "timed out";
+    await advance(30_000);
+    a.failure = "refused";
+    for (let i = 0; i < RESET_AFTER_FAILURES; i++) await advance(30_000);
+    assert.equal(a.resets, 0, "a reset comes before the attempt after the refusals");
+    await advance(30_000);
+    assert.equal(a.resets, 1);
     await stop();
   });
 

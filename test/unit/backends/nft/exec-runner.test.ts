@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
-import { ExecNftRunner, NftError } from "../../../../src/backends/nft/runner.ts";
+import { curableByRewrite, ExecNftRunner, NftError } from "../../../../src/backends/nft/runner.ts";
 import { SmallSpawner } from "../../../../src/host/small-spawner.ts";
 import { eventually } from "../../../support/eventually.ts";
 
@@ -81,6 +81,56 @@ describe("nft transactions started from the small process", () => {
     const runner = new ExecNftRunner(["sh", "-c", "sleep 30", "nft"], { spawner, timeoutMs: 200 });
     await assert.rejects(runner.run("add table ip kpng\n"), /did not finish within 200 ms; killed/);
   });
+
+  // Only a refusal of the rules may be cured by deleting kpng's table and writing it anew; the
+  // sync loop never deletes a serving table for anything else.
+  const failures: readonly (readonly [string, readonly string[], boolean])[] = [
+    [
+      "nft refuses a set of another type under kpng's name",
+      ["sh", "-c", 'echo "Error: Could not process rule: File exists" >&2; exit 1', "nft"],
+      true,
+    ],
+    [
+      "nft refuses a rule that names a missing set",
+      ["sh", "-c", 'echo "Error: Could not process rule: No such file or directory" >&2; exit 1', "nft"],
+      true,
+    ],
+    [
+      "the kernel is out of memory",
+      ["sh", "-c", 'echo "Error: Could not process rule: Cannot allocate memory" >&2; exit 1', "nft"],
+      false,
+    ],
+    [
+      "netlink buffers are full",
+      ["sh", "-c", 'echo "netlink: Error: No buffer space available" >&2; exit 1', "nft"],
+      false,
+    ],
+    [
+      "kpng may not change the ruleset",
+      ["sh", "-c", 'echo "Error: Could not process rule: Operation not permitted" >&2; exit 1', "nft"],
+      false,
+    ],
+    ["nft runs past its deadline", ["sh", "-c", "sleep 30", "nft"], false],
+    ["nft is killed", ["sh", "-c", "kill -9 $$", "nft"], false],
+    ["nft is not installed", ["/nonexistent/nft"], false],
+  ];
+  for (const [what, command, curable] of failures) {
+    test(`${what}: ${curable ? "a rewrite may cure it" : "no rewrite"}`, async () => {
+      for (const from of [{ spawner }, {}]) {
+        const runner = new ExecNftRunner(command, { ...from, timeoutMs: 300 });
+        const err = await runner.run("add table ip kpng\n").then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        assert.ok(err instanceof NftError, String(err));
+        assert.equal(
+          curableByRewrite(err),
+          curable,
+          `${err.message} (${"spawner" in from ? "from the small process" : "from kpng"})`,
+        );
+      }
+    });
+  }
 
   test("close() fails a call in flight at once, and later calls", async () => {
     const marker = join(mkdtempSync(join(tmpdir(), "kpng-test-")), "started");
