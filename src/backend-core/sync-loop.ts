@@ -73,7 +73,10 @@ export interface BackendFamily {
   forget(): void;
   /** Delay from a sync's start after which deferred work (stale objects) is due, if any. */
   followUpMs?(): number | undefined;
-  /** Deletes every object the backend owns in this family. */
+  /**
+   * Makes the next apply write every object the backend owns in this family anew, deleting what
+   * is there (in its first write, where the backend can: the old rules serve until then).
+   */
   reset?(): Promise<void>;
 }
 

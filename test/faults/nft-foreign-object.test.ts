@@ -1,14 +1,15 @@
-// Fault: a foreign object in kpng's own table (here a set named like kpng's dispatch map, of
-// another type) failed every IPv4 transaction for ever: kpng never recreated its table. Now,
-// after nft has refused a few syncs in a row, the family's table is deleted and written anew,
-// with a warning and a metric.
-// Real nft in a network namespace of its own.
+// Fault: a foreign object in kpng's own table (here a map named like kpng's dispatch map, of
+// another type, as an older version might leave it) failed every IPv4 transaction for ever: kpng
+// never recreated its table. Then, after a few refusals in a row, the table was deleted and
+// written anew in transactions of their own: every Service without rules until the rewrite
+// landed. Now the old table is deleted in the same transaction that writes the new one (up to
+// about 20k Services), with a warning and a metric. Real nft in a network namespace of its own.
 
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, test } from "node:test";
 import { NftBackend } from "../../src/backends/nft/backend.ts";
-import { ExecNftRunner } from "../../src/backends/nft/runner.ts";
+import { ExecNftRunner, type NftRunner } from "../../src/backends/nft/runner.ts";
 import { registry } from "../../src/observability/metrics.ts";
 import { service, state, V4 } from "../unit/backends/nft/fixtures.ts";
 import { capturingLogger, eventually, ManualFeed } from "./support.ts";
@@ -21,7 +22,7 @@ async function resets(): Promise<number> {
 }
 
 describe("fault: a foreign object blocks kpng's table", { skip }, () => {
-  test("after repeated failures kpng deletes and recreates its table, with a warning", {
+  test("after repeated refusals kpng replaces its table in one transaction, with a warning", {
     timeout: 30_000,
   }, async () => {
     const ns = `kpng-fault-foreign-${process.pid}`;
@@ -31,13 +32,22 @@ describe("fault: a foreign object blocks kpng's table", { skip }, () => {
     const ac = new AbortController();
     let running: Promise<void> | undefined;
     try {
-      assert.equal(nft("add table ip kpng; add set ip kpng service-ips { type ipv4_addr; }").status, 0);
+      const older =
+        "add table ip kpng; add map ip kpng service-ips { type ipv4_addr : verdict; }; " +
+        "add element ip kpng service-ips { 203.0.113.10 : accept }";
+      assert.equal(nft(older).status, 0);
       const { log, lines } = capturingLogger();
-      const backend = new NftBackend({
-        runner: new ExecNftRunner(["ip", "netns", "exec", ns, "nft"]),
-        tables: [V4],
-        log,
-      });
+      const real = new ExecNftRunner(["ip", "netns", "exec", ns, "nft"]);
+      const texts: string[] = [];
+      const runner: NftRunner = {
+        run: (text) => {
+          texts.push(text);
+          return real.run(text);
+        },
+        check: (text) => real.check(text),
+        list: (family, table, what) => real.list(family, table, what),
+      };
+      const backend = new NftBackend({ runner, tables: [V4], log });
       const before = await resets();
       const feed = new ManualFeed(state([service()]));
       running = backend.run(feed, ac.signal);
@@ -50,6 +60,13 @@ describe("fault: a foreign object blocks kpng's table", { skip }, () => {
         ),
       );
       assert.equal(await resets(), before + 1);
+      const deleting = texts.filter((t) => t.includes("delete table"));
+      assert.equal(deleting.length, 1);
+      assert.ok(deleting[0]?.startsWith("add table ip kpng\ndelete table ip kpng\n"));
+      assert.match(
+        deleting[0] ?? "",
+        /add element ip kpng service-ips \{ 203\.0\.113\.10 \. tcp \. 80 : goto/,
+      );
       const map = nft("list", "map", "ip", "kpng", "service-ips");
       assert.equal(map.status, 0, map.stderr);
       assert.match(map.stdout, /203\.0\.113\.10 \. tcp \. 80 : goto/);

@@ -337,6 +337,9 @@ function chainStatement(t: FakeTable, verb: string, name: string, rest: string):
 function setStatement(t: FakeTable, verb: string, kind: string, name: string, rest: string): void {
   const s = t.sets.get(name);
   if (verb === "add") {
+    // As nft: adding what exists is a no-op, under the same name with another declaration an error.
+    if (s && (s.isMap !== (kind === "map") || s.decl !== rest))
+      throw new Error(`File exists: ${kind} ${name} is declared otherwise`);
     if (!s) t.sets.set(name, { isMap: kind === "map", decl: rest, elements: new Map() });
   } else if (verb === "flush") {
     if (!s) throw new Error(`No such file or directory: ${kind} ${name}`);

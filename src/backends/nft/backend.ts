@@ -36,6 +36,14 @@ import { TransactionWindow } from "./transaction-window.ts";
 const DEFAULT_MAX_STATEMENTS = 25_000;
 
 /**
+ * A table written anew after repeated refusals (a foreign object in it) goes in one transaction
+ * of up to this many times the usual statements, so that up to about 20k Services of 10
+ * endpoints it replaces the old table atomically: traffic never meets a missing or half-written table. Beyond, the
+ * first transaction deletes the old table and the rest follow.
+ */
+const REPLACE_FACTOR = 20;
+
+/**
  * Transactions of element changes in flight at once on a large sync: one `nft` process per core
  * (nft parses on one core), at most four.
  */
@@ -81,6 +89,8 @@ export class NftBackend {
   readonly #concurrency: number;
   readonly #now: () => number;
   readonly #mirrors = new Map<NftFamily, TableMirror>();
+  /** Families whose next sync replaces the whole table without reading it (after reset()). */
+  readonly #replacing = new Set<NftFamily>();
   /** Each family's table, replaced by reconfigure(). */
   readonly #tables = new Map<NftFamily, TableConfig>();
   readonly #loop: SyncLoop;
@@ -117,7 +127,9 @@ export class NftBackend {
       forget: () => this.#mirrors.delete(family),
       followUpMs: () => (this.#mirrors.get(family)?.hasStale ? STALE_DELETE_DELAY_MS : undefined),
       // A foreign object in kpng's table (a set of another type, say) is refused in every transaction.
-      reset: () => this.#runner.run(`delete table ${family} ${cfg().table}\n`),
+      reset: async () => {
+        this.#replacing.add(family);
+      },
     };
   }
 
@@ -167,20 +179,12 @@ export class NftBackend {
   }
 
   async #syncTable(cfg: TableConfig, state: LocalState): Promise<FamilyApplied> {
-    let mirror = this.#mirrors.get(cfg.family);
+    const replace = this.#replacing.delete(cfg.family);
+    let mirror = replace ? undefined : this.#mirrors.get(cfg.family);
     const full = mirror === undefined;
     if (!mirror) {
-      let adopted: AdoptedTable | undefined;
-      try {
-        adopted = await readTable(this.#runner, cfg.family, cfg.table);
-      } catch (e) {
-        throw new FamilySyncError(`cannot read table ${cfg.family} ${cfg.table}: ${messageOf(e)}`, {
-          cause: e,
-          fields: { table: cfg.table },
-          resettable: curableByRewrite(e),
-        });
-      }
-      mirror = new TableMirror(cfg, adopted);
+      // A replaced table is planned as if there were none; its first transaction deletes the old.
+      mirror = new TableMirror(cfg, replace ? undefined : await this.#read(cfg));
       this.#mirrors.set(cfg.family, mirror);
     }
     const plan = mirror.plan(state, this.#now());
@@ -191,7 +195,8 @@ export class NftBackend {
     // changes, which commute and are applied several at once (TransactionWindow). The first
     // failure ends the sync (the mirror is then forgotten, and the next sync starts from a listing
     // of what the kernel holds).
-    const txs = packTransactions(plan.units, cfg.family, cfg.table, this.#maxStatements);
+    const limit = replace ? this.#maxStatements * REPLACE_FACTOR : this.#maxStatements;
+    const txs = packTransactions(plan.units, cfg.family, cfg.table, limit);
     const cleanup =
       plan.deletions.length > 0 ? renderScript(plan.deletions, cfg.family, cfg.table) : undefined;
     const concurrent = this.#runner.runConcurrently !== undefined && this.#concurrency > 1;
@@ -200,6 +205,7 @@ export class NftBackend {
     let bytes = 0;
     let next: PackedTransaction | undefined =
       cleanup === undefined ? txs.next().value : { ...cleanup, commutesWithin: undefined };
+    if (replace && next !== undefined) next = replacing(cfg, next);
     let isCleanup = cleanup !== undefined;
     /** The phase of the transactions in the window. */
     let flying: Phase | undefined;
@@ -247,6 +253,18 @@ export class NftBackend {
     return { full, transactions, bytes };
   }
 
+  async #read(cfg: TableConfig): Promise<AdoptedTable | undefined> {
+    try {
+      return await readTable(this.#runner, cfg.family, cfg.table);
+    } catch (e) {
+      throw new FamilySyncError(`cannot read table ${cfg.family} ${cfg.table}: ${messageOf(e)}`, {
+        cause: e,
+        fields: { table: cfg.table },
+        resettable: curableByRewrite(e),
+      });
+    }
+  }
+
   async #apply(cfg: TableConfig, tx: NftScript, cleanup: boolean, concurrently: boolean): Promise<void> {
     try {
       this.#log.trace({ family: cfg.family, bytes: tx.text.length }, "nftables transaction rendered");
@@ -268,6 +286,15 @@ export class NftBackend {
       });
     }
   }
+}
+
+/**
+ * `tx` preceded by the deletion of whatever the table holds (`add` first: deleting a missing
+ * table fails), in the same transaction: nft applies both or neither.
+ */
+function replacing(cfg: TableConfig, tx: PackedTransaction): PackedTransaction {
+  const head = `add table ${cfg.family} ${cfg.table}\ndelete table ${cfg.family} ${cfg.table}\n`;
+  return { text: head + tx.text, commutesWithin: undefined };
 }
 
 function messageOf(e: unknown): string {

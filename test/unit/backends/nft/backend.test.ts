@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { RESET_AFTER_FAILURES } from "../../../../src/backend-core/sync-loop.ts";
 import { NftBackend } from "../../../../src/backends/nft/backend.ts";
 import { chainName } from "../../../../src/backends/nft/names.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
@@ -221,6 +222,50 @@ test("a big first sync is split into bounded transactions, each valid on its own
   const firstElements = report.texts.findIndex((t) => t.includes("add element ip kpng service-ips"));
   const lastChain = report.texts.findLastIndex((t) => t.includes("add chain ip kpng pick-"));
   assert.ok(lastChain <= firstElements);
+});
+
+/** A table an older kpng left: the dispatch map under its name with another type, serving. */
+async function olderTable(nft: FakeNft): Promise<void> {
+  await nft.run(
+    "add table ip kpng\nadd map ip kpng service-ips { type ipv4_addr : verdict; }\n" +
+      "add element ip kpng service-ips { 203.0.113.10 : accept }\n",
+  );
+}
+
+/** Syncs until the loop has reset the table (3 refusals, then the rewrite); the rewrite's texts. */
+async function syncThroughReset(nft: FakeNft, backend: NftBackend, s: ReturnType<typeof state>) {
+  for (let i = 0; i < RESET_AFTER_FAILURES; i++)
+    await assert.rejects(backend.sync(s), /File exists: map service-ips is declared otherwise/);
+  const before = nft.transactions.length;
+  await backend.sync(s);
+  return nft.transactions.slice(before);
+}
+
+test("after repeated refusals the table is replaced in one transaction: the old one serves until the new one is whole", async () => {
+  const { nft, backend } = setup();
+  await olderTable(nft);
+  const texts = await syncThroughReset(nft, backend, state([service()]));
+  const ip = texts.filter((t) => t.includes(" ip kpng"));
+  assert.equal(ip.length, 1, "one transaction");
+  assert.ok(ip[0]?.startsWith("add table ip kpng\ndelete table ip kpng\n"), ip[0]?.slice(0, 80));
+  assert.ok(!nft.transactions.some((t) => t.trim() === "delete table ip kpng"), "never deleted on its own");
+  const fresh = setup();
+  await fresh.backend.sync(state([service()]));
+  assert.equal(nft.dump(), fresh.nft.dump());
+  assert.equal(backend.health().healthy, true);
+});
+
+test("a replaced table too large for one transaction is deleted by the first, the rest follow in larger chunks", async () => {
+  const { nft, backend } = setup({ max: 20 });
+  await olderTable(nft);
+  const texts = await syncThroughReset(nft, backend, state(manyServices(100)));
+  const ip = texts.filter((t) => t.includes(" ip kpng"));
+  assert.ok(ip.length > 1, `got ${ip.length}`);
+  assert.ok(ip[0]?.startsWith("add table ip kpng\ndelete table ip kpng\n"));
+  assert.ok(!ip.slice(1).some((t) => t.includes("delete table")));
+  const fresh = setup({ max: 1_000_000 });
+  await fresh.backend.sync(state(manyServices(100)));
+  assert.equal(nft.dump(), fresh.nft.dump());
 });
 
 test("restart: an existing table is adopted without flushing it", async () => {
