@@ -255,7 +255,7 @@ export class SyncLoop {
     familyResets.inc({ backend: this.#o.backend, family: f.target.family });
     this.#o.log.warn(
       { family: f.target.family, failures: f.health.failures },
-      `${this.#o.backend} sync keeps being refused; deleting and rewriting everything kpng owns in this family`,
+      `${this.#o.backend} sync keeps being refused; writing everything kpng owns in this family anew`,
     );
     try {
       await f.target.reset?.();

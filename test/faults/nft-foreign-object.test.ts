@@ -56,7 +56,7 @@ describe("fault: a foreign object blocks kpng's table", { skip }, () => {
       await eventually(() => backend.health().healthy, "the table written anew", 15_000);
       assert.ok(
         lines.some(
-          (l) => l.level === 40 && /deleting and rewriting everything kpng owns/.test(String(l.msg)),
+          (l) => l.level === 40 && /writing everything kpng owns in this family anew/.test(String(l.msg)),
         ),
       );
       assert.equal(await resets(), before + 1);

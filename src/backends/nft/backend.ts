@@ -38,8 +38,8 @@ const DEFAULT_MAX_STATEMENTS = 25_000;
 /**
  * A table written anew after repeated refusals (a foreign object in it) goes in one transaction
  * of up to this many times the usual statements, so that up to about 20k Services of 10
- * endpoints it replaces the old table atomically: traffic never meets a missing or half-written table. Beyond, the
- * first transaction deletes the old table and the rest follow.
+ * endpoints it replaces the old table atomically: traffic never meets a missing or half-written
+ * table. Beyond, the first transaction deletes the old table and the rest follow.
  */
 const REPLACE_FACTOR = 20;
 

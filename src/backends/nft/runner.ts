@@ -16,9 +16,17 @@ export class NftError extends CommandFailed {}
  */
 export class NftRejected extends NftError {}
 
-/** Kernel answers that say the machine is short of something or kpng may not act, not that the rules are wrong. */
-const NOT_THE_RULES =
-  /Cannot allocate memory|No buffer space available|Resource temporarily unavailable|Interrupted system call|Too many open files|Operation not permitted/;
+/** Answers that say the machine is short of something or kpng may not act, not that the rules are wrong. */
+const NOT_THE_RULES = new RegExp(
+  [
+    "Cannot allocate memory",
+    "No buffer space available",
+    "Resource temporarily unavailable",
+    "Interrupted system call",
+    "Too many open files",
+    "Operation not permitted",
+  ].join("|"),
+);
 
 /**
  * Whether deleting kpng's table and writing it anew may cure `e`: nft refused the rules (an
