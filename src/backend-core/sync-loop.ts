@@ -15,7 +15,7 @@
 //   decaying rate), counted, forgotten (its next sync reads the kernel and rewrites everything)
 //   and retried with one backoff, while the other family keeps following every change. After
 //   RESET_AFTER_FAILURES refusals in a row that a rewrite may cure (a foreign object in its
-//   table), a backend that can deletes what it owns in the family first, with a warning and a
+//   table), a backend that can writes what it owns in the family anew, with a warning and a
 //   metric. Other failures (a deadline, a shortage) never do: the rules in place keep serving.
 // - Shutdown never waits for a hung kernel call.
 
@@ -77,7 +77,7 @@ export interface BackendFamily {
    * Makes the next apply write every object the backend owns in this family anew, deleting what
    * is there (in its first write, where the backend can: the old rules serve until then).
    */
-  reset?(): Promise<void>;
+  reset?(): void;
 }
 
 /** A failure with what its log line should show besides the message. */
@@ -227,7 +227,7 @@ export class SyncLoop {
       const label = familyLabel(f.target);
       const started = performance.now();
       try {
-        if (f.target.reset && f.curable >= RESET_AFTER_FAILURES) await this.#reset(f);
+        if (f.target.reset && f.curable >= RESET_AFTER_FAILURES) this.#reset(f);
         const applied = await f.target.apply(state, periodic);
         const durationMs = performance.now() - started;
         transactions += applied.transactions;
@@ -250,18 +250,14 @@ export class SyncLoop {
     return { report: { full, transactions, bytes, programmed }, errors };
   }
 
-  async #reset(f: FamilyRun): Promise<void> {
+  #reset(f: FamilyRun): void {
     f.curable = 0;
     familyResets.inc({ backend: this.#o.backend, family: f.target.family });
     this.#o.log.warn(
       { family: f.target.family, failures: f.health.failures },
       `${this.#o.backend} sync keeps being refused; writing everything kpng owns in this family anew`,
     );
-    try {
-      await f.target.reset?.();
-    } catch (err) {
-      this.#o.log.warn({ family: f.target.family, err: String(err) }, "could not delete kpng's rules");
-    }
+    f.target.reset?.();
   }
 
   #succeeded(f: FamilyRun): void {

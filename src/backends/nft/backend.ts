@@ -127,9 +127,7 @@ export class NftBackend {
       forget: () => this.#mirrors.delete(family),
       followUpMs: () => (this.#mirrors.get(family)?.hasStale ? STALE_DELETE_DELAY_MS : undefined),
       // A foreign object in kpng's table (a set of another type, say) is refused in every transaction.
-      reset: async () => {
-        this.#replacing.add(family);
-      },
+      reset: () => this.#replacing.add(family),
     };
   }
 

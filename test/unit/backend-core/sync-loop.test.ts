@@ -42,7 +42,7 @@ class FakeFamily implements BackendFamily {
   forget() {
     this.#known = false;
   }
-  async reset() {
+  reset() {
     this.resets++;
   }
   revisions() {

@@ -84,30 +84,28 @@ describe("nft transactions started from the small process", () => {
 
   // Only a refusal of the rules may be cured by deleting kpng's table and writing it anew; the
   // sync loop never deletes a serving table for anything else.
+  /** Stands for nft answering `stderr` and exiting 1, as when it refuses a transaction. */
+  const answering = (stderr: string) => ["sh", "-c", `echo "${stderr}" >&2; exit 1`, "nft"];
   const failures: readonly (readonly [string, readonly string[], boolean])[] = [
     [
       "nft refuses a set of another type under kpng's name",
-      ["sh", "-c", 'echo "Error: Could not process rule: File exists" >&2; exit 1', "nft"],
+      answering("Error: Could not process rule: File exists"),
       true,
     ],
     [
       "nft refuses a rule that names a missing set",
-      ["sh", "-c", 'echo "Error: Could not process rule: No such file or directory" >&2; exit 1', "nft"],
+      answering("Error: Could not process rule: No such file or directory"),
       true,
     ],
     [
       "the kernel is out of memory",
-      ["sh", "-c", 'echo "Error: Could not process rule: Cannot allocate memory" >&2; exit 1', "nft"],
+      answering("Error: Could not process rule: Cannot allocate memory"),
       false,
     ],
-    [
-      "netlink buffers are full",
-      ["sh", "-c", 'echo "netlink: Error: No buffer space available" >&2; exit 1', "nft"],
-      false,
-    ],
+    ["netlink buffers are full", answering("netlink: Error: No buffer space available"), false],
     [
       "kpng may not change the ruleset",
-      ["sh", "-c", 'echo "Error: Could not process rule: Operation not permitted" >&2; exit 1', "nft"],
+      answering("Error: Could not process rule: Operation not permitted"),
       false,
     ],
     ["nft runs past its deadline", ["sh", "-c", "sleep 30", "nft"], false],
