@@ -39,14 +39,15 @@ import type { LocalSinkPlugin, RawOptions, RunContext } from "../../plugin/contr
 import { durationFlag, parseOptionsWith, switchFlag } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 import { NftBackend } from "./backend.ts";
-import { CheckingNftRunner } from "./check-runner.ts";
 import { cleanupTransaction, type NftSettings, TABLE_NAME, tableConfigs } from "./config.ts";
+import { dryRun } from "./dry-run.ts";
 import type { TableConfig } from "./fragment.ts";
 import { InteractiveNftRunner } from "./interactive-runner.ts";
 import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
 import { NftRulesReader } from "./rules-reader.ts";
 import { ExecNftRunner, NFT_BINARIES } from "./runner.ts";
+import { SCRATCH_NETNS_BINARIES } from "./scratch-netns.ts";
 import { acquireTableLock } from "./table-lock.ts";
 
 const nftOptions = z.object({
@@ -71,9 +72,6 @@ type NftOptions = z.output<typeof nftOptions> & {
 
 /** How often the rules are checked for deletion by another program. */
 const REPAIR_CHECK_MS = 1000;
-
-/** The deadline of the dry run's one check of the whole ruleset. */
-const DRY_RUN_CHECK_TIMEOUT_MS = 10 * 60_000;
 
 /** Checks every to-nft flag, including the address lists, before anything starts. */
 function parseNftOptions(raw: RawOptions): NftOptions {
@@ -100,7 +98,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
   name: "to-nft",
   description: "program the node's services into nftables (tables ip/ip6 kpng)",
   defaultMinSyncPeriod: "1s",
-  binaries: [...NFT_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES],
+  binaries: [...NFT_BINARIES, ...HOST_NETWORK_BINARIES, ...NODE_SERVICES_BINARIES, ...SCRATCH_NETNS_BINARIES],
   addOptions(cmd: Command): void {
     addTrafficAddressOptions(cmd);
     cmd
@@ -125,12 +123,7 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const { watch } = followed;
     const tables = tablesOf(opts.settings, watch.current());
     if (opts.dryRun) {
-      // The whole ruleset is checked at once: tens of seconds at 100k Services, not one transaction's.
-      const checker = new ExecNftRunner(["nft"], { timeoutMs: DRY_RUN_CHECK_TIMEOUT_MS });
-      const runner = new CheckingNftRunner(checker, (text) => process.stdout.write(text));
-      const backend = new NftBackend({ runner, tables, log });
-      await withFirstState(feed, ctx.signal, (state) => backend.sync(state)).finally(followed.stop);
-      await runner.verify();
+      await dryRun(tables, log, (sync) => withFirstState(feed, ctx.signal, sync).finally(followed.stop));
       return;
     }
     // One backend per table: a second one would undo the first's changes (exit 2, naming the holder).

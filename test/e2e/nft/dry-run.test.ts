@@ -1,0 +1,96 @@
+// `to-nft --dry-run` through the CLI with the real nft: the rules are applied in a namespace of
+// the run's own, printed, and nothing is left on the node: no rules, no namespace.
+
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { Netns, netnsSkipReason, runCommand } from "../../support/netns.ts";
+
+const skip = await netnsSkipReason();
+
+const DRY_RUN = [
+  "src/cli/main.ts",
+  "file",
+  "--input",
+  "examples/cluster.yaml",
+  "--no-watch",
+  "to-local",
+  "to-nft",
+  "--node-name",
+  "node-1",
+  "--dry-run",
+];
+
+/** The dry run inside `ns` (standing for the node): its exit code, stdout and stderr. */
+function dryRunIn(ns: Netns): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("ip", ["netns", "exec", ns.name, process.execPath, ...DRY_RUN], {
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => {
+      out += d;
+    });
+    child.stderr.on("data", (d) => {
+      err += d;
+    });
+    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, out, err });
+    });
+  });
+}
+
+const dryRunNamespaces = () => {
+  try {
+    return readdirSync("/run/netns").filter((n) => n.startsWith("kpng-dry-run-"));
+  } catch {
+    return [];
+  }
+};
+
+describe("to-nft --dry-run with the real nft", { skip }, () => {
+  let node: Netns;
+  let replay: Netns;
+  before(async () => {
+    node = await Netns.create();
+    replay = await Netns.create();
+  });
+  after(async () => {
+    await node?.destroy();
+    await replay?.destroy();
+  });
+
+  test("prints rules that a fresh node applies, and leaves no rules and no namespace behind", async () => {
+    const before = dryRunNamespaces();
+    const { code, out, err } = await dryRunIn(node);
+    assert.equal(code, 0, err);
+    assert.match(out, /^add table ip kpng$/m);
+    assert.match(out, /add element ip kpng nodeport-ips \{ 192\.0\.2\.11\/32 \}/, "node-1's InternalIP");
+    // Nothing on the node it ran on.
+    const ruleset = await node.exec(["nft", "list", "ruleset"]);
+    assert.equal(ruleset.stdout.trim(), "");
+    assert.deepEqual(dryRunNamespaces(), before);
+    // What it printed is what a fresh node applies, as printed.
+    await replay.exec(["nft", "-f", "-"], { stdin: out });
+    const table = await replay.exec(["nft", "list", "table", "ip", "kpng"]);
+    assert.match(table.stdout, /chain services/);
+  });
+
+  test("the namespace of a dry run that was killed is deleted by the next one", async () => {
+    // A pid no process has: pid_max is at most 2^22.
+    const dead = "kpng-dry-run-4194305";
+    await runCommand(["ip", "netns", "add", dead]);
+    try {
+      const { code, err } = await dryRunIn(node);
+      assert.equal(code, 0, err);
+      assert.ok(!dryRunNamespaces().includes(dead), `${dead} is still there`);
+    } finally {
+      await runCommand(["ip", "netns", "delete", dead], { allowFailure: true });
+    }
+  });
+});
