@@ -15,21 +15,13 @@ import { spawn } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import {
-  BENCH_KPNG_ENV,
-  BENCH_KPNG_NODE_FLAGS,
-  benchNodeFlags,
-  kpngOnFile,
-  writeClusterFile,
-} from "./lib/cluster.ts";
+import { BENCH_KPNG_ENV, kpngOnFile, kpngOnFileArgv, writeClusterFile } from "./lib/cluster.ts";
 import { openBenchNetns } from "./lib/nft-netns.ts";
 import { sizesFlag, table } from "./lib/table.ts";
 
 const quick = process.argv.includes("--quick");
 const SIZES = sizesFlag(quick ? [1000] : [10_000, 100_000]);
 const NODE_IP = "192.0.2.1";
-const CLI = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
 const COLD_TIMEOUT_MS = 600_000;
 
 /** A process's own user + system CPU, ms; undefined once it is gone. */
@@ -86,19 +78,7 @@ function dryRun(netns: string, file: string, rules: string): Promise<DryRun> {
   return new Promise((resolve, reject) => {
     const out = openSync(rules, "w");
     const t0 = performance.now();
-    const argv = [
-      process.execPath,
-      ...BENCH_KPNG_NODE_FLAGS,
-      CLI,
-      "file",
-      "--input",
-      file,
-      "--no-watch",
-      "to-local",
-      "to-nft",
-      ...benchNodeFlags(NODE_IP),
-      "--dry-run",
-    ];
+    const argv = [...kpngOnFileArgv(NODE_IP, file, ["to-nft"], ["--no-watch"]), "--dry-run"];
     const child = spawn("ip", ["netns", "exec", netns, ...argv], {
       stdio: ["ignore", out, "inherit"],
       env: { ...process.env, ...BENCH_KPNG_ENV, KPNG_LOG_LEVEL: "warn" },

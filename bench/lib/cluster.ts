@@ -67,22 +67,28 @@ export function kpngOnFile(
   file: string,
   sinkArgs: readonly string[],
 ): LineProcess {
-  return new LineProcess(
-    "kpng",
-    netns,
-    [
-      process.execPath,
-      ...BENCH_KPNG_NODE_FLAGS,
-      CLI,
-      "file",
-      "--input",
-      file,
-      "to-local",
-      ...sinkArgs,
-      ...benchNodeFlags(nodeIPv4),
-    ],
-    BENCH_KPNG_ENV,
-  );
+  return new LineProcess("kpng", netns, kpngOnFileArgv(nodeIPv4, file, sinkArgs), BENCH_KPNG_ENV);
+}
+
+/** The argv of kpngOnFile: `<node> <flags> kpng file --input <file> [sourceArgs] to-local <sink…> <node flags>`. */
+export function kpngOnFileArgv(
+  nodeIPv4: string,
+  file: string,
+  sinkArgs: readonly string[],
+  sourceArgs: readonly string[] = [],
+): string[] {
+  return [
+    process.execPath,
+    ...BENCH_KPNG_NODE_FLAGS,
+    CLI,
+    "file",
+    "--input",
+    file,
+    ...sourceArgs,
+    "to-local",
+    ...sinkArgs,
+    ...benchNodeFlags(nodeIPv4),
+  ];
 }
 
 /** Cluster IPs for the probed Services: 203.0.113.1 … 203.0.113.250. */

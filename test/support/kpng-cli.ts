@@ -6,10 +6,32 @@ import { stat } from "node:fs/promises";
 
 const cli = ["src/cli/main.ts"];
 
-/** Runs `kpng <args>`; resolves its stdout when it exits 0, rejects with its stderr otherwise. */
-export function kpngOutput(args: readonly string[], timeoutMs = 30_000): Promise<string> {
+export interface KpngRun {
+  /** The exit code; null when a signal ended it. */
+  readonly code: number | null;
+  readonly out: string;
+  readonly err: string;
+}
+
+export interface KpngRunOptions {
+  /** Killed (SIGKILL) after this long. */
+  readonly timeoutMs?: number;
+  /** Added to the environment. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Run inside this network namespace (`ip netns exec`). */
+  readonly netns?: string;
+}
+
+/** Runs `kpng <args>` to its exit, however it ends: its exit code and output. */
+export function kpngRun(args: readonly string[], options: KpngRunOptions = {}): Promise<KpngRun> {
+  const argv = [process.execPath, ...cli, ...args];
+  const [file, ...rest] =
+    options.netns === undefined ? argv : ["ip", "netns", "exec", options.netns, ...argv];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...cli, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(file as string, rest, {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, ...options.env },
+    });
     let out = "";
     let err = "";
     child.stdout.on("data", (d) => {
@@ -18,13 +40,20 @@ export function kpngOutput(args: readonly string[], timeoutMs = 30_000): Promise
     child.stderr.on("data", (d) => {
       err += d;
     });
-    const timer = setTimeout(() => child.kill(), timeoutMs);
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
+    child.on("error", reject);
     child.on("exit", (code) => {
       clearTimeout(timer);
-      if (code === 0) resolve(out);
-      else reject(new Error(`kpng ${args.join(" ")} exited ${code}: ${err}`));
+      resolve({ code, out, err });
     });
   });
+}
+
+/** Runs `kpng <args>`; resolves its stdout when it exits 0, rejects with its stderr otherwise. */
+export async function kpngOutput(args: readonly string[], timeoutMs = 30_000): Promise<string> {
+  const { code, out, err } = await kpngRun(args, { timeoutMs });
+  if (code !== 0) throw new Error(`kpng ${args.join(" ")} exited ${code}: ${err}`);
+  return out;
 }
 
 /** Resolves once `path` exists (a brain's unix socket); throws after 15 s. */

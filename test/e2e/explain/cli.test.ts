@@ -9,34 +9,12 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { endpointSlice, node, service } from "../../apiserver/fixtures.ts";
 import { TestApiServer } from "../../apiserver/server.ts";
+import { kpngRun } from "../../support/kpng-cli.ts";
 
 const cli = ["src/cli/main.ts"];
 const input = "examples/cluster.yaml";
 
-function kpng(
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...cli, ...args], {
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, ...env },
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => {
-      out += d;
-    });
-    child.stderr.on("data", (d) => {
-      err += d;
-    });
-    const timer = setTimeout(() => child.kill(), 60_000);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ code, out, err });
-    });
-  });
-}
+const kpng = (args: string[], env: Record<string, string> = {}) => kpngRun(args, { env });
 
 async function waitForSocket(path: string): Promise<void> {
   const deadline = Date.now() + 30_000;

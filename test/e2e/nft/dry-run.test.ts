@@ -2,15 +2,14 @@
 // the run's own, printed, and nothing is left on the node: no rules, no namespace.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
+import { kpngRun } from "../../support/kpng-cli.ts";
 import { Netns, netnsSkipReason, runCommand } from "../../support/netns.ts";
 
 const skip = await netnsSkipReason();
 
 const DRY_RUN = [
-  "src/cli/main.ts",
   "file",
   "--input",
   "examples/cluster.yaml",
@@ -22,28 +21,8 @@ const DRY_RUN = [
   "--dry-run",
 ];
 
-/** The dry run inside `ns` (standing for the node): its exit code, stdout and stderr. */
-function dryRunIn(ns: Netns): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("ip", ["netns", "exec", ns.name, process.execPath, ...DRY_RUN], {
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => {
-      out += d;
-    });
-    child.stderr.on("data", (d) => {
-      err += d;
-    });
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-    child.on("error", reject);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ code, out, err });
-    });
-  });
-}
+/** The dry run inside `ns`, standing for the node. */
+const dryRunIn = (ns: Netns) => kpngRun(DRY_RUN, { netns: ns.name });
 
 const dryRunNamespaces = () => {
   try {
