@@ -10,22 +10,28 @@ import { NftBackend } from "./backend.ts";
 import { CheckingNftRunner, ScratchNftRunner } from "./check-runner.ts";
 import type { TableConfig } from "./fragment.ts";
 import { ExecNftRunner, type NftRunner } from "./runner.ts";
-import { ScratchNetns } from "./scratch-netns.ts";
+import { removeLeftoverScratchNetns, ScratchNetns } from "./scratch-netns.ts";
 
 /** The deadline of the one check of the whole ruleset: nft parses it all as one transaction. */
 const WHOLE_CHECK_TIMEOUT_MS = 10 * 60_000;
 
 /** Where a dry run's transactions go (the real one below; fakes in tests). */
 export interface DryRunHost {
-  /** An nft runner inside a new empty namespace, and its removal; throws when none can be made. */
-  scratch(): Promise<{ readonly runner: NftRunner; remove(): Promise<void> }>;
+  /**
+   * An nft runner inside a new empty namespace, and its removal; throws when none can be made.
+   * Namespaces that killed dry runs left are deleted first.
+   */
+  scratch(log: Logger): Promise<{ readonly runner: NftRunner; remove(): Promise<void> }>;
   /** The runner that checks the whole ruleset when there is no namespace. */
   checker(): NftRunner;
   print(text: string): void;
 }
 
 const nodeDryRunHost: DryRunHost = {
-  async scratch() {
+  async scratch(log) {
+    const kept = await removeLeftoverScratchNetns();
+    if (kept.length > 0)
+      log.warn({ namespaces: kept }, "could not delete the network namespaces of ended dry runs");
     const netns = await ScratchNetns.create();
     const runner = new ExecNftRunner(netns.command(["nft"]), { spawner: sharedSmallSpawner() });
     return {
@@ -51,7 +57,7 @@ export async function dryRun(
   firstSync: (sync: (state: LocalState) => Promise<unknown>) => Promise<void>,
   host: DryRunHost = nodeDryRunHost,
 ): Promise<void> {
-  const scratch = await host.scratch().catch((err: unknown) => {
+  const scratch = await host.scratch(log).catch((err: unknown) => {
     log.warn(
       { err: err instanceof Error ? err.message : String(err) },
       "no network namespace for the dry run; the rules are checked whole with nft --check instead",

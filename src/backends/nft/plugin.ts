@@ -47,7 +47,7 @@ import { DEFAULT_TABLE } from "./names.ts";
 import { NftRulesProbe } from "./rules-probe.ts";
 import { NftRulesReader } from "./rules-reader.ts";
 import { ExecNftRunner, NFT_BINARIES } from "./runner.ts";
-import { SCRATCH_NETNS_BINARIES } from "./scratch-netns.ts";
+import { removeLeftoverScratchNetns, SCRATCH_NETNS_BINARIES } from "./scratch-netns.ts";
 import { acquireTableLock } from "./table-lock.ts";
 
 const nftOptions = z.object({
@@ -201,6 +201,10 @@ export const toNftPlugin: LocalSinkPlugin<NftOptions> = {
     const table = opts.tableName;
     await new ExecNftRunner().run(cleanupTransaction(table));
     ctx.log.info({ table }, "removed kpng nft tables");
+    // Those of dry runs that were killed before they deleted them.
+    const kept = await removeLeftoverScratchNetns();
+    if (kept.length > 0)
+      ctx.log.warn({ namespaces: kept }, "could not delete the network namespaces of ended dry runs");
   },
 };
 

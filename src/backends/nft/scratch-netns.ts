@@ -7,7 +7,7 @@
 // The namespace is named (`ip netns add`), so every nft of the run, concurrent ones included,
 // enters the same one by its path, and a recycled process ID can never send them elsewhere. A
 // run killed before it deleted its namespace leaves it behind; the next dry run deletes those
-// whose process is gone.
+// whose process is gone, as does `kpng cleanup nft`.
 
 import { existsSync, readdirSync } from "node:fs";
 import { type ExecResult, execCommand, firstLine } from "../../host/exec.ts";
@@ -47,8 +47,6 @@ export class ScratchNetns {
   static async create(options: ScratchNetnsOptions = {}): Promise<ScratchNetns> {
     const run = options.run ?? runCommand;
     const dir = options.netnsDir ?? "/run/netns";
-    const alive = options.alive ?? processExists(options.pid ?? process.pid);
-    for (const left of leftBehind(dir, alive)) await ipNetns(run, ["delete", left]).catch(() => {});
     const name = `${PREFIX}${options.pid ?? process.pid}`;
     await ipNetns(run, ["add", name]);
     return new ScratchNetns(name, `${dir}/${name}`, run);
@@ -62,6 +60,19 @@ export class ScratchNetns {
   async remove(): Promise<void> {
     await ipNetns(this.#run, ["delete", this.name]);
   }
+}
+
+/**
+ * Deletes the namespaces of dry runs whose process has ended (`kpng cleanup nft` does too) and
+ * returns the names of those it could not delete; those of dry runs still running are kept.
+ */
+export async function removeLeftoverScratchNetns(options: ScratchNetnsOptions = {}): Promise<string[]> {
+  const run = options.run ?? runCommand;
+  const alive = options.alive ?? processExists(options.pid ?? process.pid);
+  const failed: string[] = [];
+  for (const left of leftBehind(options.netnsDir ?? "/run/netns", alive))
+    await ipNetns(run, ["delete", left]).catch(() => failed.push(left));
+  return failed;
 }
 
 async function ipNetns(run: RunCommand, args: readonly string[]): Promise<void> {

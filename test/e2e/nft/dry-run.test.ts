@@ -60,6 +60,19 @@ describe("to-nft --dry-run with the real nft", { skip }, () => {
     assert.match(table.stdout, /chain services/);
   });
 
+  test("kpng cleanup nft deletes the namespace of a dry run that was killed, and only that", async () => {
+    const dead = "kpng-dry-run-4194304";
+    await runCommand(["ip", "netns", "add", dead]);
+    try {
+      const { code, err } = await kpngRun(["cleanup", "nft"], { netns: node.name });
+      assert.equal(code, 0, err);
+      assert.ok(!dryRunNamespaces().includes(dead), `${dead} is still there`);
+      assert.ok(readdirSync("/run/netns").includes(replay.name), "another namespace is kept");
+    } finally {
+      await runCommand(["ip", "netns", "delete", dead], { allowFailure: true });
+    }
+  });
+
   test("the namespace of a dry run that was killed is deleted by the next one", async () => {
     // A pid no process has: pid_max is at most 2^22.
     const dead = "kpng-dry-run-4194305";

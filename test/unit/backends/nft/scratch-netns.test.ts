@@ -3,7 +3,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { type RunCommand, ScratchNetns } from "../../../../src/backends/nft/scratch-netns.ts";
+import {
+  type RunCommand,
+  removeLeftoverScratchNetns,
+  ScratchNetns,
+} from "../../../../src/backends/nft/scratch-netns.ts";
 import type { ExecResult } from "../../../../src/host/exec.ts";
 
 const ok: ExecResult = { code: 0, stdout: "", stderr: "", signal: null, timedOut: false };
@@ -43,7 +47,7 @@ describe("ScratchNetns: the dry run's own network namespace", () => {
     assert.deepEqual(ran, ["ip netns add kpng-dry-run-4242", "ip netns delete kpng-dry-run-4242"]);
   });
 
-  test("first deletes the namespaces of dry runs whose process has ended, and only those", async () => {
+  test("leftovers: the namespaces of dry runs whose process has ended are deleted, and only those", async () => {
     const left = mkdtempSync(join(tmpdir(), "kpng-netns-dir-"));
     after(() => rmSync(left, { recursive: true, force: true }));
     for (const name of [
@@ -55,19 +59,29 @@ describe("ScratchNetns: the dry run's own network namespace", () => {
     ])
       writeFileSync(join(left, name), "");
     const { run, ran } = recording();
-    await ScratchNetns.create({ run, netnsDir: left, pid: 4242, alive: (pid) => pid === 18 || pid === 4242 });
-    assert.deepEqual(ran, ["ip netns delete kpng-dry-run-17", "ip netns add kpng-dry-run-4242"]);
+    const kept = await removeLeftoverScratchNetns({
+      run,
+      netnsDir: left,
+      pid: 4242,
+      alive: (pid) => pid === 18 || pid === 4242,
+    });
+    assert.deepEqual(ran, ["ip netns delete kpng-dry-run-17"]);
+    assert.deepEqual(kept, []);
   });
 
-  test("a leftover that cannot be deleted does not stop the run", async () => {
+  test("a leftover that cannot be deleted is named to the caller, and the others are still deleted", async () => {
     const left = mkdtempSync(join(tmpdir(), "kpng-netns-dir-"));
     after(() => rmSync(left, { recursive: true, force: true }));
     writeFileSync(join(left, "kpng-dry-run-17"), "");
+    writeFileSync(join(left, "kpng-dry-run-19"), "");
     const { run, ran } = recording((argv) =>
-      argv[2] === "delete" ? { ...ok, code: 1, stderr: "Cannot remove namespace file: Device busy\n" } : ok,
+      argv[3] === "kpng-dry-run-17"
+        ? { ...ok, code: 1, stderr: "Cannot remove namespace file: Device busy\n" }
+        : ok,
     );
-    await ScratchNetns.create({ run, netnsDir: left, pid: 4242, alive: () => false });
-    assert.deepEqual(ran, ["ip netns delete kpng-dry-run-17", "ip netns add kpng-dry-run-4242"]);
+    const kept = await removeLeftoverScratchNetns({ run, netnsDir: left, pid: 4242, alive: () => false });
+    assert.deepEqual(ran.sort(), ["ip netns delete kpng-dry-run-17", "ip netns delete kpng-dry-run-19"]);
+    assert.deepEqual(kept, ["kpng-dry-run-17"]);
   });
 
   test("a namespace ip cannot make is an error in ip's own words", async () => {
