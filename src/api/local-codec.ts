@@ -285,6 +285,8 @@ function decodePort(port: PortMapping, endpoints: readonly Endpoint[]): LocalSer
     const ip = canonicalIP(raw);
     for (const scope of ep.PortScopes) {
       if (scope.Name !== port.Name) continue;
+      if (!Number.isInteger(scope.Port) || scope.Port < 0 || scope.Port > 65535)
+        throw new Error(`port "${port.Name}": endpoint port ${scope.Port} is out of range`);
       const local = new PackedEndpoint(ip, scope.Port, {
         local: ep.Local,
         ready: ep.Conditions?.Ready ?? true,

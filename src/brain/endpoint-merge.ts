@@ -1,7 +1,7 @@
 // EndpointSlices of one service → per slice port, the endpoints of one IP family, the way
 // kube-proxy's endpoint slice cache merges them.
 
-import type { EndpointSlice, IPFamily, Protocol } from "../model/kube.ts";
+import type { EndpointSlice, IPFamily, Protocol, SliceEndpoint } from "../model/kube.ts";
 import type { LocalEndpoint } from "../model/local.ts";
 import { compareEndpoints } from "../model/order.ts";
 
@@ -20,8 +20,53 @@ export interface EndpointInfo {
    * one as every other node does, shared by a port's internal and external lists and by the
    * computations of every node.
    */
-  onItsNode?: LocalEndpoint;
-  elsewhere?: LocalEndpoint;
+  onItsNode?: LocalEndpoint | undefined;
+  elsewhere?: LocalEndpoint | undefined;
+}
+
+/**
+ * The EndpointInfo mergeEndpoints makes: the slice's endpoint and the port, read through. A
+ * million of them at 100k Services, each made for every computation of its Service: five fields
+ * instead of a copy of ten.
+ */
+class MergedEndpoint implements EndpointInfo {
+  readonly ip: string;
+  readonly port: number;
+  readonly #endpoint: SliceEndpoint;
+  // Declared here, undefined until made: a property added later would give each of a million
+  // objects another shape and a second allocation.
+  onItsNode: LocalEndpoint | undefined = undefined;
+  elsewhere: LocalEndpoint | undefined = undefined;
+
+  constructor(ip: string, port: number, endpoint: SliceEndpoint) {
+    this.ip = ip;
+    this.port = port;
+    this.#endpoint = endpoint;
+  }
+
+  get nodeName(): string {
+    return this.#endpoint.nodeName;
+  }
+
+  get ready(): boolean {
+    return this.#endpoint.conditions.ready !== false;
+  }
+
+  get serving(): boolean {
+    return this.#endpoint.conditions.serving !== false;
+  }
+
+  get terminating(): boolean {
+    return this.#endpoint.conditions.terminating === true;
+  }
+
+  get zoneHints(): readonly string[] {
+    return this.#endpoint.zoneHints;
+  }
+
+  get nodeHints(): readonly string[] {
+    return this.#endpoint.nodeHints;
+  }
 }
 
 /** Slice ports are matched to Service ports by name and protocol. */
@@ -56,16 +101,7 @@ export function mergeEndpoints(
       for (const ep of slice.endpoints) {
         const ip = ep.addresses[0];
         if (ip === undefined) continue;
-        endpoints.push({
-          ip,
-          port: port.port,
-          nodeName: ep.nodeName,
-          ready: ep.conditions.ready !== false,
-          serving: ep.conditions.serving !== false,
-          terminating: ep.conditions.terminating === true,
-          zoneHints: ep.zoneHints,
-          nodeHints: ep.nodeHints,
-        });
+        endpoints.push(new MergedEndpoint(ip, port.port, ep));
       }
     }
   }

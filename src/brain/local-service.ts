@@ -93,7 +93,7 @@ function computePort(
   const zone = node.labels[LABEL_ZONE] ?? "";
   const internal: Record<IPFamily, readonly LocalEndpoint[]> = { IPv4: NO_ENDPOINTS, IPv6: NO_ENDPOINTS };
   const external: Record<IPFamily, readonly LocalEndpoint[]> = { IPv4: NO_ENDPOINTS, IPv6: NO_ENDPOINTS };
-  const endpointFamilies: IPFamily[] = [];
+  let endpointFamilies: readonly IPFamily[] = NO_FAMILIES;
   for (const view of families) {
     const family = view.addresses.family;
     const endpoints = view.endpoints.get(portKey(port.name, port.protocol)) ?? [];
@@ -107,7 +107,7 @@ function computePort(
     const toThisNode = (ep: EndpointInfo) => toLocal(ep, node.name);
     internal[family] = (internalLocal ? localEndpoints : clusterEndpoints).map(toThisNode);
     if (portExternal) external[family] = (externalLocal ? localEndpoints : clusterEndpoints).map(toThisNode);
-    if (hasAnyEndpoints) endpointFamilies.push(family);
+    if (hasAnyEndpoints) endpointFamilies = withFamily(endpointFamilies, family);
   }
   // Each family's list is in address order, and the one order puts IPv4 before IPv6: the flat
   // lists are the two families' lists one after the other, split where the IPv4 ones end.
@@ -126,6 +126,22 @@ function computePort(
 }
 
 const NO_ENDPOINTS: readonly LocalEndpoint[] = [];
+
+/** Every port's list of families with endpoints is one of these: 200k ports hold five lists. */
+const NO_FAMILIES: readonly IPFamily[] = Object.freeze([]);
+const FAMILY_LISTS = {
+  IPv4: Object.freeze(["IPv4"]),
+  IPv6: Object.freeze(["IPv6"]),
+  "IPv4,IPv6": Object.freeze(["IPv4", "IPv6"]),
+  "IPv6,IPv4": Object.freeze(["IPv6", "IPv4"]),
+} as const satisfies Record<string, readonly IPFamily[]>;
+
+/** `families` (none or one, in the order served) and then `family`. */
+function withFamily(families: readonly IPFamily[], family: IPFamily): readonly IPFamily[] {
+  const first = families[0];
+  if (first === undefined) return FAMILY_LISTS[family];
+  return first === "IPv4" ? FAMILY_LISTS["IPv4,IPv6"] : FAMILY_LISTS["IPv6,IPv4"];
+}
 
 function joined({ IPv4, IPv6 }: Record<IPFamily, readonly LocalEndpoint[]>): readonly LocalEndpoint[] {
   if (IPv6.length === 0) return IPv4;

@@ -1,7 +1,7 @@
 // The LocalEndpoint the brain makes. A local state at 100k Services holds millions of endpoints,
 // and every page they fill is a first touch of memory (docs/performance.md, "What a page fault
-// costs here"): with its five flags in one number an endpoint is a header and three fields, not
-// seven, and every one of them has the same shape.
+// costs here"): with its port and five flags in one number an endpoint is a header and two
+// fields, not seven, and every one of them has the same shape.
 
 import type { LocalEndpoint } from "./local.ts";
 
@@ -20,44 +20,51 @@ interface EndpointFlags {
   readonly nodeUnknown: boolean;
 }
 
+/** The flags take the low bits of `bits`, the port the bits above them. */
+const PORT_SHIFT = 5;
+const FLAG_MASK = (1 << PORT_SHIFT) - 1;
+
 export class PackedEndpoint implements LocalEndpoint {
   readonly ip: string;
-  readonly port: number;
   /**
-   * The five flags in one number; read them by name. Public so that comparing two endpoints
-   * field by field compares them too.
+   * The port and the five flags in one number (a port needs 16 bits, the flags 5): read them by
+   * name. Public so that comparing two endpoints field by field compares them too.
    */
-  readonly flags: number;
+  readonly bits: number;
 
   constructor(ip: string, port: number, flags: EndpointFlags) {
     this.ip = ip;
-    this.port = port;
-    this.flags =
-      (flags.local ? LOCAL : 0) |
-      (flags.ready ? READY : 0) |
-      (flags.serving ? SERVING : 0) |
-      (flags.terminating ? TERMINATING : 0) |
-      (flags.nodeUnknown ? NODE_UNKNOWN : 0);
+    this.bits =
+      port * (FLAG_MASK + 1) +
+      ((flags.local ? LOCAL : 0) |
+        (flags.ready ? READY : 0) |
+        (flags.serving ? SERVING : 0) |
+        (flags.terminating ? TERMINATING : 0) |
+        (flags.nodeUnknown ? NODE_UNKNOWN : 0));
+  }
+
+  get port(): number {
+    return this.bits >>> PORT_SHIFT;
   }
 
   get local(): boolean {
-    return (this.flags & LOCAL) !== 0;
+    return (this.bits & LOCAL) !== 0;
   }
 
   get ready(): boolean {
-    return (this.flags & READY) !== 0;
+    return (this.bits & READY) !== 0;
   }
 
   get serving(): boolean {
-    return (this.flags & SERVING) !== 0;
+    return (this.bits & SERVING) !== 0;
   }
 
   get terminating(): boolean {
-    return (this.flags & TERMINATING) !== 0;
+    return (this.bits & TERMINATING) !== 0;
   }
 
   get nodeUnknown(): true | undefined {
-    return (this.flags & NODE_UNKNOWN) !== 0 ? true : undefined;
+    return (this.bits & NODE_UNKNOWN) !== 0 ? true : undefined;
   }
 
   /** The endpoint as a plain object with LocalEndpoint's fields, as JSON and comparisons see it. */

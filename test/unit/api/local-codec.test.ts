@@ -91,4 +91,19 @@ describe("local codec: endpoints per family", () => {
       ["2001:db8::1"],
     );
   });
+
+  test("an endpoint port out of 0–65535 is refused with the reason", () => {
+    const computed = computeLocalService(
+      dualStackSpec({ type: "ClusterIP", ports: [{ name: "http", protocol: "TCP", port: 80 }] }),
+      [slice([ep("203.0.113.2")])],
+      THIS_NODE,
+    );
+    assert.ok(computed);
+    const { service: wire, endpoints } = encodeLocalService(computed);
+    const bad = [...endpoints.values()].map((e) => ({
+      ...e,
+      PortScopes: e.PortScopes.map((s) => ({ ...s, Port: 70000 })),
+    }));
+    assert.throws(() => decodeLocalService(wire, bad), /endpoint port 70000 is out of range/);
+  });
 });
