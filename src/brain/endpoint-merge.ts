@@ -4,6 +4,7 @@
 import type { EndpointSlice, IPFamily, Protocol, SliceEndpoint } from "../model/kube.ts";
 import type { LocalEndpoint } from "../model/local.ts";
 import { compareEndpoints } from "../model/order.ts";
+import { firstAddress } from "../model/slice-endpoint.ts";
 
 /** One endpoint of one port, with the slice's conditions read with their defaults. */
 export interface EndpointInfo {
@@ -99,7 +100,7 @@ export function mergeEndpoints(
         out.set(key, endpoints);
       }
       for (const ep of slice.endpoints) {
-        const ip = ep.addresses[0];
+        const ip = firstAddress(ep);
         if (ip === undefined) continue;
         endpoints.push(new MergedEndpoint(ip, port.port, ep));
       }

@@ -14,6 +14,7 @@ import {
 } from "../model/fallback.ts";
 import { readFallbackSpec } from "../model/fallback-spec.ts";
 import type { EndpointSlice, Service } from "../model/kube.ts";
+import { withConditions } from "../model/slice-endpoint.ts";
 
 const asServing = new WeakMap<EndpointSlice, EndpointSlice>();
 
@@ -29,7 +30,7 @@ function servingAsReady(slice: EndpointSlice): EndpointSlice {
       ...slice,
       endpoints: slice.endpoints.map((ep) => {
         const serving = ep.conditions.serving ?? ep.conditions.ready ?? true;
-        return { ...ep, conditions: { ready: serving, serving, terminating: !serving } };
+        return withConditions(ep, { ready: serving, serving, terminating: !serving });
       }),
     };
     asServing.set(slice, out);

@@ -71,6 +71,11 @@ export interface EndpointConditions {
   readonly terminating: boolean | null;
 }
 
+/**
+ * Validation makes an endpoint of one address a OneAddressEndpoint (slice-endpoint.ts), whose
+ * `addresses` and hint lists are getters: read its address with firstAddress, and copy it with
+ * withConditions rather than a spread.
+ */
 export interface SliceEndpoint {
   readonly addresses: readonly string[];
   readonly conditions: EndpointConditions;

@@ -24,6 +24,7 @@ import {
   type SliceEndpoint,
 } from "./kube.ts";
 import { keyPart, SharedLists, SharedStrings } from "./shared-values.ts";
+import { endpointHints, OneAddressEndpoint } from "./slice-endpoint.ts";
 import { checkKind, readMetadata } from "./validate-meta.ts";
 
 const FQDN = /^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?\.?$/;
@@ -137,18 +138,44 @@ export function plainEndpoint(raw: unknown, addressType: AddressType): SliceEndp
   const { hostname, nodeName, zone } = raw;
   if (!isStringOrAbsent(refKind) || !isStringOrAbsent(refName)) return undefined;
   if (!isStringOrAbsent(hostname) || !isStringOrAbsent(nodeName) || !isStringOrAbsent(zone)) return undefined;
-  return {
-    addresses: addresses as string[],
-    conditions: CONDITIONS[
+  return endpointOf(
+    addresses as string[],
+    CONDITIONS[
       conditionIndex(c.ready) * 9 + conditionIndex(c.serving) * 3 + conditionIndex(c.terminating)
     ] as EndpointConditions,
-    hostname: (hostname as string | undefined) ?? "",
-    nodeName: placeNames.shared((nodeName as string | undefined) ?? ""),
-    zone: placeNames.shared((zone as string | undefined) ?? ""),
+    (hostname as string | undefined) ?? "",
+    placeNames.shared((nodeName as string | undefined) ?? ""),
+    placeNames.shared((zone as string | undefined) ?? ""),
     zoneHints,
     nodeHints,
-    podName: refKind === "Pod" ? ((refName as string | undefined) ?? "") : "",
-  };
+    refKind === "Pod" ? ((refName as string | undefined) ?? "") : "",
+  );
+}
+
+/** An endpoint of one address as a OneAddressEndpoint (see slice-endpoint.ts), any other as fields. */
+function endpointOf(
+  addresses: readonly string[],
+  conditions: EndpointConditions,
+  hostname: string,
+  nodeName: string,
+  zone: string,
+  zoneHints: readonly string[],
+  nodeHints: readonly string[],
+  podName: string,
+): SliceEndpoint {
+  if (addresses.length === 1) {
+    const hints = endpointHints(zoneHints, nodeHints);
+    return new OneAddressEndpoint(
+      addresses[0] as string,
+      conditions,
+      hostname,
+      nodeName,
+      zone,
+      hints,
+      podName,
+    );
+  }
+  return { addresses, conditions, hostname, nodeName, zone, zoneHints, nodeHints, podName };
 }
 
 export function readEndpoint(raw: unknown, path: string, addressType: AddressType): SliceEndpoint {
@@ -158,22 +185,22 @@ export function readEndpoint(raw: unknown, path: string, addressType: AddressTyp
   const targetRef = optionalObject(ep.targetRef, `${path}.targetRef`);
   const refKind = optionalString(targetRef.kind, `${path}.targetRef.kind`);
   const refName = optionalString(targetRef.name, `${path}.targetRef.name`);
-  return {
-    addresses: optionalArray(ep.addresses, `${path}.addresses`).map((a, i) =>
+  return endpointOf(
+    optionalArray(ep.addresses, `${path}.addresses`).map((a, i) =>
       readAddress(a, `${path}.addresses[${i}]`, addressType),
     ),
-    conditions: {
+    {
       ready: optionalBoolean(conditions.ready, `${path}.conditions.ready`),
       serving: optionalBoolean(conditions.serving, `${path}.conditions.serving`),
       terminating: optionalBoolean(conditions.terminating, `${path}.conditions.terminating`),
     },
-    hostname: optionalString(ep.hostname, `${path}.hostname`),
-    nodeName: placeNames.shared(optionalString(ep.nodeName, `${path}.nodeName`)),
-    zone: placeNames.shared(optionalString(ep.zone, `${path}.zone`)),
-    zoneHints: hintNames(hints.forZones, `${path}.hints.forZones`),
-    nodeHints: hintNames(hints.forNodes, `${path}.hints.forNodes`),
-    podName: refKind === "Pod" ? refName : "",
-  };
+    optionalString(ep.hostname, `${path}.hostname`),
+    placeNames.shared(optionalString(ep.nodeName, `${path}.nodeName`)),
+    placeNames.shared(optionalString(ep.zone, `${path}.zone`)),
+    hintNames(hints.forZones, `${path}.hints.forZones`),
+    hintNames(hints.forNodes, `${path}.hints.forNodes`),
+    refKind === "Pod" ? refName : "",
+  );
 }
 
 export function readEndpointSlice(raw: RawObject, defaultNamespace: string): EndpointSlice {

@@ -2,6 +2,7 @@
 // when they already are (a resync writes nothing).
 
 import type { EndpointSlice } from "../../model/kube.ts";
+import { firstAddress } from "../../model/slice-endpoint.ts";
 import type { FallbackSliceSpec } from "./slices.ts";
 
 export type SliceWrite =
@@ -47,7 +48,7 @@ function existingFingerprint(slice: EndpointSlice): string {
     slice.addressType,
     slice.ports,
     slice.endpoints.map((e) => [
-      e.addresses[0] ?? "",
+      firstAddress(e) ?? "",
       e.conditions.ready !== false,
       e.conditions.serving !== false,
       e.conditions.terminating === true,
