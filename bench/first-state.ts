@@ -2,7 +2,8 @@
 // 100 Nodes, one JSON `kind: List`) → the store → one node's local state → its JSON document.
 //
 // Two measurements per size, each in a fresh process:
-// - phases, in-process: reading and validating the file, loading the store, the tracker's first
+// - phases, in-process: the file source reading the file into the store (as `kpng file` does:
+//   read, parsed and validated a window at a time, its digest taken), the tracker's first
 //   state, writing the document (to nowhere): CPU (user + system) of each, the heap after, and
 //   the peak RSS once the local state is built (the file → local state target);
 // - the CLI as a user runs it, `kpng file --input <file> to-local to-json --node-name n1 --once`
@@ -23,10 +24,10 @@ import { fileURLToPath } from "node:url";
 import { computeLocalService } from "../src/brain/local-service.ts";
 import { LocalStateTracker } from "../src/brain/local-state-tracker.ts";
 import { ClusterStore } from "../src/brain/store.ts";
-import { readBoundedFile, releaseFileBytes } from "../src/lib/bounded-read.ts";
 import type { Service } from "../src/model/kube.ts";
+import { silentLogger } from "../src/observability/log.ts";
 import { localStateText } from "../src/sinks/json/local-state-text.ts";
-import { parseClusterFile } from "../src/sources/file/parse.ts";
+import { FileSource } from "../src/sources/file/source.ts";
 import { writeClusterFile } from "./lib/cluster.ts";
 import { summarizeProfile } from "./lib/cpu-profile.ts";
 import { measured } from "./lib/measured.ts";
@@ -53,20 +54,11 @@ async function phases(file: string): Promise<void> {
     out[name] = now - t;
     t = now;
   };
-  // Read and let go of as the file source does.
-  const content = await readBoundedFile(file, Number.MAX_SAFE_INTEGER);
-  const parsed = parseClusterFile(content, file);
-  releaseFileBytes(content);
-  if (!parsed.ok) throw new Error(parsed.error);
-  lap("parse");
+  // Read by the file source itself, as `kpng file` reads it: a JSON List this large a window at
+  // a time, parsed and validated as it goes, its digest taken, every object handed to the store.
   const store = new ClusterStore();
-  const { contents } = parsed;
-  store.replace("Service", contents.services);
-  store.replace("EndpointSlice", contents.endpointSlices);
-  store.replace("Node", contents.nodes);
-  store.replace("ServiceCIDR", contents.serviceCIDRs);
-  store.synced();
-  lap("store");
+  await new FileSource({ path: file, watch: false, log: silentLogger }).start(store);
+  lap("read");
   const tracker = new LocalStateTracker(store, NODE_NAME);
   store.subscribe((change) => tracker.update(change));
   store.flush();
@@ -133,8 +125,7 @@ async function main(): Promise<void> {
       rows.push([
         String(services),
         String(p.services),
-        (p.parse ?? 0).toFixed(0),
-        (p.store ?? 0).toFixed(0),
+        (p.read ?? 0).toFixed(0),
         (p.state ?? 0).toFixed(0),
         (p.text ?? 0).toFixed(0),
         (p.heapMiB ?? 0).toFixed(0),
@@ -166,8 +157,7 @@ async function main(): Promise<void> {
       [
         "services",
         "in state",
-        "parse ms",
-        "store ms",
+        "file → store ms",
         "state ms",
         "text ms",
         "heap MiB",

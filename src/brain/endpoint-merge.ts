@@ -3,7 +3,7 @@
 
 import type { EndpointSlice, IPFamily, Protocol, SliceEndpoint } from "../model/kube.ts";
 import type { LocalEndpoint } from "../model/local.ts";
-import { compareEndpoints } from "../model/order.ts";
+import { compareEndpoints, inStrictEndpointOrder } from "../model/order.ts";
 import { firstAddress } from "../model/slice-endpoint.ts";
 
 /** One endpoint of one port, with the slice's conditions read with their defaults. */
@@ -115,10 +115,7 @@ export function mergeEndpoints(
  * and without copies: that is checked in one pass and costs no sort.
  */
 function sortedUnique(endpoints: EndpointInfo[]): EndpointInfo[] {
-  let ordered = true;
-  for (let i = 1; i < endpoints.length && ordered; i++)
-    ordered = compareEndpoints(endpoints[i - 1] as EndpointInfo, endpoints[i] as EndpointInfo) < 0;
-  if (ordered) return endpoints;
+  if (inStrictEndpointOrder(endpoints)) return endpoints;
   // A stable sort keeps the copies of one ip:port in the order they were seen.
   endpoints.sort(compareEndpoints);
   const out: EndpointInfo[] = [];

@@ -37,3 +37,24 @@ export function compareEndpoints(
 ): number {
   return compareAddresses(a.ip, b.ip) || a.port - b.port;
 }
+
+/**
+ * Whether `list` is in compareEndpoints order with no ip:port twice. Each IPv4 address is read
+ * once, where comparing neighbours would read each twice: slices usually arrive in order, and
+ * this check is all the sorting a million endpoints then cost.
+ */
+export function inStrictEndpointOrder(
+  list: readonly { readonly ip: string; readonly port: number }[],
+): boolean {
+  let before = -1;
+  for (let i = 1; i < list.length; i++) {
+    const a = list[i - 1] as { readonly ip: string; readonly port: number };
+    const b = list[i] as { readonly ip: string; readonly port: number };
+    if (i === 1) before = ipv4Value(a.ip);
+    const value = ipv4Value(b.ip);
+    const order = before >= 0 && value >= 0 ? value - before || b.port - a.port : compareEndpoints(b, a);
+    if (order <= 0) return false;
+    before = value;
+  }
+  return true;
+}

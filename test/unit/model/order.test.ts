@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { isIPv4 } from "node:net";
 import { describe, test } from "node:test";
 import { ipv4Value } from "../../../src/model/ipv4.ts";
-import { compareEndpoints } from "../../../src/model/order.ts";
+import { compareEndpoints, inStrictEndpointOrder } from "../../../src/model/order.ts";
 
 const ep = (ip: string, port: number) => ({ ip, port });
 
@@ -44,6 +44,56 @@ describe("compareEndpoints: the one order of endpoint lists", () => {
         );
     });
   }
+});
+
+describe("inStrictEndpointOrder: a list already sorted needs no sort", () => {
+  const rows = [
+    { name: "an empty list and one endpoint are in order", list: [], want: true },
+    { name: "one endpoint is in order", list: [ep("10.0.0.1", 80)], want: true },
+    { name: "IPv4 by value: .9 before .10", list: [ep("10.0.0.9", 80), ep("10.0.0.10", 80)], want: true },
+    {
+      name: "IPv4 in text order only is not (.10 before .9)",
+      list: [ep("10.0.0.10", 80), ep("10.0.0.9", 80)],
+      want: false,
+    },
+    { name: "one address on rising ports", list: [ep("10.0.0.1", 80), ep("10.0.0.1", 81)], want: true },
+    {
+      name: "one ip:port twice is not (a copy to merge)",
+      list: [ep("10.0.0.1", 80), ep("10.0.0.1", 80)],
+      want: false,
+    },
+    { name: "falling ports on one address", list: [ep("10.0.0.1", 81), ep("10.0.0.1", 80)], want: false },
+    { name: "IPv4 then IPv6", list: [ep("10.0.0.1", 80), ep("2001:db8::1", 80)], want: true },
+    { name: "IPv6 then IPv4", list: [ep("2001:db8::1", 80), ep("10.0.0.1", 80)], want: false },
+    {
+      name: "IPv6 by value: ::9 before ::10",
+      list: [ep("2001:db8::9", 80), ep("2001:db8::10", 80)],
+      want: true,
+    },
+    {
+      name: "a copy after the first pair",
+      list: [ep("10.0.0.1", 80), ep("10.0.0.2", 80), ep("10.0.0.2", 80)],
+      want: false,
+    },
+  ];
+  for (const row of rows) test(row.name, () => assert.equal(inStrictEndpointOrder(row.list), row.want));
+
+  test("agrees with comparing each pair on random lists of both families", () => {
+    let seed = 11;
+    const next = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed;
+    };
+    const ips = ["10.0.0.1", "10.0.0.2", "10.0.0.10", "10.0.1.0", "2001:db8::1", "2001:db8::a", "fd00::1"];
+    for (let i = 0; i < 5000; i++) {
+      const list = Array.from({ length: next() % 5 }, () =>
+        ep(ips[next() % ips.length] as string, 80 + (next() % 2)),
+      );
+      if (next() % 2 === 0) list.sort(compareEndpoints);
+      const pairwise = list.every((e, k) => k === 0 || compareEndpoints(list[k - 1] as typeof e, e) < 0);
+      assert.equal(inStrictEndpointOrder(list), pairwise, JSON.stringify(list));
+    }
+  });
 });
 
 describe("ipv4Value: a dotted quad read as node:net reads it", () => {
