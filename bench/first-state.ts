@@ -3,8 +3,9 @@
 //
 // Two measurements per size, each in a fresh process:
 // - phases, in-process: the file source reading the file into the store (as `kpng file` does:
-//   read, parsed and validated a window at a time, its digest taken), the tracker's first
-//   state, writing the document (to nowhere): CPU (user + system) of each, the heap after, and
+//   read, parsed and validated a window at a time, its digest taken), the tracker's first state
+//   (after the full collection kpng runs once the first load is in), writing the document (to
+//   nowhere): CPU (user + system) of each, the heap after, and
 //   the peak RSS once the local state is built (the file → local state target);
 // - the CLI as a user runs it, `kpng file --input <file> to-local to-json --node-name n1 --once`
 //   with its output to /dev/null: its CPU (from the parent's children times) and peak RSS (its
@@ -24,6 +25,7 @@ import { fileURLToPath } from "node:url";
 import { computeLocalService } from "../src/brain/local-service.ts";
 import { LocalStateTracker } from "../src/brain/local-state-tracker.ts";
 import { ClusterStore } from "../src/brain/store.ts";
+import { collectFullHeap } from "../src/host/full-collection.ts";
 import type { Service } from "../src/model/kube.ts";
 import { silentLogger } from "../src/observability/log.ts";
 import { localStateText } from "../src/sinks/json/local-state-text.ts";
@@ -56,7 +58,8 @@ async function phases(file: string): Promise<void> {
   };
   // Read by the file source itself, as `kpng file` reads it: a JSON List this large a window at
   // a time, parsed and validated as it goes, its digest taken, every object handed to the store.
-  const store = new ClusterStore();
+  // As kpng makes its store: a full collection before the first state (host/full-collection.ts).
+  const store = new ClusterStore({ afterFirstLoad: collectFullHeap });
   await new FileSource({ path: file, watch: false, log: silentLogger }).start(store);
   lap("read");
   const tracker = new LocalStateTracker(store, NODE_NAME);

@@ -38,6 +38,12 @@ export interface ClusterStoreOptions {
   readonly serviceCIDRs?: readonly string[] | undefined;
   /** Times fallback return delays (see FallbackReturns); the system's monotonic clock by default. */
   readonly clock?: Clock;
+  /**
+   * Called once, just before the listeners get the first batch after sync: the sources' first
+   * lists are all in the store, nothing has been computed from them yet, and what was parsed to
+   * get them there is garbage. kpng collects the heap here (host/full-collection.ts).
+   */
+  readonly afterFirstLoad?: () => void;
 }
 
 const NO_SLICES: readonly EndpointSlice[] = Object.freeze([]);
@@ -108,8 +114,10 @@ export class ClusterStore implements ClusterSink, ClusterView {
   /** The sync batch is delivered even when the store is empty. */
   #syncBatchPending = false;
   readonly #fallback: FallbackReturns;
+  #afterFirstLoad: (() => void) | undefined;
 
   constructor(options: ClusterStoreOptions = {}) {
+    this.#afterFirstLoad = options.afterFirstLoad;
     this.#fallback = new FallbackReturns(options.clock ?? systemClock, (key) => this.#serviceChanged(key));
     this.#serviceProxyNames = options.serviceProxyNames ?? [options.serviceProxyName ?? ""];
     this.#log = options.log ?? silentLogger;
@@ -397,6 +405,11 @@ export class ClusterStore implements ClusterSink, ClusterView {
       !this.#syncBatchPending
     )
       return;
+    if (this.#syncBatchPending && this.#afterFirstLoad !== undefined) {
+      const after = this.#afterFirstLoad;
+      this.#afterFirstLoad = undefined;
+      after();
+    }
     const change: ClusterChange = {
       services: this.#pendingServices,
       nodes: this.#pendingNodes,

@@ -6,6 +6,7 @@ import { localStateFeed } from "../brain/local-state-feed.ts";
 import { proxyNameView } from "../brain/proxy-name-view.ts";
 import { RemoteHandovers } from "../brain/remote-handovers.ts";
 import { ClusterStore } from "../brain/store.ts";
+import { collectAfterFirstLoad } from "../host/full-collection.ts";
 import type { ClusterSource, ClusterView } from "../model/global.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
@@ -38,10 +39,12 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       // A kernel backend fed from the cluster: kube-proxy must not run beside it.
       if (source.name === "kube" && sinks.some((s) => s.sink.cleanup !== undefined))
         checkForKubeProxy(invocation.sourceOpts as object, ctx.log.child({ component: "kube-proxy-check" }));
+      const storeLog = ctx.log.child({ component: "store" });
       const store = new ClusterStore({
         serviceProxyNames: sinks.map((s) => s.serviceProxyName),
         serviceCIDRs,
-        log: ctx.log.child({ component: "store" }),
+        log: storeLog,
+        afterFirstLoad: () => collectAfterFirstLoad(storeLog),
       });
       const sourceCtx = { ...ctx, nodeName, everyProxyName: sinks.length > 1 };
       await withSource(source.create(invocation.sourceOpts, sourceCtx), store, ctx, (sinkCtx) =>
@@ -53,10 +56,12 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
     case "global": {
       const { source, sink, serviceProxyName, serviceCIDRs } = invocation;
       const everyProxyName = sink.everyProxyName?.(invocation.sinkOpts) === true;
+      const storeLog = ctx.log.child({ component: "store" });
       const store = new ClusterStore({
         serviceProxyNames: everyProxyName ? "any" : [serviceProxyName],
         serviceCIDRs,
-        log: ctx.log.child({ component: "store" }),
+        log: storeLog,
+        afterFirstLoad: () => collectAfterFirstLoad(storeLog),
       });
       const sourceCtx = { ...ctx, nodeName: undefined, everyProxyName };
       // Holding every Service, the sink still sees the source's own name's as its cluster.

@@ -170,6 +170,22 @@ describe("ClusterStore change batching", () => {
     assert.equal(batches[0]?.services.size, 0);
   });
 
+  test("afterFirstLoad runs once, after sync and before the first batch reaches a listener", async () => {
+    const events: string[] = [];
+    const store = new ClusterStore({ afterFirstLoad: () => events.push("after first load") });
+    store.subscribe((c) => events.push(`batch of ${c.services.size}`));
+    store.upsert(svc());
+    await nextMacrotask();
+    assert.deepEqual(events, [], "nothing before sync");
+    store.synced();
+    await nextMacrotask();
+    store.upsert(svc({ name: "later" }));
+    await nextMacrotask();
+    store.delete("Service", "ns/later");
+    await nextMacrotask();
+    assert.deepEqual(events, ["after first load", "batch of 1", "batch of 1", "batch of 1"]);
+  });
+
   test("changes in one macrotask arrive as one batch", async () => {
     const { store, batches } = await syncedStore([]);
     store.upsert(svc({ name: "a" }));
