@@ -114,7 +114,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
   /** The sync batch is delivered even when the store is empty. */
   #syncBatchPending = false;
   readonly #fallback: FallbackReturns;
-  #afterFirstLoad: (() => void) | undefined;
+  readonly #afterFirstLoad: (() => void) | undefined;
 
   constructor(options: ClusterStoreOptions = {}) {
     this.#afterFirstLoad = options.afterFirstLoad;
@@ -405,11 +405,8 @@ export class ClusterStore implements ClusterSink, ClusterView {
       !this.#syncBatchPending
     )
       return;
-    if (this.#syncBatchPending && this.#afterFirstLoad !== undefined) {
-      const after = this.#afterFirstLoad;
-      this.#afterFirstLoad = undefined;
-      after();
-    }
+    // The sync batch is the first batch, and there is one (synced() sets it once).
+    if (this.#syncBatchPending) this.#afterFirstLoad?.();
     const change: ClusterChange = {
       services: this.#pendingServices,
       nodes: this.#pendingNodes,

@@ -5,6 +5,7 @@ import { ConfirmedHandover } from "../brain/handover.ts";
 import { localStateFeed } from "../brain/local-state-feed.ts";
 import { proxyNameView } from "../brain/proxy-name-view.ts";
 import { RemoteHandovers } from "../brain/remote-handovers.ts";
+import type { ProxyNames } from "../brain/selection.ts";
 import { ClusterStore } from "../brain/store.ts";
 import { collectAfterFirstLoad } from "../host/full-collection.ts";
 import type { ClusterSource, ClusterView } from "../model/global.ts";
@@ -39,13 +40,11 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       // A kernel backend fed from the cluster: kube-proxy must not run beside it.
       if (source.name === "kube" && sinks.some((s) => s.sink.cleanup !== undefined))
         checkForKubeProxy(invocation.sourceOpts as object, ctx.log.child({ component: "kube-proxy-check" }));
-      const storeLog = ctx.log.child({ component: "store" });
-      const store = new ClusterStore({
-        serviceProxyNames: sinks.map((s) => s.serviceProxyName),
+      const store = clusterStore(
+        ctx,
+        sinks.map((s) => s.serviceProxyName),
         serviceCIDRs,
-        log: storeLog,
-        afterFirstLoad: () => collectAfterFirstLoad(storeLog),
-      });
+      );
       const sourceCtx = { ...ctx, nodeName, everyProxyName: sinks.length > 1 };
       await withSource(source.create(invocation.sourceOpts, sourceCtx), store, ctx, (sinkCtx) =>
         // One sink: the store already holds exactly its Services.
@@ -56,13 +55,7 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
     case "global": {
       const { source, sink, serviceProxyName, serviceCIDRs } = invocation;
       const everyProxyName = sink.everyProxyName?.(invocation.sinkOpts) === true;
-      const storeLog = ctx.log.child({ component: "store" });
-      const store = new ClusterStore({
-        serviceProxyNames: everyProxyName ? "any" : [serviceProxyName],
-        serviceCIDRs,
-        log: storeLog,
-        afterFirstLoad: () => collectAfterFirstLoad(storeLog),
-      });
+      const store = clusterStore(ctx, everyProxyName ? "any" : [serviceProxyName], serviceCIDRs);
       const sourceCtx = { ...ctx, nodeName: undefined, everyProxyName };
       // Holding every Service, the sink still sees the source's own name's as its cluster.
       const cluster = everyProxyName ? proxyNameView(store, serviceProxyName) : store;
@@ -99,6 +92,21 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       return;
     }
   }
+}
+
+/** The store of a run fed from the cluster; the heap is collected once its first load is in. */
+function clusterStore(
+  ctx: RunContext,
+  serviceProxyNames: ProxyNames,
+  serviceCIDRs: readonly string[] | undefined,
+): ClusterStore {
+  const log = ctx.log.child({ component: "store" });
+  return new ClusterStore({
+    serviceProxyNames,
+    serviceCIDRs,
+    log,
+    afterFirstLoad: () => collectAfterFirstLoad(log),
+  });
 }
 
 function runSink(

@@ -31,10 +31,13 @@ export function compareAddresses(a: string, b: string): number {
   return 0;
 }
 
-export function compareEndpoints(
-  a: { readonly ip: string; readonly port: number },
-  b: { readonly ip: string; readonly port: number },
-): number {
+/** What the order of endpoints reads of one. */
+interface AddressAndPort {
+  readonly ip: string;
+  readonly port: number;
+}
+
+export function compareEndpoints(a: AddressAndPort, b: AddressAndPort): number {
   return compareAddresses(a.ip, b.ip) || a.port - b.port;
 }
 
@@ -43,14 +46,11 @@ export function compareEndpoints(
  * once, where comparing neighbours would read each twice: slices usually arrive in order, and
  * this check is all the sorting a million endpoints then cost.
  */
-export function inStrictEndpointOrder(
-  list: readonly { readonly ip: string; readonly port: number }[],
-): boolean {
-  let before = -1;
+export function inStrictEndpointOrder(list: readonly AddressAndPort[]): boolean {
+  let before = list.length > 1 ? ipv4Value((list[0] as AddressAndPort).ip) : -1;
   for (let i = 1; i < list.length; i++) {
-    const a = list[i - 1] as { readonly ip: string; readonly port: number };
-    const b = list[i] as { readonly ip: string; readonly port: number };
-    if (i === 1) before = ipv4Value(a.ip);
+    const a = list[i - 1] as AddressAndPort;
+    const b = list[i] as AddressAndPort;
     const value = ipv4Value(b.ip);
     const order = before >= 0 && value >= 0 ? value - before || b.port - a.port : compareEndpoints(b, a);
     if (order <= 0) return false;
