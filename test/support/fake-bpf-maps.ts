@@ -55,3 +55,47 @@ export class FakeBpfMaps implements LbMaps {
 
   close(): void {}
 }
+
+/**
+ * Fake maps that update in the background, as PinnedMaps does on its thread: an update given to
+ * updateInBackground is applied only at the next call, from the caller's buffers as they are
+ * then (a writer that touched them meanwhile writes wrong entries), and its failure is thrown by
+ * that call.
+ */
+export class BackgroundFakeBpfMaps extends FakeBpfMaps {
+  #pending: { map: Name; keys: Buffer; values: Buffer; count: number } | undefined;
+
+  updateInBackground(map: Name, keys: Buffer, values: Buffer, count: number): void {
+    if (!(keys.buffer instanceof SharedArrayBuffer) || !(values.buffer instanceof SharedArrayBuffer))
+      throw new TypeError("a background update needs shared memory");
+    this.settle();
+    this.calls.push(`in background: ${map} ${count}`);
+    this.#pending = { map, keys, values, count };
+  }
+
+  settle(): void {
+    const p = this.#pending;
+    this.#pending = undefined;
+    if (p !== undefined) super.update(p.map, p.keys, p.values, p.count);
+  }
+
+  override update(map: Name, keys: Buffer, values: Buffer, count: number): void {
+    this.settle();
+    super.update(map, keys, values, count);
+  }
+
+  override delete(map: Name, keys: Buffer, count: number): void {
+    this.settle();
+    super.delete(map, keys, count);
+  }
+
+  override get(map: Name, key: Buffer): Buffer | undefined {
+    this.settle();
+    return super.get(map, key);
+  }
+
+  override *entries(map: Name): Iterable<[Buffer, Buffer]> {
+    this.settle();
+    yield* super.entries(map);
+  }
+}

@@ -4,21 +4,31 @@
 
 import { MAPS, writeSlot } from "./layout.ts";
 import { BATCH, type LbMapName, type LbMaps } from "./maps.ts";
+import { sharedBuffer } from "./update-thread.ts";
+
+/** Keys and values of one batch, packed back to back. */
+interface Buffers {
+  readonly keys: Buffer;
+  readonly values: Buffer;
+}
 
 /**
  * Inserts for one map, written with one batch syscall each time the buffers fill and at `flush`.
  * `first` is the batch that must reach the kernel before this one (the backend slots before the
- * frontends that name them): flushing this one flushes that one first.
+ * frontends that name them): flushing this one flushes that one first. With maps that update in
+ * the background, a batch that fills goes to the kernel on the maps' thread while the next one
+ * is encoded into a second pair of buffers; `flush` writes the rest and waits for all of it.
  */
 export class WriteBatch {
-  readonly keys: Buffer;
-  readonly values: Buffer;
   readonly keySize: number;
   readonly valueSize: number;
   readonly #maps: LbMaps;
   readonly #map: LbMapName;
   readonly #first: WriteBatch | undefined;
   readonly #capacity: number;
+  /** One pair, or two that take turns when the maps update in the background. */
+  readonly #buffers: readonly Buffers[];
+  #turn = 0;
   #count = 0;
   #flushed = 0;
 
@@ -29,8 +39,24 @@ export class WriteBatch {
     this.#capacity = capacity;
     this.keySize = MAPS[map].key;
     this.valueSize = MAPS[map].value;
-    this.keys = Buffer.allocUnsafe(capacity * this.keySize);
-    this.values = Buffer.allocUnsafe(capacity * this.valueSize);
+    const pair = (alloc: (bytes: number) => Buffer): Buffers => ({
+      keys: alloc(capacity * this.keySize),
+      values: alloc(capacity * this.valueSize),
+    });
+    this.#buffers =
+      maps.updateInBackground === undefined
+        ? [pair(Buffer.allocUnsafe)]
+        : [pair(sharedBuffer), pair(sharedBuffer)];
+  }
+
+  /** Where the pending entries' keys go: read it again after each next() or reserve(). */
+  get keys(): Buffer {
+    return (this.#buffers[this.#turn] as Buffers).keys;
+  }
+
+  /** Where the pending entries' values go: read it again after each next() or reserve(). */
+  get values(): Buffer {
+    return (this.#buffers[this.#turn] as Buffers).values;
   }
 
   /** Entries added since the last reset (written or still pending). */
@@ -49,7 +75,7 @@ export class WriteBatch {
    * index × valueSize). Writes what is pending first when the buffers are full.
    */
   next(): number {
-    if (this.#count === this.#capacity) this.flush();
+    if (this.#count === this.#capacity) this.#write(true);
     return this.#count++;
   }
 
@@ -58,19 +84,33 @@ export class WriteBatch {
    * first. Writes what is pending first when they would not fit.
    */
   reserve(count: number): number {
-    if (this.#count + count > this.#capacity) this.flush();
+    if (this.#count + count > this.#capacity) this.#write(true);
     const first = this.#count;
     this.#count += count;
     return first;
   }
 
-  /** Writes what is pending (the `first` batch before it). */
+  /** Writes what is pending (the `first` batch before it), and waits until the kernel has it all. */
   flush(): void {
     this.#first?.flush();
+    this.#write(false);
+    this.#maps.settle?.();
+  }
+
+  /** Hands the pending entries to the kernel; with `more` to come, in the background if it can. */
+  #write(more: boolean): void {
+    // The batch this one depends on goes first, in the order the kernel is to see them.
+    if (more && this.#first !== undefined) this.#first.#write(true);
     if (this.#count === 0) return;
     const n = this.#count;
+    const { keys, values } = this;
     // Counted as pending until the kernel took them: a failure leaves the count as it was.
-    this.#maps.update(this.#map, this.keys, this.values, n);
+    if (more && this.#maps.updateInBackground !== undefined) {
+      this.#maps.updateInBackground(this.#map, keys, values, n);
+      this.#turn = 1 - this.#turn;
+    } else {
+      this.#maps.update(this.#map, keys, values, n);
+    }
     this.#count = 0;
     this.#flushed += n;
   }

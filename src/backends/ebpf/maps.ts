@@ -9,6 +9,7 @@ import { getSystemErrorName } from "node:util";
 import { createMapRef, objGet, RawMap } from "bpf";
 import { native } from "bpf/dist/util.js";
 import { MAPS } from "./layout.ts";
+import { type UpdateOutcome, UpdateThread, UpdateThreadTimeout } from "./update-thread.ts";
 
 export type LbMapName = "services" | "backends";
 
@@ -18,6 +19,15 @@ export interface LbMaps {
    * map's key and value sizes each). Throws a MapWriteError, having written a prefix.
    */
   update(map: LbMapName, keys: Buffer, values: Buffer, count: number): void;
+  /**
+   * Optional: starts the same update on another thread and returns, so that the caller encodes
+   * its next batch meanwhile. `keys` and `values` must be shared memory (sharedBuffer) and stay
+   * untouched until the next call on these maps, which waits for the update first and throws its
+   * MapWriteError. Present together with settle.
+   */
+  updateInBackground?(map: LbMapName, keys: Buffer, values: Buffer, count: number): void;
+  /** Waits for the update in the background, if any; throws its MapWriteError. */
+  settle?(): void;
   /** Deletes `count` keys packed in `keys`; keys already absent are fine. Throws a MapWriteError. */
   delete(map: LbMapName, keys: Buffer, count: number): void;
   /** One entry by its key; undefined when the map does not hold it. */
@@ -58,16 +68,58 @@ const NO_FLAGS = { elemFlags: 0 };
 
 export class PinnedMaps implements LbMaps {
   readonly #maps: Record<LbMapName, RawMap>;
+  readonly #thread: UpdateThread;
+  /** The map of the update in the background, for its error. */
+  #inBackground: LbMapName | undefined;
 
-  constructor(bpfRoot: string) {
+  constructor(bpfRoot: string, thread: UpdateThread = new UpdateThread()) {
     const open = (m: LbMapName) => {
       const fd = objGet(mapPinPath(bpfRoot, m));
       return new RawMap(createMapRef(fd, { transfer: true }));
     };
     this.#maps = { services: open("services"), backends: open("backends") };
+    this.#thread = thread;
+  }
+
+  updateInBackground(map: LbMapName, keys: Buffer, values: Buffer, count: number): void {
+    if (count > BATCH) throw new RangeError(`a background update takes at most ${BATCH} entries`);
+    const { key, value } = MAPS[map];
+    const failed = this.#wait(() =>
+      this.#thread.submit(this.#maps[map].ref.fd, keys, values, key, value, count),
+    );
+    if (failed !== undefined) throw failed;
+    this.#inBackground = map;
+  }
+
+  settle(): void {
+    const failed = this.#wait(() => this.#thread.settle());
+    if (failed !== undefined) throw failed;
+  }
+
+  /** Runs a step of the thread and turns the background update's failure into its error. */
+  #wait(step: () => UpdateOutcome | undefined): MapWriteError | undefined {
+    const map = this.#inBackground;
+    if (map === undefined) {
+      step();
+      return undefined;
+    }
+    this.#inBackground = undefined;
+    let outcome: UpdateOutcome | undefined;
+    try {
+      outcome = step();
+    } catch (err) {
+      if (err instanceof UpdateThreadTimeout) return new MapWriteError(map, 0, err.message);
+      throw err;
+    }
+    if (outcome === undefined) return undefined;
+    if (outcome.result < 0) return syscallError(map, -outcome.result, `update of ${outcome.count} entries`);
+    if (outcome.written !== outcome.count)
+      return new MapWriteError(map, 0, `${outcome.written} of ${outcome.count} entries written`);
+    return undefined;
   }
 
   update(map: LbMapName, keys: Buffer, values: Buffer, count: number): void {
+    this.settle();
     const { key, value } = MAPS[map];
     const fd = this.#maps[map].ref.fd;
     for (let i = 0; i < count; i += BATCH) {
@@ -85,6 +137,7 @@ export class PinnedMaps implements LbMaps {
   }
 
   delete(map: LbMapName, keys: Buffer, count: number): void {
+    this.settle();
     const { key } = MAPS[map];
     const m = this.#maps[map];
     for (let i = 0; i < count; i += BATCH) {
@@ -105,15 +158,20 @@ export class PinnedMaps implements LbMaps {
   }
 
   get(map: LbMapName, key: Buffer): Buffer | undefined {
+    this.settle();
     return this.#maps[map].get(key);
   }
 
   *entries(map: LbMapName): Iterable<[Buffer, Buffer]> {
+    this.settle();
     for (const batch of this.#maps[map].getBatch(BATCH)) yield* batch;
   }
 
   close(): void {
-    // The RawMaps own their descriptors (transfer: true); they close when collected.
+    // The RawMaps own their descriptors (transfer: true); they close when collected. An update
+    // still in the background finishes first: the thread holds the descriptor's number.
+    this.#inBackground = undefined;
+    this.#thread.close();
   }
 }
 

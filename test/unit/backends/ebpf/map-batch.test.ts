@@ -9,7 +9,7 @@ import { DeleteList, WriteBatch } from "../../../../src/backends/ebpf/map-batch.
 import { renderService } from "../../../../src/backends/ebpf/render.ts";
 import { MapWriter } from "../../../../src/backends/ebpf/writer.ts";
 import type { LocalService } from "../../../../src/model/local.ts";
-import { FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
+import { BackgroundFakeBpfMaps, FakeBpfMaps } from "../../../support/fake-bpf-maps.ts";
 import { ep, manyServices, port } from "../nft/fixtures.ts";
 
 const ctx = { nodePortIPs: { IPv4: [], IPv6: [] } };
@@ -30,7 +30,62 @@ class CheckedMaps extends FakeBpfMaps {
   }
 }
 
+/** Background fake maps that check, each time entries land, that each frontend names a complete list. */
+class CheckedBackgroundMaps extends BackgroundFakeBpfMaps {
+  violations: string[] = [];
+  override settle(): void {
+    super.settle();
+    this.#check();
+  }
+  override update(map: "services" | "backends", keys: Buffer, values: Buffer, count: number): void {
+    super.update(map, keys, values, count);
+    this.#check();
+  }
+  #check(): void {
+    // Read through a plain fake over the same entries: reading these maps would settle again.
+    const view = new FakeBpfMaps();
+    view.maps.services = this.maps.services;
+    view.maps.backends = this.maps.backends;
+    for (const f of listFrontends(view))
+      if (f.backends.includes("?")) this.violations.push(`${f.address}: ${f.backends.join(",")}`);
+  }
+}
+
+const contents = (maps: FakeBpfMaps) => ({
+  services: [...maps.maps.services].sort(),
+  backends: [...maps.maps.backends].sort(),
+});
+
 describe("eBPF batched map writes", () => {
+  test("in the background: a batch that fills goes to the kernel while the next one is encoded, and the maps end as with writes in place", () => {
+    const inPlace = new FakeBpfMaps();
+    new MapWriter(inPlace, { batchEntries: 7 }).fullSync(rendered(manyServices(40)));
+    const maps = new CheckedBackgroundMaps();
+    const report = new MapWriter(maps, { batchEntries: 7 }).fullSync(rendered(manyServices(40)));
+    assert.equal(report.backendsWritten, 80);
+    assert.equal(report.frontendsWritten, 40);
+    assert.deepEqual(maps.violations, []);
+    // Batches that filled went to the background; the last of each map was written in place.
+    const inBackground = (map: string) =>
+      maps.calls.filter((c) => c.startsWith(`in background: ${map}`)).map((c) => Number(c.split(" ")[3]));
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    assert.ok(inBackground("backends").length >= 80 / 7 - 1);
+    assert.ok(inBackground("services").length >= 40 / 7 - 1);
+    assert.ok(sum(inBackground("backends")) < 80 && sum(inBackground("services")) < 40);
+    // Entries encoded while a batch was in the background did not overwrite it.
+    assert.deepEqual(contents(maps), contents(inPlace));
+  });
+
+  test("in the background, a full map half-way: the write throws, and no frontend names an incomplete list", () => {
+    const maps = new CheckedBackgroundMaps({ backends: 25 });
+    assert.throws(
+      () => new MapWriter(maps, { batchEntries: 4 }).fullSync(rendered(manyServices(30))),
+      (e: Error & { full?: boolean }) => e.full === true,
+    );
+    assert.deepEqual(maps.violations, []);
+    for (const f of listFrontends(maps)) assert.equal(f.backends.length, 2);
+  });
+
   test("small batches: slots are written before the frontends that name them, in every batch", () => {
     const maps = new CheckedMaps();
     const writer = new MapWriter(maps, { batchEntries: 7 });
