@@ -7,9 +7,16 @@
 
 import type { Counter } from "prom-client";
 import type { IPFamily } from "../model/kube.ts";
-import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
+import type { LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import { counter, gauge, histogram } from "../observability/metrics.ts";
+import {
+  type FamilyScope,
+  firstStateShare,
+  inFamily,
+  lacksLocalExternal,
+  lacksLocalInternal,
+} from "./first-state-walk.ts";
 import { type StateChanges, stateChanges } from "./state-changes.ts";
 import type { SyncOutcome } from "./sync-observer.ts";
 
@@ -102,33 +109,15 @@ function failureCounter(mode: string): Counter {
   return c;
 }
 
-const noLocal = (lists: readonly (readonly LocalEndpoint[])[]): boolean =>
-  lists.every((l) => !l.some((e) => e.local));
-
-/** internalTrafficPolicy Local, and no endpoint on this node. */
-const lacksLocalInternal = (s: LocalService): boolean =>
-  s.internalTrafficPolicy === "Local" && noLocal(s.ports.map((p) => p.internalEndpoints));
-
-/** externalTrafficPolicy Local on a service reachable from outside, and no endpoint on this node. */
-const lacksLocalExternal = (s: LocalService): boolean =>
-  s.externalTrafficPolicy === "Local" &&
-  s.ports.some((p) => p.nodePort > 0 || s.type === "LoadBalancer") &&
-  noLocal(s.ports.map((p) => p.externalEndpoints));
-
 function setMember(set: Set<string>, key: string, member: boolean): void {
   if (member) set.add(key);
   else set.delete(key);
 }
 
-/** Whether a family's rules hold the service: one of its cluster IPs is of the family (as kube-proxy's per-family proxiers). */
-function inFamily(family: IPFamily | ""): (s: LocalService) => boolean {
-  if (family === "") return () => true;
-  return (s) => s.families.length === 0 || s.families.some((f) => f.family === family);
-}
-
 /** One family's series of one backend. */
 class FamilySeries {
-  readonly labels: { readonly backend: string; readonly ip_family: IPFamily | "" };
+  readonly labels: { readonly backend: string; readonly ip_family: FamilyScope };
+  readonly #family: FamilyScope;
   readonly #keep: (s: LocalService) => boolean;
   readonly #failures: Counter;
   readonly #now: () => number;
@@ -141,7 +130,8 @@ class FamilySeries {
 
   constructor(backend: string, family: IPFamily | "", failures: Counter, now: () => number) {
     this.labels = { backend, ip_family: family };
-    this.#keep = inFamily(family);
+    this.#family = family;
+    this.#keep = (s) => inFamily(s, family);
     this.#failures = failures;
     this.#now = now;
     this.#startedAt = now();
@@ -155,7 +145,7 @@ class FamilySeries {
   queued(state: LocalState): void {
     lastQueued.set(this.labels, this.#now() / 1000);
     const previous = this.#lastQueued;
-    const c = stateChanges(previous, state, this.#keep);
+    const c = this.#changes(previous, state);
     this.#lastQueued = state;
     serviceChangesTotal.inc(this.labels, c.services);
     endpointChanges.inc(this.labels, c.endpoints);
@@ -171,9 +161,16 @@ class FamilySeries {
     const c =
       queued === undefined || queued === this.#lastSynced
         ? { services: 0, endpoints: 0 }
-        : (known ?? stateChanges(this.#lastSynced, queued, this.#keep));
+        : (known ?? this.#changes(this.#lastSynced, queued));
     serviceChangesPending.set(this.labels, c.services);
     endpointChangesPending.set(this.labels, c.endpoints);
+  }
+
+  /** What `after` changed since `before`; a first state's share comes from the shared walk. */
+  #changes(before: LocalState | undefined, after: LocalState): StateChanges {
+    return before === undefined
+      ? firstStateShare(after, this.#family).changes
+      : stateChanges(before, after, this.#keep);
   }
 
   synced(o: SyncOutcome): void {
@@ -182,10 +179,31 @@ class FamilySeries {
     (o.full ? fullSyncDuration : partialSyncDuration).observe(this.labels, seconds);
     const now = this.#now();
     lastSynced.set(this.labels, now / 1000);
+    if (this.#lastSynced === undefined) this.#firstSynced(o.state, now);
+    else this.#syncedChanges(this.#lastSynced, o.state, now);
+    noLocalEndpoints.set({ ...this.labels, traffic_policy: "internal" }, this.#noLocalInternal.size);
+    noLocalEndpoints.set({ ...this.labels, traffic_policy: "external" }, this.#noLocalExternal.size);
+    this.#lastSynced = o.state;
+    this.#setPending();
+  }
+
+  /** The first sync: every service of the family is new. */
+  #firstSynced(state: LocalState, now: number): void {
+    const share = firstStateShare(state, this.#family);
+    for (const t of share.endpointsChangedAt) {
+      if (t >= this.#startedAt) networkProgramming.observe(this.labels, Math.max(0, now - t) / 1000);
+    }
+    this.#noLocalInternal.clear();
+    this.#noLocalExternal.clear();
+    for (const key of share.noLocalInternal) this.#noLocalInternal.add(key);
+    for (const key of share.noLocalExternal) this.#noLocalExternal.add(key);
+  }
+
+  #syncedChanges(before: LocalState, state: LocalState, now: number): void {
     const keep = this.#keep;
-    for (const [key, before, after] of serviceChanges(this.#lastSynced, o.state)) {
-      const prev = before !== undefined && keep(before) ? before : undefined;
-      const s = after !== undefined && keep(after) ? after : undefined;
+    for (const [key, was, is] of serviceChanges(before, state)) {
+      const prev = was !== undefined && keep(was) ? was : undefined;
+      const s = is !== undefined && keep(is) ? is : undefined;
       if (prev === undefined && s === undefined) continue;
       const t = s?.endpointsChangedAt;
       if (t !== undefined && t >= this.#startedAt && t !== prev?.endpointsChangedAt) {
@@ -194,10 +212,6 @@ class FamilySeries {
       setMember(this.#noLocalInternal, key, s !== undefined && lacksLocalInternal(s));
       setMember(this.#noLocalExternal, key, s !== undefined && lacksLocalExternal(s));
     }
-    noLocalEndpoints.set({ ...this.labels, traffic_policy: "internal" }, this.#noLocalInternal.size);
-    noLocalEndpoints.set({ ...this.labels, traffic_policy: "external" }, this.#noLocalExternal.size);
-    this.#lastSynced = o.state;
-    this.#setPending();
   }
 
   failed(): void {

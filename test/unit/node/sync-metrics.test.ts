@@ -165,7 +165,7 @@ describe("SyncMetrics (kube-proxy names)", () => {
 
 // Last: the tests above read the first series of a metric, and this one adds series of its own.
 describe("SyncMetrics at a cold start", () => {
-  test("the first state (every Service at a cold start) is walked once when queued, once when synced", () => {
+  test("the first state (every Service at a cold start) is walked once, for its queueing and its sync", () => {
     // A mode of its own: the registry is the process's, and other tests count nftables' series.
     const m = new SyncMetrics("walks", ["IPv4"]);
     const reads = { walks: 0, lookups: 0 };
@@ -173,6 +173,39 @@ describe("SyncMetrics at a cold start", () => {
     m.queued(first);
     assert.equal(reads.walks, 1, "the changes and what is pending are counted in one walk");
     m.synced("IPv4", { state: first, full: true, durationMs: 1 });
-    assert.equal(reads.walks, 2);
+    assert.equal(reads.walks, 1, "the first sync takes its share of the same walk");
+  });
+
+  test("one walk of the first state for every family and every backend's series: to-ebpf and its nft companion", async () => {
+    const ebpf = new SyncMetrics("walks-ebpf", ["IPv4", "IPv6"]);
+    const companion = new SyncMetrics("walks-companion", ["IPv4", "IPv6"], Date.now, "nftables");
+    const reads = { walks: 0, lookups: 0 };
+    const local = service({
+      name: "local",
+      internalTrafficPolicy: "Local",
+      ports: [port({ internalEndpoints: [ep("198.51.100.7")] })],
+    });
+    const v6 = service({ name: "v6", clusterIPs: ["2001:db8::1"] });
+    const first = countedState(state([service({ name: "a" }), local, v6]), reads);
+    for (const m of [ebpf, companion]) m.queued(first);
+    for (const m of [ebpf, companion])
+      for (const family of ["IPv4", "IPv6"] as const)
+        m.synced(family, { state: first, full: true, durationMs: 1 });
+    assert.equal(reads.walks, 1);
+    // The shares are each family's own: what a walk per series would have counted.
+    const series = async (name: string, backend: string, family: string) =>
+      (await values(name)).find((v) => v.labels.backend === backend && v.labels.ip_family === family)?.value;
+    assert.equal(await series("kubeproxy_sync_proxy_rules_service_changes_total", "walks-ebpf", "IPv4"), 2);
+    assert.equal(
+      await series("kubeproxy_sync_proxy_rules_service_changes_total", "walks-companion", "IPv6"),
+      1,
+    );
+    const noLocal = (await values("kubeproxy_sync_proxy_rules_no_local_endpoints_total")).filter(
+      (v) => v.labels.backend === "walks-ebpf" && v.labels.traffic_policy === "internal",
+    );
+    assert.deepEqual(noLocal.map((v) => [v.labels.ip_family, v.value]).sort(), [
+      ["IPv4", 1],
+      ["IPv6", 0],
+    ]);
   });
 });
