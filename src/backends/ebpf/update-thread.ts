@@ -1,16 +1,17 @@
 // BPF map batch updates on a thread of their own. At a cold start of 100k Services the kernel
-// spends about 1.5 s inserting two million slots, and kpng as long again encoding them: with the
+// spends about 1.5 s inserting two million slots, and kpng most of a second encoding them: with the
 // syscall on this thread, the next batch is encoded while the kernel inserts the one before. One
 // update is in flight at a time, so the order of the batches (slots before the frontends that
 // name them) is the order they were given in, and nothing starts after a failure.
 
+import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 
 /** Int32 fields of the status shared with the thread. */
-export const STATUS = { done: 0, result: 1, written: 2, length: 3 } as const;
+const STATUS = { done: 0, result: 1, written: 2, length: 3 } as const;
 
 /** One batch update, as the thread receives it. The buffers are shared memory. */
-export interface UpdateJob {
+interface UpdateJob {
   readonly fd: number;
   readonly keys: SharedArrayBuffer;
   readonly keysOffset: number;
@@ -32,7 +33,33 @@ export interface UpdateOutcome {
 /** What the thread is given to run: the thread's own entry file, or a test's. */
 type ThreadStart = () => Worker;
 
-const startUpdateWorker: ThreadStart = () => new Worker(new URL("./update-worker.ts", import.meta.url));
+/**
+ * The thread's code: each job is one batch syscall, its outcome stored in the shared status.
+ * JavaScript in a string, where a `.ts` file would have the thread load Node's TypeScript
+ * stripper, a WebAssembly module whose compilation then takes both cores for a while, beside
+ * kpng's first changes.
+ */
+const UPDATE_WORKER = `
+const { parentPort } = require("node:worker_threads");
+const { native } = require(${JSON.stringify(createRequire(import.meta.url).resolve("bpf/dist/util.js"))});
+const NO_FLAGS = { elemFlags: 0 };
+parentPort.on("message", (job) => {
+  const [result, written] = native.mapUpdateBatch(
+    job.fd,
+    Buffer.from(job.keys, job.keysOffset, job.keyBytes),
+    Buffer.from(job.values, job.valuesOffset, job.valueBytes),
+    job.count,
+    NO_FLAGS,
+  );
+  const status = new Int32Array(job.status);
+  Atomics.store(status, ${STATUS.result}, Math.min(result, 0));
+  Atomics.store(status, ${STATUS.written}, written);
+  Atomics.add(status, ${STATUS.done}, 1);
+  Atomics.notify(status, ${STATUS.done});
+});
+`;
+
+const startUpdateWorker: ThreadStart = () => new Worker(UPDATE_WORKER, { eval: true });
 
 /** The longest one batch may take before the thread is given up (a batch takes milliseconds). */
 const DEFAULT_DEADLINE_MS = 10_000;
