@@ -1,6 +1,6 @@
-// BPF map batch updates on a thread of their own. At a cold start of 100k Services the kernel
-// spends about 1.5 s inserting two million slots, and kpng most of a second encoding them: with the
-// syscall on this thread, the next batch is encoded while the kernel inserts the one before. One
+// BPF map batch updates on a thread of their own. At a large cold start the kernel's inserts and
+// kpng's encoding of the entries each take a good part of the write (docs/performance.md): with
+// the syscall on this thread, the next batch is encoded while the kernel inserts the one before. One
 // update is in flight at a time, so the order of the batches (slots before the frontends that
 // name them) is the order they were given in, and nothing starts after a failure.
 

@@ -76,16 +76,6 @@ describe("eBPF batched map writes", () => {
     assert.deepEqual(contents(maps), contents(inPlace));
   });
 
-  test("in the background, a full map half-way: the write throws, and no frontend names an incomplete list", () => {
-    const maps = new CheckedBackgroundMaps({ backends: 25 });
-    assert.throws(
-      () => new MapWriter(maps, { batchEntries: 4 }).fullSync(rendered(manyServices(30))),
-      (e: Error & { full?: boolean }) => e.full === true,
-    );
-    assert.deepEqual(maps.violations, []);
-    for (const f of listFrontends(maps)) assert.equal(f.backends.length, 2);
-  });
-
   test("small batches: slots are written before the frontends that name them, in every batch", () => {
     const maps = new CheckedMaps();
     const writer = new MapWriter(maps, { batchEntries: 7 });
@@ -126,15 +116,20 @@ describe("eBPF batched map writes", () => {
     assert.deepEqual(maps.calls, ["update backends 1", "update services 1", "delete backends 2"]);
   });
 
-  test("a full map half-way through small batches: no frontend names an incomplete list", () => {
-    const maps = new CheckedMaps({ backends: 25 });
-    assert.throws(
-      () => new MapWriter(maps, { batchEntries: 4 }).fullSync(rendered(manyServices(30))),
-      (e: Error & { full?: boolean }) => e.full === true,
-    );
-    assert.deepEqual(maps.violations, []);
-    for (const f of listFrontends(maps)) assert.equal(f.backends.length, 2);
-  });
+  for (const [where, Maps] of [
+    ["in place", CheckedMaps],
+    ["in the background", CheckedBackgroundMaps],
+  ] as const) {
+    test(`a full map half-way through small batches, written ${where}: the write throws, and no frontend names an incomplete list`, () => {
+      const maps = new Maps({ backends: 25 });
+      assert.throws(
+        () => new MapWriter(maps, { batchEntries: 4 }).fullSync(rendered(manyServices(30))),
+        (e: Error & { full?: boolean }) => e.full === true,
+      );
+      assert.deepEqual(maps.violations, []);
+      for (const f of listFrontends(maps)) assert.equal(f.backends.length, 2);
+    });
+  }
 
   test("a write batch flushes the batch it depends on first, and counts what it added", () => {
     const maps = new FakeBpfMaps();
