@@ -1,10 +1,10 @@
-// What the sync metrics need of a first state (every Service, 100k at a cold start), found in one
-// walk for every IP family and shared by every backend's series: to-ebpf and its nft companion
-// each keep a series per family, and four walks of 100k services cost a quarter of a second.
+// What the sync metrics need of a first state (every Service, all of a large cluster at a cold
+// start), found in one walk for every IP family and shared by every backend's series: to-ebpf and
+// its nft companion each keep a series per family, and each would otherwise walk every Service.
 
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalEndpoint, LocalService, LocalState } from "../model/local.ts";
-import type { StateChanges } from "./state-changes.ts";
+import { hasEndpoints, type StateChanges } from "./state-changes.ts";
 
 /** A family's series, or "" for a write that programs both families at once. */
 export type FamilyScope = IPFamily | "";
@@ -61,7 +61,7 @@ function walk(state: LocalState): ReadonlyMap<FamilyScope, FirstStateShare> {
     endpointsChangedAt: [] as number[],
   }));
   for (const [key, s] of state.services) {
-    const withEndpoints = s.ports.some((p) => p.internalEndpoints.length + p.externalEndpoints.length > 0);
+    const withEndpoints = hasEndpoints(s);
     const internal = lacksLocalInternal(s);
     const external = lacksLocalExternal(s);
     const t = s.endpointsChangedAt;

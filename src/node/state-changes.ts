@@ -38,7 +38,8 @@ function withoutEndpoints(s: LocalService): string {
   });
 }
 
-const hasEndpoints = (s: LocalService): boolean =>
+/** Whether any port of the service has an endpoint. */
+export const hasEndpoints = (s: LocalService): boolean =>
   s.ports.some((p) => p.internalEndpoints.length + p.externalEndpoints.length > 0);
 
 /** `keep` limits the count to some services (one IP family's), as they were before and after. */

@@ -6,7 +6,6 @@
 // programs both families in one write would report under an empty `ip_family`.
 
 import type { Counter } from "prom-client";
-import type { IPFamily } from "../model/kube.ts";
 import type { LocalService, LocalState } from "../model/local.ts";
 import { serviceChanges } from "../model/local-changes.ts";
 import { counter, gauge, histogram } from "../observability/metrics.ts";
@@ -128,7 +127,7 @@ class FamilySeries {
   readonly #noLocalInternal = new Set<string>();
   readonly #noLocalExternal = new Set<string>();
 
-  constructor(backend: string, family: IPFamily | "", failures: Counter, now: () => number) {
+  constructor(backend: string, family: FamilyScope, failures: Counter, now: () => number) {
     this.labels = { backend, ip_family: family };
     this.#family = family;
     this.#keep = (s) => inFamily(s, family);
@@ -224,7 +223,7 @@ class FamilySeries {
  * `ip_family` value, or "" for a write that programs both families at once.
  */
 export class SyncMetrics {
-  readonly #families: ReadonlyMap<IPFamily | "", FamilySeries>;
+  readonly #families: ReadonlyMap<FamilyScope, FamilySeries>;
 
   /**
    * `backend` is the label; `mode`, kube-proxy's mode name that names the failure counter, is
@@ -232,7 +231,7 @@ export class SyncMetrics {
    */
   constructor(
     backend: string,
-    families: readonly (IPFamily | "")[],
+    families: readonly FamilyScope[],
     now: () => number = Date.now,
     mode: string = backend,
   ) {
@@ -240,7 +239,7 @@ export class SyncMetrics {
     this.#families = new Map(families.map((f) => [f, new FamilySeries(backend, f, failures, now)]));
   }
 
-  #series(family: IPFamily | ""): FamilySeries {
+  #series(family: FamilyScope): FamilySeries {
     const s = this.#families.get(family);
     if (s === undefined) throw new Error(`no sync metrics for family "${family}"`);
     return s;
@@ -252,11 +251,11 @@ export class SyncMetrics {
   }
 
   /** One family's sync succeeded, taking `durationMs` of its own. */
-  synced(family: IPFamily | "", o: SyncOutcome): void {
+  synced(family: FamilyScope, o: SyncOutcome): void {
     this.#series(family).synced(o);
   }
 
-  failed(family: IPFamily | ""): void {
+  failed(family: FamilyScope): void {
     this.#series(family).failed();
   }
 }

@@ -83,39 +83,27 @@ export class PinnedMaps implements LbMaps {
 
   updateInBackground(map: LbMapName, keys: Buffer, values: Buffer, count: number): void {
     if (count > BATCH) throw new RangeError(`a background update takes at most ${BATCH} entries`);
+    this.settle();
     const { key, value } = MAPS[map];
-    const failed = this.#wait(() =>
-      this.#thread.submit(this.#maps[map].ref.fd, keys, values, key, value, count),
-    );
-    if (failed !== undefined) throw failed;
+    this.#thread.submit(this.#maps[map].ref.fd, keys, values, key, value, count);
     this.#inBackground = map;
   }
 
   settle(): void {
-    const failed = this.#wait(() => this.#thread.settle());
-    if (failed !== undefined) throw failed;
-  }
-
-  /** Runs a step of the thread and turns the background update's failure into its error. */
-  #wait(step: () => UpdateOutcome | undefined): MapWriteError | undefined {
     const map = this.#inBackground;
-    if (map === undefined) {
-      step();
-      return undefined;
-    }
+    if (map === undefined) return;
     this.#inBackground = undefined;
     let outcome: UpdateOutcome | undefined;
     try {
-      outcome = step();
+      outcome = this.#thread.settle();
     } catch (err) {
-      if (err instanceof UpdateThreadTimeout) return new MapWriteError(map, 0, err.message);
+      if (err instanceof UpdateThreadTimeout) throw new MapWriteError(map, 0, err.message);
       throw err;
     }
-    if (outcome === undefined) return undefined;
-    if (outcome.result < 0) return syscallError(map, -outcome.result, `update of ${outcome.count} entries`);
+    if (outcome === undefined) return;
+    if (outcome.result < 0) throw syscallError(map, -outcome.result, `update of ${outcome.count} entries`);
     if (outcome.written !== outcome.count)
-      return new MapWriteError(map, 0, `${outcome.written} of ${outcome.count} entries written`);
-    return undefined;
+      throw new MapWriteError(map, 0, `${outcome.written} of ${outcome.count} entries written`);
   }
 
   update(map: LbMapName, keys: Buffer, values: Buffer, count: number): void {

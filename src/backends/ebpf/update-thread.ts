@@ -30,7 +30,7 @@ export interface UpdateOutcome {
   readonly count: number;
 }
 
-/** What the thread is given to run: the thread's own entry file, or a test's. */
+/** Starts the thread: kpng's (UPDATE_WORKER), or a test's stand-in. */
 type ThreadStart = () => Worker;
 
 /**
