@@ -24,8 +24,9 @@ import { resourceUsage } from "node:process";
 import { fileURLToPath } from "node:url";
 import { SyncLoop } from "../src/backend-core/sync-loop.ts";
 import { EbpfBackend } from "../src/backends/ebpf/backend.ts";
+import { chunksOf } from "../src/backends/ebpf/layout.ts";
 import { PinnedMaps } from "../src/backends/ebpf/maps.ts";
-import { untilFirstOutcome } from "../src/backends/ebpf/plugin.ts";
+import { DEFAULT_BACKEND_ENTRIES, untilFirstOutcome } from "../src/backends/ebpf/plugin.ts";
 import { BpftoolLoader } from "../src/backends/ebpf/programs.ts";
 import { NftBackend } from "../src/backends/nft/backend.ts";
 import type { LocalService, LocalState, LocalStateFeed } from "../src/model/local.ts";
@@ -99,7 +100,7 @@ for (const n of SIZES) {
     cgroupRoot: mounts.clients,
     object: OBJECT,
     serviceEntries: Math.max(262_144, 2 * n),
-    backendEntries: Math.max(2_097_152, 2 * n * ENDPOINTS),
+    backendEntries: Math.max(DEFAULT_BACKEND_ENTRIES, 2 * n * chunksOf(ENDPOINTS)),
     affinityEntries: 65_536,
     reverseEntries: 65_536,
   });
@@ -204,8 +205,9 @@ for (const n of SIZES) {
       const waitMs = delay.ms() - w0;
       if (r >= 0) changes.push({ start: c0, ms, runMs: Math.max(0, ms - waitMs), waitMs });
       if (process.env.KPNG_BENCH_TRACE) console.log(`change ${r}: ${(performance.now() - c0).toFixed(3)} ms`);
-      // One Service changed: its list goes to fresh slots, nothing else is written.
-      if (report.backendsWritten !== ENDPOINTS) throw new Error(`wrote ${report.backendsWritten} slots`);
+      // One Service changed: its list goes to fresh chunks, nothing else is written.
+      if (report.backendsWritten !== chunksOf(ENDPOINTS))
+        throw new Error(`wrote ${report.backendsWritten} chunks`);
     }
     delay.close();
     // Entries are delivered after the pause: let them arrive.

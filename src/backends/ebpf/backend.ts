@@ -1,6 +1,6 @@
 // The eBPF backend as the shared sync loop (backend-core/sync-loop.ts) drives it: one family per
 // IP family, each synced, timed and retried on its own as nft's and iptables' are. The maps serve
-// both families; each family has its own writer, which owns that family's frontends and slots
+// both families; each family has its own writer, which owns that family's frontends and lists
 // (writer.ts). A family's apply feeds the latest local state to the renderer and its writer (only
 // changed Services), with a full sync at start and after a failure or a repair (forget). The
 // programs and pins come from the loader before a full sync.

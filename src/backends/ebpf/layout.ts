@@ -8,7 +8,7 @@ import type { Protocol } from "../../model/kube.ts";
 /** The maps the programs use, by the name they are pinned under `<bpf-root>/kpng/maps/`. */
 export const MAPS = {
   services: { name: "kpng_svc", type: "hash", key: 20, value: 16, noPrealloc: true },
-  backends: { name: "kpng_be", type: "hash", key: 8, value: 20, noPrealloc: true },
+  backends: { name: "kpng_be", type: "hash", key: 8, value: 160, noPrealloc: true },
   affinity: { name: "kpng_aff", type: "lru_hash", key: 16, value: 28, noPrealloc: false },
   reverse: { name: "kpng_rev", type: "lru_hash", key: 32, value: 20, noPrealloc: false },
   /** One entry: the inode of the node's network namespace (localhost NodePorts are the node's). */
@@ -51,7 +51,7 @@ export interface Backend {
   readonly port: number;
 }
 
-/** Which backend list a frontend uses: slots (id, gen, 0…count-1) of the backends map. */
+/** Which backend list a frontend uses: its `count` backends, in chunks (id, gen, 0…) of the backends map. */
 export interface ServiceValue {
   readonly id: number;
   readonly count: number;
@@ -155,39 +155,67 @@ export function decodeServiceValue(b: Buffer): ServiceValue {
   };
 }
 
-interface Slot {
+/** Bytes of one backend (address, port, family) within a chunk. */
+export const BACKEND_BYTES = 20;
+
+/** The byte of a backend that holds its address family (4 or 6; 0 past a list's count). */
+export const BACKEND_FAMILY = 18;
+
+/**
+ * Backends per entry of the backends map (bpf/kpng.bpf.c CHUNK): the kernel's cost of a write is
+ * per entry, whatever its size. Past the list's count, the last chunk is zeros.
+ */
+export const BACKENDS_PER_CHUNK = MAPS.backends.value / BACKEND_BYTES;
+
+/** The entries of the backends map a list of `count` backends takes. */
+export const chunksOf = (count: number): number => Math.ceil(count / BACKENDS_PER_CHUNK);
+
+interface ChunkKey {
   readonly id: number;
   readonly gen: number;
-  readonly index: number;
+  /** Backends chunk*BACKENDS_PER_CHUNK … of the list. */
+  readonly chunk: number;
 }
 
-/** Writes a slot's key (MAPS.backends.key bytes) into `buf` at `off`. */
-export function writeSlot(buf: Buffer, off: number, id: number, gen: number, index: number): void {
+/** Writes a chunk's key (MAPS.backends.key bytes) into `buf` at `off`. */
+export function writeChunkKey(buf: Buffer, off: number, id: number, gen: number, chunk: number): void {
   u32le(buf, off, id);
   u16le(buf, off + 4, gen);
-  u16le(buf, off + 6, index);
+  u16le(buf, off + 6, chunk);
 }
 
-export function encodeSlot(s: Slot): Buffer {
+export function encodeChunkKey(k: ChunkKey): Buffer {
   const b = Buffer.allocUnsafe(MAPS.backends.key);
-  writeSlot(b, 0, s.id, s.gen, s.index);
+  writeChunkKey(b, 0, k.id, k.gen, k.chunk);
   return b;
 }
 
-export function decodeSlot(b: Buffer): Slot {
-  return { id: b.readUInt32LE(0), gen: b.readUInt16LE(4), index: b.readUInt16LE(6) };
+export function decodeChunkKey(b: Buffer): ChunkKey {
+  return { id: b.readUInt32LE(0), gen: b.readUInt16LE(4), chunk: b.readUInt16LE(6) };
 }
 
-/** Writes a backend's value (MAPS.backends.value bytes) into `buf` at `off`. */
+/**
+ * The backends a chunk holds, each as its BACKEND_BYTES, by index in the list; the zeros past the
+ * list's count are left out.
+ */
+export function* chunkBackends(key: ChunkKey, value: Buffer): Generator<[number, Buffer]> {
+  for (let i = 0; i < BACKENDS_PER_CHUNK; i++) {
+    const at = i * BACKEND_BYTES;
+    if (value[at + BACKEND_FAMILY] === 0) continue;
+    yield [key.chunk * BACKENDS_PER_CHUNK + i, value.subarray(at, at + BACKEND_BYTES)];
+  }
+}
+
+/** Writes a backend (BACKEND_BYTES) into `buf` at `off`. */
 export function writeBackend(buf: Buffer, off: number, be: Backend): void {
-  buf[off + 18] = writeAddress(buf, off, be.ip);
+  buf[off + BACKEND_FAMILY] = writeAddress(buf, off, be.ip);
   buf[off + 16] = be.port >>> 8;
   buf[off + 17] = be.port & 0xff;
   buf[off + 19] = 0;
 }
 
 export function decodeBackend(b: Buffer): Backend {
-  return { ip: readAddress(b, b[18]!), port: b.readUInt16BE(16) };
+  return { ip: readAddress(b, b[BACKEND_FAMILY]!), port: b.readUInt16BE(16) };
 }
 
 /** Backends a list may hold: the programs pick among at most this many (MAX_BACKENDS). */

@@ -9,12 +9,14 @@ import { parseOptionsWith } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 import {
   type Backend,
+  chunkBackends,
+  chunksOf,
   decodeBackend,
+  decodeChunkKey,
   decodeFrontend,
   decodeServiceValue,
-  decodeSlot,
+  encodeChunkKey,
   encodeFrontend,
-  encodeSlot,
   type Frontend,
   SVC_REJECT,
 } from "./layout.ts";
@@ -24,34 +26,34 @@ interface ListedFrontend {
   readonly address: string;
   readonly port: number;
   readonly protocol: Protocol;
-  /** "ip:port" of each backend, in slot order; empty when the frontend refuses. */
+  /** "ip:port" of each backend, in list order; empty when the frontend refuses. */
   readonly backends: string[];
   readonly reject: boolean;
   readonly affinitySeconds: number;
 }
 
-/** How often a frontend is read again while a sync beside the reader moves it to newer slots. */
+/** How often a frontend is read again while a sync beside the reader moves it to a newer list. */
 const MAX_REREADS = 3;
 
 /**
  * Every frontend in the maps, sorted by address, port and protocol. The backends are scanned
- * first, then the frontends: a frontend that a sync running meanwhile pointed at new slots is
+ * first, then the frontends: a frontend that a sync running meanwhile pointed at a new list is
  * read again by its key, as the programs read it, so no frontend is listed with half a list.
  */
 export function listFrontends(maps: LbMaps): ListedFrontend[] {
-  const slots = new Map<string, Backend[]>();
+  const lists = new Map<string, Backend[]>();
   for (const [k, v] of maps.entries("backends")) {
-    const s = decodeSlot(k);
-    const key = `${s.id}/${s.gen}`;
-    const list = slots.get(key) ?? [];
-    list[s.index] = decodeBackend(v);
-    slots.set(key, list);
+    const key = decodeChunkKey(k);
+    const name = `${key.id}/${key.gen}`;
+    const list = lists.get(name) ?? [];
+    for (const [index, b] of chunkBackends(key, v)) list[index] = decodeBackend(b);
+    lists.set(name, list);
   }
   const out: ListedFrontend[] = [];
   for (const [k, v] of maps.entries("services")) {
     const f = decodeFrontend(k);
     const value = decodeServiceValue(v);
-    const list = slots.get(`${value.id}/${value.gen}`) ?? [];
+    const list = lists.get(`${value.id}/${value.gen}`) ?? [];
     if (!holdsAll(list, value.count)) {
       const reread = rereadFrontend(maps, f);
       if (reread !== undefined) out.push(reread);
@@ -76,7 +78,7 @@ function holdsAll(list: readonly (Backend | undefined)[], count: number): boolea
   return true;
 }
 
-/** The frontend by its key until its slots are all there; undefined when it was deleted. */
+/** The frontend by its key until its list is all there; undefined when it was deleted. */
 function rereadFrontend(maps: LbMaps, f: Frontend): ListedFrontend | undefined {
   let found: ListedFrontend | undefined;
   for (let i = 0; i < MAX_REREADS; i++) {
@@ -88,7 +90,7 @@ function rereadFrontend(maps: LbMaps, f: Frontend): ListedFrontend | undefined {
 
 /**
  * One frontend read by its key (a lookup per entry, never a scan of the maps): undefined when the
- * map does not hold it. `stray` names slots of its list past the count the value gives.
+ * map does not hold it. `stray` names backends of its list past the count the value gives.
  */
 export function lookupFrontend(
   maps: LbMaps,
@@ -97,13 +99,19 @@ export function lookupFrontend(
   const raw = maps.get("services", encodeFrontend(f));
   if (raw === undefined) return undefined;
   const value = decodeServiceValue(raw);
-  const slot = (index: number) => maps.get("backends", encodeSlot({ id: value.id, gen: value.gen, index }));
+  const found: (Backend | undefined)[] = [];
+  // The chunks the count names, and the one after them, which must not exist.
+  for (let chunk = 0; chunk <= chunksOf(value.count); chunk++) {
+    const key = { id: value.id, gen: value.gen, chunk };
+    const v = maps.get("backends", encodeChunkKey(key));
+    if (v !== undefined) for (const [index, b] of chunkBackends(key, v)) found[index] = decodeBackend(b);
+  }
   const backends: string[] = [];
   for (let index = 0; index < value.count; index++) {
-    const b = slot(index);
-    backends.push(b === undefined ? "?" : endpointString(decodeBackend(b)));
+    const b = found[index];
+    backends.push(b === undefined ? "?" : endpointString(b));
   }
-  const past = slot(value.count);
+  const stray = found.slice(value.count).flatMap((b) => (b === undefined ? [] : [endpointString(b)]));
   return {
     listed: {
       address: f.ip,
@@ -113,7 +121,7 @@ export function lookupFrontend(
       reject: (value.flags & SVC_REJECT) !== 0,
       affinitySeconds: value.affinitySeconds,
     },
-    stray: past === undefined ? [] : [endpointString(decodeBackend(past))],
+    stray,
   };
 }
 
@@ -122,7 +130,7 @@ export function frontendName(f: Frontend): string {
   return `${endpointString(f)}/${f.protocol}`;
 }
 
-/** What a frontend does: its backends ("?" for a missing slot) or "(reject)", and its affinity. */
+/** What a frontend does: its backends ("?" for a missing one) or "(reject)", and its affinity. */
 export function frontendAction(f: Pick<ListedFrontend, "backends" | "reject" | "affinitySeconds">): string {
   const what = f.reject ? "(reject)" : f.backends.join(" ");
   return f.affinitySeconds > 0 ? `${what} affinity=${f.affinitySeconds}s` : what;

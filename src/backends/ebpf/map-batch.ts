@@ -1,8 +1,8 @@
 // Entries on their way to one BPF map, packed as the batch syscalls read them. The buffers are
-// made once per writer and reused by every write: a cold start of a million slots allocates
+// made once per writer and reused by every write: a cold start of a million endpoints allocates
 // nothing per entry, and one endpoint change allocates nothing per batch.
 
-import { MAPS, writeSlot } from "./layout.ts";
+import { chunksOf, MAPS, writeChunkKey } from "./layout.ts";
 import { BATCH, type LbMapName, type LbMaps } from "./maps.ts";
 import { sharedBuffer } from "./update-thread.ts";
 
@@ -14,7 +14,7 @@ interface Buffers {
 
 /**
  * Inserts for one map, written with one batch syscall each time the buffers fill and at `flush`.
- * `first` is the batch that must reach the kernel before this one (the backend slots before the
+ * `first` is the batch that must reach the kernel before this one (the backend lists before the
  * frontends that name them): flushing this one flushes that one first. With maps that update in
  * the background, a batch that fills goes to the kernel on the maps' thread while the next one
  * is encoded into a second pair of buffers; `flush` writes the rest and waits for all of it.
@@ -141,10 +141,13 @@ export class DeleteList {
     return this.#count++ * this.keySize;
   }
 
-  /** Adds a backend slot's key. */
-  addSlot(id: number, gen: number, index: number): void {
-    const at = this.#next();
-    writeSlot(this.#keys, at, id, gen, index);
+  /** Adds the keys of backend list (id, gen): the chunks `count` backends take. */
+  addList(id: number, gen: number, count: number): void {
+    const chunks = chunksOf(count);
+    for (let chunk = 0; chunk < chunks; chunk++) {
+      const at = this.#next();
+      writeChunkKey(this.#keys, at, id, gen, chunk);
+    }
   }
 
   /** Adds a key given as a string of one byte per character. */

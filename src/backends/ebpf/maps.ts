@@ -66,6 +66,19 @@ export function mapPinPath(bpfRoot: string, map: keyof typeof MAPS): string {
 
 const NO_FLAGS = { elemFlags: 0 };
 
+/** The key and value sizes of the map pinned at `path`; undefined when nothing readable is pinned there. */
+export function pinnedMapLayout(path: string): { keySize: number; valueSize: number } | undefined {
+  let ref: ReturnType<typeof createMapRef> | undefined;
+  try {
+    ref = createMapRef(objGet(path), { transfer: true });
+    return { keySize: ref.keySize, valueSize: ref.valueSize };
+  } catch {
+    return undefined;
+  } finally {
+    ref?.close();
+  }
+}
+
 export class PinnedMaps implements LbMaps {
   readonly #maps: Record<LbMapName, RawMap>;
   readonly #thread: UpdateThread;

@@ -20,6 +20,7 @@ import { parseOptionsWith } from "../../plugin/options.ts";
 import { UsageError } from "../../plugin/usage-error.ts";
 import { EbpfBackend } from "./backend.ts";
 import { defaultCgroupRoot, startupProblems } from "./checks.ts";
+import { BACKENDS_PER_CHUNK } from "./layout.ts";
 import { openPinnedMaps } from "./list.ts";
 import { PinnedMaps } from "./maps.ts";
 import { EbpfProbe } from "./probe.ts";
@@ -33,12 +34,18 @@ const DEFAULT_OBJECT = fileURLToPath(new URL("../../../build/kpng.bpf.o", import
 const count = (min: number, max: number) =>
   z.coerce.number().int("a whole number").min(min, `at least ${min}`).max(max, `at most ${max}`);
 
+/**
+ * The backend map's default size, in entries of up to BACKENDS_PER_CHUNK endpoints: 100k Services
+ * of 10 endpoints take two each, and a Service switching lists holds both for a moment.
+ */
+export const DEFAULT_BACKEND_ENTRIES = 524_288;
+
 const ebpfOptions = z.object({
   bpfRoot: z.string().min(1, "a bpffs directory").default("/sys/fs/bpf"),
   cgroupRoot: z.string().min(1, "a cgroup v2 directory").optional(),
   bpfObject: z.string().min(1).default(DEFAULT_OBJECT),
   bpfMapServices: count(1024, 16_777_216).default(262_144),
-  bpfMapBackends: count(1024, 67_108_864).default(2_097_152),
+  bpfMapBackends: count(256, 8_388_608).default(DEFAULT_BACKEND_ENTRIES),
   localhostNodeports: z.boolean().optional().default(true),
 });
 
@@ -89,8 +96,8 @@ export function ebpfPlugin<O>(external: CompanionBackend<O>): LocalSinkPlugin<Eb
         .option("--bpf-map-services <n>", "entries of the frontend map (address, port, protocol)", "262144")
         .option(
           "--bpf-map-backends <n>",
-          "entries of the backend map (twice the endpoints in use)",
-          "2097152",
+          `entries of the backend map, each up to ${BACKENDS_PER_CHUNK} endpoints of one list (twice the entries in use)`,
+          String(DEFAULT_BACKEND_ENTRIES),
         );
     },
     owns: (opts) => [

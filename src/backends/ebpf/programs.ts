@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import type { ExecResult } from "../../host/exec.ts";
 import { execVia, execViaWithInput, type SmallSpawner } from "../../host/small-spawner.ts";
 import { HOOKS, type Hook, MAP_KEYS, MAPS, programName } from "./layout.ts";
-import { mapPinPath } from "./maps.ts";
+import { mapPinPath, pinnedMapLayout } from "./maps.ts";
 import { COOKIE_BYTES, UDP_DESTROY_OBJECT, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
 
 export interface ProgramLoader {
@@ -44,6 +44,9 @@ const MAX_UDP_DESTROY_TRIES = 5;
 
 /** How ensure() reports a map it created (any entries the old one held are gone). */
 export const CREATED_MAP = "created map";
+
+/** How ensure() reports a pinned map of another layout that it replaces. */
+const UNPINNED_OTHER_LAYOUT = "unpinned a map of another kpng version's layout:";
 
 /** How ensure() reports that the UDP socket iterator cannot load here (reported once). */
 export const NO_UDP_DESTROY = "connected UDP sockets are not cut";
@@ -99,6 +102,8 @@ export class BpftoolLoader implements ProgramLoader {
   #udpDestroyPinned = false;
   /** Loads of the iterator in a row that failed for now; at MAX_UDP_DESTROY_TRIES kpng gives up. */
   #udpDestroyFailures = 0;
+  /** The pinned maps' layout was compared with this version's. */
+  #layoutChecked = false;
 
   constructor(settings: LoaderSettings, options: { readonly spawner?: SmallSpawner } = {}) {
     this.#s = settings;
@@ -108,6 +113,26 @@ export class BpftoolLoader implements ProgramLoader {
 
   get #dir(): string {
     return join(this.#s.bpfRoot, "kpng");
+  }
+
+  /**
+   * Unpins maps whose keys or values are not what this version's programs read (pinned by another
+   * kpng version), so that ensure() creates them anew; the programs attached meanwhile keep the old
+   * maps until they are replaced. A frontend names lists in the backend map, so those two go
+   * together. Checked once per loader: the maps this one creates are right.
+   */
+  #unpinOtherLayouts(): string[] {
+    const other = MAP_KEYS.filter((m) => {
+      const found = pinnedMapLayout(mapPinPath(this.#s.bpfRoot, m));
+      return found !== undefined && (found.keySize !== MAPS[m].key || found.valueSize !== MAPS[m].value);
+    });
+    if (other.includes("services") || other.includes("backends")) other.push("services", "backends");
+    const done: string[] = [];
+    for (const m of new Set(other)) {
+      rmSync(mapPinPath(this.#s.bpfRoot, m), { force: true });
+      done.push(`${UNPINNED_OTHER_LAYOUT} ${MAPS[m].name}`);
+    }
+    return done;
   }
 
   #progPin(hook: Hook): string {
@@ -126,6 +151,10 @@ export class BpftoolLoader implements ProgramLoader {
       reverse: this.#s.reverseEntries,
       node: 1,
     };
+    if (!this.#layoutChecked) {
+      done.push(...this.#unpinOtherLayouts());
+      this.#layoutChecked = true;
+    }
     for (const m of MAP_KEYS) {
       const path = mapPinPath(this.#s.bpfRoot, m);
       if (existsSync(path)) continue;

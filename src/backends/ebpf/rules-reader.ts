@@ -1,5 +1,5 @@
 // `kpng explain --rules ebpf`: the BPF map entries that implement one Service (each frontend's
-// value in kpng_svc and the backend slots in kpng_be it names), read key by key from the pinned
+// value in kpng_svc and the backend list in kpng_be it names), read key by key from the pinned
 // maps and compared with what renderService gives for the brain's state of it. The frontends the
 // Service has but the maps must not hold (a drop left to nft, source ranges, a family without a
 // cluster IP) are checked to be absent. The nft rules the same process keeps for traffic from
@@ -69,13 +69,13 @@ export class EbpfRulesReader implements RulesReader {
           continue;
         }
         const found = frontendAction({ ...entry.listed, backends: sorted(entry.listed.backends) });
-        const lines = [frontendAction(entry.listed), ...entry.stray.map((s) => `stray slot: ${s}`)];
+        const lines = [frontendAction(entry.listed), ...entry.stray.map((s) => `stray backend: ${s}`)];
         objects.push({ kind: "bpf map entry", name: `${where} ${name}`, lines });
         if (found !== want || entry.stray.length > 0)
           drift.push({
             object: `bpf ${name}`,
             expected: want ?? "",
-            found: [found, ...entry.stray.map((s) => `stray slot: ${s}`)].join(" "),
+            found: [found, ...entry.stray.map((s) => `stray backend: ${s}`)].join(" "),
           });
       }
     } finally {

@@ -22,7 +22,15 @@ import type { IPFamily } from "../../model/kube.ts";
 import type { LocalService } from "../../model/local.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter } from "../../observability/metrics.ts";
-import { type Backend, decodeBackend, decodeFrontend, MAPS, writeBackend, writeFrontend } from "./layout.ts";
+import {
+  BACKEND_BYTES,
+  type Backend,
+  decodeBackend,
+  decodeFrontend,
+  MAPS,
+  writeBackend,
+  writeFrontend,
+} from "./layout.ts";
 import { mapPinPath } from "./maps.ts";
 import type { RenderedGroup } from "./render.ts";
 import type { Adopted } from "./writer.ts";
@@ -216,7 +224,7 @@ export function connectedThrough(
 ): Buffer[] {
   // By the endpoint's bytes: the frontends (their bytes, or a port alone for a node port) it left.
   const wanted = new Map<string, { any: Set<number>; exact: Set<string> }>();
-  const be = Buffer.alloc(MAPS.backends.value);
+  const be = Buffer.alloc(BACKEND_BYTES);
   const fe = Buffer.alloc(MAPS.services.key);
   for (const f of flows) {
     writeBackend(be, 0, f.endpoint);
@@ -274,11 +282,11 @@ export function goneFromMaps(read: Adopted, kept: ReadonlySet<string>): GoneFlow
   for (const [key, value] of read.byFrontend) {
     if (key.charCodeAt(KEY_PROTOCOL) !== UDP) continue;
     const f = decodeFrontend(Buffer.from(key, "latin1"));
-    const slots = read.slots.get(`${value.id}/${value.gen}`) ?? [];
-    for (let index = 0; index < Math.min(value.count, slots.length); index++) {
-      const slot = slots[index];
-      if (slot === undefined) continue;
-      const b = decodeBackend(slot);
+    const list = read.lists.get(`${value.id}/${value.gen}`) ?? [];
+    for (let index = 0; index < Math.min(value.count, list.length); index++) {
+      const backend = list[index];
+      if (backend === undefined) continue;
+      const b = decodeBackend(backend);
       if (!kept.has(pairKey(`${f.ip} ${f.port}`, b))) gone.push({ address: f.ip, port: f.port, endpoint: b });
     }
   }

@@ -1,7 +1,7 @@
 // BPF map batch updates on a thread of their own. At a large cold start the kernel's inserts and
 // kpng's encoding of the entries each take a good part of the write (docs/performance.md): with
 // the syscall on this thread, the next batch is encoded while the kernel inserts the one before. One
-// update is in flight at a time, so the order of the batches (slots before the frontends that
+// update is in flight at a time, so the order of the batches (lists before the frontends that
 // name them) is the order they were given in, and nothing starts after a failure.
 
 import { createRequire } from "node:module";

@@ -1,9 +1,9 @@
 // The map writer: brings the maps in line with the rendered Services, writing only what changed.
-// A Service switches to a new backend list in one step: the new list goes into fresh slots
-// (id, gen+1, i) first, then each frontend's value is replaced by one that names the new slots,
-// and only then are the old slots deleted. A connect therefore sees the old list or the new one,
-// never half of either (the program re-reads the frontend if its slot vanished in between).
-// Entries are encoded straight into reused batch buffers (map-batch.ts); the slots' batch always
+// A Service switches to a new backend list in one step: the new list goes into fresh chunks
+// (id, gen+1, c) first, then each frontend's value is replaced by one that names the new list,
+// and only then are the old chunks deleted. A connect therefore sees the old list or the new one,
+// never half of either (the program re-reads the frontend if its chunk vanished in between).
+// Entries are encoded straight into reused batch buffers (map-batch.ts); the lists' batch always
 // reaches the kernel before the frontends' batch that names them.
 //
 // A full sync (the first one, or after a failure or a repair) starts by reading what the maps
@@ -11,21 +11,25 @@
 // Services keep resolving throughout.
 //
 // A writer may own one IP family of the maps (the backend syncs and times each family on its
-// own): it reads, adopts and deletes only that family's frontends and slots, and gives its lists
+// own): it reads, adopts and deletes only that family's frontends and lists, and gives its lists
 // ids from its own half of the id space, above every id the maps held when it read them, so two
-// writers on the same maps never name the same slots.
+// writers on the same maps never name the same list.
 
 import {
+  BACKEND_BYTES,
+  BACKEND_FAMILY,
+  chunkBackends,
+  chunksOf,
+  decodeChunkKey,
   decodeServiceValue,
-  decodeSlot,
   type Frontend,
   MAPS,
   type ServiceValue,
   SVC_REJECT,
   writeBackend,
+  writeChunkKey,
   writeFrontend,
   writeServiceValue,
-  writeSlot,
 } from "./layout.ts";
 import { DeleteList, WriteBatch } from "./map-batch.ts";
 import type { LbMaps } from "./maps.ts";
@@ -33,8 +37,9 @@ import type { RenderedGroup } from "./render.ts";
 
 const FRONTEND = MAPS.services.key;
 const VALUE = MAPS.services.value;
-const SLOT = MAPS.backends.key;
-const BACKEND = MAPS.backends.value;
+const CHUNK_KEY = MAPS.backends.key;
+const CHUNK = MAPS.backends.value;
+const BACKEND = BACKEND_BYTES;
 const EMPTY = Buffer.alloc(0);
 
 /** One group as the maps hold it: its frontends' keys and its backend list, packed. */
@@ -44,7 +49,7 @@ interface Programmed {
   readonly gen: number;
   /** The frontends' keys, FRONTEND bytes each. */
   readonly frontends: Buffer;
-  /** The backend list's values in slot order, BACKEND bytes each. */
+  /** The backend list in order, BACKEND bytes each. */
   readonly backends: Buffer;
   readonly reject: boolean;
   readonly affinitySeconds: number;
@@ -55,15 +60,17 @@ export interface WriteReport {
   readonly services: number;
   readonly frontendsWritten: number;
   readonly frontendsDeleted: number;
+  /** Entries of the backends map: chunks of up to BACKENDS_PER_CHUNK backends. */
   readonly backendsWritten: number;
   readonly backendsDeleted: number;
 }
 
-/** What the maps held of one family (or all) when they were read: frontends by key, and each slot list. */
+/** What the maps held of one family (or all) when they were read: frontends by key, and each list. */
 export interface Adopted {
   readonly byFrontend: Map<string, ServiceValue>;
   readonly frontends: Map<number, Buffer[]>;
-  readonly slots: Map<string, Buffer[]>;
+  /** Each list ("id/gen") by its backends' indices (BACKEND bytes each; holes where a chunk is missing). */
+  readonly lists: Map<string, Buffer[]>;
   readonly claimed: Set<number>;
   /** The highest id in the scope's range that any entry held (0 when none). */
   lastId: number;
@@ -72,13 +79,12 @@ export interface Adopted {
 /** Which entries a writer owns: one address family, or every entry. */
 type WriterScope = 4 | 6 | "all";
 
-const slotList = (id: number, gen: number) => `${id}/${gen}`;
+const listName = (id: number, gen: number) => `${id}/${gen}`;
 /** A key as a Map or Set key: one byte per character. */
 const keyString = (packed: Buffer, at: number, size: number) => packed.toString("latin1", at, at + size);
 
-/** The address family byte of a frontend's key and of a backend's value (layout.ts). */
+/** The address family byte of a frontend's key (layout.ts). */
 const KEY_FAMILY = 19;
-const BACKEND_FAMILY = 18;
 
 /** The ids of each family's backend lists: IPv4 in the lower half, IPv6 in the upper. */
 const ID_RANGES = {
@@ -98,7 +104,7 @@ export class MapWriter {
   readonly #maps: LbMaps;
   readonly #scope: WriterScope;
   readonly #ids: { readonly first: number; readonly last: number };
-  readonly #slots: WriteBatch;
+  readonly #lists: WriteBatch;
   readonly #frontends: WriteBatch;
   readonly #value = Buffer.alloc(VALUE);
   #services = new Map<string, readonly Programmed[]>();
@@ -109,8 +115,8 @@ export class MapWriter {
     this.#scope = options.family ?? "all";
     this.#ids = ID_RANGES[this.#scope];
     this.#nextId = this.#ids.first;
-    this.#slots = new WriteBatch(maps, "backends", undefined, options.batchEntries);
-    this.#frontends = new WriteBatch(maps, "services", this.#slots, options.batchEntries);
+    this.#lists = new WriteBatch(maps, "backends", undefined, options.batchEntries);
+    this.#frontends = new WriteBatch(maps, "services", this.#lists, options.batchEntries);
   }
 
   /** Services currently programmed. */
@@ -127,25 +133,25 @@ export class MapWriter {
     const adopted = read ?? readMaps(this.#maps, [this.#scope]).get(this.#scope)!;
     if (adopted.lastId >= this.#nextId) this.#nextId = adopted.lastId + 1;
     this.#services = new Map();
-    // Slots no frontend names (a write that failed half-way) go first: they may fill the map.
-    const orphans = new DeleteList(SLOT);
+    // Lists no frontend names (a write that failed half-way) go first: they may fill the map.
+    const orphans = new DeleteList(CHUNK_KEY);
     const named = new Set<string>();
-    for (const v of adopted.byFrontend.values()) named.add(slotList(v.id, v.gen));
-    for (const [list, values] of adopted.slots) {
+    for (const v of adopted.byFrontend.values()) named.add(listName(v.id, v.gen));
+    for (const [list, values] of adopted.lists) {
       if (named.has(list)) continue;
       const [id, gen] = list.split("/").map(Number) as [number, number];
-      for (let index = 0; index < values.length; index++) orphans.addSlot(id, gen, index);
+      orphans.addList(id, gen, values.length);
     }
     orphans.deleteFrom(this.#maps, "backends");
     const empty = adopted.byFrontend.size === 0;
     const report = this.#apply(services, empty ? undefined : adopted);
-    if (adopted.byFrontend.size === 0 && adopted.slots.size === 0) return report;
+    if (adopted.byFrontend.size === 0 && adopted.lists.size === 0) return report;
     // Whatever no Service claimed is stale.
     const live = new Set<string>();
-    const liveSlots = new Set<string>();
+    const liveLists = new Set<string>();
     for (const groups of this.#services.values()) {
       for (const p of groups) {
-        liveSlots.add(slotList(p.id, p.gen));
+        liveLists.add(listName(p.id, p.gen));
         for (let at = 0; at < p.frontends.length; at += FRONTEND)
           live.add(keyString(p.frontends, at, FRONTEND));
       }
@@ -155,17 +161,17 @@ export class MapWriter {
       if (!live.has(k)) staleFrontends.addString(k);
     }
     staleFrontends.deleteFrom(this.#maps, "services");
-    const staleSlots = new DeleteList(SLOT);
-    for (const [list, values] of adopted.slots) {
-      if (liveSlots.has(list) || !named.has(list)) continue;
+    const staleLists = new DeleteList(CHUNK_KEY);
+    for (const [list, values] of adopted.lists) {
+      if (liveLists.has(list) || !named.has(list)) continue;
       const [id, gen] = list.split("/").map(Number) as [number, number];
-      for (let index = 0; index < values.length; index++) staleSlots.addSlot(id, gen, index);
+      staleLists.addList(id, gen, values.length);
     }
-    staleSlots.deleteFrom(this.#maps, "backends");
+    staleLists.deleteFrom(this.#maps, "backends");
     return {
       ...report,
       frontendsDeleted: report.frontendsDeleted + staleFrontends.count,
-      backendsDeleted: report.backendsDeleted + staleSlots.count + orphans.count,
+      backendsDeleted: report.backendsDeleted + staleLists.count + orphans.count,
     };
   }
 
@@ -178,20 +184,17 @@ export class MapWriter {
     changes: Iterable<[string, readonly RenderedGroup[] | undefined]>,
     adopted: Adopted | undefined,
   ): WriteReport {
-    const slots = this.#slots;
+    const lists = this.#lists;
     const fronts = this.#frontends;
-    slots.reset();
+    lists.reset();
     fronts.reset();
     const value = this.#value;
     const frontendDeletes = new Map<string, number>();
-    const slotDeletes = new DeleteList(SLOT);
+    const listDeletes = new DeleteList(CHUNK_KEY);
     const written: (readonly Programmed[])[] = [];
     let services = 0;
 
-    const dropSlots = (p: Programmed) => {
-      for (let index = 0; index < p.backends.length / BACKEND; index++)
-        slotDeletes.addSlot(p.id, p.gen, index);
-    };
+    const dropList = (p: Programmed) => listDeletes.addList(p.id, p.gen, p.backends.length / BACKEND);
     const dropFrontends = (packed: Buffer, except?: ReadonlySet<string>) => {
       for (let at = 0; at < packed.length; at += FRONTEND) {
         const k = keyString(packed, at, FRONTEND);
@@ -228,11 +231,14 @@ export class MapWriter {
         const gen = prev === undefined || same ? (prev?.gen ?? 0) : (prev.gen + 1) & 0xffff;
         const count = backends.length / BACKEND;
         if (!same) {
-          const first = slots.reserve(count);
-          for (let index = 0; index < count; index++)
-            writeSlot(slots.keys, (first + index) * SLOT, id, gen, index);
-          backends.copy(slots.values, first * BACKEND);
-          if (prev !== undefined) dropSlots(prev);
+          const chunks = chunksOf(count);
+          const first = lists.reserve(chunks);
+          for (let chunk = 0; chunk < chunks; chunk++)
+            writeChunkKey(lists.keys, (first + chunk) * CHUNK_KEY, id, gen, chunk);
+          const at = first * CHUNK;
+          backends.copy(lists.values, at);
+          lists.values.fill(0, at + backends.length, at + chunks * CHUNK);
+          if (prev !== undefined) dropList(prev);
         }
         writeServiceValue(value, 0, {
           id,
@@ -264,7 +270,7 @@ export class MapWriter {
       for (const p of old) {
         if (now.some((q) => q.name === p.name)) continue;
         dropFrontends(p.frontends);
-        dropSlots(p);
+        dropList(p);
       }
       // A Service with nothing in this writer's family takes no room in its bookkeeping.
       if (now.length === 0) this.#services.delete(key);
@@ -284,13 +290,13 @@ export class MapWriter {
     const deletes = new DeleteList(FRONTEND, Math.max(1, frontendDeletes.size));
     for (const k of frontendDeletes.keys()) deletes.addString(k);
     deletes.deleteFrom(this.#maps, "services");
-    slotDeletes.deleteFrom(this.#maps, "backends");
+    listDeletes.deleteFrom(this.#maps, "backends");
     return {
       services,
       frontendsWritten: fronts.added,
       frontendsDeleted: deletes.count,
-      backendsWritten: slots.added,
-      backendsDeleted: slotDeletes.count,
+      backendsWritten: lists.added,
+      backendsDeleted: listDeletes.count,
     };
   }
 }
@@ -320,7 +326,7 @@ function claim(adopted: Adopted, name: string, frontends: Buffer): Programmed | 
   const value = adopted.byFrontend.get(keyString(frontends, 0, FRONTEND));
   if (value === undefined || adopted.claimed.has(value.id)) return undefined;
   adopted.claimed.add(value.id);
-  const values = adopted.slots.get(slotList(value.id, value.gen)) ?? [];
+  const values = adopted.lists.get(listName(value.id, value.gen)) ?? [];
   // A list with holes (a write that failed half-way) is not the list the value names: rewrite it.
   let complete = values.length === value.count;
   for (let i = 0; complete && i < values.length; i++) complete = values[i] !== undefined;
@@ -345,7 +351,7 @@ export function readMaps(maps: LbMaps, scopes: readonly WriterScope[]): Map<Writ
     out.set(scope, {
       byFrontend: new Map(),
       frontends: new Map(),
-      slots: new Map(),
+      lists: new Map(),
       claimed: new Set(),
       lastId: 0,
     });
@@ -366,15 +372,16 @@ export function readMaps(maps: LbMaps, scopes: readonly WriterScope[]): Map<Writ
     }
   }
   for (const [k, v] of maps.entries("backends")) {
-    const s = decodeSlot(k);
-    seen(s.id);
+    const key = decodeChunkKey(k);
+    seen(key.id);
+    // A list is of one family: its first backend's.
     const family = out.get(v[BACKEND_FAMILY] as 4 | 6);
     for (const a of [all, family]) {
       if (a === undefined) continue;
-      const list = slotList(s.id, s.gen);
-      const values = a.slots.get(list) ?? [];
-      values[s.index] = Buffer.from(v);
-      a.slots.set(list, values);
+      const list = listName(key.id, key.gen);
+      const values = a.lists.get(list) ?? [];
+      for (const [index, b] of chunkBackends(key, v)) values[index] = Buffer.from(b);
+      a.lists.set(list, values);
     }
   }
   return out;

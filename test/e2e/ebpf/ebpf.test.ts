@@ -30,12 +30,15 @@ const UDP_CLIENT = fileURLToPath(new URL("../../../tools/netns/udp-connected-cli
 const skip = await ebpfSkipReason();
 const echo = { tcpPorts: [8080], udpPorts: [5353] };
 const http = [{ name: "http", port: 80, targetPort: 8080 }];
+/** One pod with 16 addresses: a list of 16 endpoints, two chunks of the backend map. */
+const WIDE = Array.from({ length: 16 }, (_, i) => `198.51.100.${100 + i}`);
 
 describe("eBPF backend", { skip }, () => {
   const env = suiteTopology({
     pods: [
       { name: "web-1", echo },
       { name: "web-2", echo },
+      { name: "wide", addresses: WIDE, echo },
     ],
   });
   const dir = mkdtempSync(join(tmpdir(), "kpng-ebpf-e2e-"));
@@ -101,6 +104,12 @@ describe("eBPF backend", { skip }, () => {
           sourceRanges: [range],
           endpoints: [on("web-1")],
         }),
+      ),
+      ...[
+        { name: "wide", clusterIP: "203.0.113.30" },
+        { name: "wide-sticky", clusterIP: "203.0.113.31", affinitySeconds: 2 },
+      ].map(
+        (s): TestService => ({ ...s, ports: http, endpoints: WIDE.map((ip) => ({ ip, node: "node-1" })) }),
       ),
       {
         name: "web6",
@@ -235,6 +244,42 @@ describe("eBPF backend", { skip }, () => {
       allowFailure: true,
     });
     assert.equal(ct.stdout.trim(), "", "nft DNAT would have left a conntrack entry");
+  });
+
+  /** Which of WIDE's addresses answered each of `n` connections to `address`:80 (-1: none). */
+  const wideIndices = async (address: string, n: number) =>
+    (await fromClient(tcp(address, 80), n)).map((r) =>
+      WIDE.indexOf(r.ok ? (r.reply?.server.address ?? "") : ""),
+    );
+
+  test("a list longer than a chunk of the backend map: connections reach endpoints of every chunk", async () => {
+    const seen = await wideIndices("203.0.113.30", 64);
+    assert.ok(
+      seen.every((i) => i >= 0),
+      `every connection answered by one of the list: ${seen}`,
+    );
+    // 64 picks all in one half of 16 would have odds of 2^-63.
+    assert.ok(seen.some((i) => i < 8) && seen.some((i) => i >= 8), `both chunks: ${seen}`);
+  });
+
+  test("ClientIP affinity keeps an endpoint from the list's second chunk", async () => {
+    // The first pick is random: after each pick in the first chunk, affinity (2 s) is let expire.
+    // Thirty picks that all miss the second chunk have odds of 2^-30.
+    let picked = -1;
+    for (let round = 0; round < 30 && picked < 8; round++) {
+      if (round > 0) await new Promise((r) => setTimeout(r, 2200));
+      [picked] = (await wideIndices("203.0.113.31", 1)) as [number];
+    }
+    assert.ok(picked >= 8, `a pick in the second chunk: ${picked}`);
+    const after = await probeFrom(
+      env.topology.client.ns,
+      Array.from({ length: 8 }, () => tcp("203.0.113.31", 80)),
+      { concurrency: 1, cgroup: mounts.clients },
+    );
+    assert.deepEqual(
+      after.map((r) => WIDE.indexOf(r.ok ? (r.reply?.server.address ?? "") : "")),
+      Array(8).fill(picked),
+    );
   });
 
   test("endpoints see the client's own address, and the client sees the Service address as its peer", async () => {

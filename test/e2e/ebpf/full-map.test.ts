@@ -33,7 +33,7 @@ function ebpfSeries(scrape: string, name: string, family: string): number | unde
   return undefined;
 }
 
-/** n Services with 10 (unreachable, TEST-NET) endpoints each: 10·n backend slots. */
+/** n Services with 10 (unreachable, TEST-NET) endpoints each: two backend map entries each. */
 function services(n: number): TestService[] {
   return Array.from({ length: n }, (_, i) => ({
     name: `s${i}`,
@@ -55,8 +55,8 @@ describe("eBPF backend with a full map", { skip }, () => {
   before(async () => {
     mounts = await mountBpf();
     flags = ["--bpf-root", mounts.bpfRoot, "--cgroup-root", mounts.clients];
-    // 120 Services × 10 endpoints = 1200 slots; the map holds 1024.
-    writeCluster(file, services(120));
+    // 150 Services of two entries each: 300; the map holds 256.
+    writeCluster(file, services(150));
     kpng = env.topology.node.spawn(
       [
         process.execPath,
@@ -68,7 +68,7 @@ describe("eBPF backend with a full map", { skip }, () => {
         "to-ebpf",
         ...flags,
         "--bpf-map-backends",
-        "1024",
+        "256",
         "--node-name",
         "node-1",
         "--sync-period",

@@ -15,14 +15,25 @@ import { renderService } from "../../../src/backends/ebpf/render.ts";
 import { UpdateThread } from "../../../src/backends/ebpf/update-thread.ts";
 import { MapWriter } from "../../../src/backends/ebpf/writer.ts";
 import { type BpfMounts, ebpfSkipReason, mountBpf } from "../../support/netns.ts";
-import { manyServices } from "../../unit/backends/nft/fixtures.ts";
+import { ep, manyServices, port } from "../../unit/backends/nft/fixtures.ts";
 
 const skip = await ebpfSkipReason();
 const ctx = { nodePortIPs: { IPv4: [], IPv6: [] } };
+/** n Services of 10 endpoints each: two chunks of the backend map each. */
 const rendered = (n: number) =>
-  manyServices(n).map((s): [string, ReturnType<typeof renderService>] => [
+  manyServices(n).map((s, i): [string, ReturnType<typeof renderService>] => [
     `${s.namespace}/${s.name}`,
-    renderService(s, ctx),
+    renderService(
+      {
+        ...s,
+        ports: [
+          port({
+            internalEndpoints: Array.from({ length: 10 }, (_, e) => ep(`10.${e + 1}.${i >> 8}.${i & 255}`)),
+          }),
+        ],
+      },
+      ctx,
+    ),
   ]);
 
 /** An update thread that counts the batches given to it. */
@@ -86,7 +97,7 @@ describe("eBPF map writes on the update thread", { skip }, () => {
       const listed = listFrontends(maps);
       assert.equal(listed.length, 1000);
       for (const f of listed)
-        assert.ok(f.backends.length === 2 && !f.backends.includes("?"), `${f.address}: ${f.backends}`);
+        assert.ok(f.backends.length === 10 && !f.backends.includes("?"), `${f.address}: ${f.backends}`);
     } finally {
       maps.close();
     }
@@ -102,7 +113,7 @@ describe("eBPF map writes on the update thread", { skip }, () => {
       const listed = listFrontends(maps);
       assert.ok(listed.length > 0 && listed.length < 1000, `${listed.length} frontends`);
       for (const f of listed)
-        assert.ok(f.backends.length === 2 && !f.backends.includes("?"), `${f.address}: ${f.backends}`);
+        assert.ok(f.backends.length === 10 && !f.backends.includes("?"), `${f.address}: ${f.backends}`);
     } finally {
       maps.close();
     }

@@ -1,5 +1,5 @@
 // Batched map writes: entries packed into reused buffers, written each time they fill. Whatever
-// the batch size, a frontend reaches the kernel only after every slot of the list it names, and
+// the batch size, a frontend reaches the kernel only after every chunk of the list it names, and
 // a Service's list goes into one batch whole.
 
 import assert from "node:assert/strict";
@@ -51,6 +51,19 @@ class CheckedBackgroundMaps extends BackgroundFakeBpfMaps {
   }
 }
 
+/** `n` Services whose lists have `endpoints` backends each (two chunks for 9 to 16). */
+const servicesOf = (n: number, endpoints: number): LocalService[] =>
+  manyServices(n).map((s, i) => ({
+    ...s,
+    ports: [
+      port({
+        internalEndpoints: Array.from({ length: endpoints }, (_, e) =>
+          ep(`10.${e + 1}.${i >> 8}.${i & 255}`),
+        ),
+      }),
+    ],
+  }));
+
 const contents = (maps: FakeBpfMaps) => ({
   services: [...maps.maps.services].sort(),
   backends: [...maps.maps.backends].sort(),
@@ -59,9 +72,9 @@ const contents = (maps: FakeBpfMaps) => ({
 describe("eBPF batched map writes", () => {
   test("in the background: a batch that fills goes to the kernel while the next one is encoded, and the maps end as with writes in place", () => {
     const inPlace = new FakeBpfMaps();
-    new MapWriter(inPlace, { batchEntries: 7 }).fullSync(rendered(manyServices(40)));
+    new MapWriter(inPlace, { batchEntries: 7 }).fullSync(rendered(servicesOf(40, 10)));
     const maps = new CheckedBackgroundMaps();
-    const report = new MapWriter(maps, { batchEntries: 7 }).fullSync(rendered(manyServices(40)));
+    const report = new MapWriter(maps, { batchEntries: 7 }).fullSync(rendered(servicesOf(40, 10)));
     assert.equal(report.backendsWritten, 80);
     assert.equal(report.frontendsWritten, 40);
     assert.deepEqual(maps.violations, []);
@@ -76,10 +89,10 @@ describe("eBPF batched map writes", () => {
     assert.deepEqual(contents(maps), contents(inPlace));
   });
 
-  test("small batches: slots are written before the frontends that name them, in every batch", () => {
+  test("small batches: lists are written before the frontends that name them, in every batch", () => {
     const maps = new CheckedMaps();
     const writer = new MapWriter(maps, { batchEntries: 7 });
-    const report = writer.fullSync(rendered(manyServices(40)));
+    const report = writer.fullSync(rendered(servicesOf(40, 10)));
     assert.equal(report.backendsWritten, 80);
     assert.equal(report.frontendsWritten, 40);
     assert.deepEqual(maps.violations, []);
@@ -91,12 +104,8 @@ describe("eBPF batched map writes", () => {
 
   test("a Service's list goes into one batch whole: a list that does not fit starts the next one", () => {
     const maps = new FakeBpfMaps();
-    const three = [ep("198.51.100.2"), ep("198.51.100.3"), ep("198.51.100.4")];
-    const services = manyServices(3).map((s) => ({
-      ...s,
-      ports: [port({ internalEndpoints: three })],
-    }));
-    new MapWriter(maps, { batchEntries: 5 }).fullSync(rendered(services));
+    // Lists of three chunks, in batches of five entries.
+    new MapWriter(maps, { batchEntries: 5 }).fullSync(rendered(servicesOf(3, 20)));
     assert.deepEqual(
       maps.calls.filter((c) => c.startsWith("update backends")),
       ["update backends 3", "update backends 3", "update backends 3"],
@@ -106,9 +115,9 @@ describe("eBPF batched map writes", () => {
   test("the buffers are reused: a second write after a big one writes only its own entries", () => {
     const maps = new FakeBpfMaps();
     const writer = new MapWriter(maps, { batchEntries: 8 });
-    writer.fullSync(rendered(manyServices(20)));
+    writer.fullSync(rendered(servicesOf(20, 10)));
     maps.calls.length = 0;
-    const changed = manyServices(20)[5]!;
+    const changed = servicesOf(20, 10)[5]!;
     const report = writer.update(
       rendered([{ ...changed, ports: [port({ internalEndpoints: [ep("10.9.9.9")] })] }]),
     );
@@ -121,13 +130,15 @@ describe("eBPF batched map writes", () => {
     ["in the background", CheckedBackgroundMaps],
   ] as const) {
     test(`a full map half-way through small batches, written ${where}: the write throws, and no frontend names an incomplete list`, () => {
-      const maps = new Maps({ backends: 25 });
+      // Room for 24 lists of two chunks and half of the 25th.
+      const maps = new Maps({ backends: 49 });
       assert.throws(
-        () => new MapWriter(maps, { batchEntries: 4 }).fullSync(rendered(manyServices(30))),
+        () => new MapWriter(maps, { batchEntries: 4 }).fullSync(rendered(servicesOf(30, 10))),
         (e: Error & { full?: boolean }) => e.full === true,
       );
       assert.deepEqual(maps.violations, []);
-      for (const f of listFrontends(maps)) assert.equal(f.backends.length, 2);
+      assert.ok(listFrontends(maps).length > 0);
+      for (const f of listFrontends(maps)) assert.equal(f.backends.length, 10);
     });
   }
 
@@ -153,7 +164,8 @@ describe("eBPF batched map writes", () => {
     const writer = new MapWriter(maps);
     writer.fullSync(rendered(manyServices(100)));
     const list = new DeleteList(8, 2);
-    for (let id = 1; id <= 101; id++) for (let index = 0; index < 2; index++) list.addSlot(id, 0, index);
+    // Lists of 10 backends: two chunks each.
+    for (let id = 1; id <= 101; id++) list.addList(id, 0, 10);
     assert.equal(list.count, 202);
     maps.calls.length = 0;
     list.deleteFrom(maps, "backends");

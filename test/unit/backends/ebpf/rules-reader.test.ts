@@ -3,7 +3,7 @@
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { encodeFrontend, encodeSlot } from "../../../../src/backends/ebpf/layout.ts";
+import { BACKEND_BYTES, encodeChunkKey, encodeFrontend, MAPS } from "../../../../src/backends/ebpf/layout.ts";
 import { renderService } from "../../../../src/backends/ebpf/render.ts";
 import { EbpfRulesReader } from "../../../../src/backends/ebpf/rules-reader.ts";
 import { MapWriter } from "../../../../src/backends/ebpf/writer.ts";
@@ -48,17 +48,33 @@ test("a frontend removed from kpng_svc is a drift naming what the backend would 
   ]);
 });
 
-test("a backend slot removed from kpng_be is a drift: the frontend names a missing slot", async () => {
+test("a chunk removed from kpng_be is a drift: the frontend names missing backends", async () => {
   const maps = programmed(web);
-  const [slot] = [...maps.entries("backends")][0]!;
-  maps.delete("backends", slot, 1);
+  const [chunk] = [...maps.entries("backends")][0]!;
+  maps.delete("backends", chunk, 1);
   const report = await read(maps, web);
-  // The cluster IP and the NodePort have lists of their own: the first list written lost a slot.
+  // The cluster IP and the NodePort have lists of their own: the first list written lost its chunk.
   assert.deepEqual(report.drift, [
     {
       object: "bpf 203.0.113.10:80/TCP",
       expected: "198.51.100.2:8080 198.51.100.3:8080",
-      found: "198.51.100.3:8080 ?",
+      found: "? ?",
+    },
+  ]);
+});
+
+test("a backend zeroed in its chunk is a drift: the frontend names it missing", async () => {
+  const maps = programmed(web);
+  const [key, value] = [...maps.entries("backends")][0]!;
+  const changed = Buffer.from(value);
+  changed.fill(0, BACKEND_BYTES, 2 * BACKEND_BYTES);
+  maps.update("backends", key, changed, 1);
+  const report = await read(maps, web);
+  assert.deepEqual(report.drift, [
+    {
+      object: "bpf 203.0.113.10:80/TCP",
+      expected: "198.51.100.2:8080 198.51.100.3:8080",
+      found: "198.51.100.2:8080 ?",
     },
   ]);
 });
@@ -82,22 +98,30 @@ test("the brain moved on (an endpoint gone, affinity on): the stale maps drift",
   );
 });
 
-test("a slot past the list's count is reported as stray", async () => {
-  const maps = programmed(web);
-  const [, value] = [...maps.entries("services")][0]!;
-  const id = value.readUInt32LE(0);
-  const gen = value.readUInt16LE(6);
-  const [[, be]] = [...maps.entries("backends")] as [[Buffer, Buffer]];
-  maps.update("backends", encodeSlot({ id, gen, index: 2 }), be, 1);
-  const report = await read(maps, web);
-  assert.deepEqual(report.drift, [
-    {
-      object: "bpf 203.0.113.10:80/TCP",
-      expected: "198.51.100.2:8080 198.51.100.3:8080",
-      found: "198.51.100.2:8080 198.51.100.3:8080 stray slot: 198.51.100.2:8080",
-    },
-  ]);
-});
+for (const [where, chunk, index] of [
+  ["in the list's last chunk", 0, 2],
+  ["in a chunk past the list's", 1, 0],
+] as const) {
+  test(`a backend past the list's count, ${where}, is reported as stray`, async () => {
+    const maps = programmed(web);
+    const [, value] = [...maps.entries("services")][0]!;
+    const id = value.readUInt32LE(0);
+    const gen = value.readUInt16LE(6);
+    const key = encodeChunkKey({ id, gen, chunk });
+    const be = Buffer.from(maps.get("backends", encodeChunkKey({ id, gen, chunk: 0 }))!);
+    const into = chunk === 0 ? be : Buffer.alloc(MAPS.backends.value);
+    be.copy(into, index * BACKEND_BYTES, 0, BACKEND_BYTES);
+    maps.update("backends", key, into, 1);
+    const report = await read(maps, web);
+    assert.deepEqual(report.drift, [
+      {
+        object: "bpf 203.0.113.10:80/TCP",
+        expected: "198.51.100.2:8080 198.51.100.3:8080",
+        found: "198.51.100.2:8080 198.51.100.3:8080 stray backend: 198.51.100.2:8080",
+      },
+    ]);
+  });
+}
 
 test("a frontend the maps must not hold (internal Local policy, no local endpoint: nft drops) is a drift", async () => {
   const maps = programmed(web);

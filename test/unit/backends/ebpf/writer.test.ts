@@ -38,7 +38,7 @@ describe("eBPF map writer", () => {
     ]);
   });
 
-  test("one endpoint change writes that Service only: new slots, then one value, then the old slots go", () => {
+  test("one endpoint change writes that Service only: its new list, then one value, then the old list goes", () => {
     const maps = new FakeBpfMaps();
     const writer = new MapWriter(maps);
     writer.fullSync(rendered(manyServices(100)));
@@ -51,10 +51,10 @@ describe("eBPF map writer", () => {
       frontendsWritten: 1,
       frontendsDeleted: 0,
       backendsWritten: 1,
-      backendsDeleted: 2,
+      backendsDeleted: 1,
     });
     // The order is what makes the switch atomic for a connect.
-    assert.deepEqual(maps.calls, ["update backends 1", "update services 1", "delete backends 2"]);
+    assert.deepEqual(maps.calls, ["update backends 1", "update services 1", "delete backends 1"]);
     const value = decodeServiceValue(
       maps.maps.services.get(
         encodeFrontend({ ip: moved.families[0]!.clusterIP, port: 80, protocol: "TCP" }).toString("hex"),
@@ -62,6 +62,37 @@ describe("eBPF map writer", () => {
     );
     assert.equal(value.count, 1);
     assert.equal(value.gen, 1);
+  });
+
+  test("a list of more backends than a chunk holds takes several, in order; a restart adopts it whole and rewrites it when a chunk is missing", () => {
+    const endpoints = (n: number) => Array.from({ length: n }, (_, i) => ep(`198.51.100.${i + 1}`));
+    const big = (n: number) => service({ ports: [port({ internalEndpoints: endpoints(n) })] });
+    const maps = new FakeBpfMaps();
+    const writer = new MapWriter(maps);
+    const cold = writer.fullSync(rendered([big(20)]));
+    // Three chunks: 8 + 8 + 4 backends.
+    assert.equal(cold.backendsWritten, 3);
+    const expected = endpoints(20)
+      .map((e) => `${e.ip}:8080`)
+      .join(",");
+    assert.deepEqual(listing(maps), [`203.0.113.10:80/TCP ${expected}`]);
+    maps.calls.length = 0;
+    const shrunk = writer.update(rendered([big(9)]));
+    assert.equal(shrunk.backendsWritten, 2);
+    assert.equal(shrunk.backendsDeleted, 3);
+    assert.equal(maps.maps.backends.size, 2);
+    // A restart adopts both lists as they are.
+    maps.calls.length = 0;
+    new MapWriter(maps).fullSync(rendered([big(9)]));
+    assert.deepEqual(maps.calls, []);
+    // A list that lost its first chunk is not the list its value names: it is written anew.
+    const [firstChunk] = [...maps.entries("backends")][0]!;
+    maps.delete("backends", firstChunk, 1);
+    maps.calls.length = 0;
+    const repaired = new MapWriter(maps).fullSync(rendered([big(9)]));
+    assert.equal(repaired.backendsWritten, 2);
+    assert.deepEqual(listing(maps), [`203.0.113.10:80/TCP ${expected.split(",").slice(0, 9).join(",")}`]);
+    assert.equal(maps.maps.backends.size, 2);
   });
 
   test("an unchanged Service is not written again", () => {
@@ -73,7 +104,7 @@ describe("eBPF map writer", () => {
     assert.deepEqual(maps.calls, []);
   });
 
-  test("a deleted Service loses its frontends and its slots", () => {
+  test("a deleted Service loses its frontends and its lists", () => {
     const maps = new FakeBpfMaps();
     const writer = new MapWriter(maps);
     writer.fullSync(rendered([service()]));
@@ -82,13 +113,13 @@ describe("eBPF map writer", () => {
     assert.equal(maps.maps.backends.size, 0);
   });
 
-  test("a new cluster IP on the same list is added without touching the slots", () => {
+  test("a new external IP is written with its own list, the cluster IP's left alone", () => {
     const maps = new FakeBpfMaps();
     const writer = new MapWriter(maps);
     writer.fullSync(rendered([service()]));
     maps.calls.length = 0;
     writer.update(rendered([service({ externalIPs: ["192.0.2.50"] })]));
-    assert.deepEqual(maps.calls, ["update backends 2", "update services 1"]);
+    assert.deepEqual(maps.calls, ["update backends 1", "update services 1"]);
   });
 
   test("a restarted writer adopts the maps: nothing is rewritten, stale entries go", () => {
@@ -98,7 +129,7 @@ describe("eBPF map writer", () => {
     );
     maps.calls.length = 0;
     const report = new MapWriter(maps).fullSync(rendered([service()]));
-    assert.deepEqual(maps.calls, ["delete services 1", "delete backends 2"]);
+    assert.deepEqual(maps.calls, ["delete services 1", "delete backends 1"]);
     assert.equal(report.frontendsWritten, 0);
     assert.deepEqual(listing(maps), ["203.0.113.10:80/TCP 198.51.100.2:8080,198.51.100.3:8080"]);
   });
@@ -183,7 +214,7 @@ describe("eBPF map writer", () => {
   });
 
   test("a full map fails the write; no frontend names an incomplete list, and a full sync recovers once there is room", () => {
-    const maps = new FakeBpfMaps({ backends: 150 });
+    const maps = new FakeBpfMaps({ backends: 50 });
     const writer = new MapWriter(maps);
     assert.throws(
       () => writer.fullSync(rendered(manyServices(100))),
@@ -194,7 +225,7 @@ describe("eBPF map writer", () => {
     maps.capacity.backends = 1000;
     new MapWriter(maps).fullSync(rendered(manyServices(100)));
     assert.equal(listFrontends(maps).length, 100);
-    assert.equal(maps.maps.backends.size, 200);
+    assert.equal(maps.maps.backends.size, 100);
   });
 
   test("a listing during a sync shows each frontend with a whole list, old or new", () => {
