@@ -75,7 +75,7 @@ function portsKey(ports: readonly EndpointPort[]): string {
 
 function readPorts(raw: unknown): readonly EndpointPort[] {
   const ports = optionalArray(raw, "ports").map((p, i) => readPort(p, `ports[${i}]`));
-  return sharedPorts.shared(portsKey(ports), ports);
+  return sharedPorts.shared(ports, portsKey);
 }
 
 function hintNames(raw: unknown, path: string): string[] {

@@ -79,7 +79,7 @@ function readPorts(raw: unknown): readonly ServicePort[] {
     seen.add(p.name);
   });
   if (ports.some((p) => p.nodePort !== 0)) return ports;
-  return sharedPorts.shared(portsKey(ports), ports);
+  return sharedPorts.shared(ports, portsKey);
 }
 
 function readIngress(raw: unknown, path: string): LoadBalancerIngress {
@@ -144,7 +144,7 @@ function readFamilies(
   });
   return {
     clusterIPs: listOrEmpty(clusterIPs),
-    ipFamilies: sharedFamilies.shared(ipFamilies.join(), ipFamilies),
+    ipFamilies: sharedFamilies.shared(ipFamilies, (families) => families.join()),
   };
 }
 
