@@ -4,7 +4,8 @@
 // types are readonly, so no holder can change what another one sees.
 
 const EMPTY_LIST: readonly never[] = Object.freeze([]);
-const EMPTY_MAP: Readonly<Record<string, string>> = Object.freeze({});
+/** The one empty string map (mapOrEmpty). */
+export const EMPTY_MAP: Readonly<Record<string, string>> = Object.freeze({});
 
 /** The list itself, or one shared empty list. */
 export function listOrEmpty<T>(list: readonly T[]): readonly T[] {
