@@ -26,23 +26,23 @@ export function mapOrEmpty(map: Readonly<Record<string, string>>): Readonly<Reco
 export class SharedLists<T> {
   readonly #byKey = new Map<string, readonly T[]>();
   readonly #max: number;
+  readonly #same: (a: T, b: T) => boolean;
   /**
    * The list the table last gave out: objects read one after another mostly hold the same list,
    * and a list the same item by item is that one without its key made and looked up.
    */
   #last: readonly T[] | undefined;
 
-  constructor(max: number) {
+  /** `same` tells items apart by every field a key reads: items it finds the same have one key. */
+  constructor(max: number, same: (a: T, b: T) => boolean) {
     this.#max = max;
+    this.#same = same;
   }
 
-  /**
-   * The list kept for `keyOf(list)`, else `list` (kept and frozen while there is room). `keyOf`
-   * reads only the items' own fields: lists the same item by item have one key.
-   */
+  /** The list kept for `keyOf(list)`, else `list` (kept and frozen while there is room). */
   shared(list: T[], keyOf: (list: readonly T[]) => string): readonly T[] {
     const last = this.#last;
-    if (last !== undefined && sameItems(last, list)) return last;
+    if (last !== undefined && this.#sameItems(last, list)) return last;
     const key = keyOf(list);
     const known = this.#byKey.get(key);
     if (known !== undefined) {
@@ -60,28 +60,12 @@ export class SharedLists<T> {
   get size(): number {
     return this.#byKey.size;
   }
-}
 
-/** Same length, and each item the same value or an object with the same own fields, the same values. */
-function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (!sameFields(a[i], b[i])) return false;
-  return true;
-}
-
-function sameFields(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
-  let fields = 0;
-  for (const k in x) {
-    if (!Object.hasOwn(x, k)) continue;
-    if (!Object.hasOwn(y, k) || x[k] !== y[k]) return false;
-    fields++;
+  #sameItems(a: readonly T[], b: readonly T[]): boolean {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!this.#same(a[i] as T, b[i] as T)) return false;
+    return true;
   }
-  for (const k in y) if (Object.hasOwn(y, k)) fields--;
-  return fields === 0;
 }
 
 /**

@@ -65,7 +65,10 @@ function readPort(raw: unknown, path: string): EndpointPort {
 const placeNames = new SharedStrings(65_536);
 
 /** A slice's port list, shared by the slices that have the same (see shared-values.ts). */
-const sharedPorts = new SharedLists<EndpointPort>(4096);
+const sharedPorts = new SharedLists<EndpointPort>(
+  4096,
+  (a, b) => a.name === b.name && a.protocol === b.protocol && a.port === b.port,
+);
 
 function portsKey(ports: readonly EndpointPort[]): string {
   let key = "";

@@ -35,6 +35,9 @@ function slice(name: string, ports: unknown[]): EndpointSlice {
 
 const http = { name: "http", protocol: "TCP", port: 80, targetPort: 8080 };
 
+/** The test items alike: the same string, or objects with the same fields. */
+const sameItem = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
 /** A key that describes a list of test items exactly. */
 const keyOf = (list: readonly unknown[]) => JSON.stringify(list);
 
@@ -114,7 +117,7 @@ describe("values validated objects hold alike", () => {
   });
 
   test("the table is bounded: past its size lists are used as they are, unshared", () => {
-    const table = new SharedLists<{ n: number }>(2);
+    const table = new SharedLists<{ n: number }>(2, (a, b) => a.n === b.n);
     const first = table.shared([{ n: 1 }], keyOf);
     assert.equal(table.shared([{ n: 1 }], keyOf), first);
     table.shared([{ n: 2 }], keyOf);
@@ -126,7 +129,7 @@ describe("values validated objects hold alike", () => {
   });
 
   test("a list the same as the last one given out is that one; any difference is looked up by key", () => {
-    const table = new SharedLists<{ n: number; s?: string } | string>(8);
+    const table = new SharedLists<{ n: number; s?: string } | string>(8, sameItem);
     const one = table.shared([{ n: 1 }, "a"], keyOf);
     const two = table.shared([{ n: 2 }, "a"], keyOf);
     assert.equal(table.shared([{ n: 1 }, "a"], keyOf), one, "by key");
