@@ -10,10 +10,9 @@ import { categorizeEndpoints, isLocal, type PortPolicy } from "./categorize.ts";
 import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
 import { slicesInEffect } from "./fallback.ts";
 import {
-  clusterIPForFamily,
   externalIPsForFamily,
   loadBalancerIPsForFamily,
-  servedFamilies,
+  servedClusterIPs,
   sourceRangesForFamily,
 } from "./service-ips.ts";
 
@@ -188,13 +187,13 @@ export function serviceFamilyViews(
 ): readonly FamilyView[] | undefined {
   if (service.type === "ExternalName" || service.clusterIP === "" || service.clusterIP === "None")
     return undefined;
-  const served = servedFamilies(service);
+  const served = servedClusterIPs(service);
   if (served.length === 0) return undefined;
   const serving = slicesInEffect(slices);
-  return served.map((family) => ({
+  return served.map(([family, clusterIP]) => ({
     addresses: {
       family,
-      clusterIP: clusterIPForFamily(service, family),
+      clusterIP,
       externalIPs: externalIPsForFamily(service, family),
       loadBalancerIPs: loadBalancerIPsForFamily(service, family),
       sourceRanges: sourceRangesForFamily(service, family),

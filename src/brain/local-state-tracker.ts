@@ -184,13 +184,17 @@ export class LocalStateTracker implements SeedSource {
    * nothing is looked up, compared or recorded per service.
    */
   #computeAll(node: NodeView): void {
-    const editor = this.#services.edit();
+    const keys: string[] = [];
+    const services: LocalService[] = [];
     for (const key of this.#store.serviceKeys()) {
       const service = this.#store.service(key) as Service;
       const computed = this.#computed.compute(service, this.#store.slicesOf(key), node);
-      if (computed !== undefined) editor.set(key, computed);
+      if (computed === undefined) continue;
+      keys.push(key);
+      services.push(computed);
     }
-    this.#services = editor.done();
+    // From an empty map, as the only caller starts: nothing computed leaves that map itself.
+    if (keys.length > 0) this.#services = PersistentMap.fromColumns(keys, services);
   }
 
   /** Every service in the store, plus those in the state (which may have left the store). */

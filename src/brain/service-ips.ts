@@ -25,8 +25,17 @@ export function clusterIPForFamily(service: Service, family: IPFamily): string {
 
 /** The families in which the service has a cluster IP, primary (spec.ipFamilies order) first. */
 export function servedFamilies(service: Service): IPFamily[] {
-  const order = service.ipFamilies.length > 0 ? service.ipFamilies : FAMILIES;
-  return order.filter((family) => clusterIPForFamily(service, family) !== "");
+  return servedClusterIPs(service).map(([family]) => family);
+}
+
+/** servedFamilies, each with its cluster IP (clusterIPForFamily), read once. */
+export function servedClusterIPs(service: Service): [IPFamily, string][] {
+  const out: [IPFamily, string][] = [];
+  for (const family of service.ipFamilies.length > 0 ? service.ipFamilies : FAMILIES) {
+    const ip = clusterIPForFamily(service, family);
+    if (ip !== "") out.push([family, ip]);
+  }
+  return out;
 }
 
 export function externalIPsForFamily(service: Service, family: IPFamily): readonly string[] {

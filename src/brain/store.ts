@@ -225,18 +225,19 @@ export class ClusterStore implements ClusterSink, ClusterView {
     }
   }
 
-  replace(kind: KubeKind, objects: readonly KubeObject[]): void {
+  replace(kind: KubeKind, objects: readonly KubeObject[], keys?: readonly string[]): void {
     if (!this.#synced && this.#sizeOf(kind) === 0) {
-      this.#load(kind, objects);
+      this.#load(kind, objects, keys);
       return;
     }
     const listed = new Set<string>();
-    for (const object of objects) {
+    for (let i = 0; i < objects.length; i++) {
+      const object = objects[i] as KubeObject;
       if (object.kind !== kind) {
         this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
         continue;
       }
-      listed.add(objectKey(object.metadata));
+      listed.add(keys?.[i] ?? objectKey(object.metadata));
       this.upsert(object);
     }
     for (const key of [...this.#keysOf(kind)]) {
@@ -267,15 +268,17 @@ export class ClusterStore implements ClusterSink, ClusterView {
   /**
    * The first list of a kind, before sync: nothing to compare with, nobody to tell, nothing to
    * delete. The objects go into the maps as upserts would put them, without the bookkeeping.
+   * `keys` are theirs when the caller has them (see ClusterSink.replace).
    */
-  #load(kind: KubeKind, objects: readonly KubeObject[]): void {
-    for (const object of objects) {
+  #load(kind: KubeKind, objects: readonly KubeObject[], keys?: readonly string[]): void {
+    for (let i = 0; i < objects.length; i++) {
+      const object = objects[i] as KubeObject;
       if (object.kind !== kind) {
         this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
         continue;
       }
       if (!isSelected(object, this.#serviceProxyNames)) continue;
-      const key = objectKey(object.metadata);
+      const key = keys?.[i] ?? objectKey(object.metadata);
       switch (object.kind) {
         case "Service":
           this.#services.set(key, object);

@@ -1,7 +1,7 @@
 // Typed reads of raw JSON fields. Each reader names the field path in its error, so a rejected
 // object says exactly what is wrong: "spec.ports[1].port: 70000 is out of range 1-65535".
 
-import { mapOrEmpty } from "./shared-values.ts";
+import { EMPTY_MAP, mapOrEmpty } from "./shared-values.ts";
 
 /** Thrown by the readers; validate.ts turns it into a ParseResult. */
 export class InvalidField extends Error {
@@ -95,9 +95,13 @@ export function optionalBoolean(value: unknown, path: string): boolean | null {
 
 /** A string-to-string map such as labels or annotations. */
 export function stringMap(value: unknown, path: string): Readonly<Record<string, string>> {
-  const raw = optionalObject(value, path);
+  if (value === undefined || value === null) return EMPTY_MAP;
+  const raw = object(value, path);
   const out: Record<string, string> = {};
-  for (const [key, v] of Object.entries(raw)) {
+  // Not Object.entries: a pair per field, for the labels of every object.
+  for (const key in raw) {
+    if (!Object.hasOwn(raw, key)) continue;
+    const v = raw[key];
     if (typeof v !== "string")
       throw new InvalidField(`${path}[${JSON.stringify(key)}]: expected a string, got ${describe(v)}`);
     out[key] = v;

@@ -8,8 +8,12 @@ export interface ClusterSink {
   upsert(object: KubeObject): void;
   /** Removes one object by its key ("namespace/name", or the name for a Node). */
   delete(kind: KubeKind, key: string): void;
-  /** Replaces every object of a kind, as after a (re)list: objects missing from the list are deleted. */
-  replace(kind: KubeKind, objects: readonly KubeObject[]): void;
+  /**
+   * Replaces every object of a kind, as after a (re)list: objects missing from the list are
+   * deleted. `keys`, when the caller has them, are the objects' keys in their order (objectKey):
+   * the sink then makes none of its own.
+   */
+  replace(kind: KubeKind, objects: readonly KubeObject[], keys?: readonly string[]): void;
   /**
    * A list taken page by page as the pages arrive, for a source that reads in pages; without it,
    * such a source gathers the pages and calls replace().

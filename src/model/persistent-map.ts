@@ -220,6 +220,98 @@ function remove(
   return out;
 }
 
+/** What PersistentMap.fromColumns builds from. */
+interface Columns {
+  readonly keys: readonly string[];
+  readonly values: readonly unknown[];
+  readonly hashes: Uint32Array;
+  /** Indexes into the columns, insertion order; each node sorts its range by slot as it is built. */
+  readonly order: Uint32Array;
+  readonly scratch: Uint32Array;
+  /** Per trie level, where each of the 32 slots' indexes end in `order` (a counting sort's). */
+  readonly ends: Uint32Array;
+  /** Distinct keys counted so far. */
+  size: number;
+}
+
+/**
+ * The node of the indexes order[from, to), whose hashes agree below `shift`: the node setting the
+ * same keys one by one in that order would give. A key sits inline at the shallowest level where
+ * it has a slot alone; a collision node keeps its keys in the order they came; a key given twice
+ * is where it came first, with its last value.
+ */
+function built(c: Columns, from: number, to: number, shift: number): TrieNode {
+  const { keys, values, hashes, order, scratch, ends } = c;
+  if (shift > MAX_SHIFT) {
+    const content: unknown[] = [];
+    for (let i = from; i < to; i++) {
+      const at = order[i] as number;
+      let k = 0;
+      while (k < content.length && content[k] !== keys[at]) k += 2;
+      if (k === content.length) c.size++;
+      content[k] = keys[at];
+      content[k + 1] = values[at];
+    }
+    const node = newNode(0, 0, content, undefined);
+    node.collisionHash = hashes[order[from] as number] as number;
+    return node;
+  }
+  // A stable counting sort of the range by slot, through `scratch`.
+  const base = (shift / BITS) * 32;
+  ends.fill(0, base, base + 32);
+  for (let i = from; i < to; i++) {
+    const slot = base + (((hashes[order[i] as number] as number) >>> shift) & MASK);
+    ends[slot] = (ends[slot] as number) + 1;
+  }
+  let start = from;
+  for (let slot = base; slot < base + 32; slot++) {
+    const count = ends[slot] as number;
+    ends[slot] = start;
+    start += count;
+  }
+  for (let i = from; i < to; i++) {
+    const at = order[i] as number;
+    const slot = base + (((hashes[at] as number) >>> shift) & MASK);
+    const into = ends[slot] as number;
+    scratch[into] = at;
+    ends[slot] = into + 1;
+  }
+  for (let i = from; i < to; i++) order[i] = scratch[i] as number;
+  let dataMap = 0;
+  let nodeMap = 0;
+  const content: unknown[] = [];
+  const children: TrieNode[] = [];
+  for (let slot = 0, begin = from; slot < 32; slot++) {
+    const end = ends[base + slot] as number;
+    if (begin === end) continue;
+    const only = lastOfOneKey(keys, order, begin, end);
+    if (only !== undefined) {
+      c.size++;
+      dataMap |= 1 << slot;
+      content.push(keys[only], values[only]);
+    } else {
+      nodeMap |= 1 << slot;
+      children.push(built(c, begin, end, shift + BITS));
+    }
+    begin = end;
+  }
+  // Children go after the entries, in reverse slot order.
+  for (let k = children.length - 1; k >= 0; k--) content.push(children[k]);
+  return newNode(dataMap, nodeMap, content, undefined);
+}
+
+/** The last index of order[from, to) when they all name one key; undefined when they name several. */
+function lastOfOneKey(
+  keys: readonly string[],
+  order: Uint32Array,
+  from: number,
+  to: number,
+): number | undefined {
+  const first = keys[order[from] as number];
+  for (let i = from + 1; i < to; i++) if (keys[order[i] as number] !== first) return undefined;
+  return order[to - 1];
+}
+
 /** Every node of the trie (about one per 20 entries), for iteration. */
 function nodesOf(root: TrieNode): TrieNode[] {
   const out: TrieNode[] = [];
@@ -310,6 +402,30 @@ export class PersistentMap<V> implements ReadonlyMap<string, V> {
     const editor = PersistentMap.empty<V>().edit();
     for (const [k, v] of entries) editor.set(k, v);
     return editor.done();
+  }
+
+  /**
+   * The map of keys[i] → values[i], as setting them one by one in that order would make it (a key
+   * given twice keeps its last value), built at once: no node is made twice or grown.
+   */
+  static fromColumns<V>(keys: readonly string[], values: readonly V[]): PersistentMap<V> {
+    if (keys.length === 0) return PersistentMap.empty<V>();
+    const hashes = new Uint32Array(keys.length);
+    const order = new Uint32Array(keys.length);
+    for (let i = 0; i < keys.length; i++) {
+      hashes[i] = hashOf(keys[i] as string);
+      order[i] = i;
+    }
+    const columns: Columns = {
+      keys,
+      values,
+      hashes,
+      order,
+      scratch: new Uint32Array(keys.length),
+      ends: new Uint32Array(32 * (MAX_SHIFT / BITS + 1)),
+      size: 0,
+    };
+    return new PersistentMap<V>(built(columns, 0, keys.length, 0), columns.size);
   }
 
   /** For PersistentMapEditor only. */

@@ -4,7 +4,8 @@
 // types are readonly, so no holder can change what another one sees.
 
 const EMPTY_LIST: readonly never[] = Object.freeze([]);
-const EMPTY_MAP: Readonly<Record<string, string>> = Object.freeze({});
+/** The one empty string map (mapOrEmpty). */
+export const EMPTY_MAP: Readonly<Record<string, string>> = Object.freeze({});
 
 /** The list itself, or one shared empty list. */
 export function listOrEmpty<T>(list: readonly T[]): readonly T[] {
@@ -25,24 +26,45 @@ export function mapOrEmpty(map: Readonly<Record<string, string>>): Readonly<Reco
 export class SharedLists<T> {
   readonly #byKey = new Map<string, readonly T[]>();
   readonly #max: number;
+  readonly #same: (a: T, b: T) => boolean;
+  /**
+   * The list the table last gave out: objects read one after another mostly hold the same list,
+   * and a list the same item by item is that one without its key made and looked up.
+   */
+  #last: readonly T[] | undefined;
 
-  constructor(max: number) {
+  /** `same` tells items apart by every field a key reads: items it finds the same have one key. */
+  constructor(max: number, same: (a: T, b: T) => boolean) {
     this.#max = max;
+    this.#same = same;
   }
 
-  /** The list kept for `key`, else `list` (kept and frozen while there is room). */
-  shared(key: string, list: T[]): readonly T[] {
+  /** The list kept for `keyOf(list)`, else `list` (kept and frozen while there is room). */
+  shared(list: T[], keyOf: (list: readonly T[]) => string): readonly T[] {
+    const last = this.#last;
+    if (last !== undefined && this.#sameItems(last, list)) return last;
+    const key = keyOf(list);
     const known = this.#byKey.get(key);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      this.#last = known;
+      return known;
+    }
     if (this.#byKey.size >= this.#max) return list;
     for (const item of list) if (typeof item === "object" && item !== null) Object.freeze(item);
     Object.freeze(list);
     this.#byKey.set(key, list);
+    this.#last = list;
     return list;
   }
 
   get size(): number {
     return this.#byKey.size;
+  }
+
+  #sameItems(a: readonly T[], b: readonly T[]): boolean {
+    if (a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!this.#same(a[i] as T, b[i] as T)) return false;
+    return true;
   }
 }
 

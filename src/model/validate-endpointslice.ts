@@ -65,7 +65,10 @@ function readPort(raw: unknown, path: string): EndpointPort {
 const placeNames = new SharedStrings(65_536);
 
 /** A slice's port list, shared by the slices that have the same (see shared-values.ts). */
-const sharedPorts = new SharedLists<EndpointPort>(4096);
+const sharedPorts = new SharedLists<EndpointPort>(
+  4096,
+  (a, b) => a.name === b.name && a.protocol === b.protocol && a.port === b.port,
+);
 
 function portsKey(ports: readonly EndpointPort[]): string {
   let key = "";
@@ -75,7 +78,7 @@ function portsKey(ports: readonly EndpointPort[]): string {
 
 function readPorts(raw: unknown): readonly EndpointPort[] {
   const ports = optionalArray(raw, "ports").map((p, i) => readPort(p, `ports[${i}]`));
-  return sharedPorts.shared(portsKey(ports), ports);
+  return sharedPorts.shared(ports, portsKey);
 }
 
 function hintNames(raw: unknown, path: string): string[] {

@@ -55,8 +55,16 @@ function readPort(raw: unknown, path: string): ServicePort {
 }
 
 /** Port lists without node ports, shared by the Services that have the same (see shared-values.ts). */
-const sharedPorts = new SharedLists<ServicePort>(4096);
-const sharedFamilies = new SharedLists<IPFamily>(8);
+const sharedPorts = new SharedLists<ServicePort>(
+  4096,
+  (a, b) =>
+    a.name === b.name &&
+    a.protocol === b.protocol &&
+    a.port === b.port &&
+    a.nodePort === b.nodePort &&
+    a.targetPort === b.targetPort,
+);
+const sharedFamilies = new SharedLists<IPFamily>(8, (a, b) => a === b);
 
 function portsKey(ports: readonly ServicePort[]): string {
   let key = "";
@@ -79,7 +87,7 @@ function readPorts(raw: unknown): readonly ServicePort[] {
     seen.add(p.name);
   });
   if (ports.some((p) => p.nodePort !== 0)) return ports;
-  return sharedPorts.shared(portsKey(ports), ports);
+  return sharedPorts.shared(ports, portsKey);
 }
 
 function readIngress(raw: unknown, path: string): LoadBalancerIngress {
@@ -144,7 +152,7 @@ function readFamilies(
   });
   return {
     clusterIPs: listOrEmpty(clusterIPs),
-    ipFamilies: sharedFamilies.shared(ipFamilies.join(), ipFamilies),
+    ipFamilies: sharedFamilies.shared(ipFamilies, (families) => families.join()),
   };
 }
 

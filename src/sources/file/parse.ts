@@ -2,7 +2,7 @@
 // source does the I/O and the logging, so every rule here is tested on strings.
 
 import { EventLoopTurns } from "../../lib/event-loop-turns.ts";
-import type { EndpointSlice, KubeObject, Node, Service, ServiceCIDR } from "../../model/kube.ts";
+import type { EndpointSlice, KubeKind, KubeObject, Node, Service, ServiceCIDR } from "../../model/kube.ts";
 import { objectKey } from "../../model/kube.ts";
 import { parseKubeObject } from "../../model/validate.ts";
 import type { InvalidObject } from "../../observability/invalid.ts";
@@ -18,6 +18,11 @@ export interface ClusterFileContents {
   readonly nodes: readonly Node[];
   /** The cluster's Service IP ranges (kind: ServiceCIDR). */
   readonly serviceCIDRs: readonly ServiceCIDR[];
+  /**
+   * Each kind's keys (objectKey), in the order of its list above: handed to the store with the
+   * objects, so that each key is made and hashed once.
+   */
+  readonly keys: Readonly<Record<KubeKind, readonly string[]>>;
   /** Objects that failed validation; the reason ends with where the object starts in the file. */
   readonly invalid: readonly InvalidObject[];
   /** Objects of kinds a proxy does not read (Pod, Deployment…), as "Kind ns/name". */
@@ -146,7 +151,13 @@ export function validateObjects(
 /** Objects validated one at a time, sorted by kind; the last definition of a key wins. */
 class SortedObjects {
   readonly #defaultNamespace: string;
-  readonly #byKey = new Map<string, KubeObject>();
+  /** Per kind, by objectKey: one key string per object, which the store takes on (see keys). */
+  readonly #byKind: Readonly<Record<KubeKind, Map<string, KubeObject>>> = {
+    Service: new Map(),
+    EndpointSlice: new Map(),
+    Node: new Map(),
+    ServiceCIDR: new Map(),
+  };
   readonly #invalid: InvalidObject[] = [];
   readonly #ignored: string[] = [];
   readonly #duplicates: string[] = [];
@@ -162,11 +173,17 @@ class SortedObjects {
     }
     const parsed = parseKubeObject(raw, this.#defaultNamespace);
     if (parsed.ok) {
-      const key = `${parsed.value.kind} ${objectKey(parsed.value.metadata)}`;
-      if (this.#byKey.has(key)) this.#duplicates.push(key);
-      // Delete first so the map keeps the order of the definition that wins.
-      this.#byKey.delete(key);
-      this.#byKey.set(key, parsed.value);
+      const object = parsed.value;
+      const byKey = this.#byKind[object.kind];
+      const key = objectKey(object.metadata);
+      const size = byKey.size;
+      byKey.set(key, object);
+      if (byKey.size === size) {
+        this.#duplicates.push(`${object.kind} ${key}`);
+        // Set again after a delete: the map keeps the order of the definition that wins.
+        byKey.delete(key);
+        byKey.set(key, object);
+      }
     } else if (parsed.ignored === true) {
       this.#ignored.push(`${parsed.kind} ${parsed.name}`);
     } else {
@@ -175,12 +192,18 @@ class SortedObjects {
   }
 
   contents(): ClusterFileContents {
-    const objects = [...this.#byKey.values()];
+    const { Service, EndpointSlice, Node, ServiceCIDR } = this.#byKind;
     return {
-      services: objects.filter((o): o is Service => o.kind === "Service"),
-      endpointSlices: objects.filter((o): o is EndpointSlice => o.kind === "EndpointSlice"),
-      nodes: objects.filter((o): o is Node => o.kind === "Node"),
-      serviceCIDRs: objects.filter((o): o is ServiceCIDR => o.kind === "ServiceCIDR"),
+      services: [...Service.values()] as Service[],
+      endpointSlices: [...EndpointSlice.values()] as EndpointSlice[],
+      nodes: [...Node.values()] as Node[],
+      serviceCIDRs: [...ServiceCIDR.values()] as ServiceCIDR[],
+      keys: {
+        Service: [...Service.keys()],
+        EndpointSlice: [...EndpointSlice.keys()],
+        Node: [...Node.keys()],
+        ServiceCIDR: [...ServiceCIDR.keys()],
+      },
       invalid: this.#invalid,
       ignored: this.#ignored,
       duplicates: this.#duplicates,

@@ -332,10 +332,10 @@ export class FileSource implements ClusterSource {
       log.debug({ object: ignored }, "ignoring an object of a kind a proxy does not read");
     for (const duplicate of contents.duplicates)
       log.warn({ object: duplicate }, "object defined twice; the last definition wins");
-    sink.replace("Service", contents.services);
-    sink.replace("EndpointSlice", contents.endpointSlices);
-    sink.replace("Node", contents.nodes);
-    sink.replace("ServiceCIDR", contents.serviceCIDRs);
+    sink.replace("Service", contents.services, contents.keys.Service);
+    sink.replace("EndpointSlice", contents.endpointSlices, contents.keys.EndpointSlice);
+    sink.replace("Node", contents.nodes, contents.keys.Node);
+    sink.replace("ServiceCIDR", contents.serviceCIDRs, contents.keys.ServiceCIDR);
     this.#appliedDigest = digest;
     this.#appliedCount = objectCount(contents);
     log.info(

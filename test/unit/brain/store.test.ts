@@ -273,6 +273,21 @@ describe("ClusterStore change batching", () => {
     );
   });
 
+  test("replace files objects under the keys it is given, as under the keys it would make", async () => {
+    const objects = [svc({ name: "a" }), svc({ name: "b" })];
+    const keys = ["ns/a", "ns/b"];
+    const first = new ClusterStore();
+    first.replace("Service", objects, keys);
+    assert.deepEqual([...first.serviceKeys()], keys);
+    assert.equal(first.service("ns/b"), objects[1]);
+
+    const { store, batches } = await syncedStore(objects);
+    store.replace("Service", [objects[0] as KubeObject], ["ns/a"]);
+    await nextMacrotask();
+    assert.deepEqual([...(batches[0]?.services ?? [])], ["ns/b"]);
+    assert.deepEqual(served(store), ["a"]);
+  });
+
   test("a first list page by page is the same as one replace; a later list is one replace at commit", async () => {
     const objects = [svc({ name: "a" }), svc({ name: "b" }), svc({ name: "c" })];
     const paged = new ClusterStore();

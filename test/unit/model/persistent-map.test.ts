@@ -74,6 +74,44 @@ describe("PersistentMap", () => {
     for (let i = 0; i < 5000; i++) assert.equal(map.get(`k${i}`), i);
   });
 
+  it("built at once from columns, is the map setting them one by one makes, keys given twice and equal hashes too", () => {
+    // Found by search: each pair has one FNV-1a hash.
+    const colliding = ["ns/s232789", "ns/s429192", "ns/s232788", "ns/s429193"];
+    for (const seed of [1, 2, 3]) {
+      const random = seeded(seed);
+      for (const n of [0, 1, 2, 33, 1000, 20_000]) {
+        const keys: string[] = [];
+        const values: number[] = [];
+        for (let i = 0; i < n; i++) {
+          // Every fifth key one already given, most often.
+          keys.push(
+            i % 5 === 4 && i > 0 ? (keys[Math.floor(random() * i)] as string) : `ns-${i % 7}/svc-${i}`,
+          );
+          values.push(i);
+        }
+        if (n > 2)
+          for (const [i, key] of [...colliding, colliding[0] as string].entries()) {
+            keys.splice(Math.floor(random() * keys.length), 0, key);
+            values.push(-i);
+          }
+        const editor = PersistentMap.empty<number>().edit();
+        for (const [i, key] of keys.entries()) editor.set(key, values[i] as number);
+        const oneByOne = editor.done();
+        const atOnce = PersistentMap.fromColumns(keys, values);
+        assert.equal(atOnce.size, oneByOne.size);
+        assert.deepEqual(atOnce.columns(), oneByOne.columns(), `seed ${seed}, ${n} keys`);
+        for (const key of keys) assert.equal(atOnce.get(key), oneByOne.get(key));
+        // Edits of either give the same maps.
+        const edited = (m: PersistentMap<number>) =>
+          m
+            .delete(keys[0] ?? "")
+            .set("new", 1)
+            .delete(colliding[1] as string);
+        assert.deepEqual(edited(atOnce).columns(), edited(oneByOne).columns());
+      }
+    }
+  });
+
   it("returns the same map when an edit changes nothing", () => {
     const map = PersistentMap.from([["a", 1]]);
     assert.equal(map.set("a", 1), map);

@@ -35,6 +35,12 @@ function slice(name: string, ports: unknown[]): EndpointSlice {
 
 const http = { name: "http", protocol: "TCP", port: 80, targetPort: 8080 };
 
+/** The test items alike: the same string, or objects with the same fields. */
+const sameItem = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** A key that describes a list of test items exactly. */
+const keyOf = (list: readonly unknown[]) => JSON.stringify(list);
+
 describe("values validated objects hold alike", () => {
   test("Services with the same ports share one frozen list; any field that differs makes its own", () => {
     const a = service("a", [http]);
@@ -111,15 +117,37 @@ describe("values validated objects hold alike", () => {
   });
 
   test("the table is bounded: past its size lists are used as they are, unshared", () => {
-    const table = new SharedLists<{ n: number }>(2);
-    const first = table.shared("1", [{ n: 1 }]);
-    assert.equal(table.shared("1", [{ n: 1 }]), first);
-    table.shared("2", [{ n: 2 }]);
+    const table = new SharedLists<{ n: number }>(2, (a, b) => a.n === b.n);
+    const first = table.shared([{ n: 1 }], keyOf);
+    assert.equal(table.shared([{ n: 1 }], keyOf), first);
+    table.shared([{ n: 2 }], keyOf);
     const third = [{ n: 3 }];
-    assert.equal(table.shared("3", third), third);
-    assert.notEqual(table.shared("3", [{ n: 3 }]), third);
+    assert.equal(table.shared(third, keyOf), third);
+    assert.notEqual(table.shared([{ n: 3 }], keyOf), third);
     assert.equal(table.size, 2);
     assert.ok(!Object.isFrozen(third));
+  });
+
+  test("a list the same as the last one given out is that one; any difference is looked up by key", () => {
+    const table = new SharedLists<{ n: number; s?: string } | string>(8, sameItem);
+    const one = table.shared([{ n: 1 }, "a"], keyOf);
+    const two = table.shared([{ n: 2 }, "a"], keyOf);
+    assert.equal(table.shared([{ n: 1 }, "a"], keyOf), one, "by key");
+    assert.equal(table.shared([{ n: 1 }, "a"], keyOf), one, "the last one");
+    const rows: [string, ({ n: number; s?: string } | string)[]][] = [
+      ["a field more", [{ n: 1, s: "x" }, "a"]],
+      ["another string", [{ n: 1 }, "b"]],
+      ["an item more", [{ n: 1 }, "a", "a"]],
+      ["an item less", [{ n: 1 }]],
+      ["a string for an object", ["1", "a"]],
+    ];
+    for (const [what, list] of rows) {
+      table.shared([{ n: 1 }, "a"], keyOf);
+      const got = table.shared(list, keyOf);
+      assert.notEqual(got, one, what);
+      assert.deepEqual(got, list, what);
+    }
+    assert.equal(table.shared([{ n: 2 }, "a"], keyOf), two);
   });
 
   test("the string table is bounded too: past its size texts are used as they are", () => {

@@ -351,6 +351,14 @@ const invalidRows: InvalidRow[] = [
     reason: 'metadata.labels["version"]: expected a string, got number 2',
   },
   {
+    name: "labels that are a list",
+    make: svcWith((s) => {
+      s.metadata.labels = ["app=web"];
+    }),
+    parse: parseService,
+    reason: "metadata.labels: expected an object, got an array",
+  },
+  {
     name: "ports not a list",
     make: svcWith((s) => {
       s.spec.ports = { name: "http" };
@@ -723,5 +731,21 @@ describe("parseKubeObject dispatches on kind", () => {
     assert.equal(r.ok, false);
     assert.equal(r.ignored, undefined);
     assert.equal(!r.ok && r.reason, "kind: is required");
+  });
+});
+
+describe("labels and annotations", () => {
+  test("are read in their order; absent or null, they are one shared empty map", () => {
+    const raw = service();
+    raw.metadata.labels = { b: "2", a: "1", "1": "x", "example.com/c": "3" };
+    raw.metadata.annotations = null;
+    const r = parseService(raw);
+    assert.ok(r.ok);
+    assert.deepEqual(Object.entries(r.value.metadata.labels), Object.entries(raw.metadata.labels));
+    const bare = parseService({ ...service(), metadata: { name: "bare", namespace: "shop" } });
+    assert.ok(bare.ok);
+    assert.equal(bare.value.metadata.labels, r.value.metadata.annotations);
+    assert.ok(Object.isFrozen(bare.value.metadata.labels));
+    assert.deepEqual(bare.value.metadata.labels, {});
   });
 });

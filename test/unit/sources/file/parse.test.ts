@@ -110,6 +110,33 @@ describe("parseClusterFile: what a readable file holds", () => {
     assert.equal(c.services[0]?.clusterIP, "203.0.113.2");
     assert.deepEqual(c.duplicates, ["Service default/web"]);
   });
+
+  test("the definition that wins takes its place in the order; the keys follow the lists", () => {
+    const c = contents(
+      [
+        service("a", undefined, "203.0.113.1"),
+        node("a"),
+        service("b"),
+        service("a", undefined, "203.0.113.2"),
+        node("n"),
+        node("a"),
+        slice("a", "a"),
+      ].join("---\n"),
+    );
+    assert.deepEqual(keys(c), {
+      services: ["default/b", "default/a"],
+      endpointSlices: ["default/a"],
+      nodes: ["n", "a"],
+    });
+    assert.equal(c.services[1]?.clusterIP, "203.0.113.2");
+    assert.deepEqual(c.duplicates, ["Service default/a", "Node a"]);
+    assert.deepEqual(c.keys, {
+      Service: ["default/b", "default/a"],
+      EndpointSlice: ["default/a"],
+      Node: ["n", "a"],
+      ServiceCIDR: [],
+    });
+  });
 });
 
 describe("parseClusterFile: kind ServiceCIDR", () => {
