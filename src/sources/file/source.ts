@@ -86,17 +86,19 @@ export function contentDigest(bytes: Uint8Array): string {
 const WINDOW_BYTES = 4 * 2 ** 20;
 
 /**
- * A large JSON List read and parsed a window at a time (parseJsonListInWindows), with its digest;
- * undefined when the file is small or anything else, to be read whole.
+ * A large JSON List read and parsed a window at a time (parseJsonListInWindows), with its digest
+ * when `digest` is set (else ""); undefined when the file is small or anything else, to be read
+ * whole.
  */
 async function readListInWindows(
   path: string,
   { handle, size }: BoundedFile,
   maxBytes: number,
   signal: AbortSignal,
+  digest: boolean,
 ): Promise<{ contents: ClusterFileContents; digest: string; bytes: number } | undefined> {
   if (size < WINDOW_BYTES) return undefined;
-  const hash = createHash("sha256");
+  const hash = digest ? createHash("sha256") : undefined;
   let bytes = 0;
   const { fd } = handle;
   const contents = await parseJsonListInWindows(
@@ -106,7 +108,7 @@ async function readListInWindows(
       windowBytes: WINDOW_BYTES,
       maxBytes,
       onBytes: (fresh) => {
-        hash.update(fresh);
+        hash?.update(fresh);
         bytes += fresh.length;
       },
     },
@@ -114,7 +116,7 @@ async function readListInWindows(
     // Seconds at 100k Services: the backends' loaders, probes and health endpoints go on meanwhile.
     { turns: new EventLoopTurns(), signal },
   );
-  return contents === undefined ? undefined : { contents, digest: hash.digest("base64"), bytes };
+  return contents === undefined ? undefined : { contents, digest: hash?.digest("base64") ?? "", bytes };
 }
 
 const objectCount = (c: ClusterFileContents) => c.services.length + c.endpointSlices.length + c.nodes.length;
@@ -131,7 +133,10 @@ export class FileSource implements ClusterSource {
   #readIno: number | undefined;
   #appliedCount = 0;
   #sink: ClusterSink | undefined;
-  /** The digest of the content last applied. */
+  /**
+   * The digest of the content last applied, which a reload compares with its own. A file read
+   * once, without a watch, is never compared: its digest is not taken ("").
+   */
   #appliedDigest: string | undefined;
   /** The last error reported, so a file that stays broken is reported once, not at every event. */
   #brokenBecause: string | undefined;
@@ -304,7 +309,13 @@ export class FileSource implements ClusterSource {
       this.#readIno = (await identity(path))?.ino;
       const file = await openBoundedFile(path, maxBytes, "--max-input-size");
       try {
-        const windowed = await readListInWindows(path, file, maxBytes, this.#stopping.signal);
+        const windowed = await readListInWindows(
+          path,
+          file,
+          maxBytes,
+          this.#stopping.signal,
+          this.#options.watch,
+        );
         if (windowed !== undefined) {
           log.debug({ file: path, bytes: windowed.bytes, windowed: true }, "read the file");
           return { ok: true, digest: windowed.digest, contents: windowed.contents };
@@ -317,7 +328,7 @@ export class FileSource implements ClusterSource {
       return { ok: false, error: `cannot read ${path}: ${(err as Error).message}` };
     }
     log.debug({ file: path, bytes: bytes.length }, "read the file");
-    const digest = contentDigest(bytes);
+    const digest = this.#options.watch ? contentDigest(bytes) : "";
     const parsed = parseClusterFile(bytes, path);
     releaseFileBytes(bytes);
     return parsed.ok ? { ok: true, digest, contents: parsed.contents } : parsed;
