@@ -193,8 +193,7 @@ export class LocalStateTracker implements SeedSource {
       keys.push(key);
       services.push(computed);
     }
-    // From an empty map, as the only caller starts: nothing computed leaves that map itself.
-    if (keys.length > 0) this.#services = PersistentMap.fromColumns(keys, services);
+    this.#services = PersistentMap.fromColumns(keys, services);
   }
 
   /** Every service in the store, plus those in the state (which may have left the store). */

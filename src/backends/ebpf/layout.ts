@@ -177,6 +177,9 @@ interface ChunkKey {
   readonly chunk: number;
 }
 
+/** A backend list's name, "id/gen": how the writer, the listing and the UDP cut know a list. */
+export const listName = (l: { readonly id: number; readonly gen: number }): string => `${l.id}/${l.gen}`;
+
 /** Writes a chunk's key (MAPS.backends.key bytes) into `buf` at `off`. */
 export function writeChunkKey(buf: Buffer, off: number, id: number, gen: number, chunk: number): void {
   u32le(buf, off, id);

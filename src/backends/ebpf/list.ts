@@ -18,6 +18,7 @@ import {
   encodeChunkKey,
   encodeFrontend,
   type Frontend,
+  listName,
   SVC_REJECT,
 } from "./layout.ts";
 import { type LbMaps, PinnedMaps } from "./maps.ts";
@@ -44,7 +45,7 @@ export function listFrontends(maps: LbMaps): ListedFrontend[] {
   const lists = new Map<string, Backend[]>();
   for (const [k, v] of maps.entries("backends")) {
     const key = decodeChunkKey(k);
-    const name = `${key.id}/${key.gen}`;
+    const name = listName(key);
     const list = lists.get(name) ?? [];
     for (const [index, b] of chunkBackends(key, v)) list[index] = decodeBackend(b);
     lists.set(name, list);
@@ -53,7 +54,7 @@ export function listFrontends(maps: LbMaps): ListedFrontend[] {
   for (const [k, v] of maps.entries("services")) {
     const f = decodeFrontend(k);
     const value = decodeServiceValue(v);
-    const list = lists.get(`${value.id}/${value.gen}`) ?? [];
+    const list = lists.get(listName(value)) ?? [];
     if (!holdsAll(list, value.count)) {
       const reread = rereadFrontend(maps, f);
       if (reread !== undefined) out.push(reread);

@@ -27,6 +27,7 @@ import {
   type Backend,
   decodeBackend,
   decodeFrontend,
+  listName,
   MAPS,
   writeBackend,
   writeFrontend,
@@ -282,7 +283,7 @@ export function goneFromMaps(read: Adopted, kept: ReadonlySet<string>): GoneFlow
   for (const [key, value] of read.byFrontend) {
     if (key.charCodeAt(KEY_PROTOCOL) !== UDP) continue;
     const f = decodeFrontend(Buffer.from(key, "latin1"));
-    const list = read.lists.get(`${value.id}/${value.gen}`) ?? [];
+    const list = read.lists.get(listName(value)) ?? [];
     for (let index = 0; index < Math.min(value.count, list.length); index++) {
       const backend = list[index];
       if (backend === undefined) continue;

@@ -23,6 +23,7 @@ import {
   decodeChunkKey,
   decodeServiceValue,
   type Frontend,
+  listName,
   MAPS,
   type ServiceValue,
   SVC_REJECT,
@@ -79,7 +80,6 @@ export interface Adopted {
 /** Which entries a writer owns: one address family, or every entry. */
 type WriterScope = 4 | 6 | "all";
 
-const listName = (id: number, gen: number) => `${id}/${gen}`;
 /** A key as a Map or Set key: one byte per character. */
 const keyString = (packed: Buffer, at: number, size: number) => packed.toString("latin1", at, at + size);
 
@@ -136,7 +136,7 @@ export class MapWriter {
     // Lists no frontend names (a write that failed half-way) go first: they may fill the map.
     const orphans = new DeleteList(CHUNK_KEY);
     const named = new Set<string>();
-    for (const v of adopted.byFrontend.values()) named.add(listName(v.id, v.gen));
+    for (const v of adopted.byFrontend.values()) named.add(listName(v));
     for (const [list, values] of adopted.lists) {
       if (named.has(list)) continue;
       const [id, gen] = list.split("/").map(Number) as [number, number];
@@ -151,7 +151,7 @@ export class MapWriter {
     const liveLists = new Set<string>();
     for (const groups of this.#services.values()) {
       for (const p of groups) {
-        liveLists.add(listName(p.id, p.gen));
+        liveLists.add(listName(p));
         for (let at = 0; at < p.frontends.length; at += FRONTEND)
           live.add(keyString(p.frontends, at, FRONTEND));
       }
@@ -326,7 +326,7 @@ function claim(adopted: Adopted, name: string, frontends: Buffer): Programmed | 
   const value = adopted.byFrontend.get(keyString(frontends, 0, FRONTEND));
   if (value === undefined || adopted.claimed.has(value.id)) return undefined;
   adopted.claimed.add(value.id);
-  const values = adopted.lists.get(listName(value.id, value.gen)) ?? [];
+  const values = adopted.lists.get(listName(value)) ?? [];
   // A list with holes (a write that failed half-way) is not the list the value names: rewrite it.
   let complete = values.length === value.count;
   for (let i = 0; complete && i < values.length; i++) complete = values[i] !== undefined;
@@ -378,7 +378,7 @@ export function readMaps(maps: LbMaps, scopes: readonly WriterScope[]): Map<Writ
     const family = out.get(v[BACKEND_FAMILY] as 4 | 6);
     for (const a of [all, family]) {
       if (a === undefined) continue;
-      const list = listName(key.id, key.gen);
+      const list = listName(key);
       const values = a.lists.get(list) ?? [];
       for (const [index, b] of chunkBackends(key, v)) values[index] = Buffer.from(b);
       a.lists.set(list, values);
