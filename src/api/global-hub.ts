@@ -3,7 +3,14 @@
 // changed, from which each stream (or resuming client) gets its delta.
 
 import type { ClusterView } from "../model/global.ts";
-import type { EndpointSlice, Node, Service, ServiceCIDR } from "../model/kube.ts";
+import {
+  type EndpointSlice,
+  type Node,
+  objectKey,
+  type Service,
+  type ServiceCIDR,
+  sliceServiceKey,
+} from "../model/kube.ts";
 import { deleteFrame, type Frame, sameBytes, type WireValue, wireValue } from "./frames.ts";
 import { FullStateCache } from "./full-state-cache.ts";
 import { Set as WireSet } from "./gen/api/localv1/api.ts";
@@ -202,8 +209,8 @@ export class GlobalStates {
 
   #loadAll(): void {
     const services = new Set<string>();
-    for (const s of this.#store.services()) services.add(`${s.metadata.namespace}/${s.metadata.name}`);
-    for (const s of this.#store.slices()) services.add(`${s.metadata.namespace}/${s.serviceName}`);
+    for (const s of this.#store.services()) services.add(objectKey(s.metadata));
+    for (const s of this.#store.slices()) services.add(sliceServiceKey(s));
     const nodes = new Set<string>();
     for (const n of this.#store.nodes()) nodes.add(n.metadata.name);
     this.#apply(services, nodes, true);

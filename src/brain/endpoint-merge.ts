@@ -1,9 +1,10 @@
 // EndpointSlices of one service → per slice port, the endpoints of one IP family, the way
 // kube-proxy's endpoint slice cache merges them.
 
+import { ipv4Value } from "../model/ipv4.ts";
 import type { EndpointSlice, IPFamily, Protocol, SliceEndpoint } from "../model/kube.ts";
 import type { LocalEndpoint } from "../model/local.ts";
-import { compareEndpoints, inStrictEndpointOrder } from "../model/order.ts";
+import { compareAddresses, compareEndpoints, inStrictEndpointOrder } from "../model/order.ts";
 import { firstAddress } from "../model/slice-endpoint.ts";
 
 /** One endpoint of one port, with the slice's conditions read with their defaults. */
@@ -89,25 +90,69 @@ export function mergeEndpoints(
   family: IPFamily,
 ): Map<string, EndpointInfo[]> {
   const out = new Map<string, EndpointInfo[]>();
+  /** Keys whose list is not one slice's endpoints in address order: sorted at the end. */
+  let unsorted: Set<string> | undefined;
   for (const slice of slices) {
     if (slice.addressType !== family) continue;
+    let lists = 0;
+    let inOrder: boolean | undefined;
     for (const port of slice.ports) {
       if (port.name === null || port.port === null || port.port === 0) continue;
       const key = portKey(port.name, port.protocol);
       let endpoints = out.get(key);
+      let sorted = false;
       if (endpoints === undefined) {
         endpoints = [];
         out.set(key, endpoints);
+        if (inOrder === undefined) inOrder = inStrictAddressOrder(slice.endpoints);
+        sorted = inOrder;
       }
-      for (const ep of slice.endpoints) {
-        const ip = firstAddress(ep);
-        if (ip === undefined) continue;
-        endpoints.push(new MergedEndpoint(ip, port.port, ep));
+      if (!sorted) {
+        if (unsorted === undefined) unsorted = new Set();
+        unsorted.add(key);
       }
+      SLICE_LISTS[lists] = endpoints;
+      SLICE_PORTS[lists] = port.port;
+      lists++;
     }
+    // Each endpoint's address read once for all of the slice's ports.
+    for (const ep of slice.endpoints) {
+      const ip = firstAddress(ep);
+      if (ip === undefined) continue;
+      for (let i = 0; i < lists; i++)
+        (SLICE_LISTS[i] as EndpointInfo[]).push(new MergedEndpoint(ip, SLICE_PORTS[i] as number, ep));
+    }
+    SLICE_LISTS.fill(undefined, 0, lists);
   }
-  for (const [key, endpoints] of out) out.set(key, sortedUnique(endpoints));
+  if (unsorted !== undefined)
+    for (const key of unsorted) out.set(key, sortedUnique(out.get(key) as EndpointInfo[]));
   return out;
+}
+
+/** One slice's lists and target ports, by its ports in order (reused: mergeEndpoints never nests). */
+const SLICE_LISTS: (EndpointInfo[] | undefined)[] = [];
+const SLICE_PORTS: number[] = [];
+
+/**
+ * Whether every endpoint has an address and the addresses are in the one order, none twice:
+ * the endpoints of each of the slice's ports are then in order without sorting. Slices usually
+ * list their endpoints so, and this reads each address once for all the ports.
+ */
+function inStrictAddressOrder(endpoints: readonly SliceEndpoint[]): boolean {
+  let before: string | undefined;
+  let beforeValue = -1;
+  for (const ep of endpoints) {
+    const ip = firstAddress(ep);
+    if (ip === undefined) return false;
+    const value = ipv4Value(ip);
+    if (before !== undefined) {
+      const order = value >= 0 && beforeValue >= 0 ? value - beforeValue : compareAddresses(ip, before);
+      if (order <= 0) return false;
+    }
+    before = ip;
+    beforeValue = value;
+  }
+  return true;
 }
 
 /**

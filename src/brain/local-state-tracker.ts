@@ -36,7 +36,7 @@ export class LocalStateTracker implements SeedSource {
   #ranges: readonly string[] = [];
   #services: PersistentMap<LocalService> = PersistentMap.empty();
   readonly #changeLog = new ServiceChangeLog();
-  /** This node's zone label as last computed with: a change of it recomputes everything. */
+  /** This node's zone label as last computed with (undefined before the first): a change of it recomputes everything. */
   #zone: string | undefined;
   /** What was last read of this node's Node object; undefined before the first update. */
   #node: NodeFacts | undefined;
@@ -88,7 +88,9 @@ export class LocalStateTracker implements SeedSource {
     this.#node = facts;
     const { view: node, eligible: nodeEligible, ips: nodeIPs, podCIDRs: nodePodCIDRs } = facts;
     const zone = node.labels[LABEL_ZONE] ?? "";
-    const everything = change.nodes.has(this.#nodeName) || this.#zone !== zone;
+    // A service's local state reads of the Node only its name and its zone: another change of
+    // the Node (addresses, pod CIDRs, other labels, deletion) changes no service.
+    const everything = this.#zone !== zone;
     this.#zone = zone;
     // A node with no state yet starts from a sibling's (see tracker-seeds.ts) when it can.
     const seed =

@@ -10,7 +10,7 @@
 // reject new connections.
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
-import type { EndpointSlice, Service } from "../model/kube.ts";
+import { type EndpointSlice, objectKey, type Service, sliceServiceKey } from "../model/kube.ts";
 import type { Handover } from "./handover.ts";
 import { selectedByProxyName } from "./selection.ts";
 
@@ -26,7 +26,6 @@ export function proxyNameView(
 ): ClusterView {
   const selected = (service: Service | undefined): service is Service =>
     service !== undefined && selectedByProxyName(service.metadata.labels, serviceProxyName);
-  const serviceKeyOf = (slice: EndpointSlice) => `${slice.metadata.namespace}/${slice.serviceName}`;
   /** The Services this view showed after the last batch. */
   const shown = new Map<string, Service>();
   /** Relabelled away, still shown until the handover releases them. */
@@ -80,7 +79,7 @@ export function proxyNameView(
         unsubscribe = store.subscribe(onChange);
         // Subscribed after the sync batch: what the view shows now is what it will hand over.
         for (const service of store.services())
-          if (selected(service)) shown.set(`${service.metadata.namespace}/${service.metadata.name}`, service);
+          if (selected(service)) shown.set(objectKey(service.metadata), service);
       }
       return () => {
         listeners.delete(listener);
@@ -98,12 +97,11 @@ export function proxyNameView(
       yield* leaving.values();
     },
     *serviceKeys() {
-      for (const service of store.services())
-        if (selected(service)) yield `${service.metadata.namespace}/${service.metadata.name}`;
+      for (const service of store.services()) if (selected(service)) yield objectKey(service.metadata);
       yield* leaving.keys();
     },
     *slices() {
-      for (const slice of store.slices()) if (visible(serviceKeyOf(slice)) !== undefined) yield slice;
+      for (const slice of store.slices()) if (visible(sliceServiceKey(slice)) !== undefined) yield slice;
     },
     nodes: () => store.nodes(),
     serviceCIDRObjects: () => store.serviceCIDRObjects(),

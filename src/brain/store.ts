@@ -19,6 +19,7 @@ import {
   objectKey,
   type Service,
   type ServiceCIDR,
+  sliceServiceKey,
 } from "../model/kube.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { FallbackReturns } from "./fallback.ts";
@@ -333,7 +334,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
 
   /** Files a slice that is not in the store; returns its service's key. */
   #addSlice(key: string, slice: EndpointSlice): string {
-    const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
+    const serviceKey = sliceServiceKey(slice);
     this.#slices.set(key, slice);
     const group = this.#slicesByService.get(serviceKey);
     if (group === undefined) this.#slicesByService.set(serviceKey, new SliceGroup(key, slice));
@@ -350,7 +351,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
 
   /** Takes a slice out of its service's group; the service it belonged to has changed. */
   #removeFromService(key: string, slice: EndpointSlice): void {
-    const serviceKey = `${slice.metadata.namespace}/${slice.serviceName}`;
+    const serviceKey = sliceServiceKey(slice);
     const group = this.#slicesByService.get(serviceKey);
     if (group?.delete(key)) this.#slicesByService.delete(serviceKey);
     this.#serviceChanged(serviceKey);

@@ -8,6 +8,7 @@
 // change still pending will be delivered to the new tracker as well, which computes it then.
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
+import { objectKey } from "../model/kube.ts";
 import type { LocalService } from "../model/local.ts";
 import type { PersistentMap } from "../model/persistent-map.ts";
 import { nodesNamedBy } from "./local-service-cache.ts";
@@ -65,8 +66,7 @@ export class TrackerSeeds {
   #index(): void {
     if (this.#indexed) return;
     this.#indexed = true;
-    for (const service of this.#store.services())
-      this.#reindex(`${service.metadata.namespace}/${service.metadata.name}`);
+    for (const service of this.#store.services()) this.#reindex(objectKey(service.metadata));
     this.#store.subscribe((change: ClusterChange) => {
       for (const key of change.services) this.#reindex(key);
     });

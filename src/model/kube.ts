@@ -139,5 +139,20 @@ export type KubeKind = KubeObject["kind"];
 
 /** The key a store uses: "namespace/name", or the name alone for cluster-scoped objects. */
 export function objectKey(meta: { readonly namespace: string; readonly name: string }): string {
-  return meta.namespace === "" ? meta.name : `${meta.namespace}/${meta.name}`;
+  return meta.namespace === "" ? meta.name : namespacedKey(meta.namespace, meta.name);
+}
+
+/** The key of the Service an EndpointSlice belongs to (its service-name label). */
+export function sliceServiceKey(slice: EndpointSlice): string {
+  return namespacedKey(slice.metadata.namespace, slice.serviceName);
+}
+
+/**
+ * "namespace/name" as one string. Joined with `+` or a template, V8 keeps the text as a pair of
+ * parts (a rope), and a map keeps that key for as long as the object lives: two more objects
+ * per key than the text alone, which every collection visits (at 100k Services, 600k of them).
+ * Array#join writes the text out once.
+ */
+function namespacedKey(namespace: string, name: string): string {
+  return [namespace, name].join("/");
 }

@@ -15,7 +15,14 @@ import {
 } from "../../model/fallback.ts";
 import { type FallbackSpec, readFallbackSpec } from "../../model/fallback-spec.ts";
 import { familyOfAddress } from "../../model/ip.ts";
-import { type EndpointSlice, LABEL_ZONE, type Node, objectKey, type Service } from "../../model/kube.ts";
+import {
+  type EndpointSlice,
+  LABEL_ZONE,
+  type Node,
+  objectKey,
+  type Service,
+  sliceServiceKey,
+} from "../../model/kube.ts";
 import type { LabelSelector } from "../../model/label-selector.ts";
 import { parseEndpointSlice, parseNode, parseService } from "../../model/validate.ts";
 import type { Logger } from "../../observability/log.ts";
@@ -271,7 +278,7 @@ export class FallbackController {
   #sliceChanged(before: EndpointSlice | undefined, after: EndpointSlice | undefined): void {
     for (const slice of [before, after]) {
       if (slice === undefined || slice.serviceName === "") continue;
-      const key = `${slice.metadata.namespace}/${slice.serviceName}`;
+      const key = sliceServiceKey(slice);
       let group = this.#slicesByService.get(key);
       if (slice === before) group?.delete(slice.metadata.name);
       else {

@@ -1,6 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { mergeEndpoints } from "../../../src/brain/endpoint-merge.ts";
+import type { EndpointPort, EndpointSlice, IPFamily, SliceEndpoint } from "../../../src/model/kube.ts";
+import { compareAddresses, compareEndpoints } from "../../../src/model/order.ts";
+import { seeded } from "../../support/seeded.ts";
 import { ep, slice, terminating } from "./fixtures.ts";
 
 const named = (name: string) => ({ name, namespace: "ns", service: "web" });
@@ -75,6 +78,84 @@ describe("mergeEndpoints: one endpoint per ip:port, in address order", () => {
           merged.map((e) => e.port),
           row.ports,
         );
+    });
+  }
+});
+
+/**
+ * The rules above applied the plain way: every slice endpoint of every matching port into one
+ * list, a stable sort by ip then port, and of each ip:port the last non-terminating copy (else
+ * the first).
+ */
+function sortedByRules(slices: readonly EndpointSlice[], family: IPFamily, key: string) {
+  const all: { ip: string; port: number; ep: SliceEndpoint }[] = [];
+  for (const s of slices) {
+    if (s.addressType !== family) continue;
+    for (const port of s.ports) {
+      if (port.name === null || !port.port || `${port.name}/${port.protocol}` !== key) continue;
+      for (const ep of s.endpoints) {
+        const ip = ep.addresses[0];
+        if (ip !== undefined) all.push({ ip, port: port.port, ep });
+      }
+    }
+  }
+  all.sort(compareEndpoints);
+  const out: typeof all = [];
+  for (let i = 0; i < all.length; ) {
+    let j = i + 1;
+    while (j < all.length && compareEndpoints(all[i] as (typeof all)[0], all[j] as (typeof all)[0]) === 0)
+      j++;
+    let win = all[i] as (typeof all)[0];
+    for (let k = j - 1; k > i; k--) {
+      if ((all[k] as (typeof all)[0]).ep.conditions.terminating !== true) {
+        win = all[k] as (typeof all)[0];
+        break;
+      }
+    }
+    out.push(win);
+    i = j;
+  }
+  return out.map((e) => `${e.ip}:${e.port} ${e.ep.nodeName}`);
+}
+
+describe("mergeEndpoints on random slices gives what sorting them all gives", () => {
+  const random = seeded(1672);
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T;
+  const v4 = ["10.0.0.1", "10.0.0.2", "10.0.0.9", "10.0.0.10", "10.0.1.1", "192.0.2.200"];
+  const v6 = ["2001:db8::1", "2001:db8::2", "2001:db8::a", "2001:db8::1:0"];
+  const ports: readonly EndpointPort[] = [
+    { name: "http", protocol: "TCP", port: 8080 },
+    { name: "http", protocol: "TCP", port: 9090 },
+    { name: "http", protocol: "UDP", port: 8080 },
+    { name: "dns", protocol: "UDP", port: 53 },
+    { name: null, protocol: "TCP", port: 80 },
+    { name: "http", protocol: "TCP", port: 0 },
+  ];
+  for (let round = 0; round < 300; round++) {
+    const slices = Array.from({ length: 1 + Math.floor(random() * 3) }, (_, n) => {
+      const family: IPFamily = random() < 0.7 ? "IPv4" : "IPv6";
+      const pool = family === "IPv4" ? v4 : v6;
+      // Half the slices list their endpoints in order, as the API usually does.
+      const ips = Array.from({ length: Math.floor(random() * 6) }, () => pick(pool));
+      if (random() < 0.5) ips.sort(compareAddresses);
+      const endpoints = ips.map((ip, i) =>
+        random() < 0.1
+          ? ep(ip, { addresses: [], node: `e${i}` })
+          : random() < 0.3
+            ? terminating(ip, { node: `t${n}.${i}` })
+            : ep(ip, { node: `n${n}.${i}` }),
+      );
+      const slicePorts = Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(ports));
+      return slice(endpoints, { name: `s${n}`, addressType: family, ports: slicePorts });
+    });
+    it(`round ${round}`, () => {
+      for (const family of ["IPv4", "IPv6"] as const) {
+        const merged = mergeEndpoints(slices, family);
+        for (const key of ["http/TCP", "http/UDP", "dns/UDP"]) {
+          const got = (merged.get(key) ?? []).map((e) => `${e.ip}:${e.port} ${e.nodeName}`);
+          assert.deepEqual(got, sortedByRules(slices, family, key), `${family} ${key}`);
+        }
+      }
     });
   }
 });

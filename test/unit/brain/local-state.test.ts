@@ -4,7 +4,7 @@ import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { localStateFeed } from "../../../src/brain/local-state-feed.ts";
 import { LocalStateTracker } from "../../../src/brain/local-state-tracker.ts";
 import { ClusterStore } from "../../../src/brain/store.ts";
-import type { ClusterChange } from "../../../src/model/global.ts";
+import type { ClusterChange, ClusterView } from "../../../src/model/global.ts";
 import type { KubeObject } from "../../../src/model/kube.ts";
 import type { LocalState } from "../../../src/model/local.ts";
 import { pacedFeed } from "../../../src/plugin/paced-feed.ts";
@@ -229,6 +229,41 @@ describe("LocalStateTracker revisions", () => {
     const { apply } = await tracked([node("n1", { [ZONE]: "z1" }), svc(), hinted]);
     const after = await apply((s) => s.delete("Node", "n1"));
     assert.equal(after.services.get("ns/web")?.ports[0]?.internalEndpoints.length, 2);
+  });
+
+  test("a change of this node's Node other than its zone computes no service again", async () => {
+    const store = new ClusterStore();
+    for (const o of base) store.upsert(o);
+    // The store as the tracker sees it, counting the services it computes.
+    let computed = 0;
+    const countedSlicesOf = (key: string) => {
+      computed++;
+      return store.slicesOf(key);
+    };
+    const view = new Proxy<ClusterView>(store, {
+      get: (target, name) => {
+        if (name === "slicesOf") return countedSlicesOf;
+        const value = Reflect.get(target, name, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const tracker = new LocalStateTracker(view, "n1");
+    store.subscribe((c: ClusterChange) => tracker.update(c));
+    store.synced();
+    await nextMacrotask();
+    assert.equal(computed, 2);
+    const state = tracker.state;
+    store.upsert({
+      ...node("n1", { [ZONE]: "z1", role: "edge" }),
+      addresses: [{ type: "InternalIP", address: "192.0.2.1" }],
+    });
+    await nextMacrotask();
+    assert.equal(computed, 2, "no service computed again");
+    assert.deepEqual(tracker.state.nodeIPs, ["192.0.2.1"]);
+    assert.equal(tracker.state.services, state.services);
+    store.upsert(node("n1", { [ZONE]: "z2" }));
+    await nextMacrotask();
+    assert.equal(computed, 4, "a new zone computes every service");
   });
 
   test("update() with an empty change returns the same state", async () => {
