@@ -1,10 +1,9 @@
 // EndpointSlices of one service → per slice port, the endpoints of one IP family, the way
 // kube-proxy's endpoint slice cache merges them.
 
-import { ipv4Value } from "../model/ipv4.ts";
 import type { EndpointSlice, IPFamily, Protocol, SliceEndpoint } from "../model/kube.ts";
 import type { LocalEndpoint } from "../model/local.ts";
-import { compareAddresses, compareEndpoints, inStrictEndpointOrder } from "../model/order.ts";
+import { compareEndpoints, inStrictAddressOrder, inStrictEndpointOrder } from "../model/order.ts";
 import { firstAddress } from "../model/slice-endpoint.ts";
 
 /** One endpoint of one port, with the slice's conditions read with their defaults. */
@@ -104,7 +103,7 @@ export function mergeEndpoints(
       if (endpoints === undefined) {
         endpoints = [];
         out.set(key, endpoints);
-        if (inOrder === undefined) inOrder = inStrictAddressOrder(slice.endpoints);
+        if (inOrder === undefined) inOrder = slice.inAddressOrder ?? inStrictAddressOrder(slice.endpoints);
         sorted = inOrder;
       }
       if (!sorted) {
@@ -132,28 +131,6 @@ export function mergeEndpoints(
 /** One slice's lists and target ports, by its ports in order (reused: mergeEndpoints never nests). */
 const SLICE_LISTS: (EndpointInfo[] | undefined)[] = [];
 const SLICE_PORTS: number[] = [];
-
-/**
- * Whether every endpoint has an address and the addresses are in the one order, none twice:
- * the endpoints of each of the slice's ports are then in order without sorting. Slices usually
- * list their endpoints so, and this reads each address once for all the ports.
- */
-function inStrictAddressOrder(endpoints: readonly SliceEndpoint[]): boolean {
-  let before: string | undefined;
-  let beforeValue = -1;
-  for (const ep of endpoints) {
-    const ip = firstAddress(ep);
-    if (ip === undefined) return false;
-    const value = ipv4Value(ip);
-    if (before !== undefined) {
-      const order = value >= 0 && beforeValue >= 0 ? value - beforeValue : compareAddresses(ip, before);
-      if (order <= 0) return false;
-    }
-    before = ip;
-    beforeValue = value;
-  }
-  return true;
-}
 
 /**
  * Sorted by ip then port, one copy of each ip:port. Slices usually list their endpoints in order

@@ -104,6 +104,12 @@ export interface EndpointSlice {
   readonly serviceName: string;
   readonly ports: readonly EndpointPort[];
   readonly endpoints: readonly SliceEndpoint[];
+  /**
+   * inStrictAddressOrder(endpoints), when the reader knows it: it was found while the addresses
+   * were read, and the brain then never reads them to merge the slice's ports. Unset in slices
+   * built otherwise; a copy with other endpoints must not keep it.
+   */
+  readonly inAddressOrder?: boolean;
 }
 
 export interface NodeAddress {

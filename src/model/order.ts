@@ -6,6 +6,8 @@
 import ipaddr from "ipaddr.js";
 import { familyOfAddress } from "./ip.ts";
 import { ipv4Value } from "./ipv4.ts";
+import type { SliceEndpoint } from "./kube.ts";
+import { firstAddress } from "./slice-endpoint.ts";
 
 export function compareAddresses(a: string, b: string): number {
   if (a === b) return 0;
@@ -55,6 +57,28 @@ export function inStrictEndpointOrder(list: readonly AddressAndPort[]): boolean 
     const order = before >= 0 && value >= 0 ? value - before || b.port - a.port : compareEndpoints(b, a);
     if (order <= 0) return false;
     before = value;
+  }
+  return true;
+}
+
+/**
+ * Whether every endpoint of a slice has an address and their first addresses are in the one
+ * order, none twice: the endpoints of each of the slice's ports are then in order without
+ * sorting. Slices usually list their endpoints so.
+ */
+export function inStrictAddressOrder(endpoints: readonly SliceEndpoint[]): boolean {
+  let before: string | undefined;
+  let beforeValue = -1;
+  for (const ep of endpoints) {
+    const ip = firstAddress(ep);
+    if (ip === undefined) return false;
+    const value = ipv4Value(ip);
+    if (before !== undefined) {
+      const order = value >= 0 && beforeValue >= 0 ? value - beforeValue : compareAddresses(ip, before);
+      if (order <= 0) return false;
+    }
+    before = ip;
+    beforeValue = value;
   }
   return true;
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { mergeEndpoints } from "../../../src/brain/endpoint-merge.ts";
 import type { EndpointPort, EndpointSlice, IPFamily, SliceEndpoint } from "../../../src/model/kube.ts";
-import { compareAddresses, compareEndpoints } from "../../../src/model/order.ts";
+import { compareAddresses, compareEndpoints, inStrictAddressOrder } from "../../../src/model/order.ts";
 import { seeded } from "../../support/seeded.ts";
 import { ep, slice, terminating } from "./fixtures.ts";
 
@@ -149,8 +149,15 @@ describe("mergeEndpoints on random slices gives what sorting them all gives", ()
       return slice(endpoints, { name: `s${n}`, addressType: family, ports: slicePorts });
     });
     it(`round ${round}`, () => {
-      for (const family of ["IPv4", "IPv6"] as const) {
-        const merged = mergeEndpoints(slices, family);
+      // Slices as the reader gives them (their order recorded) and as built elsewhere (without).
+      const recorded = slices.map((s) => ({ ...s, inAddressOrder: inStrictAddressOrder(s.endpoints) }));
+      for (const [family, given] of [
+        ["IPv4", slices],
+        ["IPv6", slices],
+        ["IPv4", recorded],
+        ["IPv6", recorded],
+      ] as const) {
+        const merged = mergeEndpoints(given, family);
         for (const key of ["http/TCP", "http/UDP", "dns/UDP"]) {
           const got = (merged.get(key) ?? []).map((e) => `${e.ip}:${e.port} ${e.nodeName}`);
           assert.deepEqual(got, sortedByRules(slices, family, key), `${family} ${key}`);

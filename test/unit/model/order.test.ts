@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { isIPv4 } from "node:net";
 import { describe, test } from "node:test";
 import { ipv4Value } from "../../../src/model/ipv4.ts";
-import { compareEndpoints, inStrictEndpointOrder } from "../../../src/model/order.ts";
+import type { SliceEndpoint } from "../../../src/model/kube.ts";
+import { compareEndpoints, inStrictAddressOrder, inStrictEndpointOrder } from "../../../src/model/order.ts";
+import { parseEndpointSlice } from "../../../src/model/validate.ts";
 
 const ep = (ip: string, port: number) => ({ ip, port });
 
@@ -148,5 +150,36 @@ describe("ipv4Value: a dotted quad read as node:net reads it", () => {
       const text = Array.from({ length: n }, () => parts[next() % parts.length]).join(".");
       assert.equal(ipv4Value(text) >= 0, isIPv4(text), text);
     }
+  });
+});
+
+describe("inStrictAddressOrder: a slice's endpoints in address order, none twice", () => {
+  const at = (...addresses: string[]) => ({ addresses }) as unknown as SliceEndpoint;
+  const rows = [
+    { name: "no endpoints", list: [], want: true },
+    { name: ".9 before .10", list: [at("10.0.0.9"), at("10.0.0.10")], want: true },
+    { name: ".10 before .9", list: [at("10.0.0.10"), at("10.0.0.9")], want: false },
+    { name: "one address twice", list: [at("10.0.0.1"), at("10.0.0.1")], want: false },
+    { name: "an endpoint without an address", list: [at("10.0.0.1"), at()], want: false },
+    { name: "the first address decides", list: [at("10.0.0.1", "10.0.0.9"), at("10.0.0.2")], want: true },
+    { name: "IPv6 by value", list: [at("2001:db8::9"), at("2001:db8::10")], want: true },
+  ];
+  for (const row of rows) test(row.name, () => assert.equal(inStrictAddressOrder(row.list), row.want));
+
+  test("the slice reader records it for the brain", () => {
+    const read = (addresses: string[]) => {
+      const parsed = parseEndpointSlice({
+        apiVersion: "discovery.k8s.io/v1",
+        kind: "EndpointSlice",
+        metadata: { name: "web-abc", namespace: "ns", labels: { "kubernetes.io/service-name": "web" } },
+        addressType: "IPv4",
+        endpoints: addresses.map((a) => ({ addresses: [a] })),
+      });
+      assert.ok(parsed.ok);
+      return parsed.value.inAddressOrder;
+    };
+    assert.equal(read(["10.0.0.2", "10.0.0.10"]), true);
+    assert.equal(read(["10.0.0.10", "10.0.0.2"]), false);
+    assert.equal(read(["10.0.0.2", "10.0.0.2"]), false);
   });
 });
