@@ -34,18 +34,26 @@ export function localStateFeed(
     const t = new LocalStateTracker(store, nodeName);
     tracker = t;
     unsubscribeStore = store.subscribe((change) => {
+      // Nobody left since the last change: stop here, before computing anything.
+      if (deliveries.size === 0) {
+        stop();
+        return;
+      }
       const next = t.update(change);
       if (next === current) return;
       current = next;
       for (const delivery of deliveries) delivery.offer(next);
     });
-    // Subscribed after the sync batch went out: naming this node recomputes every service.
+    // Subscribed after the sync batch went out: the tracker's first update computes every service.
     if (store.isSynced)
       current = t.update({ services: new Set(), nodes: new Set([nodeName]), serviceCIDRs: true });
   };
 
-  // With no listener left, the tracker stops following the store: a node nobody serves costs
-  // nothing on later changes. A new listener starts it again from the store.
+  // With no listener left, the tracker stops following the store at its next change: a node
+  // nobody serves costs nothing after that, and a listener that comes before it (a backend that
+  // read the node's facts, then starts its sync loop) takes the state as it is, where a new
+  // tracker would compute every service again (seconds at 100k). After it, a new listener
+  // starts a tracker again from the store.
   const stop = (): void => {
     unsubscribeStore?.();
     unsubscribeStore = undefined;
@@ -63,7 +71,6 @@ export function localStateFeed(
       return () => {
         if (!deliveries.delete(delivery)) return;
         delivery.close();
-        if (deliveries.size === 0) stop();
       };
     },
   };

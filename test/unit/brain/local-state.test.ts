@@ -234,36 +234,24 @@ describe("LocalStateTracker revisions", () => {
   test("a change of this node's Node other than its zone computes no service again", async () => {
     const store = new ClusterStore();
     for (const o of base) store.upsert(o);
-    // The store as the tracker sees it, counting the services it computes.
-    let computed = 0;
-    const countedSlicesOf = (key: string) => {
-      computed++;
-      return store.slicesOf(key);
-    };
-    const view = new Proxy<ClusterView>(store, {
-      get: (target, name) => {
-        if (name === "slicesOf") return countedSlicesOf;
-        const value = Reflect.get(target, name, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
+    const { view, computed } = countingComputations(store);
     const tracker = new LocalStateTracker(view, "n1");
     store.subscribe((c: ClusterChange) => tracker.update(c));
     store.synced();
     await nextMacrotask();
-    assert.equal(computed, 2);
+    assert.equal(computed(), 2);
     const state = tracker.state;
     store.upsert({
       ...node("n1", { [ZONE]: "z1", role: "edge" }),
       addresses: [{ type: "InternalIP", address: "192.0.2.1" }],
     });
     await nextMacrotask();
-    assert.equal(computed, 2, "no service computed again");
+    assert.equal(computed(), 2, "no service computed again");
     assert.deepEqual(tracker.state.nodeIPs, ["192.0.2.1"]);
     assert.equal(tracker.state.services, state.services);
     store.upsert(node("n1", { [ZONE]: "z2" }));
     await nextMacrotask();
-    assert.equal(computed, 4, "a new zone computes every service");
+    assert.equal(computed(), 4, "a new zone computes every service");
   });
 
   test("update() with an empty change returns the same state", async () => {
@@ -273,7 +261,69 @@ describe("LocalStateTracker revisions", () => {
   });
 });
 
+/** The store as trackers see it, and how many services they have computed from it. */
+function countingComputations(store: ClusterStore): { view: ClusterView; computed: () => number } {
+  let computed = 0;
+  const countedSlicesOf = (key: string) => {
+    computed++;
+    return store.slicesOf(key);
+  };
+  const view = new Proxy<ClusterView>(store, {
+    get: (target, name) => {
+      if (name === "slicesOf") return countedSlicesOf;
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { view, computed: () => computed };
+}
+
 describe("localStateFeed", () => {
+  test("a listener that comes after the last one left, before the store changes, takes the state as it is", async () => {
+    const store = new ClusterStore();
+    for (const o of base) store.upsert(o);
+    store.synced();
+    await nextMacrotask();
+    const { view, computed } = countingComputations(store);
+    const feed = localStateFeed(view, "n1");
+    const first: LocalState[] = [];
+    const off = feed.subscribe((s) => {
+      first.push(s);
+    });
+    await settle();
+    assert.equal(computed(), 2);
+    off();
+    const second: LocalState[] = [];
+    feed.subscribe((s) => {
+      second.push(s);
+    });
+    await settle();
+    assert.equal(computed(), 2, "nothing computed again");
+    assert.equal(second[0], first[0]);
+  });
+
+  test("with nobody listening, the feed stops at the store's next change without computing it", async () => {
+    const store = new ClusterStore();
+    for (const o of base) store.upsert(o);
+    store.synced();
+    await nextMacrotask();
+    const { view, computed } = countingComputations(store);
+    const feed = localStateFeed(view, "n1");
+    const off = feed.subscribe(() => {});
+    await settle();
+    off();
+    store.upsert(svc({ name: "late", clusterIP: "198.51.100.40", clusterIPs: ["198.51.100.40"] }));
+    await settle();
+    assert.equal(computed(), 2, "the change is not computed");
+    const seen: LocalState[] = [];
+    feed.subscribe((s) => {
+      seen.push(s);
+    });
+    await settle();
+    assert.equal(computed(), 5, "a new listener starts from the store: every service");
+    assert.deepEqual([...(seen[0]?.services.keys() ?? [])].sort(), ["ns/itp", "ns/late", "ns/web"]);
+  });
+
   test("first emission after sync even when empty", async () => {
     const store = new ClusterStore();
     const seen: LocalState[] = [];

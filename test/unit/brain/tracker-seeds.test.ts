@@ -136,6 +136,10 @@ test("a seed recomputes only the services that name either node", () => {
   assert.ok(seed.recompute.size < 24, "not every service");
   assert.equal(trackerSeedsOf(store).seedFor("n4", "z1"), undefined, "no node of z1 has a state");
   source.stop();
+  // Its state stays current until the store changes (a listener may come back before), then not.
+  assert.ok(trackerSeedsOf(store).seedFor("n3", "z0") !== undefined, "current until the next change");
+  store.upsert(endpointsOf(2, 5));
+  store.flush();
   assert.equal(trackerSeedsOf(store).seedFor("n3", "z0"), undefined, "a stopped node is no seed");
 });
 
@@ -197,6 +201,9 @@ test("a feed follows the store only while someone listens", async () => {
   assert.equal(view.open, following, "one listener is left");
   b();
   b();
+  assert.equal(view.open, following, "followed until the store changes (a listener may come back)");
+  view.inner.upsert(endpointsOf(2, 5));
+  view.inner.flush();
   assert.equal(view.open, following - 1, "the tracker no longer follows the store");
   let state: LocalState | undefined;
   const c = feed.subscribe((s) => {
