@@ -24,7 +24,7 @@
 //                       [--change-settle-s=120] [--change-gap-ms=100]
 // --cpu-prof profiles kpng and prints where the CPU time went, for the cold start and (with the
 // change section) for the run of changes on its own, (with the idle section) for the idle window. --trace-gc counts kpng's collections and
-// their pauses in the idle and change windows. KPNG_BENCH_TRACE=1 runs kpng with trace logging and
+// their pauses in the idle and change windows, and lists its mark-compacts up to the first ruleset. KPNG_BENCH_TRACE=1 runs kpng with trace logging and
 // prints each change's latency with kpng's lines around it, at their arrival (ms after the watch
 // event was written): the watch event read, the sync started, each family's plan, each nft
 // transaction rendered and applied, conntrack batches, probes, collections.
@@ -180,6 +180,14 @@ async function startKpng(
     .waitFor(isSynced, 0, Math.max(1, kpng.startedAt + COLD_TIMEOUT_MS - wallMs()))
     .catch(() => undefined);
   const cpu = kpng.cpuTimes();
+  if (TRACE_GC)
+    for (const line of kpng.timedLines(0)) {
+      if (firstSync !== undefined && line.at > firstSync.at) break;
+      if (line.text.includes("Mark-Compact"))
+        console.log(
+          `  cold start +${((line.at - kpng.startedAt) / 1000).toFixed(2)} s: ${line.text.slice(0, 160)}`,
+        );
+    }
   return {
     process: kpng,
     firstSync,

@@ -70,13 +70,37 @@ class MergedEndpoint implements EndpointInfo {
   }
 }
 
-/** Slice ports are matched to Service ports by name and protocol. */
-export function portKey(name: string, protocol: Protocol): string {
-  return `${name}/${protocol}`;
+/** The merged endpoints of one slice port: Service ports take them by name and protocol. */
+export interface PortEndpoints {
+  readonly name: string;
+  readonly protocol: Protocol;
+  readonly endpoints: readonly EndpointInfo[];
+}
+
+/** A port's entry while the slices are merged. */
+interface MergingPort {
+  readonly name: string;
+  readonly protocol: Protocol;
+  endpoints: EndpointInfo[];
+  /** Whether the list is one slice's endpoints in address order: no sort at the end. */
+  inOrder: boolean;
+}
+
+const NO_ENDPOINTS: readonly EndpointInfo[] = Object.freeze([]);
+
+/** The endpoints of the Service port `port` (by name and protocol); none when no slice has it. */
+export function endpointsOfPort(
+  merged: readonly PortEndpoints[],
+  port: { readonly name: string; readonly protocol: Protocol },
+): readonly EndpointInfo[] {
+  // A Service has a few ports: a look through them costs less than a key string per lookup.
+  for (const p of merged) if (p.name === port.name && p.protocol === port.protocol) return p.endpoints;
+  return NO_ENDPOINTS;
 }
 
 /**
- * Keyed by portKey(name, protocol); each list sorted by ip then port. Rules:
+ * Per slice port (name and protocol), its endpoints over every slice, sorted by ip then port.
+ * Rules:
  * - only slices whose addressType is the family (FQDN slices never match);
  * - slice ports with no name, or no/0 port, are skipped;
  * - endpoints without addresses are skipped, and only addresses[0] is used;
@@ -84,33 +108,29 @@ export function portKey(name: string, protocol: Protocol): string {
  * - the same ip:port seen twice (across slices or pods): a non-terminating copy wins, and among
  *   copies alike the last seen.
  */
-export function mergeEndpoints(
-  slices: readonly EndpointSlice[],
-  family: IPFamily,
-): Map<string, EndpointInfo[]> {
-  const out = new Map<string, EndpointInfo[]>();
-  /** Keys whose list is not one slice's endpoints in address order: sorted at the end. */
-  let unsorted: Set<string> | undefined;
+export function mergeEndpoints(slices: readonly EndpointSlice[], family: IPFamily): readonly PortEndpoints[] {
+  const out: MergingPort[] = [];
   for (const slice of slices) {
     if (slice.addressType !== family) continue;
     let lists = 0;
-    let inOrder: boolean | undefined;
+    let sliceInOrder: boolean | undefined;
     for (const port of slice.ports) {
-      if (port.name === null || port.port === null || port.port === 0) continue;
-      const key = portKey(port.name, port.protocol);
-      let endpoints = out.get(key);
-      let sorted = false;
-      if (endpoints === undefined) {
-        endpoints = [];
-        out.set(key, endpoints);
-        if (inOrder === undefined) inOrder = slice.inAddressOrder ?? inStrictAddressOrder(slice.endpoints);
-        sorted = inOrder;
+      const { name, protocol } = port;
+      if (name === null || port.port === null || port.port === 0) continue;
+      let merging: MergingPort | undefined;
+      for (const p of out) {
+        if (p.name === name && p.protocol === protocol) {
+          merging = p;
+          break;
+        }
       }
-      if (!sorted) {
-        if (unsorted === undefined) unsorted = new Set();
-        unsorted.add(key);
-      }
-      SLICE_LISTS[lists] = endpoints;
+      if (merging === undefined) {
+        if (sliceInOrder === undefined)
+          sliceInOrder = slice.inAddressOrder ?? inStrictAddressOrder(slice.endpoints);
+        merging = { name, protocol, endpoints: [], inOrder: sliceInOrder };
+        out.push(merging);
+      } else merging.inOrder = false;
+      SLICE_LISTS[lists] = merging.endpoints;
       SLICE_PORTS[lists] = port.port;
       lists++;
     }
@@ -123,8 +143,7 @@ export function mergeEndpoints(
     }
     SLICE_LISTS.fill(undefined, 0, lists);
   }
-  if (unsorted !== undefined)
-    for (const key of unsorted) out.set(key, sortedUnique(out.get(key) as EndpointInfo[]));
+  for (const p of out) if (!p.inOrder) p.endpoints = sortedUnique(p.endpoints);
   return out;
 }
 

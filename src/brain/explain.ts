@@ -17,7 +17,7 @@ import {
 } from "../model/kube.ts";
 import { endpointString } from "../model/local.ts";
 import { categorizeEndpoints, type EndpointReasonCode, endpointReason } from "./categorize.ts";
-import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
+import { type EndpointInfo, endpointsOfPort, mergeEndpoints } from "./endpoint-merge.ts";
 import { slicesInEffect } from "./fallback.ts";
 import { portTraffic } from "./local-service.ts";
 import { selectedByProxyName } from "./selection.ts";
@@ -191,9 +191,9 @@ function notProxiedPort(
   code: ReasonCode,
   reason: string,
 ): PortExplanation {
-  const endpoints = FAMILIES.flatMap(
-    (family) => mergeEndpoints(slices, family).get(portKey(port.name, port.protocol)) ?? [],
-  ).map((ep) => explained(ep, false, code, reason));
+  const endpoints = FAMILIES.flatMap((family) => endpointsOfPort(mergeEndpoints(slices, family), port)).map(
+    (ep) => explained(ep, false, code, reason),
+  );
   return {
     name: port.name,
     protocol: port.protocol,
@@ -267,7 +267,6 @@ function explainKind(
 ): KindExplanation {
   const { service, nodeName } = input;
   const zone = input.node?.metadata.labels[LABEL_ZONE] ?? "";
-  const key = portKey(port.name, port.protocol);
   const inEffect = slicesInEffect(input.slices);
   const served = servedFamilies(service);
   const out: EndpointExplanation[] = [];
@@ -280,7 +279,7 @@ function explainKind(
       loadBalancerIPs: loadBalancerIPsForFamily(service, family),
     };
     const traffic = portTraffic(service, port, view);
-    const endpoints = mergeEndpoints(inEffect, family).get(key) ?? [];
+    const endpoints = endpointsOfPort(mergeEndpoints(inEffect, family), port);
     const hasAddress =
       kind === "cluster-ip" ||
       kind === "node-port" ||
@@ -307,7 +306,7 @@ function explainKind(
   // Endpoints the brain never reads for this traffic: other families, slices set aside.
   for (const family of FAMILIES) {
     if (!served.includes(family)) {
-      for (const ep of mergeEndpoints(inEffect, family).get(key) ?? []) {
+      for (const ep of endpointsOfPort(mergeEndpoints(inEffect, family), port)) {
         if (seen.has(endpointString(ep))) continue;
         out.push(
           explained(ep, false, "no-address-of-family", reasonText("no-address-of-family", { family })),
@@ -318,7 +317,7 @@ function explainKind(
     const setAside = input.slices.filter((slice) => !inEffect.includes(slice));
     for (const slice of setAside) {
       const code = isFallbackSlice(slice) ? "fallback-inactive" : "fallback-active";
-      for (const ep of mergeEndpoints([slice], family).get(key) ?? []) {
+      for (const ep of endpointsOfPort(mergeEndpoints([slice], family), port)) {
         if (seen.has(endpointString(ep))) continue;
         out.push(explained(ep, false, code, reasonText(code, {})));
         seen.add(endpointString(ep));

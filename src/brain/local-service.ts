@@ -7,7 +7,7 @@ import { type IPFamily, LABEL_ZONE, type Labels, type Service, type ServicePort 
 import type { LocalEndpoint, LocalService, LocalServiceFamily, LocalServicePort } from "../model/local.ts";
 import { PackedEndpoint } from "../model/packed-endpoint.ts";
 import { categorizeEndpoints, isLocal, type PortPolicy } from "./categorize.ts";
-import { type EndpointInfo, mergeEndpoints, portKey } from "./endpoint-merge.ts";
+import { type EndpointInfo, endpointsOfPort, mergeEndpoints, type PortEndpoints } from "./endpoint-merge.ts";
 import { slicesInEffect } from "./fallback.ts";
 import {
   externalIPsForFamily,
@@ -24,7 +24,7 @@ export interface NodeView {
 /** What one family contributes to a service: its addresses and its merged endpoints. */
 export interface FamilyView {
   readonly addresses: LocalServiceFamily;
-  readonly endpoints: ReadonlyMap<string, EndpointInfo[]>;
+  readonly endpoints: readonly PortEndpoints[];
 }
 
 /** Externally accessible services: NodePort, LoadBalancer, or any with external IPs. */
@@ -95,7 +95,7 @@ function computePort(
   let endpointFamilies: readonly IPFamily[] = NO_FAMILIES;
   for (const view of families) {
     const family = view.addresses.family;
-    const endpoints = view.endpoints.get(portKey(port.name, port.protocol)) ?? [];
+    const endpoints = endpointsOfPort(view.endpoints, port);
     const { internalLocal, externalLocal, portExternal, policy } = portTraffic(service, port, view.addresses);
     const { clusterEndpoints, localEndpoints, hasAnyEndpoints } = categorizeEndpoints(
       endpoints,
@@ -151,7 +151,7 @@ function joined({ IPv4, IPv6 }: Record<IPFamily, readonly LocalEndpoint[]>): rea
 function countLocalReady(families: readonly FamilyView[], nodeName: string): number {
   let ips: Set<string> | undefined;
   for (const view of families) {
-    for (const endpoints of view.endpoints.values()) {
+    for (const { endpoints } of view.endpoints) {
       for (const ep of endpoints) {
         if (!ep.ready || !isLocal(ep, nodeName)) continue;
         ips ??= new Set();

@@ -283,7 +283,8 @@ export class ClusterStore implements ClusterSink, ClusterView {
       switch (object.kind) {
         case "Service":
           this.#services.set(key, object);
-          this.#forgetSliceList(key);
+          // The slices' list depends on the Service; none are in yet when Services come first.
+          if (this.#slicesByService.size > 0) this.#forgetSliceList(key);
           break;
         case "Node":
           this.#nodes.set(key, object);

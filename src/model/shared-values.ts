@@ -84,6 +84,8 @@ export class SharedStrings {
 
   /** The copy kept of `text`, else `text` (kept while there is room). */
   shared(text: string): string {
+    // Most endpoints name no zone: no lookup for the empty text, which V8 keeps once anyway.
+    if (text.length === 0) return "";
     const known = this.#known.get(text);
     if (known !== undefined) return known;
     if (this.#known.size < this.#max) this.#known.set(text, text);

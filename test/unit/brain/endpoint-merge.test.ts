@@ -1,12 +1,13 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { mergeEndpoints } from "../../../src/brain/endpoint-merge.ts";
+import { endpointsOfPort, mergeEndpoints } from "../../../src/brain/endpoint-merge.ts";
 import type { EndpointPort, EndpointSlice, IPFamily, SliceEndpoint } from "../../../src/model/kube.ts";
 import { compareAddresses, compareEndpoints, inStrictAddressOrder } from "../../../src/model/order.ts";
 import { seeded } from "../../support/seeded.ts";
 import { ep, slice, terminating } from "./fixtures.ts";
 
 const named = (name: string) => ({ name, namespace: "ns", service: "web" });
+const HTTP = { name: "http", protocol: "TCP" } as const;
 
 describe("mergeEndpoints: one endpoint per ip:port, in address order", () => {
   const rows = [
@@ -68,7 +69,7 @@ describe("mergeEndpoints: one endpoint per ip:port, in address order", () => {
   ];
   for (const row of rows) {
     it(row.rule, () => {
-      const merged = mergeEndpoints(row.slices, "IPv4").get("http/TCP") ?? [];
+      const merged = endpointsOfPort(mergeEndpoints(row.slices, "IPv4"), HTTP);
       assert.deepEqual(
         merged.map((e) => `${e.ip} ${e.nodeName}`),
         row.want,
@@ -158,10 +159,18 @@ describe("mergeEndpoints on random slices gives what sorting them all gives", ()
         ["IPv6", recorded],
       ] as const) {
         const merged = mergeEndpoints(given, family);
-        for (const key of ["http/TCP", "http/UDP", "dns/UDP"]) {
-          const got = (merged.get(key) ?? []).map((e) => `${e.ip}:${e.port} ${e.nodeName}`);
+        for (const port of [
+          HTTP,
+          { name: "http", protocol: "UDP" },
+          { name: "dns", protocol: "UDP" },
+        ] as const) {
+          const got = endpointsOfPort(merged, port).map((e) => `${e.ip}:${e.port} ${e.nodeName}`);
+          const key = `${port.name}/${port.protocol}`;
           assert.deepEqual(got, sortedByRules(slices, family, key), `${family} ${key}`);
         }
+        // One entry per slice port (name and protocol), whichever slices have it.
+        const keys = merged.map((p) => `${p.name}/${p.protocol}`);
+        assert.equal(new Set(keys).size, keys.length, keys.join());
       }
     });
   }
