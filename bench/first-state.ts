@@ -62,7 +62,8 @@ async function phases(file: string): Promise<void> {
   const store = new ClusterStore({ afterFirstLoad: collectFullHeap });
   await new FileSource({ path: file, watch: false, log: silentLogger }).start(store);
   lap("read");
-  const tracker = new LocalStateTracker(store, NODE_NAME);
+  // As kpng's backends in the process compute it: for their node alone.
+  const tracker = new LocalStateTracker(store, NODE_NAME, { alone: true });
   store.subscribe((change) => tracker.update(change));
   store.flush();
   lap("state");

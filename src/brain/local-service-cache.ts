@@ -55,21 +55,8 @@ function names(slices: readonly EndpointSlice[], node: string): boolean {
 export class LocalServiceCache {
   /** Keyed by the Service object: a changed Service is a new object, and the old entry is collected. */
   readonly #entries = new WeakMap<Service, Entry>();
-  /**
-   * The one node computed for while no other node has asked: kpng on a node serves itself alone,
-   * and nothing is shared then, so its results are computed without entries (at 100k Services,
-   * 100k entries and a look through every endpoint for the node's name). The first other node
-   * turns the entries on for good.
-   */
-  #soleNode: string | undefined;
-  #shared = false;
 
   compute(service: Service, slices: readonly EndpointSlice[], node: NodeView): LocalService | undefined {
-    if (!this.#shared) {
-      this.#soleNode ??= node.name;
-      if (this.#soleNode === node.name) return computeLocalService(service, slices, node);
-      this.#shared = true;
-    }
     let entry = this.#entries.get(service);
     let named: boolean;
     if (entry === undefined || entry.slices !== slices) {

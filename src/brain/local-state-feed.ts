@@ -6,9 +6,9 @@ import type { ClusterView } from "../model/global.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
 import { type Logger, silentLogger } from "../observability/log.ts";
 import { Delivery } from "../plugin/paced-feed.ts";
-import { LocalStateTracker } from "./local-state-tracker.ts";
+import { LocalStateTracker, type LocalStateTrackerOptions } from "./local-state-tracker.ts";
 
-interface LocalStateFeedOptions {
+interface LocalStateFeedOptions extends LocalStateTrackerOptions {
   readonly log?: Logger;
 }
 
@@ -31,7 +31,7 @@ export function localStateFeed(
 
   const start = (): void => {
     if (tracker !== undefined) return;
-    const t = new LocalStateTracker(store, nodeName);
+    const t = new LocalStateTracker(store, nodeName, { alone: options.alone });
     tracker = t;
     unsubscribeStore = store.subscribe((change) => {
       // Nobody left since the last change: stop here, before computing anything.

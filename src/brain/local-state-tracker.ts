@@ -4,12 +4,12 @@
 // previous services map and records the keys it changed, so a change costs O(changed).
 
 import type { ClusterChange, ClusterView } from "../model/global.ts";
-import { LABEL_ZONE, type Node, type Service } from "../model/kube.ts";
+import { type EndpointSlice, LABEL_ZONE, type Node, type Service } from "../model/kube.ts";
 import { type LocalService, type LocalState, NO_SERVICE_CIDRS, splitServiceCIDRs } from "../model/local.ts";
 import { ServiceChangeLog } from "../model/local-changes.ts";
 import { PersistentMap } from "../model/persistent-map.ts";
 import { sameLocalService, sameStrings } from "./local-equal.ts";
-import type { NodeView } from "./local-service.ts";
+import { computeLocalService, type NodeView } from "./local-service.ts";
 import { type LocalServiceCache, localServiceCacheOf } from "./local-service-cache.ts";
 import { nodePrimaryIPs } from "./node-ips.ts";
 import { type SeedSource, type TrackerSeeds, trackerSeedsOf } from "./tracker-seeds.ts";
@@ -24,13 +24,23 @@ interface NodeFacts {
   readonly podCIDRs: readonly string[];
 }
 
+export interface LocalStateTrackerOptions {
+  /**
+   * The only node the store's brain serves (kpng on a node, with its backends in the process):
+   * nothing is shared with other nodes, so the services are computed without the cache and the
+   * seeds that the trackers of many nodes share (at 100k Services, a cache entry each and a look
+   * through every endpoint for the node's name). Off for the watch API, which serves many nodes.
+   */
+  readonly alone?: boolean;
+}
+
 export class LocalStateTracker implements SeedSource {
   readonly #store: ClusterView;
   readonly #nodeName: string;
-  /** Shared with the store's other trackers: nodes that look alike share results. */
-  readonly #computed: LocalServiceCache;
-  /** Shared with the store's other trackers: a new node starts from a sibling's state. */
-  readonly #seeds: TrackerSeeds;
+  /** Shared with the store's other trackers: nodes that look alike share results. None when alone. */
+  readonly #computed: LocalServiceCache | undefined;
+  /** Shared with the store's other trackers: a new node starts from a sibling's state. None when alone. */
+  readonly #seeds: TrackerSeeds | undefined;
   #state: LocalState;
   /** The store's merged Service IP ranges that #state holds split by family. */
   #ranges: readonly string[] = [];
@@ -41,11 +51,11 @@ export class LocalStateTracker implements SeedSource {
   /** What was last read of this node's Node object; undefined before the first update. */
   #node: NodeFacts | undefined;
 
-  constructor(store: ClusterView, nodeName: string) {
+  constructor(store: ClusterView, nodeName: string, options: LocalStateTrackerOptions = {}) {
     this.#store = store;
     this.#nodeName = nodeName;
-    this.#computed = localServiceCacheOf(store);
-    this.#seeds = trackerSeedsOf(store);
+    this.#computed = options.alone === true ? undefined : localServiceCacheOf(store);
+    this.#seeds = options.alone === true ? undefined : trackerSeedsOf(store);
     this.#state = {
       node: nodeName,
       revision: 0,
@@ -76,7 +86,7 @@ export class LocalStateTracker implements SeedSource {
 
   /** The tracker no longer follows the store: other nodes must not start from its state. */
   retire(): void {
-    this.#seeds.forget(this);
+    this.#seeds?.forget(this);
   }
 
   /** Recomputes what changed for this node; returns the same LocalState object if nothing did. */
@@ -94,7 +104,7 @@ export class LocalStateTracker implements SeedSource {
     this.#zone = zone;
     // A node with no state yet starts from a sibling's (see tracker-seeds.ts) when it can.
     const seed =
-      everything && this.#services.size === 0 ? this.#seeds.seedFor(this.#nodeName, zone) : undefined;
+      everything && this.#services.size === 0 ? this.#seeds?.seedFor(this.#nodeName, zone) : undefined;
     const previous = this.#services;
     const changed = new Set<string>();
     if (everything && seed === undefined && previous.size === 0) this.#computeAll(node);
@@ -110,9 +120,7 @@ export class LocalStateTracker implements SeedSource {
         const before = editor.get(key);
         const service = this.#store.service(key);
         const after =
-          service === undefined
-            ? undefined
-            : this.#computed.compute(service, this.#store.slicesOf(key), node);
+          service === undefined ? undefined : this.#compute(service, this.#store.slicesOf(key), node);
         if (after === undefined) {
           if (before === undefined) continue;
           editor.delete(key);
@@ -124,7 +132,7 @@ export class LocalStateTracker implements SeedSource {
       }
       this.#services = editor.done();
     }
-    if (everything) this.#seeds.offer(this);
+    if (everything) this.#seeds?.offer(this);
     // A state that starts from nothing changed every key: comparing finds them as fast as a
     // log would, so none is kept (10k keys per node held for nothing otherwise).
     const fromNothing = previous.size === 0 && this.#services.size > 0;
@@ -190,12 +198,18 @@ export class LocalStateTracker implements SeedSource {
     const services: LocalService[] = [];
     for (const key of this.#store.serviceKeys()) {
       const service = this.#store.service(key) as Service;
-      const computed = this.#computed.compute(service, this.#store.slicesOf(key), node);
+      const computed = this.#compute(service, this.#store.slicesOf(key), node);
       if (computed === undefined) continue;
       keys.push(key);
       services.push(computed);
     }
     this.#services = PersistentMap.fromColumns(keys, services);
+  }
+
+  #compute(service: Service, slices: readonly EndpointSlice[], node: NodeView): LocalService | undefined {
+    return this.#computed === undefined
+      ? computeLocalService(service, slices, node)
+      : this.#computed.compute(service, slices, node);
   }
 
   /** Every service in the store, plus those in the state (which may have left the store). */

@@ -115,7 +115,8 @@ function runSink(
   ctx: RunContext,
   programmed?: LocalStateFeed["programmed"],
 ): Promise<void> {
-  const local = localStateFeed(view, run.nodeName);
+  // The run's backends serve this node alone (the watch API, which serves many, is another form).
+  const local = localStateFeed(view, run.nodeName, { alone: true });
   const feed = pacedFeed(programmed ? { ...local, programmed } : local, run.minSyncPeriodMs, ctx.log);
   return run.sink.run(feed, run.sinkOpts, ctx);
 }

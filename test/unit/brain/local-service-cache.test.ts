@@ -16,10 +16,6 @@ describe("LocalServiceCache", () => {
     ]),
   ];
   const cache = new LocalServiceCache();
-  // Results are shared once a second node has asked (a brain serving one node keeps nothing):
-  // the rows below are those of a brain serving several.
-  cache.compute(service, slices, at("first"));
-  cache.compute(service, slices, at("second"));
 
   const rows: [rule: string, a: ReturnType<typeof at>, b: ReturnType<typeof at>, shared: boolean][] = [
     ["two nodes of one zone that host no endpoint share one object", at("n1"), at("n2"), true],
@@ -82,19 +78,6 @@ describe("LocalServiceCache", () => {
         assert.deepEqual(localIPs, own[node.name] === undefined ? [] : [own[node.name]], node.name);
       }
     }
-  });
-
-  it("a brain serving one node keeps nothing: it computes each time, and shares from the second node on", () => {
-    const alone = new LocalServiceCache();
-    const plain = [slice([ep("10.0.0.1", { node: "host-a" })])];
-    const a = alone.compute(service, plain, at("n1"));
-    const b = alone.compute(service, plain, at("n1"));
-    assert.notEqual(a, b);
-    assert.deepEqual(a, b);
-    const other = alone.compute(service, plain, at("n2"));
-    assert.deepEqual(other, computeLocalService(service, plain, at("n2")));
-    // n1 shares n2's result now that two nodes ask.
-    assert.equal(alone.compute(service, plain, at("n1")), other);
   });
 
   it("new slices (a new array) are computed again", () => {

@@ -254,6 +254,33 @@ describe("LocalStateTracker revisions", () => {
     assert.equal(computed(), 4, "a new zone computes every service");
   });
 
+  test("trackers of several nodes share the services their nodes see alike; a tracker alone computes its own", async () => {
+    const store = new ClusterStore();
+    for (const o of [
+      node("n1", { [ZONE]: "z1" }),
+      node("n2", { [ZONE]: "z2" }),
+      node("n3", { [ZONE]: "z2" }),
+      svc({ name: "web" }),
+      slice([ep("203.0.113.1", { node: "n9" }), ep("203.0.113.2", { node: "n9" })], { service: "web" }),
+    ])
+      store.upsert(o);
+    store.synced();
+    await nextMacrotask();
+    const web = (tracker: LocalStateTracker) => {
+      tracker.update({ services: new Set(), nodes: new Set([tracker.nodeName]), serviceCIDRs: true });
+      return tracker.state.services.get("ns/web");
+    };
+    const first = web(new LocalStateTracker(store, "n1"));
+    assert.equal(
+      web(new LocalStateTracker(store, "n3")),
+      first,
+      "another zone that sees it alike: one object",
+    );
+    const alone = web(new LocalStateTracker(store, "n2", { alone: true }));
+    assert.notEqual(alone, first);
+    assert.deepEqual(alone, first);
+  });
+
   test("update() with an empty change returns the same state", async () => {
     const { tracker } = await tracked(base);
     const state = tracker.state;
