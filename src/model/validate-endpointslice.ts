@@ -119,6 +119,12 @@ function plainHintNames(raw: unknown): readonly string[] | undefined {
 }
 
 /**
+ * The value (ipv4Value) of the first address of the endpoint plainEndpoint last accepted, -1 when
+ * it had none: the slice reader finds the addresses' order from it without reading them again.
+ */
+let plainFirstAddress = -1;
+
+/**
  * An endpoint as the API writes it (IPv4 addresses, fields of the expected types) read without
  * building a field path per field: a million endpoints at 100k Services. Anything else, valid or
  * not, is left to readEndpoint, which gives the same result or names what is wrong.
@@ -127,7 +133,13 @@ export function plainEndpoint(raw: unknown, addressType: AddressType): SliceEndp
   if (!isRecord(raw) || addressType !== "IPv4") return undefined;
   const { addresses, conditions = null, hints = null, targetRef = null } = raw;
   if (!Array.isArray(addresses)) return undefined;
-  for (const a of addresses) if (typeof a !== "string" || ipv4Value(a) < 0) return undefined;
+  let first = -1;
+  for (let i = 0; i < addresses.length; i++) {
+    const a: unknown = addresses[i];
+    const value = typeof a === "string" ? ipv4Value(a) : -1;
+    if (value < 0) return undefined;
+    if (i === 0) first = value;
+  }
   if (conditions !== null && !isRecord(conditions)) return undefined;
   const c = conditions ?? {};
   if (!isBooleanOrAbsent(c.ready) || !isBooleanOrAbsent(c.serving) || !isBooleanOrAbsent(c.terminating))
@@ -142,6 +154,7 @@ export function plainEndpoint(raw: unknown, addressType: AddressType): SliceEndp
   const { hostname, nodeName, zone } = raw;
   if (!isStringOrAbsent(refKind) || !isStringOrAbsent(refName)) return undefined;
   if (!isStringOrAbsent(hostname) || !isStringOrAbsent(nodeName) || !isStringOrAbsent(zone)) return undefined;
+  plainFirstAddress = first;
   return endpointOf(
     addresses as string[],
     CONDITIONS[
@@ -211,9 +224,24 @@ export function readEndpointSlice(raw: RawObject, defaultNamespace: string): End
   checkKind(raw, "EndpointSlice", ["discovery.k8s.io/v1"]);
   const metadata = readMetadata(raw, true, defaultNamespace);
   const addressType = oneOf(raw.addressType, "addressType", ["IPv4", "IPv6", "FQDN"]);
-  const endpoints = optionalArray(raw.endpoints, "endpoints").map(
-    (e, i) => plainEndpoint(e, addressType) ?? readEndpoint(e, `endpoints[${i}]`, addressType),
-  );
+  const raws = optionalArray(raw.endpoints, "endpoints");
+  const endpoints: SliceEndpoint[] = [];
+  // The addresses' order (see inAddressOrder) from what plainEndpoint read; left to
+  // inStrictAddressOrder when an endpoint took the field-by-field reader.
+  let inOrder: boolean | undefined = true;
+  let before = -1;
+  for (let i = 0; i < raws.length; i++) {
+    const plain = plainEndpoint(raws[i], addressType);
+    if (plain === undefined) {
+      inOrder = undefined;
+      endpoints.push(readEndpoint(raws[i], `endpoints[${i}]`, addressType));
+      continue;
+    }
+    // No address (-1) is never in order, as inStrictAddressOrder has it.
+    if (inOrder === true && plainFirstAddress <= before) inOrder = false;
+    before = plainFirstAddress;
+    endpoints.push(plain);
+  }
   return {
     kind: "EndpointSlice",
     metadata,
@@ -221,8 +249,7 @@ export function readEndpointSlice(raw: RawObject, defaultNamespace: string): End
     serviceName: metadata.labels[LABEL_SERVICE_NAME] ?? "",
     ports: readPorts(raw.ports),
     endpoints,
-    // The addresses were just read: their order costs nothing now, and a memory read per
-    // endpoint when the brain merges the slice's ports.
-    inAddressOrder: inStrictAddressOrder(endpoints),
+    // Found while the addresses were read: the brain then never reads them to merge the ports.
+    inAddressOrder: inOrder ?? inStrictAddressOrder(endpoints),
   };
 }

@@ -3,7 +3,12 @@ import { isIPv4 } from "node:net";
 import { describe, test } from "node:test";
 import { ipv4Value } from "../../../src/model/ipv4.ts";
 import type { SliceEndpoint } from "../../../src/model/kube.ts";
-import { compareEndpoints, inStrictAddressOrder, inStrictEndpointOrder } from "../../../src/model/order.ts";
+import {
+  compareAddresses,
+  compareEndpoints,
+  inStrictAddressOrder,
+  inStrictEndpointOrder,
+} from "../../../src/model/order.ts";
 import { parseEndpointSlice } from "../../../src/model/validate.ts";
 
 const ep = (ip: string, port: number) => ({ ip, port });
@@ -181,5 +186,38 @@ describe("inStrictAddressOrder: a slice's endpoints in address order, none twice
     assert.equal(read(["10.0.0.2", "10.0.0.10"]), true);
     assert.equal(read(["10.0.0.10", "10.0.0.2"]), false);
     assert.equal(read(["10.0.0.2", "10.0.0.2"]), false);
+  });
+
+  test("what the slice reader records is what inStrictAddressOrder finds, on random slices", () => {
+    let seed = 7;
+    const next = () => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed >>> 8;
+    };
+    const pools = {
+      IPv4: ["10.0.0.1", "10.0.0.2", "10.0.0.10", "10.0.1.0", "192.0.2.1"],
+      IPv6: ["2001:db8::1", "2001:db8::a", "2001:db8::10", "fd00::1"],
+    };
+    for (let i = 0; i < 3000; i++) {
+      const addressType = next() % 3 === 0 ? "IPv6" : "IPv4";
+      const pool = pools[addressType];
+      const endpoints = Array.from({ length: next() % 5 }, () => ({
+        addresses: next() % 8 === 0 ? [] : [pool[next() % pool.length] as string],
+        conditions: { ready: next() % 2 === 0 },
+      }));
+      if (next() % 2 === 0)
+        endpoints.sort((a, b) => compareAddresses(a.addresses[0] ?? "", b.addresses[0] ?? ""));
+      const parsed = parseEndpointSlice({
+        metadata: { name: "web-abc", namespace: "ns", labels: { "kubernetes.io/service-name": "web" } },
+        addressType,
+        endpoints,
+      });
+      assert.ok(parsed.ok, JSON.stringify(endpoints));
+      assert.equal(
+        parsed.value.inAddressOrder,
+        inStrictAddressOrder(parsed.value.endpoints),
+        JSON.stringify(endpoints),
+      );
+    }
   });
 });
