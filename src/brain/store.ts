@@ -98,11 +98,11 @@ class SliceGroup {
 export class ClusterStore implements ClusterSink, ClusterView {
   readonly #serviceProxyNames: ProxyNames;
   readonly #log: Logger;
-  readonly #services = new Map<string, Service>();
-  readonly #slices = new Map<string, EndpointSlice>();
+  #services = new Map<string, Service>();
+  #slices = new Map<string, EndpointSlice>();
   /** service key → its slices */
   readonly #slicesByService = new Map<string, SliceGroup>();
-  readonly #nodes = new Map<string, Node>();
+  #nodes = new Map<string, Node>();
   readonly #serviceCIDRObjects = new Map<string, ServiceCIDR>();
   readonly #fixedServiceCIDRs: readonly string[] | undefined;
   #serviceCIDRs: readonly string[];
@@ -246,6 +246,33 @@ export class ClusterStore implements ClusterSink, ClusterView {
     }
   }
 
+  replaceByKey(kind: KubeKind, byKey: Map<string, KubeObject>): void {
+    if (this.#synced || this.#sizeOf(kind) !== 0 || kind === "ServiceCIDR") {
+      this.replace(kind, [...byKey.values()], [...byKey.keys()]);
+      return;
+    }
+    // The first list of a kind: the map becomes the store's own, without what #load would skip.
+    for (const [key, object] of byKey) {
+      if (object.kind !== kind) {
+        this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
+        byKey.delete(key);
+      } else if (!isSelected(object, this.#serviceProxyNames)) byKey.delete(key);
+    }
+    switch (kind) {
+      case "Service":
+        this.#services = byKey as Map<string, Service>;
+        if (this.#slicesByService.size > 0) for (const key of byKey.keys()) this.#forgetSliceList(key);
+        return;
+      case "EndpointSlice":
+        this.#slices = byKey as Map<string, EndpointSlice>;
+        for (const [key, slice] of this.#slices) this.#group(key, slice as EndpointSlice);
+        return;
+      case "Node":
+        this.#nodes = byKey as Map<string, Node>;
+        return;
+    }
+  }
+
   /**
    * The first list of a kind before sync goes into the maps page by page as it arrives (nobody
    * sees the store before sync, and an abandoned list is replaced by the next); any other list is
@@ -335,8 +362,13 @@ export class ClusterStore implements ClusterSink, ClusterView {
 
   /** Files a slice that is not in the store; returns its service's key. */
   #addSlice(key: string, slice: EndpointSlice): string {
-    const serviceKey = sliceServiceKey(slice);
     this.#slices.set(key, slice);
+    return this.#group(key, slice);
+  }
+
+  /** Puts a slice of #slices in its service's group; returns the service's key. */
+  #group(key: string, slice: EndpointSlice): string {
+    const serviceKey = sliceServiceKey(slice);
     const group = this.#slicesByService.get(serviceKey);
     if (group === undefined) this.#slicesByService.set(serviceKey, new SliceGroup(key, slice));
     else group.set(key, slice);

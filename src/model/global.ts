@@ -15,6 +15,12 @@ export interface ClusterSink {
    */
   replace(kind: KubeKind, objects: readonly KubeObject[], keys?: readonly string[]): void;
   /**
+   * replace() with the objects in a map by key (objectKey). The sink may keep the map as its own
+   * and change it: the caller gives it up. A store's first list then goes in without being
+   * filed again (a file source's 100k Services and slices).
+   */
+  replaceByKey?(kind: KubeKind, byKey: Map<string, KubeObject>): void;
+  /**
    * A list taken page by page as the pages arrive, for a source that reads in pages; without it,
    * such a source gathers the pages and calls replace().
    */

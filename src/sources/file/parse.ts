@@ -19,10 +19,11 @@ export interface ClusterFileContents {
   /** The cluster's Service IP ranges (kind: ServiceCIDR). */
   readonly serviceCIDRs: readonly ServiceCIDR[];
   /**
-   * Each kind's keys (objectKey), in the order of its list above: handed to the store with the
-   * objects, so that each key is made and hashed once.
+   * Each kind's objects by key (objectKey), in the order of its list above: the file source
+   * hands them to the store (ClusterSink.replaceByKey), which may keep them as its own maps, so
+   * each key is made and filed once. Nothing else may use them after.
    */
-  readonly keys: Readonly<Record<KubeKind, readonly string[]>>;
+  readonly byKey: Readonly<Record<KubeKind, Map<string, KubeObject>>>;
   /** Objects that failed validation; the reason ends with where the object starts in the file. */
   readonly invalid: readonly InvalidObject[];
   /** Objects of kinds a proxy does not read (Pod, Deployment…), as "Kind ns/name". */
@@ -151,7 +152,7 @@ export function validateObjects(
 /** Objects validated one at a time, sorted by kind; the last definition of a key wins. */
 class SortedObjects {
   readonly #defaultNamespace: string;
-  /** Per kind, by objectKey: one key string per object, which the store takes on (see keys). */
+  /** Per kind, by objectKey: one key string per object, which the store takes on (see byKey). */
   readonly #byKind: Readonly<Record<KubeKind, Map<string, KubeObject>>> = {
     Service: new Map(),
     EndpointSlice: new Map(),
@@ -198,12 +199,7 @@ class SortedObjects {
       endpointSlices: [...EndpointSlice.values()] as EndpointSlice[],
       nodes: [...Node.values()] as Node[],
       serviceCIDRs: [...ServiceCIDR.values()] as ServiceCIDR[],
-      keys: {
-        Service: [...Service.keys()],
-        EndpointSlice: [...EndpointSlice.keys()],
-        Node: [...Node.keys()],
-        ServiceCIDR: [...ServiceCIDR.keys()],
-      },
+      byKey: this.#byKind,
       invalid: this.#invalid,
       ignored: this.#ignored,
       duplicates: this.#duplicates,

@@ -18,6 +18,7 @@ import {
 import { EventLoopTurns } from "../../lib/event-loop-turns.ts";
 import { sleep } from "../../lib/sleep.ts";
 import type { ClusterSink, ClusterSource } from "../../model/global.ts";
+import type { KubeKind } from "../../model/kube.ts";
 import { reportInvalidObject } from "../../observability/invalid.ts";
 import type { Logger } from "../../observability/log.ts";
 import { type ClusterFileContents, parseClusterFile, parseJsonListInWindows } from "./parse.ts";
@@ -118,6 +119,9 @@ async function readListInWindows(
   );
   return contents === undefined ? undefined : { contents, digest: hash?.digest("base64") ?? "", bytes };
 }
+
+/** The kinds a file holds, in the order they go to the sink: Services before their slices. */
+const KINDS: readonly KubeKind[] = ["Service", "EndpointSlice", "Node", "ServiceCIDR"];
 
 const objectCount = (c: ClusterFileContents) => c.services.length + c.endpointSlices.length + c.nodes.length;
 
@@ -343,10 +347,11 @@ export class FileSource implements ClusterSource {
       log.debug({ object: ignored }, "ignoring an object of a kind a proxy does not read");
     for (const duplicate of contents.duplicates)
       log.warn({ object: duplicate }, "object defined twice; the last definition wins");
-    sink.replace("Service", contents.services, contents.keys.Service);
-    sink.replace("EndpointSlice", contents.endpointSlices, contents.keys.EndpointSlice);
-    sink.replace("Node", contents.nodes, contents.keys.Node);
-    sink.replace("ServiceCIDR", contents.serviceCIDRs, contents.keys.ServiceCIDR);
+    for (const kind of KINDS) {
+      const byKey = contents.byKey[kind];
+      if (sink.replaceByKey !== undefined) sink.replaceByKey(kind, byKey);
+      else sink.replace(kind, [...byKey.values()], [...byKey.keys()]);
+    }
     this.#appliedDigest = digest;
     this.#appliedCount = objectCount(contents);
     log.info(

@@ -288,6 +288,36 @@ describe("ClusterStore change batching", () => {
     assert.deepEqual(served(store), ["a"]);
   });
 
+  test("replaceByKey: a first list goes in as its map, without what the store does not serve; a later one is a replace", async () => {
+    const proxied = svc({ name: "c", labels: { "service.kubernetes.io/service-proxy-name": "other" } });
+    const objects = [svc({ name: "a" }), svc({ name: "b" }), proxied];
+    const byKey = new Map<string, KubeObject>(objects.map((o) => [`ns/${o.metadata.name}`, o]));
+    byKey.set("ns/n", node("n"));
+    const whole = new ClusterStore();
+    whole.replace("Service", objects);
+    const adopted = new ClusterStore();
+    adopted.replaceByKey("Service", byKey);
+    assert.deepEqual([...adopted.serviceKeys()], [...whole.serviceKeys()]);
+    assert.deepEqual([...adopted.serviceKeys()], ["ns/a", "ns/b"]);
+    const slices = new Map<string, KubeObject>([
+      ["ns/s1", slice([ep("203.0.113.1")], { name: "s1", service: "a" })],
+      ["ns/s2", slice([ep("203.0.113.2")], { name: "s2", service: "a" })],
+    ]);
+    adopted.replaceByKey("EndpointSlice", slices);
+    assert.deepEqual(
+      adopted.slicesOf("ns/a").map((s) => s.metadata.name),
+      ["s1", "s2"],
+    );
+    adopted.synced();
+    await nextMacrotask();
+    const changes: string[][] = [];
+    adopted.subscribe((c) => changes.push([...c.services]));
+    adopted.replaceByKey("Service", new Map([["ns/a", objects[0] as KubeObject]]));
+    await nextMacrotask();
+    assert.deepEqual(served(adopted), ["a"]);
+    assert.deepEqual(changes, [["ns/b"]]);
+  });
+
   test("a first list page by page is the same as one replace; a later list is one replace at commit", async () => {
     const objects = [svc({ name: "a" }), svc({ name: "b" }), svc({ name: "c" })];
     const paged = new ClusterStore();

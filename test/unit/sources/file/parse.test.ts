@@ -130,12 +130,26 @@ describe("parseClusterFile: what a readable file holds", () => {
     });
     assert.equal(c.services[1]?.clusterIP, "203.0.113.2");
     assert.deepEqual(c.duplicates, ["Service default/a", "Node a"]);
-    assert.deepEqual(c.keys, {
-      Service: ["default/b", "default/a"],
-      EndpointSlice: ["default/a"],
-      Node: ["n", "a"],
+    const byKey = Object.fromEntries(
+      Object.entries(c.byKey).map(([kind, map]) => [
+        kind,
+        [...map.entries()].map(([k, o]) => [k, o.metadata.name]),
+      ]),
+    );
+    // The maps the store may take on: each object under its key, in the order of the lists.
+    assert.deepEqual(byKey, {
+      Service: [
+        ["default/b", "b"],
+        ["default/a", "a"],
+      ],
+      EndpointSlice: [["default/a", "a"]],
+      Node: [
+        ["n", "n"],
+        ["a", "a"],
+      ],
       ServiceCIDR: [],
     });
+    assert.equal(c.byKey.Service.get("default/a"), c.services[1]);
   });
 });
 
