@@ -224,24 +224,22 @@ export function readEndpointSlice(raw: RawObject, defaultNamespace: string): End
   checkKind(raw, "EndpointSlice", ["discovery.k8s.io/v1"]);
   const metadata = readMetadata(raw, true, defaultNamespace);
   const addressType = oneOf(raw.addressType, "addressType", ["IPv4", "IPv6", "FQDN"]);
-  const raws = optionalArray(raw.endpoints, "endpoints");
-  const endpoints: SliceEndpoint[] = [];
   // The addresses' order (see inAddressOrder) from what plainEndpoint read; left to
   // inStrictAddressOrder when an endpoint took the field-by-field reader.
-  let inOrder: boolean | undefined = true;
+  let inOrder = true as boolean | undefined;
   let before = -1;
-  for (let i = 0; i < raws.length; i++) {
-    const plain = plainEndpoint(raws[i], addressType);
+  // map, not push: the list is kept for as long as the slice, at its length.
+  const endpoints = optionalArray(raw.endpoints, "endpoints").map((e, i) => {
+    const plain = plainEndpoint(e, addressType);
     if (plain === undefined) {
       inOrder = undefined;
-      endpoints.push(readEndpoint(raws[i], `endpoints[${i}]`, addressType));
-      continue;
+      return readEndpoint(e, `endpoints[${i}]`, addressType);
     }
     // No address (-1) is never in order, as inStrictAddressOrder has it.
     if (inOrder === true && plainFirstAddress <= before) inOrder = false;
     before = plainFirstAddress;
-    endpoints.push(plain);
-  }
+    return plain;
+  });
   return {
     kind: "EndpointSlice",
     metadata,
