@@ -306,13 +306,18 @@ function countingComputations(store: ClusterStore): { view: ClusterView; compute
 }
 
 describe("localStateFeed", () => {
-  test("a listener that comes after the last one left, before the store changes, takes the state as it is", async () => {
+  /** A feed for n1 over a synced store of `base`, counting the services its trackers compute. */
+  async function countedFeed() {
     const store = new ClusterStore();
     for (const o of base) store.upsert(o);
     store.synced();
     await nextMacrotask();
     const { view, computed } = countingComputations(store);
-    const feed = localStateFeed(view, "n1");
+    return { store, feed: localStateFeed(view, "n1"), computed };
+  }
+
+  test("a listener that comes after the last one left, before the store changes, takes the state as it is", async () => {
+    const { feed, computed } = await countedFeed();
     const first: LocalState[] = [];
     const off = feed.subscribe((s) => {
       first.push(s);
@@ -330,12 +335,7 @@ describe("localStateFeed", () => {
   });
 
   test("with nobody listening, the feed stops at the store's next change without computing it", async () => {
-    const store = new ClusterStore();
-    for (const o of base) store.upsert(o);
-    store.synced();
-    await nextMacrotask();
-    const { view, computed } = countingComputations(store);
-    const feed = localStateFeed(view, "n1");
+    const { store, feed, computed } = await countedFeed();
     const off = feed.subscribe(() => {});
     await settle();
     off();
