@@ -234,10 +234,7 @@ export class ClusterStore implements ClusterSink, ClusterView {
     const listed = new Set<string>();
     for (let i = 0; i < objects.length; i++) {
       const object = objects[i] as KubeObject;
-      if (object.kind !== kind) {
-        this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
-        continue;
-      }
+      if (!this.#ofKind(kind, object)) continue;
       listed.add(keys?.[i] ?? objectKey(object.metadata));
       this.upsert(object);
     }
@@ -253,15 +250,12 @@ export class ClusterStore implements ClusterSink, ClusterView {
     }
     // The first list of a kind: the map becomes the store's own, without what #load would skip.
     for (const [key, object] of byKey) {
-      if (object.kind !== kind) {
-        this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
-        byKey.delete(key);
-      } else if (!isSelected(object, this.#serviceProxyNames)) byKey.delete(key);
+      if (!this.#ofKind(kind, object) || !isSelected(object, this.#serviceProxyNames)) byKey.delete(key);
     }
     switch (kind) {
       case "Service":
         this.#services = byKey as Map<string, Service>;
-        if (this.#slicesByService.size > 0) for (const key of byKey.keys()) this.#forgetSliceList(key);
+        for (const key of byKey.keys()) this.#forgetSliceList(key);
         return;
       case "EndpointSlice":
         this.#slices = byKey as Map<string, EndpointSlice>;
@@ -301,17 +295,12 @@ export class ClusterStore implements ClusterSink, ClusterView {
   #load(kind: KubeKind, objects: readonly KubeObject[], keys?: readonly string[]): void {
     for (let i = 0; i < objects.length; i++) {
       const object = objects[i] as KubeObject;
-      if (object.kind !== kind) {
-        this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
-        continue;
-      }
-      if (!isSelected(object, this.#serviceProxyNames)) continue;
+      if (!this.#ofKind(kind, object) || !isSelected(object, this.#serviceProxyNames)) continue;
       const key = keys?.[i] ?? objectKey(object.metadata);
       switch (object.kind) {
         case "Service":
           this.#services.set(key, object);
-          // The slices' list depends on the Service; none are in yet when Services come first.
-          if (this.#slicesByService.size > 0) this.#forgetSliceList(key);
+          this.#forgetSliceList(key);
           break;
         case "Node":
           this.#nodes.set(key, object);
@@ -325,6 +314,13 @@ export class ClusterStore implements ClusterSink, ClusterView {
           break;
       }
     }
+  }
+
+  /** Whether a listed object is of the list's kind; one that is not is skipped with a warning. */
+  #ofKind(kind: KubeKind, object: KubeObject): boolean {
+    if (object.kind === kind) return true;
+    this.#log.warn({ kind, got: object.kind }, "replace: skipping object of another kind");
+    return false;
   }
 
   #sizeOf(kind: KubeKind): number {
@@ -392,6 +388,8 @@ export class ClusterStore implements ClusterSink, ClusterView {
 
   /** The slices in effect depend on the Service (its fallback annotations) and on time. */
   #forgetSliceList(key: string): void {
+    // None are in yet while a first list of Services comes in before the slices.
+    if (this.#slicesByService.size === 0) return;
     const group = this.#slicesByService.get(key);
     if (group !== undefined) group.list = undefined;
   }
