@@ -3,7 +3,8 @@
 //   cold       time from starting kpng to its first applied ruleset, once through the kube source
 //              (the test API server in a process of its own, listed in pages of 500) and once
 //              through the file source (one JSON file); peak RSS (VmHWM) and CPU of kpng and of the
-//              nft processes it ran;
+//              nft processes it ran; and the full collection kpng runs right after that first
+//              ruleset (its milliseconds, and kpng's CPU once it is done);
 //   change     one EndpointSlice change: from the test API server writing the watch MODIFIED to
 //              kpng's log line saying the rules are applied (p50/p99 over --changes), and the CPU
 //              kpng and its children (nft, conntrack) spent per change over the whole run of
@@ -128,6 +129,8 @@ interface ColdRun {
   readonly kpngCpuS: number;
   readonly kpngPageFaults: number;
   readonly nftCpuS: number;
+  /** The full collection kpng runs after its first sync (its debug line), and kpng's CPU with it. */
+  readonly afterSync: { readonly collectionMs: number; readonly kpngCpuS: number } | undefined;
 }
 
 interface Kpng {
@@ -180,6 +183,15 @@ async function startKpng(
     .waitFor(isSynced, 0, Math.max(1, kpng.startedAt + COLD_TIMEOUT_MS - wallMs()))
     .catch(() => undefined);
   const cpu = kpng.cpuTimes();
+  const collected =
+    firstSync &&
+    (await kpng
+      .waitFor((t) => t.includes('"msg":"collected the heap after the first sync"'), firstSync.at, 5000)
+      .catch(() => undefined));
+  const afterSync = collected && {
+    collectionMs: Number(/"ms":(\d+)/.exec(collected.text)?.[1]),
+    kpngCpuS: kpng.cpuTimes().selfMs / 1000,
+  };
   if (TRACE_GC)
     for (const line of kpng.timedLines(0)) {
       if (firstSync !== undefined && line.at > firstSync.at) break;
@@ -201,6 +213,7 @@ async function startKpng(
       kpngPageFaults: cpu.minorFaults,
       // nft runs as a child of kpng's small process (src/host/small-spawner.ts), which reaps it.
       nftCpuS: (cpu.childrenMs + kpng.liveChildrenCpuMs()) / 1000,
+      afterSync,
     },
   };
 }
@@ -567,6 +580,8 @@ function report(
           "kpng CPU s",
           "kpng page faults",
           "nft CPU s",
+          "collection after sync ms",
+          "kpng CPU with it s",
         ],
         cold.map((c) => [
           String(c.services),
@@ -577,6 +592,8 @@ function report(
           c.kpngCpuS.toFixed(2),
           String(c.kpngPageFaults),
           c.nftCpuS.toFixed(2),
+          c.afterSync === undefined ? "-" : String(c.afterSync.collectionMs),
+          c.afterSync === undefined ? "-" : c.afterSync.kpngCpuS.toFixed(2),
         ]),
       ),
     );

@@ -7,7 +7,7 @@ import { proxyNameView } from "../brain/proxy-name-view.ts";
 import { RemoteHandovers } from "../brain/remote-handovers.ts";
 import type { ProxyNames } from "../brain/selection.ts";
 import { ClusterStore } from "../brain/store.ts";
-import { collectAfterFirstLoad } from "../host/full-collection.ts";
+import { collectAfterFirstLoad, collectAfterFirstSync } from "../host/full-collection.ts";
 import type { ClusterSource, ClusterView } from "../model/global.ts";
 import type { IPFamily } from "../model/kube.ts";
 import type { LocalState, LocalStateFeed } from "../model/local.ts";
@@ -46,9 +46,12 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
         serviceCIDRs,
       );
       const sourceCtx = { ...ctx, nodeName, everyProxyName: sinks.length > 1 };
+      const synced = afterFirstSyncs(ctx, sinks);
       await withSource(source.create(invocation.sourceOpts, sourceCtx), store, ctx, (sinkCtx) =>
         // One sink: the store already holds exactly its Services.
-        sinks.length === 1 ? runSink(store, sinks[0] as SinkRun, sinkCtx) : runSinks(store, sinks, sinkCtx),
+        sinks.length === 1
+          ? runSink(store, sinks[0] as SinkRun, sinkCtx, synced)
+          : runSinks(store, sinks, sinkCtx, synced),
       );
       return;
     }
@@ -109,15 +112,32 @@ function clusterStore(
   });
 }
 
+/**
+ * Told of every sync of the run's backends; the heap is collected once each has synced
+ * (collectAfterFirstSync), on the next turn, after the sync loop has recorded its sync.
+ */
+function afterFirstSyncs(ctx: RunContext, runs: readonly SinkRun[]): (run: SinkRun) => void {
+  const waiting = new Set(runs);
+  return (run) => {
+    if (!waiting.delete(run) || waiting.size > 0) return;
+    setImmediate(() => collectAfterFirstSync(ctx.log.child({ component: "store" }))).unref();
+  };
+}
+
 function runSink(
   view: ClusterView,
   run: SinkRun,
   ctx: RunContext,
-  programmed?: LocalStateFeed["programmed"],
+  synced: (run: SinkRun) => void,
+  report?: LocalStateFeed["programmed"],
 ): Promise<void> {
   // The run's backends serve this node alone (the watch API, which serves many, is another form).
   const local = localStateFeed(view, run.nodeName, { alone: true });
-  const feed = pacedFeed(programmed ? { ...local, programmed } : local, run.minSyncPeriodMs, ctx.log);
+  const programmed = (state: LocalState, families: readonly IPFamily[]) => {
+    report?.(state, families);
+    synced(run);
+  };
+  const feed = pacedFeed({ ...local, programmed }, run.minSyncPeriodMs, ctx.log);
   return run.sink.run(feed, run.sinkOpts, ctx);
 }
 
@@ -125,7 +145,12 @@ function runSink(
  * Several sinks, each on its own share of the store. A sink that fails stops the others (each
  * cleans up on its own, as on a signal); the first failure is then reported.
  */
-async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunContext): Promise<void> {
+async function runSinks(
+  store: ClusterView,
+  runs: readonly SinkRun[],
+  ctx: RunContext,
+  synced: (run: SinkRun) => void,
+): Promise<void> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   // A relabelled Service stays with the losing backend until the gaining one confirms a sync
@@ -143,7 +168,7 @@ async function runSinks(store: ClusterView, runs: readonly SinkRun[], ctx: RunCo
         const view = proxyNameView(store, run.serviceProxyName, handover);
         const programmed = (state: LocalState, families: readonly IPFamily[]) =>
           handover.programmed(run.serviceProxyName, state.services, families);
-        return runSink(view, run, { signal: stop.signal, log }, programmed).catch((err: unknown) => {
+        return runSink(view, run, { signal: stop.signal, log }, synced, programmed).catch((err: unknown) => {
           log.error({ err }, "backend failed; stopping the others");
           stop.abort();
           throw err;

@@ -43,18 +43,33 @@ const FIRST_LOAD_GROWTH_PERCENT = 500;
 
 /** collectFullHeap after the first load, with what it took and freed on a debug line. */
 export function collectAfterFirstLoad(log: Logger): void {
-  const before = process.memoryUsage().heapUsed;
-  const start = performance.now();
-  let collected: boolean;
   try {
     setFlagsFromString(`--heap-growing-percent=${FIRST_LOAD_GROWTH_PERCENT}`);
-    collected = collectFullHeap();
+    collectLogged(log, "the first load");
   } finally {
     // 0: V8's own choice again.
     setFlagsFromString("--heap-growing-percent=0");
   }
-  if (!collected) {
-    log.debug("no full collection after the first load: this V8 runs none on request");
+}
+
+/**
+ * collectFullHeap once the backend's first sync is in. What the first state and the first render
+ * made for the sync is garbage then, and the heap holds several times what survived the first
+ * load's collection. V8 marks it all at some point anyway: once kpng allocates little, a young
+ * collection lowers the limit to a few times what survived the last full collection, far below
+ * the heap. Collected here, that marking comes right after the first sync instead of at any time
+ * in the minutes after it, and the limit after it follows what the sync left
+ * (docs/performance.md, "A full collection after the first sync").
+ */
+export function collectAfterFirstSync(log: Logger): void {
+  collectLogged(log, "the first sync");
+}
+
+function collectLogged(log: Logger, after: string): void {
+  const before = process.memoryUsage().heapUsed;
+  const start = performance.now();
+  if (!collectFullHeap()) {
+    log.debug(`no full collection after ${after}: this V8 runs none on request`);
     return;
   }
   log.debug(
@@ -63,6 +78,6 @@ export function collectAfterFirstLoad(log: Logger): void {
       heapMiBBefore: Math.round(before / 2 ** 20),
       heapMiBAfter: Math.round(process.memoryUsage().heapUsed / 2 ** 20),
     },
-    "collected the heap after the first load",
+    `collected the heap after ${after}`,
   );
 }

@@ -8,8 +8,10 @@ import { test } from "node:test";
 import type { Invocation } from "../../../src/cli/invocation.ts";
 import { runInvocation } from "../../../src/cli/run.ts";
 import type { ClusterSource, ClusterView } from "../../../src/model/global.ts";
+import type { LocalState, LocalStateFeed } from "../../../src/model/local.ts";
 import { silentLogger } from "../../../src/observability/log.ts";
 import type { GlobalSinkContext, SourcePlugin } from "../../../src/plugin/contracts.ts";
+import { capturingLogger } from "../../support/capturing-logger.ts";
 import { svc } from "../brain/fixtures.ts";
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -179,4 +181,68 @@ test("a stop while the source still reads its first state stops the source then,
   await running;
   assert.ok(events.indexOf("source stopped") < events.indexOf("source read ends"), events.join(", "));
   assert.ok(events.includes("sink stopped"), events.join(", "));
+});
+
+/** A backend that takes the first state, then reports `syncs` syncs of it. */
+function syncingSink(syncs: number) {
+  return {
+    name: "to-fake",
+    description: "fake",
+    binaries: [],
+    addOptions: () => {},
+    parseOptions: () => ({}),
+    run: async (feed: LocalStateFeed) => {
+      const state = await new Promise<LocalState>((resolve) => {
+        const unsubscribe = feed.subscribe((s) => {
+          unsubscribe();
+          resolve(s);
+        });
+      });
+      for (let i = 0; i < syncs; i++) {
+        feed.programmed?.(state, ["IPv4"]);
+        await nextTurn();
+      }
+    },
+  };
+}
+
+/** A to-local run of backends that each report the given number of syncs. */
+function localInvocation(source: ClusterSource, first: number, ...more: number[]): Invocation {
+  return {
+    form: "to-local",
+    source: sourcePlugin(source),
+    sourceOpts: {},
+    sink: syncingSink(first),
+    sinkOpts: {},
+    serviceProxyName: "",
+    serviceCIDRs: undefined,
+    nodeName: "n1",
+    minSyncPeriodMs: 0,
+    moreSinks: more.map((syncs, i) => ({
+      sink: syncingSink(syncs),
+      sinkOpts: {},
+      nodeName: "n1",
+      minSyncPeriodMs: 0,
+      serviceProxyName: `other-${i}`,
+    })),
+  };
+}
+
+test("the heap is collected once after every backend's first sync, and not before", async () => {
+  const collected = (lines: readonly { msg?: unknown }[]) =>
+    lines.filter((l) => l.msg === "collected the heap after the first sync").length;
+  const rows: [syncs: number[], collections: number][] = [
+    [[0], 0],
+    [[1], 1],
+    [[3], 1],
+    [[2, 0], 0],
+    [[1, 2], 1],
+  ];
+  for (const [[first = 0, ...more], collections] of rows) {
+    const { log, lines } = capturingLogger("debug");
+    const run = localInvocation(slowSource([]), first, ...more);
+    await runInvocation(run, { signal: new AbortController().signal, log });
+    await nextTurn();
+    assert.equal(collected(lines), collections, `syncs ${[first, ...more]}`);
+  }
 });

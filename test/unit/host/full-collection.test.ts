@@ -3,7 +3,11 @@ import { execFileSync } from "node:child_process";
 import { test } from "node:test";
 import { setImmediate as nextMacrotask } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { collectAfterFirstLoad, collectFullHeap } from "../../../src/host/full-collection.ts";
+import {
+  collectAfterFirstLoad,
+  collectAfterFirstSync,
+  collectFullHeap,
+} from "../../../src/host/full-collection.ts";
 import { capturingLogger } from "../../support/capturing-logger.ts";
 
 const FULL_COLLECTION = fileURLToPath(new URL("../../../src/host/full-collection.ts", import.meta.url));
@@ -31,6 +35,58 @@ test("collectAfterFirstLoad says on a debug line what the collection took and le
   assert.equal(typeof line.ms, "number");
   assert.equal(typeof line.heapMiBBefore, "number");
   assert.equal(typeof line.heapMiBAfter, "number");
+});
+
+test("collectAfterFirstSync says on a debug line what the collection took and left", () => {
+  const { log, lines } = capturingLogger("debug");
+  collectAfterFirstSync(log);
+  const line = lines.find((l) => l.msg === "collected the heap after the first sync");
+  assert.ok(line, JSON.stringify(lines));
+  assert.equal(typeof line.ms, "number");
+  assert.equal(typeof line.heapMiBAfter, "number");
+});
+
+/**
+ * A process that loads (live objects, then the first load's collection), syncs (garbage that
+ * lives long enough to be promoted), then idles with a trickle of allocation; --trace-gc output
+ * from the start of the idle on.
+ */
+function idleAfterSync(collectAfterSync: boolean): string {
+  const script = `
+    const { collectAfterFirstLoad, collectAfterFirstSync } = await import(${JSON.stringify(FULL_COLLECTION)});
+    const { silentLogger } = await import(${JSON.stringify(SILENT_LOG)});
+    const live = [];
+    for (let i = 0; i < 1_000_000; i++) live.push({ a: i, b: "x" + i, c: [i] });
+    collectAfterFirstLoad(silentLogger);
+    let render = [];
+    for (let i = 0; i < 3_000_000; i++) render.push({ a: i, b: "r" + i });
+    render = undefined;
+    if (${collectAfterSync}) collectAfterFirstSync(silentLogger);
+    console.log("idle from here");
+    let keep;
+    const trickle = setInterval(() => { keep = Array.from({ length: 500 }, (_, j) => ({ j })); }, 10);
+    setTimeout(() => { clearInterval(trickle); console.log("idle", live.length, keep.length); }, 2500);
+  `;
+  // A small young generation, so that the trickle fills it every few hundred milliseconds.
+  const out = execFileSync(
+    process.execPath,
+    ["--max-semi-space-size=1", "--trace-gc", "--input-type=module", "-e", script],
+    { encoding: "utf8", maxBuffer: 64 * 2 ** 20 },
+  );
+  const from = out.indexOf("idle from here");
+  assert.ok(from >= 0 && out.includes("idle 1000000 500"), out.slice(-500));
+  return out.slice(from);
+}
+
+test("once kpng idles after its first sync, V8 marks the whole heap, unless it was collected after that sync", () => {
+  const idle = idleAfterSync(false);
+  assert.match(idle, /Scavenge/, "young collections in the idle");
+  // The young collections of an idle process lower the limit to a few times what survived the
+  // first load's collection, far below the heap the sync left.
+  assert.match(idle, /Mark-Compact/, idle.slice(0, 2000));
+  const collected = idleAfterSync(true);
+  assert.match(collected, /Scavenge/, "young collections in the idle");
+  assert.doesNotMatch(collected, /Mark-Compact/, collected.slice(0, 2000));
 });
 
 test("after the first load's collection the heap grows to six times what survived before it is marked again (V8 alone marks it sooner)", () => {
