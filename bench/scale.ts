@@ -130,7 +130,9 @@ interface ColdRun {
   readonly kpngPageFaults: number;
   readonly nftCpuS: number;
   /** The full collection kpng runs after its first sync (its debug line), and kpng's CPU with it. */
-  readonly afterSync: { readonly collectionMs: number; readonly kpngCpuS: number } | undefined;
+  readonly afterSync:
+    | { readonly collectionMs: number; readonly heapMiB: string; readonly kpngCpuS: number }
+    | undefined;
 }
 
 interface Kpng {
@@ -183,6 +185,7 @@ async function startKpng(
     .waitFor(isSynced, 0, Math.max(1, kpng.startedAt + COLD_TIMEOUT_MS - wallMs()))
     .catch(() => undefined);
   const cpu = kpng.cpuTimes();
+  const rssMiB = kpng.peakRssMiB();
   const collected =
     firstSync &&
     (await kpng
@@ -190,6 +193,7 @@ async function startKpng(
       .catch(() => undefined));
   const afterSync = collected && {
     collectionMs: Number(/"ms":(\d+)/.exec(collected.text)?.[1]),
+    heapMiB: `${/"heapMiBBefore":(\d+)/.exec(collected.text)?.[1]} → ${/"heapMiBAfter":(\d+)/.exec(collected.text)?.[1]}`,
     kpngCpuS: kpng.cpuTimes().selfMs / 1000,
   };
   if (TRACE_GC)
@@ -208,7 +212,7 @@ async function startKpng(
       source,
       sourceSyncedS: storeSynced && (storeSynced.at - kpng.startedAt) / 1000,
       rulesInS: firstSync && (firstSync.at - kpng.startedAt) / 1000,
-      rssMiB: kpng.peakRssMiB(),
+      rssMiB,
       kpngCpuS: cpu.selfMs / 1000,
       kpngPageFaults: cpu.minorFaults,
       // nft runs as a child of kpng's small process (src/host/small-spawner.ts), which reaps it.
@@ -581,6 +585,7 @@ function report(
           "kpng page faults",
           "nft CPU s",
           "collection after sync ms",
+          "heap MiB",
           "kpng CPU with it s",
         ],
         cold.map((c) => [
@@ -593,6 +598,7 @@ function report(
           String(c.kpngPageFaults),
           c.nftCpuS.toFixed(2),
           c.afterSync === undefined ? "-" : String(c.afterSync.collectionMs),
+          c.afterSync === undefined ? "-" : c.afterSync.heapMiB,
           c.afterSync === undefined ? "-" : c.afterSync.kpngCpuS.toFixed(2),
         ]),
       ),
