@@ -79,7 +79,12 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
     case "local": {
       const { localSource, sink, nodeName, minSyncPeriodMs, serviceProxyName } = invocation;
       const feed = localSource.createFeed(invocation.sourceOpts, nodeName, ctx, serviceProxyName);
-      await sink.run(pacedFeed(feed, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
+      const synced = afterFirstSyncs(ctx, [sink]);
+      const programmed = (state: LocalState, families: readonly IPFamily[]) => {
+        feed.programmed?.(state, families);
+        synced(sink);
+      };
+      await sink.run(pacedFeed({ ...feed, programmed }, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
       return;
     }
     case "explain":
@@ -116,11 +121,11 @@ function clusterStore(
  * Told of every sync of the run's backends; the heap is collected once each has synced
  * (collectAfterFirstSync), on the next turn, after the sync loop has recorded its sync.
  */
-function afterFirstSyncs(ctx: RunContext, runs: readonly SinkRun[]): (run: SinkRun) => void {
-  const waiting = new Set(runs);
-  return (run) => {
-    if (!waiting.delete(run) || waiting.size > 0) return;
-    setImmediate(() => collectAfterFirstSync(ctx.log.child({ component: "store" }))).unref();
+function afterFirstSyncs<Backend>(ctx: RunContext, backends: readonly Backend[]): (backend: Backend) => void {
+  const waiting = new Set(backends);
+  return (backend) => {
+    if (!waiting.delete(backend) || waiting.size > 0) return;
+    setImmediate(() => collectAfterFirstSync(ctx.log.child({ component: "heap" }))).unref();
   };
 }
 

@@ -246,3 +246,43 @@ test("the heap is collected once after every backend's first sync, and not befor
     assert.equal(collected(lines), collections, `syncs ${[first, ...more]}`);
   }
 });
+
+test("a backend fed by the watch API: the heap is collected once after its first sync, which still reaches the feed", async () => {
+  const reported: number[] = [];
+  const feed: LocalStateFeed = {
+    subscribe(listener) {
+      queueMicrotask(
+        () =>
+          void listener({
+            node: "n1",
+            revision: 1,
+            services: new Map(),
+            serviceCIDRs: { IPv4: [], IPv6: [] },
+          }),
+      );
+      return () => {};
+    },
+    programmed: (state) => reported.push(state.revision),
+  };
+  const invocation: Invocation = {
+    form: "local",
+    localSource: {
+      name: "local",
+      description: "fake",
+      addOptions: () => {},
+      parseOptions: () => ({}),
+      createFeed: () => feed,
+    },
+    sourceOpts: {},
+    sink: syncingSink(2),
+    sinkOpts: {},
+    serviceProxyName: undefined,
+    nodeName: "n1",
+    minSyncPeriodMs: 0,
+  };
+  const { log, lines } = capturingLogger("debug");
+  await runInvocation(invocation, { signal: new AbortController().signal, log });
+  await nextTurn();
+  assert.equal(lines.filter((l) => l.msg === "collected the heap after the first sync").length, 1);
+  assert.deepEqual(reported, [1, 1]);
+});

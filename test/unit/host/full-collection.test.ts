@@ -27,24 +27,20 @@ test("collectFullHeap collects what nothing references, in a process started wit
   assert.equal(typeof (globalThis as { gc?: unknown }).gc, "undefined", "still no global gc");
 });
 
-test("collectAfterFirstLoad says on a debug line what the collection took and left", () => {
-  const { log, lines } = capturingLogger("debug");
-  collectAfterFirstLoad(log);
-  const line = lines.find((l) => l.msg === "collected the heap after the first load");
-  assert.ok(line, JSON.stringify(lines));
-  assert.equal(typeof line.ms, "number");
-  assert.equal(typeof line.heapMiBBefore, "number");
-  assert.equal(typeof line.heapMiBAfter, "number");
-});
-
-test("collectAfterFirstSync says on a debug line what the collection took and left", () => {
-  const { log, lines } = capturingLogger("debug");
-  collectAfterFirstSync(log);
-  const line = lines.find((l) => l.msg === "collected the heap after the first sync");
-  assert.ok(line, JSON.stringify(lines));
-  assert.equal(typeof line.ms, "number");
-  assert.equal(typeof line.heapMiBAfter, "number");
-});
+for (const [collect, after] of [
+  [collectAfterFirstLoad, "the first load"],
+  [collectAfterFirstSync, "the first sync"],
+] as const) {
+  test(`${collect.name} says on a debug line what the collection took and left`, () => {
+    const { log, lines } = capturingLogger("debug");
+    collect(log);
+    const line = lines.find((l) => l.msg === `collected the heap after ${after}`);
+    assert.ok(line, JSON.stringify(lines));
+    assert.equal(typeof line.ms, "number");
+    assert.equal(typeof line.heapMiBBefore, "number");
+    assert.equal(typeof line.heapMiBAfter, "number");
+  });
+}
 
 /**
  * A process that loads (live objects, then the first load's collection), syncs (garbage that
