@@ -66,12 +66,17 @@ export function mapPinPath(bpfRoot: string, map: keyof typeof MAPS): string {
 
 const NO_FLAGS = { elemFlags: 0 };
 
-/** The key and value sizes of the map pinned at `path`; undefined when nothing readable is pinned there. */
-export function pinnedMapLayout(path: string): { keySize: number; valueSize: number } | undefined {
+/**
+ * The key and value sizes and the size (most entries) of the map pinned at `path`; undefined when
+ * nothing readable is pinned there.
+ */
+export function pinnedMapLayout(
+  path: string,
+): { keySize: number; valueSize: number; maxEntries: number } | undefined {
   let ref: ReturnType<typeof createMapRef> | undefined;
   try {
     ref = createMapRef(objGet(path), { transfer: true });
-    return { keySize: ref.keySize, valueSize: ref.valueSize };
+    return { keySize: ref.keySize, valueSize: ref.valueSize, maxEntries: ref.maxEntries };
   } catch {
     return undefined;
   } finally {

@@ -48,6 +48,12 @@ export const CREATED_MAP = "created map";
 /** How ensure() reports a pinned map of another layout that it replaces. */
 const UNPINNED_OTHER_LAYOUT = "unpinned a map of another kpng version's layout:";
 
+/** How ensure() reports a pinned map of another size that it replaces. */
+const UNPINNED_OTHER_SIZE = "unpinned a map of another size (--bpf-map-* changed),";
+
+/** How ensure() reports the balancing map replaced with its partner (a frontend names lists). */
+const UNPINNED_PARTNER = "unpinned with the other balancing map:";
+
 /** How ensure() reports that the UDP socket iterator cannot load here (reported once). */
 export const NO_UDP_DESTROY = "connected UDP sockets are not cut";
 
@@ -117,20 +123,31 @@ export class BpftoolLoader implements ProgramLoader {
 
   /**
    * Unpins maps whose keys or values are not what this version's programs read (pinned by another
-   * kpng version), so that ensure() creates them anew; the programs attached meanwhile keep the old
-   * maps until they are replaced. A frontend names lists in the backend map, so those two go
-   * together. Checked once per loader: the maps this one creates are right.
+   * kpng version), or whose size is not the one asked for (a --bpf-map-* flag changed, after a
+   * full map: the kernel keeps a map's size for its life), so that ensure() creates them anew; the
+   * programs attached meanwhile keep the old maps until they are replaced. A frontend names lists
+   * in the backend map, so those two go together. Checked once per loader: the maps this one
+   * creates are right.
    */
-  #unpinOtherLayouts(): string[] {
-    const other = MAP_KEYS.filter((m) => {
+  #unpinOtherLayouts(sizes: Readonly<Record<(typeof MAP_KEYS)[number], number>>): string[] {
+    const why = new Map<(typeof MAP_KEYS)[number], string>();
+    for (const m of MAP_KEYS) {
       const found = pinnedMapLayout(mapPinPath(this.#s.bpfRoot, m));
-      return found !== undefined && (found.keySize !== MAPS[m].key || found.valueSize !== MAPS[m].value);
-    });
-    if (other.includes("services") || other.includes("backends")) other.push("services", "backends");
+      if (found === undefined) continue;
+      if (found.keySize !== MAPS[m].key || found.valueSize !== MAPS[m].value)
+        why.set(m, UNPINNED_OTHER_LAYOUT);
+      else if (found.maxEntries !== sizes[m])
+        why.set(m, `${UNPINNED_OTHER_SIZE} ${found.maxEntries} entries, not ${sizes[m]}:`);
+    }
+    for (const [m, partner] of [
+      ["services", "backends"],
+      ["backends", "services"],
+    ] as const)
+      if (why.has(m) && !why.has(partner)) why.set(partner, UNPINNED_PARTNER);
     const done: string[] = [];
-    for (const m of new Set(other)) {
+    for (const [m, reason] of why) {
       rmSync(mapPinPath(this.#s.bpfRoot, m), { force: true });
-      done.push(`${UNPINNED_OTHER_LAYOUT} ${MAPS[m].name}`);
+      done.push(`${reason} ${MAPS[m].name}`);
     }
     return done;
   }
@@ -152,7 +169,7 @@ export class BpftoolLoader implements ProgramLoader {
       node: 1,
     };
     if (!this.#layoutChecked) {
-      done.push(...this.#unpinOtherLayouts());
+      done.push(...this.#unpinOtherLayouts(sizes));
       this.#layoutChecked = true;
     }
     for (const m of MAP_KEYS) {
