@@ -239,10 +239,10 @@ function nodeServices(backend: BackendUnderTest): void {
         services({ dns: { endpoints: [on(stays, stays === "web-1" ? "node-1" : "node-2")] } }),
       );
       const changed = Date.now();
-      // Ten answers: balanced in the socket (to-ebpf), one could come from `stays` by chance
-      // before the map has changed.
+      // Thirty answers: balanced in the socket (to-ebpf), each picks at random until the map has
+      // changed, and ten all from `stays` by chance (one poll in 1,024) passed this check early.
       await eventually(
-        async () => (await udpAnswers("203.0.113.18", 10)).every((a) => a === stays),
+        async () => (await udpAnswers("203.0.113.18", 30)).every((a) => a === stays),
         "the flow to move",
         2000,
       );
