@@ -108,8 +108,8 @@ export class BpftoolLoader implements ProgramLoader {
   #udpDestroyPinned = false;
   /** Loads of the iterator in a row that failed for now; at MAX_UDP_DESTROY_TRIES kpng gives up. */
   #udpDestroyFailures = 0;
-  /** The pinned maps' layout was compared with this version's. */
-  #layoutChecked = false;
+  /** The pinned maps' layouts and sizes were compared with this run's. */
+  #pinsChecked = false;
 
   constructor(settings: LoaderSettings, options: { readonly spawner?: SmallSpawner } = {}) {
     this.#s = settings;
@@ -129,7 +129,7 @@ export class BpftoolLoader implements ProgramLoader {
    * in the backend map, so those two go together. Checked once per loader: the maps this one
    * creates are right.
    */
-  #unpinOtherLayouts(sizes: Readonly<Record<(typeof MAP_KEYS)[number], number>>): string[] {
+  #unpinMismatchedMaps(sizes: Readonly<Record<(typeof MAP_KEYS)[number], number>>): string[] {
     const why = new Map<(typeof MAP_KEYS)[number], string>();
     for (const m of MAP_KEYS) {
       const found = pinnedMapLayout(mapPinPath(this.#s.bpfRoot, m));
@@ -168,9 +168,9 @@ export class BpftoolLoader implements ProgramLoader {
       reverse: this.#s.reverseEntries,
       node: 1,
     };
-    if (!this.#layoutChecked) {
-      done.push(...this.#unpinOtherLayouts(sizes));
-      this.#layoutChecked = true;
+    if (!this.#pinsChecked) {
+      done.push(...this.#unpinMismatchedMaps(sizes));
+      this.#pinsChecked = true;
     }
     for (const m of MAP_KEYS) {
       const path = mapPinPath(this.#s.bpfRoot, m);
