@@ -93,9 +93,18 @@ export function endpointsOfPort(
   merged: readonly PortEndpoints[],
   port: { readonly name: string; readonly protocol: Protocol },
 ): readonly EndpointInfo[] {
+  return portNamed(merged, port.name, port.protocol)?.endpoints ?? NO_ENDPOINTS;
+}
+
+/** The entry of the port `name`/`protocol` in `ports`, if any. */
+function portNamed<P extends { readonly name: string; readonly protocol: Protocol }>(
+  ports: readonly P[],
+  name: string,
+  protocol: Protocol,
+): P | undefined {
   // A Service has a few ports: a look through them costs less than a key string per lookup.
-  for (const p of merged) if (p.name === port.name && p.protocol === port.protocol) return p.endpoints;
-  return NO_ENDPOINTS;
+  for (const p of ports) if (p.name === name && p.protocol === protocol) return p;
+  return undefined;
 }
 
 /**
@@ -117,13 +126,7 @@ export function mergeEndpoints(slices: readonly EndpointSlice[], family: IPFamil
     for (const port of slice.ports) {
       const { name, protocol } = port;
       if (name === null || port.port === null || port.port === 0) continue;
-      let merging: MergingPort | undefined;
-      for (const p of out) {
-        if (p.name === name && p.protocol === protocol) {
-          merging = p;
-          break;
-        }
-      }
+      let merging = portNamed(out, name, protocol);
       if (merging === undefined) {
         if (sliceInOrder === undefined)
           sliceInOrder = slice.inAddressOrder ?? inStrictAddressOrder(slice.endpoints);

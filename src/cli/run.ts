@@ -80,11 +80,8 @@ export async function runInvocation(invocation: Invocation, ctx: RunContext): Pr
       const { localSource, sink, nodeName, minSyncPeriodMs, serviceProxyName } = invocation;
       const feed = localSource.createFeed(invocation.sourceOpts, nodeName, ctx, serviceProxyName);
       const synced = afterFirstSyncs(ctx, [sink]);
-      const programmed = (state: LocalState, families: readonly IPFamily[]) => {
-        feed.programmed?.(state, families);
-        synced(sink);
-      };
-      await sink.run(pacedFeed({ ...feed, programmed }, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
+      const told = toldOfSyncs(feed, () => synced(sink));
+      await sink.run(pacedFeed(told, minSyncPeriodMs, ctx.log), invocation.sinkOpts, ctx);
       return;
     }
     case "explain":
@@ -129,6 +126,17 @@ function afterFirstSyncs<Backend>(ctx: RunContext, backends: readonly Backend[])
   };
 }
 
+/** `feed`, whose backend's syncs also go to `synced`, after what the feed itself does with them. */
+function toldOfSyncs(feed: LocalStateFeed, synced: () => void): LocalStateFeed {
+  return {
+    ...feed,
+    programmed: (state, families) => {
+      feed.programmed?.(state, families);
+      synced();
+    },
+  };
+}
+
 function runSink(
   view: ClusterView,
   run: SinkRun,
@@ -138,11 +146,8 @@ function runSink(
 ): Promise<void> {
   // The run's backends serve this node alone (the watch API, which serves many, is another form).
   const local = localStateFeed(view, run.nodeName, { alone: true });
-  const programmed = (state: LocalState, families: readonly IPFamily[]) => {
-    report?.(state, families);
-    synced(run);
-  };
-  const feed = pacedFeed({ ...local, programmed }, run.minSyncPeriodMs, ctx.log);
+  const told = toldOfSyncs({ ...local, programmed: report }, () => synced(run));
+  const feed = pacedFeed(told, run.minSyncPeriodMs, ctx.log);
   return run.sink.run(feed, run.sinkOpts, ctx);
 }
 
