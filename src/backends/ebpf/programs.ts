@@ -3,6 +3,8 @@
 // live under `<bpf-root>/kpng/`; cgroup attachments outlive kpng, so traffic keeps resolving while
 // it restarts. `ensure` is idempotent: on a restart it finds everything in place and changes
 // nothing; after someone removed a pin or detached a program it puts back only what is missing.
+// Programs loaded against maps it created are attached only by `attach`, once the caller has
+// written the new maps: until then the programs attached before go on with the maps they hold.
 
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -13,8 +15,13 @@ import { mapPinPath, pinnedMapLayout } from "./maps.ts";
 import { COOKIE_BYTES, UDP_DESTROY_OBJECT, UDP_GONE_MAP, udpDestroyPins } from "./udp-destroy.ts";
 
 export interface ProgramLoader {
-  /** Puts back whatever is missing (maps, programs, attachments); returns what it did. */
+  /**
+   * Puts back whatever is missing (maps, programs, attachments); returns what it did. Programs
+   * loaded against maps it created are not attached yet (it reports ATTACH_AFTER_WRITE).
+   */
   ensure(): Promise<string[]>;
+  /** Attaches the programs ensure() left unattached; returns what it did. */
+  attach(): Promise<string[]>;
   /** What is missing or detached; empty when everything is in place. Cheap: one bpftool call. */
   check(): Promise<string[]>;
   /** Detaches kpng's programs from the cgroup and removes every pin under `kpng/`. */
@@ -44,6 +51,12 @@ const MAX_UDP_DESTROY_TRIES = 5;
 
 /** How ensure() reports a map it created (any entries the old one held are gone). */
 export const CREATED_MAP = "created map";
+
+/**
+ * How ensure() reports programs loaded against new maps and not attached: empty maps would leave
+ * every Service unresolved, where the programs attached before still serve the maps they hold.
+ */
+export const ATTACH_AFTER_WRITE = "the programs attach once the new maps are written";
 
 /** How ensure() reports a pinned map of another layout that it replaces. */
 const UNPINNED_OTHER_LAYOUT = "unpinned a map of another kpng version's layout:";
@@ -110,6 +123,8 @@ export class BpftoolLoader implements ProgramLoader {
   #udpDestroyFailures = 0;
   /** The pinned maps' layouts and sizes were compared with this run's. */
   #pinsChecked = false;
+  /** ensure() loaded programs against new maps and left them for attach(). */
+  #attachPending = false;
 
   constructor(settings: LoaderSettings, options: { readonly spawner?: SmallSpawner } = {}) {
     this.#s = settings;
@@ -221,16 +236,42 @@ export class BpftoolLoader implements ProgramLoader {
       loadAll = ["prog", "loadall", this.#s.object, join(this.#dir, "progs"), ...reuse];
       done.push("loaded programs");
     }
+    const created = done.some((d) => d.startsWith(CREATED_MAP));
     await this.#runAll(commands);
     // On its own: bpftool 7.1's batch reports a `prog loadall` that succeeded as failed (it
     // leaves errno set, which the batch reader then takes for a read error).
     if (loadAll !== undefined) await this.#run(loadAll);
-    const attaches: string[][] = [];
-    const attached = reload ? new Map<string, Attached>() : await this.#attached();
+    this.#attachPending = created;
+    if (created) {
+      done.push(ATTACH_AFTER_WRITE);
+      return done;
+    }
+    done.push(...(await this.#attachPinned(reload)));
+    return done;
+  }
+
+  async attach(): Promise<string[]> {
+    if (!this.#attachPending) return [];
+    const done = await this.#attachPinned(true);
+    this.#attachPending = false;
+    return done;
+  }
+
+  /**
+   * Attaches the pinned programs in place of what each hook runs: every hook when `all`, else
+   * the hooks whose program is not the pinned one. Compared by id, not by name: a program of an
+   * earlier load (a start that ended before its attach) has the same name and other maps.
+   */
+  async #attachPinned(all: boolean): Promise<string[]> {
+    const attached = all ? new Map<string, Attached>() : await this.#attached();
+    const hooks: Hook[] = [];
     for (const hook of HOOKS) {
-      if (attached.get(SHOWN_AS[hook])?.name === programName(hook)) continue;
-      // override: replaces the program attached before in one step, so no connect goes unbalanced.
-      attaches.push([
+      const id = attached.get(SHOWN_AS[hook])?.id;
+      if (id === undefined || id !== (await this.#pinnedProgramId(hook))) hooks.push(hook);
+    }
+    // override: replaces the program attached before in one step, so no connect goes unbalanced.
+    await this.#runAll(
+      hooks.map((hook) => [
         "cgroup",
         "attach",
         this.#s.cgroupRoot,
@@ -238,11 +279,16 @@ export class BpftoolLoader implements ProgramLoader {
         "pinned",
         this.#progPin(hook),
         "override",
-      ]);
-      done.push(`attached ${hook}`);
-    }
-    await this.#runAll(attaches);
-    return done;
+      ]),
+    );
+    return hooks.map((hook) => `attached ${hook}`);
+  }
+
+  async #pinnedProgramId(hook: Hook): Promise<number> {
+    const prog = JSON.parse(await this.#run(["-j", "prog", "show", "pinned", this.#progPin(hook)])) as {
+      id: number;
+    };
+    return prog.id;
   }
 
   /**
@@ -337,9 +383,12 @@ export class BpftoolLoader implements ProgramLoader {
       if (!existsSync(mapPinPath(this.#s.bpfRoot, m))) problems.push(`map ${MAPS[m].name} not pinned`);
     }
     for (const hook of HOOKS) if (!existsSync(this.#progPin(hook))) problems.push(`${hook} not pinned`);
-    const attached = await this.#attached();
-    for (const hook of HOOKS) {
-      if (attached.get(SHOWN_AS[hook])?.name !== programName(hook)) problems.push(`${hook} not attached`);
+    // Waiting for attach(), the programs attached before serve on: nothing to repair. By name
+    // here, in one call a second; ensure() compares ids.
+    if (!this.#attachPending) {
+      const attached = await this.#attached();
+      for (const hook of HOOKS)
+        if (attached.get(SHOWN_AS[hook])?.name !== programName(hook)) problems.push(`${hook} not attached`);
     }
     const pins = udpDestroyPins(this.#s.bpfRoot);
     const wanted = this.#udpDestroyPinned && this.#noUdpDestroy === undefined;

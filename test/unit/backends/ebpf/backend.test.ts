@@ -11,7 +11,11 @@ import { decodeFrontend, decodeServiceValue } from "../../../../src/backends/ebp
 import { listFrontends } from "../../../../src/backends/ebpf/list.ts";
 import { jointObservers, untilFirstOutcome } from "../../../../src/backends/ebpf/plugin.ts";
 import { EbpfProbe } from "../../../../src/backends/ebpf/probe.ts";
-import { CREATED_MAP, type ProgramLoader } from "../../../../src/backends/ebpf/programs.ts";
+import {
+  ATTACH_AFTER_WRITE,
+  CREATED_MAP,
+  type ProgramLoader,
+} from "../../../../src/backends/ebpf/programs.ts";
 import type { SyncObserver, SyncOutcome } from "../../../../src/node/sync-observer.ts";
 import { silentLogger } from "../../../../src/observability/log.ts";
 import { registry } from "../../../../src/observability/metrics.ts";
@@ -23,20 +27,39 @@ class FakeLoader implements ProgramLoader {
   ensured = 0;
   checked = 0;
   missing: string[] = [];
-  /** The next ensure() creates the maps anew (their pins were removed). */
+  /** The next ensure() creates the maps anew (their pins were removed), and leaves the attach. */
   recreate = false;
   /** The next ensure() fails with this. */
   failNext: Error | undefined;
+  /** The next attach() fails with this. */
+  failAttach: Error | undefined;
+  /** The frontends the maps held at each attach() that attached. */
+  readonly attaches: number[] = [];
+  #attachPending = false;
+  readonly #maps: FakeBpfMaps | undefined;
+  constructor(maps?: FakeBpfMaps) {
+    this.#maps = maps;
+  }
   async ensure(): Promise<string[]> {
     this.ensured++;
     const failure = this.failNext;
     this.failNext = undefined;
     if (failure !== undefined) throw failure;
     const done = this.missing.map((m) => `restored ${m}`);
-    if (this.recreate) done.push(`${CREATED_MAP} kpng_svc`);
+    if (this.recreate) done.push(`${CREATED_MAP} kpng_svc`, ATTACH_AFTER_WRITE);
+    this.#attachPending = this.recreate;
     this.missing = [];
     this.recreate = false;
     return done;
+  }
+  async attach(): Promise<string[]> {
+    const failure = this.failAttach;
+    this.failAttach = undefined;
+    if (failure !== undefined) throw failure;
+    if (!this.#attachPending) return [];
+    this.#attachPending = false;
+    this.attaches.push(this.#maps === undefined ? 0 : listFrontends(this.#maps).length);
+    return ["attached connect4"];
   }
   async check(): Promise<string[]> {
     this.checked++;
@@ -48,7 +71,7 @@ class FakeLoader implements ProgramLoader {
 }
 
 function setup(maps = new FakeBpfMaps()) {
-  const loader = new FakeLoader();
+  const loader = new FakeLoader(maps);
   const backend = new EbpfBackend({
     loader,
     openMaps: () => maps,
@@ -266,6 +289,35 @@ describe("each IP family on its own", () => {
     await v6.apply(state([dualStack()], 1), false);
     assert.equal(await probe.intact("IPv6"), true);
     assert.equal(listFrontends(maps).length, 2);
+  });
+
+  test("maps created anew (a restart with other sizes or another layout): the programs attach once both families have written them", async () => {
+    const { loader, backend } = setup();
+    const [v4, v6] = backend.asFamilies() as [BackendFamily, BackendFamily];
+    loader.recreate = true;
+    backend.prepare();
+    await settle();
+    await v4.apply(state([dualStack()], 1), false);
+    assert.deepEqual(loader.attaches, [], "IPv6's Services would resolve nowhere");
+    await v6.apply(state([dualStack()], 1), false);
+    assert.deepEqual(loader.attaches, [2]);
+    // A repair that keeps the maps attaches nothing later.
+    v4.forget();
+    await v4.apply(state([dualStack()], 1), false);
+    assert.deepEqual(loader.attaches, [2]);
+  });
+
+  test("an attach that fails fails the sync, and the next full sync's load puts the programs in place", async () => {
+    const { loader, backend } = setup();
+    loader.recreate = true;
+    loader.failAttach = new Error("bpftool cgroup attach: Operation not permitted");
+    await assert.rejects(backend.sync(state([dualStack()], 1)), /Operation not permitted/);
+    assert.match(backend.problem ?? "", /Operation not permitted/);
+    // The loader attaches in ensure() when it creates nothing (compared by id, see programs.ts).
+    const again = await backend.sync(state([dualStack()], 1));
+    assert.equal(again.full, true);
+    assert.equal(loader.ensured, 2);
+    assert.equal(backend.problem, undefined);
   });
 
   test("the families of one probe round share one look at the kernel", async () => {

@@ -1,5 +1,6 @@
 // The loader's bpftool commands, run by a fake bpftool that records them: a first load is three
-// processes (the maps in one batch, `prog loadall` on its own, the attaches in one batch), and
+// processes (the maps in one batch, `prog loadall` on its own, and once the caller has written
+// the new maps, the attaches in one batch), and
 // paths that bpftool's batch reader would split or unquote go one command per process. Started by
 // the small process, bpftool is its child, not kpng's, and reads each batch from a file.
 
@@ -9,7 +10,12 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, afterEach, test } from "node:test";
 import { HOOKS } from "../../../../src/backends/ebpf/layout.ts";
-import { BpftoolLoader, NO_UDP_DESTROY, UDP_DESTROY_RETRY } from "../../../../src/backends/ebpf/programs.ts";
+import {
+  ATTACH_AFTER_WRITE,
+  BpftoolLoader,
+  NO_UDP_DESTROY,
+  UDP_DESTROY_RETRY,
+} from "../../../../src/backends/ebpf/programs.ts";
 import { udpDestroyPins } from "../../../../src/backends/ebpf/udp-destroy.ts";
 import { SmallSpawner } from "../../../../src/host/small-spawner.ts";
 
@@ -64,19 +70,27 @@ function loader(root: string, bpftool: string, spawner?: SmallSpawner): BpftoolL
   );
 }
 
-test("a first load: the maps and the node's entry in one batch, loadall alone, the attaches in one batch", async () => {
+const ALL_ATTACHED = HOOKS.map((h) => `attached ${h}`);
+
+test("a first load: the maps and the node's entry in one batch, loadall alone; the attaches in one batch when asked", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kpng-loader-"));
   dirs.push(dir);
   const fake = fakeBpftool(dir);
-  const done = await loader(dir, fake.path).ensure();
-  // 5 maps, the programs, one attach per hook.
-  assert.equal(done.length, 6 + HOOKS.length);
+  const l = loader(dir, fake.path);
+  const done = await l.ensure();
+  // 5 maps, the programs, and no attach yet: the new maps are empty.
+  assert.equal(done.length, 7);
+  assert.deepEqual(done.slice(-2), ["loaded programs", ATTACH_AFTER_WRITE]);
+  const processes = () =>
+    fake
+      .calls()
+      .filter((l) => l.startsWith("CALL "))
+      .map((l) => l.split(" ").slice(1, 3).join(" "));
+  assert.deepEqual(processes(), ["batch file", "prog loadall"]);
+  assert.deepEqual(await l.attach(), ALL_ATTACHED);
+  assert.deepEqual(await l.attach(), [], "once");
   const calls = fake.calls();
-  const processes = calls.filter((l) => l.startsWith("CALL "));
-  assert.deepEqual(
-    processes.map((l) => l.split(" ").slice(1, 3).join(" ")),
-    ["batch file", "prog loadall", "batch file"],
-  );
+  assert.deepEqual(processes(), ["batch file", "prog loadall", "batch file"]);
   const lines = calls.filter((l) => !l.startsWith("CALL "));
   assert.deepEqual(
     lines.map((l) => l.split(" ").slice(0, 2).join(" ")),
@@ -92,7 +106,10 @@ test("started by the small process: bpftool is its child, and each batch comes i
   after(() => spawner.close());
   const fake = fakeBpftool(dir);
   const l = loader(dir, fake.path, spawner);
-  assert.equal((await l.ensure()).length, 6 + HOOKS.length);
+  assert.equal((await l.ensure()).length, 7);
+  // Until the attach, what the hooks run is the programs of before: no repair, no look.
+  assert.ok(!(await l.check()).some((p) => p.endsWith("not attached")));
+  assert.deepEqual(await l.attach(), ALL_ATTACHED);
   // The probe's look at what the cgroup holds (nothing is attached by a fake).
   assert.ok((await l.check()).includes("connect4 not attached"));
   const lines = fake.calls().filter((c) => !c.startsWith("CALL "));
@@ -120,7 +137,9 @@ test("a path with a space: every command in a process of its own", async () => {
   const dir = mkdtempSync(join(tmpdir(), "kpng loader "));
   dirs.push(dir);
   const fake = fakeBpftool(dir);
-  await loader(dir, fake.path).ensure();
+  const l = loader(dir, fake.path);
+  await l.ensure();
+  await l.attach();
   const calls = fake.calls();
   assert.equal(calls.filter((l) => l.startsWith("CALL batch")).length, 0);
   // 5 maps, the node's entry, loadall, one attach per hook.

@@ -47,6 +47,7 @@ const pairs = (flows: readonly GoneFlow[]) => flows.map(pair).sort();
 
 const loader: ProgramLoader = {
   ensure: async () => [],
+  attach: async () => [],
   check: async () => [],
   remove: async () => [],
 };
