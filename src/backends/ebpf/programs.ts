@@ -3,8 +3,9 @@
 // live under `<bpf-root>/kpng/`; cgroup attachments outlive kpng, so traffic keeps resolving while
 // it restarts. `ensure` is idempotent: on a restart it finds everything in place and changes
 // nothing; after someone removed a pin or detached a program it puts back only what is missing.
-// Programs loaded against maps it created are attached only by `attach`, once the caller has
-// written the new maps: until then the programs attached before go on with the maps they hold.
+// Programs loaded against maps it created, or found unattached at start, are attached only by
+// `attach`, once the caller has written the maps: until then the programs attached before go on
+// with the maps they hold.
 
 import { existsSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -17,7 +18,8 @@ import { COOKIE_BYTES, UDP_DESTROY_OBJECT, UDP_GONE_MAP, udpDestroyPins } from "
 export interface ProgramLoader {
   /**
    * Puts back whatever is missing (maps, programs, attachments); returns what it did. Programs
-   * loaded against maps it created are not attached yet (it reports ATTACH_AFTER_WRITE).
+   * loaded against maps it created, or unattached at its first call, are left for attach() (it
+   * reports ATTACH_AFTER_WRITE).
    */
   ensure(): Promise<string[]>;
   /** Attaches the programs ensure() left unattached; returns what it did. */
@@ -53,10 +55,11 @@ const MAX_UDP_DESTROY_TRIES = 5;
 export const CREATED_MAP = "created map";
 
 /**
- * How ensure() reports programs loaded against new maps and not attached: empty maps would leave
- * every Service unresolved, where the programs attached before still serve the maps they hold.
+ * How ensure() reports programs left for attach(): new maps are empty, and at a start the pinned
+ * maps may be those of a start that ended before writing them. Attached, they would resolve no
+ * Service, where the programs attached before still serve the maps they hold.
  */
-export const ATTACH_AFTER_WRITE = "the programs attach once the new maps are written";
+export const ATTACH_AFTER_WRITE = "the programs attach once the maps are written";
 
 /** How ensure() reports a pinned map of another layout that it replaces. */
 const UNPINNED_OTHER_LAYOUT = "unpinned a map of another kpng version's layout:";
@@ -123,8 +126,8 @@ export class BpftoolLoader implements ProgramLoader {
   #udpDestroyFailures = 0;
   /** The pinned maps' layouts and sizes were compared with this run's. */
   #pinsChecked = false;
-  /** ensure() loaded programs against new maps and left them for attach(). */
-  #attachPending = false;
+  /** The hooks ensure() left for attach(). */
+  #toAttach: readonly Hook[] = [];
 
   constructor(settings: LoaderSettings, options: { readonly spawner?: SmallSpawner } = {}) {
     this.#s = settings;
@@ -183,7 +186,8 @@ export class BpftoolLoader implements ProgramLoader {
       reverse: this.#s.reverseEntries,
       node: 1,
     };
-    if (!this.#pinsChecked) {
+    const first = !this.#pinsChecked;
+    if (first) {
       done.push(...this.#unpinMismatchedMaps(sizes));
       this.#pinsChecked = true;
     }
@@ -241,34 +245,36 @@ export class BpftoolLoader implements ProgramLoader {
     // On its own: bpftool 7.1's batch reports a `prog loadall` that succeeded as failed (it
     // leaves errno set, which the batch reader then takes for a read error).
     if (loadAll !== undefined) await this.#run(loadAll);
-    this.#attachPending = created;
-    if (created) {
-      done.push(ATTACH_AFTER_WRITE);
-      return done;
-    }
-    done.push(...(await this.#attachPinned(reload)));
+    const hooks = await this.#hooksToAttach(reload);
+    this.#toAttach = created || first ? hooks : [];
+    if (this.#toAttach.length > 0) done.push(ATTACH_AFTER_WRITE);
+    else done.push(...(await this.#attachHooks(hooks)));
     return done;
   }
 
   async attach(): Promise<string[]> {
-    if (!this.#attachPending) return [];
-    const done = await this.#attachPinned(true);
-    this.#attachPending = false;
+    const done = await this.#attachHooks(this.#toAttach);
+    this.#toAttach = [];
     return done;
   }
 
   /**
-   * Attaches the pinned programs in place of what each hook runs: every hook when `all`, else
-   * the hooks whose program is not the pinned one. Compared by id, not by name: a program of an
-   * earlier load (a start that ended before its attach) has the same name and other maps.
+   * The hooks whose program is not the pinned one: all of them when `reloaded`. Compared by id,
+   * not by name: a program of an earlier load (a start that ended before its attach) has the same
+   * name and other maps.
    */
-  async #attachPinned(all: boolean): Promise<string[]> {
-    const attached = all ? new Map<string, Attached>() : await this.#attached();
+  async #hooksToAttach(reloaded: boolean): Promise<Hook[]> {
+    if (reloaded) return [...HOOKS];
+    const attached = await this.#attached();
     const hooks: Hook[] = [];
     for (const hook of HOOKS) {
       const id = attached.get(SHOWN_AS[hook])?.id;
       if (id === undefined || id !== (await this.#pinnedProgramId(hook))) hooks.push(hook);
     }
+    return hooks;
+  }
+
+  async #attachHooks(hooks: readonly Hook[]): Promise<string[]> {
     // override: replaces the program attached before in one step, so no connect goes unbalanced.
     await this.#runAll(
       hooks.map((hook) => [
@@ -385,7 +391,7 @@ export class BpftoolLoader implements ProgramLoader {
     for (const hook of HOOKS) if (!existsSync(this.#progPin(hook))) problems.push(`${hook} not pinned`);
     // Waiting for attach(), the programs attached before serve on: nothing to repair. By name
     // here, in one call a second; ensure() compares ids.
-    if (!this.#attachPending) {
+    if (this.#toAttach.length === 0) {
       const attached = await this.#attached();
       for (const hook of HOOKS)
         if (attached.get(SHOWN_AS[hook])?.name !== programName(hook)) problems.push(`${hook} not attached`);

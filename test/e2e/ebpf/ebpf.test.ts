@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { createMapRef, objGet, RawMap } from "bpf";
-import { mapPinPath } from "../../../src/backends/ebpf/maps.ts";
+import { mapPinPath, pinnedMapLayout } from "../../../src/backends/ebpf/maps.ts";
 import { connectedThrough, udpDestroyPins } from "../../../src/backends/ebpf/udp-destroy.ts";
 import { outcome, type ProbeRequest, probeFrom, tcp } from "../../support/client.ts";
 import { eventually } from "../../support/eventually.ts";
@@ -184,7 +184,7 @@ describe("eBPF backend", { skip }, () => {
       "both endpoints again",
     );
 
-  const startKpng = () =>
+  const startKpng = (...extra: string[]) =>
     env.topology.node.spawn(
       [
         process.execPath,
@@ -208,6 +208,7 @@ describe("eBPF backend", { skip }, () => {
         "",
         "--metrics-bind-address",
         "127.0.0.1:10249",
+        ...extra,
       ],
       { name: "kpng", env: { KPNG_LOG_LEVEL: "debug" } },
     );
@@ -679,6 +680,53 @@ describe("eBPF backend", { skip }, () => {
     }
     kpng ??= startKpng();
     await bothEndpointsAgain("203.0.113.18");
+  });
+
+  test("a start that creates the maps anew (another --bpf-map-services) and waits for its first state: the programs of the run before serve until the new maps are written", async () => {
+    await kpng?.stop();
+    kpng = undefined;
+    const balancedByPrograms = async () => {
+      await env.topology.node.exec(["conntrack", "-D", "-d", "203.0.113.10"], { allowFailure: true });
+      const seen = await names(tcp("203.0.113.10", 80), 20);
+      const ct = await env.topology.node.exec(["conntrack", "-L", "-d", "203.0.113.10"], {
+        allowFailure: true,
+      });
+      // Passed on unchanged, the connections would still be answered, through the nft table.
+      return [...seen].sort().join() === "web-1,web-2" && ct.stdout.trim() === "";
+    };
+    // A backend whose brain never answers: it loads its programs against new maps of another
+    // size, then waits for a first state that does not come.
+    const waiting = env.topology.node.spawn(
+      [
+        process.execPath,
+        MAIN,
+        "local",
+        "--api",
+        `unix://${join(dir, "no-brain.sock")}`,
+        "to-ebpf",
+        ...flags,
+        "--bpf-map-services",
+        "4096",
+        "--node-name",
+        "node-1",
+        "--healthz-bind-address",
+        "",
+        "--metrics-bind-address",
+        "",
+      ],
+      { name: "kpng-waiting", env: { KPNG_LOG_LEVEL: "debug" } },
+    );
+    try {
+      await waiting.waitForLine(/the programs attach once the maps are written/, 30_000);
+      assert.equal(pinnedMapLayout(mapPinPath(mounts.bpfRoot, "services"))?.maxEntries, 4096);
+      assert.ok(await balancedByPrograms(), "the programs of the run before serve the maps they hold");
+    } finally {
+      await waiting.stop();
+    }
+    kpng = startKpng("--bpf-map-services", "4096");
+    await kpng.waitForLine(/BPF programs attached to the written maps/, 30_000);
+    await bothEndpointsAgain("203.0.113.10");
+    assert.ok(await balancedByPrograms(), "the new programs serve the new maps");
   });
 
   test("kpng cleanup ebpf detaches and unpins everything, and nothing else", async () => {
