@@ -216,7 +216,8 @@ export class BpftoolLoader implements ProgramLoader {
     // Programs hold the maps they were loaded with: a re-created map needs them loaded again.
     const reload = done.length > 0 || !HOOKS.every((h) => existsSync(this.#progPin(h)));
     if (reload) {
-      // Unpinning does not detach: programs attached now keep running until replaced below.
+      // Unpinning does not detach: programs attached now keep running until the new ones replace
+      // them, below or in attach().
       rmSync(join(this.#dir, "progs"), { recursive: true, force: true });
       // The node's namespace, before the programs that read it: a failed write leaves the
       // programs unpinned, so the next sync comes back here. It never changes while kpng runs.
