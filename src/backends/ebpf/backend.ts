@@ -3,8 +3,9 @@
 // both families; each family has its own writer, which owns that family's frontends and lists
 // (writer.ts). A family's apply feeds the latest local state to the renderer and its writer (only
 // changed Services), with a full sync at start and after a failure or a repair (forget). The
-// programs and pins come from the loader before a full sync; programs loaded against maps it
-// created are attached once every family has written them.
+// programs and pins come from the loader before a full sync; the programs it leaves unattached
+// (loaded against new maps, or found so at start) are attached once every family has written
+// the maps.
 
 import type { BackendFamily } from "../../backend-core/sync-loop.ts";
 import { IP_FAMILIES } from "../../model/ip.ts";
@@ -14,13 +15,7 @@ import { serviceChanges } from "../../model/local-changes.ts";
 import type { Logger } from "../../observability/log.ts";
 import { counter, gauge } from "../../observability/metrics.ts";
 import { type LbMaps, MapWriteError } from "./maps.ts";
-import {
-  ATTACH_AFTER_WRITE,
-  CREATED_MAP,
-  NO_UDP_DESTROY,
-  type ProgramLoader,
-  UDP_DESTROY_RETRY,
-} from "./programs.ts";
+import { CREATED_MAP, NO_UDP_DESTROY, type ProgramLoader, UDP_DESTROY_RETRY } from "./programs.ts";
 import { type RenderContext, type RenderedGroup, renderService } from "./render.ts";
 import {
   type GoneFlow,
@@ -92,8 +87,6 @@ export class EbpfBackend {
    */
   readonly #reads = new Map<IPFamily, Adopted>();
   #render: RenderContext;
-  /** The loader left its programs for attach(), to come when every family has written the new maps. */
-  #attachPending = false;
   /** The UDP socket iterator's load in progress. */
   #iterator: Promise<void> | undefined;
 
@@ -197,7 +190,8 @@ export class EbpfBackend {
           this.#o.udpSockets === undefined || read.byFrontend.size === 0 ? undefined : new Set<string>();
         report = f.writer.fullSync(this.#renderAll(state, family, kept), read);
         if (kept !== undefined) gone.push(...goneFromMaps(read, kept));
-        if (this.#attachPending && this.#allWritten()) await this.#attach();
+        // What the loader left for attach(), if anything, once every family has written the maps.
+        if (this.#allWritten()) await this.#attach();
       } else {
         report = f.writer!.update(this.#renderChanged(f, state, gone));
       }
@@ -238,13 +232,12 @@ export class EbpfBackend {
     const done = await this.#o.loader.ensure();
     if (done.length > 0) this.#o.log.info({ done }, "BPF programs and maps in place");
     if (done.some((d) => d.startsWith(CREATED_MAP))) this.#mapsGeneration++;
-    this.#attachPending = done.includes(ATTACH_AFTER_WRITE);
     this.#iterator ??= this.#ensureIterator().finally(() => {
       this.#iterator = undefined;
     });
   }
 
-  /** Whether every family has written the maps the loader last created. */
+  /** Whether every family has written the maps since the loader last created them. */
   #allWritten(): boolean {
     for (const f of this.#families.values())
       if (f.writer === undefined || f.needsFull || f.generation !== this.#mapsGeneration) return false;
@@ -253,7 +246,6 @@ export class EbpfBackend {
 
   async #attach(): Promise<void> {
     const done = await this.#o.loader.attach();
-    this.#attachPending = false;
     if (done.length > 0) this.#o.log.info({ done }, "BPF programs attached to the written maps");
   }
 

@@ -22,7 +22,7 @@ export interface ProgramLoader {
    * reports ATTACH_AFTER_WRITE).
    */
   ensure(): Promise<string[]>;
-  /** Attaches the programs ensure() left unattached; returns what it did. */
+  /** Attaches the programs ensure() left unattached, if any; returns what it did. */
   attach(): Promise<string[]>;
   /** What is missing or detached; empty when everything is in place. Cheap: one bpftool call. */
   check(): Promise<string[]>;

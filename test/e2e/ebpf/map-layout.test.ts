@@ -71,13 +71,7 @@ describe("eBPF maps of another version's layout", { skip }, () => {
   const allAttached = HOOKS.map((h) => `attached ${h}`);
 
   const idOf = (m: keyof typeof MAPS) =>
-    (
-      JSON.parse(
-        execFileSync("bpftool", ["-j", "map", "show", "pinned", mapPinPath(mounts.bpfRoot, m)], {
-          encoding: "utf8",
-        }),
-      ) as { id: number }
-    ).id;
+    bpftoolJson<{ id: number }>("map", "show", "pinned", mapPinPath(mounts.bpfRoot, m)).id;
 
   test("are unpinned and created anew, both balancing maps together; a map of the right layout and size stays", async () => {
     mkdirSync(join(mounts.bpfRoot, "kpng", "maps"), { recursive: true });
